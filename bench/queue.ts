@@ -1,0 +1,75 @@
+// Queue throughput, measured in the same run: raw BullMQ jobs that do nothing (bench/raw-worker.ts)
+// against `deliver_webhook` jobs of the webhook worker (jobs/worker.ts) delivering signed webhooks to a
+// loopback receiver (the bare server's POST /hook). Both workers run in child processes at concurrency 10;
+// jobs are enqueued first, then timed from the worker's start to the last completion.
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+
+export interface QueueMeasurement {
+  jobs: number;
+  seconds: number;
+  jobsPerSec: number;
+}
+
+const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, what: string) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+/** No-op jobs: with the worker ready, enqueue `n` and time until every job completed. */
+export async function measureRawJobs(opts: { redisUrl: string; n: number; startWorker: (env: Record<string, string>) => Promise<() => Promise<void>> }): Promise<QueueMeasurement> {
+  const name = `bench-raw-${Date.now()}`;
+  const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue(name, { connection });
+  const events = new QueueEvents(name, { connection: new Redis(opts.redisUrl, { maxRetriesPerRequest: null }) });
+  await events.waitUntilReady();
+  let done = 0;
+  events.on('completed', () => (done += 1));
+  const stop = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name });
+  const started = performance.now();
+  await queue.addBulk(Array.from({ length: opts.n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
+  await waitFor(async () => done >= opts.n, 120_000, 'raw jobs');
+  const seconds = (performance.now() - started) / 1000;
+  await stop();
+  await events.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  connection.disconnect();
+  return { jobs: opts.n, seconds, jobsPerSec: opts.n / seconds };
+}
+
+/**
+ * Webhook deliveries: `n` pending delivery rows of one webhook; with the webhook worker ready, they are
+ * queued as deliver_webhook jobs and timed until every row is `success`.
+ */
+export async function measureWebhookDeliveries(opts: {
+  databaseUrl: string;
+  webhookId: string;
+  workspaceId: string;
+  n: number;
+  enqueue: (deliveryIds: string[]) => Promise<void>;
+  startWorker: () => Promise<() => Promise<void>>;
+}): Promise<QueueMeasurement> {
+  const client = new pg.Client({ connectionString: opts.databaseUrl });
+  await client.connect();
+  const payload = JSON.stringify({ event: 'billing.updated', createdAt: new Date().toISOString(), workspaceId: opts.workspaceId, data: { bench: true } });
+  const { rows } = await client.query<{ id: string }>(
+    `insert into webhook_deliveries (webhook_id, workspace_id, event, payload, status)
+     select $1, $2, 'billing.updated', $3::jsonb, 'pending' from generate_series(1, $4) returning id`,
+    [opts.webhookId, opts.workspaceId, payload, opts.n],
+  );
+  const stop = await opts.startWorker();
+  const started = performance.now();
+  await opts.enqueue(rows.map((r) => r.id));
+  const count = async () =>
+    Number((await client.query<{ n: string }>(`select count(*) as n from webhook_deliveries where webhook_id = $1 and status = 'success'`, [opts.webhookId])).rows[0]!.n);
+  await waitFor(async () => (await count()) >= opts.n, 180_000, 'webhook deliveries');
+  const seconds = (performance.now() - started) / 1000;
+  await stop();
+  await client.end();
+  return { jobs: opts.n, seconds, jobsPerSec: opts.n / seconds };
+}

@@ -1,0 +1,551 @@
+// `npm run bench`: throughput and p99 latency of the API against baselines measured in the same run.
+//
+// One run does: create a throw-away Postgres database; start the API (server/index.ts) and a bare
+// Express server (bench/bare-server.ts) as child processes, so that autocannon, which runs here, does not
+// share their event loop; register and sign in one user; run each scenario with autocannon; print a table
+// and write bench/results/latest.json; stop both children and drop the database (also on error and
+// Ctrl-C). Scenarios and their targets:
+//   bare GET /json        the baseline of the JSON routes
+//   GET /health           ratio to bare /json, no target
+//   GET /auth/me          ratio to bare /json, target >= 0.45x
+//   GET /billing/plans    ratio to bare /json, target >= 0.6x (the public catalog, served from memory)
+//   bare POST /bcrypt     one bcrypt.compare at the API's cost: the ceiling of login
+//   POST /auth/login      ratio to bare /bcrypt, target >= 0.85x
+// The exit code is non-zero only when the run itself crashes; a missed target or a scenario with errors
+// is reported in the table, not in the exit code.
+//
+// Environment: BENCH_POSTGRES_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
+// BENCH_DURATION (seconds per measured run, default 10), BENCH_CONNECTIONS (JSON routes, default 50),
+// BENCH_BCRYPT_CONNECTIONS (login and bcrypt, default 8).
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { DELIVER_WEBHOOK, WEBHOOK_QUEUE, deliverJobOptions } from '../jobs/queue.js';
+import { measureRawJobs, measureWebhookDeliveries, type QueueMeasurement } from './queue.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
+const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const BCRYPT_COST = 12; // the production default, for the API and the bcrypt ceiling alike
+const DURATION_S = positiveInt('BENCH_DURATION', 10);
+const JSON_CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50);
+const BCRYPT_CONNECTIONS = positiveInt('BENCH_BCRYPT_CONNECTIONS', 8);
+// bcrypt-bound runs answer about 7 requests a second: twice as long keeps their ratio from being noise.
+const BCRYPT_DURATION_S = 2 * DURATION_S;
+const WARM_UP_S = 2;
+const READY_TIMEOUT_MS = 60_000;
+const USER = { email: 'bench@example.com', password: 'bench-Password-42', name: 'Bench User' };
+
+function positiveInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive whole number, got "${raw}"`);
+  return n;
+}
+
+// ---------------------------------------------------------------- database
+
+interface BenchDatabase {
+  name: string;
+  url: string;
+}
+
+async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect().catch((err: Error) => {
+    throw new Error(`The benchmark needs Postgres at ${ADMIN_URL} (set BENCH_POSTGRES_URL): ${err.message}`);
+  });
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** `fn` with a client of the database at `url`. */
+async function withAdminOn<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function createDatabase(): Promise<BenchDatabase> {
+  const name = `bench_${Date.now().toString(36)}_${crypto.randomBytes(3).toString('hex')}`;
+  await withAdmin((admin) => admin.query(`create database "${name}"`));
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return { name, url: url.toString() };
+}
+
+async function dropDatabase(db: BenchDatabase): Promise<void> {
+  await withAdmin((admin) => admin.query(`drop database if exists "${db.name}" with (force)`));
+}
+
+/** The bcrypt cost the API actually stored for the bench user (the `$2b$12$` prefix). */
+async function storedHashCost(db: BenchDatabase, email: string): Promise<number> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ password_hash: string }>('select password_hash from users where email = $1', [email]);
+    return Number(rows[0]?.password_hash.split('$')[2]);
+  } finally {
+    await client.end();
+  }
+}
+
+// ---------------------------------------------------------------- child processes
+
+interface Child {
+  name: string;
+  url: string;
+  process: ChildProcess;
+  /** Set once the process has exited. */
+  exited?: string;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** `node --import tsx <script>` in the repository root; its output goes to this process's output. */
+async function startChild(name: string, script: string, env: Record<string, string>): Promise<Child> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const handle: Child = { name, url: `http://127.0.0.1:${port}`, process: child };
+  child.once('exit', (code, signal) => (handle.exited = signal ?? `code ${code}`));
+  child.once('error', (err) => (handle.exited = err.message));
+  return handle;
+}
+
+async function waitUntilReady(child: Child, readyPath: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (child.exited) throw new Error(`${child.name} exited during start-up (${child.exited})`);
+    const status = await fetch(child.url + readyPath).then((r) => r.status, () => 0);
+    if (status === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${child.name} did not answer GET ${readyPath} with 200 within ${READY_TIMEOUT_MS / 1000} s`);
+}
+
+async function stopChild(child: Child): Promise<void> {
+  if (child.exited || child.process.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.process.once('exit', resolve));
+  child.process.kill('SIGTERM');
+  const timer = setTimeout(() => child.process.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function assertAlive(...children: Child[]): void {
+  for (const child of children) if (child.exited) throw new Error(`${child.name} exited unexpectedly (${child.exited})`);
+}
+
+// ---------------------------------------------------------------- API session
+
+async function postJson(url: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+}
+
+/** Registers the bench user and signs in; returns the access token. */
+async function signIn(apiUrl: string): Promise<string> {
+  const registered = await postJson(`${apiUrl}/auth/register`, USER);
+  if (registered.status !== 201) throw new Error(`POST /auth/register answered ${registered.status}: ${JSON.stringify(registered.json)}`);
+  const login = await postJson(`${apiUrl}/auth/login`, { email: USER.email, password: USER.password });
+  if (login.status !== 200 || typeof login.json.accessToken !== 'string') {
+    throw new Error(`POST /auth/login answered ${login.status}: ${JSON.stringify(login.json)}`);
+  }
+  return login.json.accessToken;
+}
+
+// ---------------------------------------------------------------- scenarios
+
+interface Scenario {
+  name: string;
+  url: string;
+  method: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  connections: number;
+  warmUp: boolean;
+  /** Seconds of the measured run (default BENCH_DURATION). */
+  durationS?: number;
+  /** Name of the scenario this one is compared with, and the minimum ratio to it. */
+  baseline?: string;
+  target?: number;
+}
+
+interface Measurement {
+  name: string;
+  method: string;
+  url: string;
+  connections: number;
+  durationS: number;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** Why the scenario is not trustworthy (non-2xx answers, connection errors), if it is not. */
+  error?: string;
+  baseline?: string;
+  ratio?: number;
+  target?: number;
+  verdict: 'PASS' | 'FAIL' | 'ERROR' | '-';
+}
+
+interface Targets {
+  /** The API as shipped, rate limiting off (it would refuse a benchmark). */
+  api: string;
+  /** The same with the Redis rate limiter (limits out of reach) and monitoring on. */
+  fullStack: string;
+  /** The same with rate limiting and monitoring off. */
+  bareStack: string;
+  bare: string;
+  accessToken: string;
+  apiKey: string;
+  /** A workspace holding 100,000 generations. */
+  historyWorkspace: string;
+}
+
+function scenarios(t: Targets): Scenario[] {
+  const json = { 'content-type': 'application/json' };
+  const auth = { authorization: `Bearer ${t.accessToken}` };
+  const credentials = JSON.stringify({ email: USER.email, password: USER.password });
+  const page = (n: number) => `${t.api}/workspaces/${t.historyWorkspace}/ai/generations?page=${n}&limit=20`;
+  const base = { connections: JSON_CONNECTIONS, warmUp: true } as const;
+  return [
+    { name: 'bare GET /json', url: `${t.bare}/json`, method: 'GET', ...base },
+    { name: 'GET /health', url: `${t.api}/health`, method: 'GET', ...base, baseline: 'bare GET /json' },
+    { name: 'GET /auth/me', url: `${t.api}/auth/me`, method: 'GET', headers: auth, ...base, baseline: 'bare GET /json', target: 0.45 },
+    { name: 'GET /billing/plans', url: `${t.api}/billing/plans`, method: 'GET', ...base, baseline: 'bare GET /json', target: 0.6 },
+    { name: 'GET /public-api/me', url: `${t.api}/public-api/me`, method: 'GET', headers: { 'x-api-key': t.apiKey }, ...base, baseline: 'bare GET /json', target: 0.45 },
+    { name: 'GET /ai/history page 1', url: page(1), method: 'GET', headers: auth, ...base },
+    { name: 'GET /ai/history page 500', url: page(500), method: 'GET', headers: auth, ...base, baseline: 'GET /ai/history page 1', target: 0.5 },
+    {
+      name: 'POST /ai/generate (MOCK)',
+      url: `${t.api}/ai/generate`,
+      method: 'POST',
+      headers: { ...auth, ...json },
+      body: JSON.stringify({ prompt: 'Write a tagline for a benchmark' }),
+      ...base,
+      baseline: 'bare GET /json',
+      target: 0.25,
+    },
+    { name: 'GET /auth/me, limiter and monitoring off', url: `${t.bareStack}/auth/me`, method: 'GET', headers: auth, ...base },
+    {
+      name: 'GET /auth/me, Redis limiter + monitoring',
+      url: `${t.fullStack}/auth/me`,
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'GET /auth/me, limiter and monitoring off',
+      target: 0.9,
+    },
+    {
+      name: 'bare POST /bcrypt',
+      url: `${t.bare}/bcrypt`,
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ password: USER.password }),
+      connections: BCRYPT_CONNECTIONS,
+      warmUp: true,
+      durationS: BCRYPT_DURATION_S,
+    },
+    {
+      name: 'POST /auth/login',
+      url: `${t.api}/auth/login`,
+      method: 'POST',
+      headers: json,
+      body: credentials,
+      connections: BCRYPT_CONNECTIONS,
+      warmUp: true,
+      durationS: BCRYPT_DURATION_S,
+      baseline: 'bare POST /bcrypt',
+      target: 0.85,
+    },
+  ];
+}
+
+function load(s: Scenario, durationS: number): Promise<autocannon.Result> {
+  return autocannon({ url: s.url, method: s.method, headers: s.headers, body: s.body, connections: s.connections, duration: durationS });
+}
+
+async function measure(s: Scenario): Promise<Measurement> {
+  if (s.warmUp) await load(s, WARM_UP_S);
+  const durationS = s.durationS ?? DURATION_S;
+  const r = await load(s, durationS);
+  const problems = [
+    r.non2xx ? `${r.non2xx} non-2xx answers` : '',
+    r.errors ? `${r.errors} connection errors (${r.timeouts} timeouts)` : '',
+    r.requests.total === 0 ? 'no answer at all' : '',
+  ].filter(Boolean);
+  return {
+    name: s.name,
+    method: s.method,
+    url: s.url,
+    connections: s.connections,
+    durationS,
+    // Total over time rather than the mean of per-second samples, which is coarse at a few requests a second.
+    reqPerSec: r.requests.total / durationS,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    requests: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    error: problems.length ? problems.join(', ') : undefined,
+    baseline: s.baseline,
+    target: s.target,
+    verdict: problems.length ? 'ERROR' : '-',
+  };
+}
+
+/** Fills in ratio and verdict from the baseline measured in the same run. */
+function compare(results: Measurement[]): Measurement[] {
+  return results.map((m) => {
+    const base = results.find((b) => b.name === m.baseline);
+    if (!base) return m;
+    const ratio = m.reqPerSec / base.reqPerSec;
+    let verdict = m.verdict;
+    if (base.error) verdict = 'ERROR';
+    else if (verdict !== 'ERROR' && m.target !== undefined) verdict = ratio >= m.target ? 'PASS' : 'FAIL';
+    return { ...m, ratio, verdict };
+  });
+}
+
+// ---------------------------------------------------------------- report
+
+function table(results: Measurement[]): string {
+  const header = ['scenario', 'conns', 'req/s', 'p99 ms', 'ratio', 'baseline', 'target', 'verdict'];
+  const rows = results.map((m) => [
+    m.name,
+    String(m.connections),
+    m.reqPerSec.toFixed(1),
+    m.p99Ms.toFixed(0),
+    m.ratio === undefined ? '(baseline)' : `${m.ratio.toFixed(2)}x`,
+    m.baseline ?? '',
+    m.target === undefined ? '' : `>= ${m.target.toFixed(2)}x`,
+    m.verdict,
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const errors = results.filter((m) => m.error).map((m) => `  ERROR ${m.name}: ${m.error}`);
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line), ...errors].join('\n');
+}
+
+async function writeResults(results: Measurement[]): Promise<void> {
+  const report = {
+    finishedAt: new Date().toISOString(),
+    node: process.version,
+    cpus: os.cpus().length,
+    settings: { durationS: DURATION_S, warmUpS: WARM_UP_S, jsonConnections: JSON_CONNECTIONS, bcryptConnections: BCRYPT_CONNECTIONS, bcryptCost: BCRYPT_COST },
+    results,
+  };
+  await fs.mkdir(path.dirname(RESULTS_FILE), { recursive: true });
+  await fs.writeFile(RESULTS_FILE, `${JSON.stringify(report, null, 2)}\n`);
+}
+
+// ---------------------------------------------------------------- main
+
+const secret = () => crypto.randomBytes(36).toString('base64url'); // 48 characters
+
+/** Everything to undo at the end, in reverse order of creation. */
+const cleanups: Array<() => Promise<void>> = [];
+let cleaning: Promise<void> | undefined;
+const cleanUp = () =>
+  (cleaning ??= (async () => {
+    for (const undo of cleanups.reverse()) await undo().catch((err: Error) => console.error(`clean-up: ${err.message}`));
+  })());
+
+/** Authenticated JSON call; fails the run on any other answer than `expect`. */
+async function call(url: string, method: string, token: string, body: unknown, expect: number): Promise<Record<string, unknown>> {
+  const res = await fetch(url, { method, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (res.status !== expect) throw new Error(`${method} ${url} answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
+  return json;
+}
+
+/** A child process that has no HTTP port (workers): ready once it prints `readyLine`. */
+function startWorker(name: string, script: string, env: Record<string, string>, readyLine: RegExp): Promise<() => Promise<void>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const stop = async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    };
+    cleanups.push(stop);
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (readyLine.test(out)) resolve(stop);
+    });
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it was ready: ${out.slice(-500)}`)));
+  });
+}
+
+async function main(): Promise<void> {
+  const db = await createDatabase();
+  cleanups.push(() => dropDatabase(db));
+  const redisBase = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const shared = {
+    NODE_ENV: 'production',
+    DATABASE_URL: db.url,
+    LOG_LEVEL: 'warn',
+    BCRYPT_COST: String(BCRYPT_COST),
+    JWT_ACCESS_SECRET: secret(),
+    JWT_REFRESH_SECRET: secret(),
+    WEBHOOK_SECRET_ENCRYPTION_KEY: secret(),
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    AI_MONTHLY_GENERATION_LIMIT: '1000000000',
+  };
+  const unlimited = '1000000000';
+  const apis = {
+    api: await startChild('API', 'server/index.ts', { ...shared, RATE_LIMIT_ENABLED: 'false' }),
+    fullStack: await startChild('API (Redis limiter + monitoring)', 'server/index.ts', {
+      ...shared,
+      RATE_LIMIT_ENABLED: 'true',
+      REDIS_URL: `${redisBase}/9`,
+      MONITORING_ENABLED: 'true',
+      RATE_LIMIT_MAX_REQUESTS: unlimited,
+      RATE_LIMIT_AUTH_MAX_REQUESTS: unlimited,
+      RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: unlimited,
+    }),
+    bareStack: await startChild('API (limiter and monitoring off)', 'server/index.ts', { ...shared, RATE_LIMIT_ENABLED: 'false', MONITORING_ENABLED: 'false' }),
+  };
+  for (const child of Object.values(apis)) cleanups.push(() => stopChild(child));
+  const bare = await startChild('bare server', 'bench/bare-server.ts', { NODE_ENV: 'production', BCRYPT_COST: String(BCRYPT_COST), BENCH_PASSWORD: USER.password });
+  cleanups.push(() => stopChild(bare));
+  await Promise.all([...Object.values(apis).map((a) => waitUntilReady(a, '/health')), waitUntilReady(bare, '/json')]);
+
+  const accessToken = await signIn(apis.api.url);
+  const apiCost = await storedHashCost(db, USER.email);
+  if (apiCost !== BCRYPT_COST) throw new Error(`the API hashed at bcrypt cost ${apiCost}, expected ${BCRYPT_COST}`);
+
+  // Data: an Enterprise workspace with an API key and a webhook to the loopback receiver, and a second
+  // workspace holding 100,000 generations for the history pages.
+  await call(`${apis.api.url}/billing/checkout`, 'POST', accessToken, { planCode: 'enterprise' }, 200);
+  const current = await call(`${apis.api.url}/billing/current`, 'GET', accessToken, undefined, 200);
+  const workspaceId = String(current.workspaceId);
+  const key = await call(`${apis.api.url}/workspaces/${workspaceId}/api-keys`, 'POST', accessToken, { name: 'bench', scopes: ['read'] }, 201);
+  const hook = await call(`${apis.api.url}/workspaces/${workspaceId}/webhooks`, 'POST', accessToken, { name: 'bench', url: `${bare.url}/hook`, events: ['billing.updated'] }, 201);
+  const history = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench history' }, 201);
+  await withAdminOn(db.url, (client) =>
+    client.query(
+      `insert into ai_generations (workspace_id, provider, model, prompt, output, status, prompt_tokens, completion_tokens, created_at)
+       select $1, 'MOCK', 'mock-writer-1', 'prompt ' || i, 'output ' || i, 'SUCCEEDED', 10, 40, now() - (i || ' seconds')::interval
+       from generate_series(1, 100000) as i`,
+      [history.id],
+    ),
+  );
+  await withAdminOn(db.url, (client) => client.query('analyze ai_generations'));
+
+  console.log(`bench: ${DURATION_S} s per run, ${JSON_CONNECTIONS} connections (JSON routes), ${BCRYPT_CONNECTIONS} (login, bcrypt cost ${BCRYPT_COST}), ${os.cpus().length} CPUs, node ${process.version}`);
+  const targets: Targets = {
+    api: apis.api.url,
+    fullStack: apis.fullStack.url,
+    bareStack: apis.bareStack.url,
+    bare: bare.url,
+    accessToken,
+    apiKey: String(key.rawKey),
+    historyWorkspace: String(history.id),
+  };
+  const measured: Measurement[] = [];
+  for (const s of scenarios(targets)) {
+    process.stdout.write(`  ${s.name} ...`);
+    const m = await measure(s);
+    assertAlive(...Object.values(apis), bare);
+    console.log(` ${m.reqPerSec.toFixed(1)} req/s, p99 ${m.p99Ms} ms${m.error ? ` (ERROR: ${m.error})` : ''}`);
+    measured.push(m);
+  }
+
+  // Queues: raw no-op jobs against deliver_webhook jobs, both workers at concurrency 10.
+  const queueRedis = `${redisBase}/8`;
+  const JOBS = positiveInt('BENCH_JOBS', 3000);
+  process.stdout.write(`  raw BullMQ no-op jobs (${JOBS}) ...`);
+  const raw = await measureRawJobs({ redisUrl: queueRedis, n: JOBS, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
+  console.log(` ${raw.jobsPerSec.toFixed(0)} jobs/s`);
+  process.stdout.write(`  deliver_webhook jobs (${JOBS}) ...`);
+  const workerEnv = { ...shared, REDIS_URL: queueRedis, QUEUES_ENABLED: 'true', WEBHOOK_QUEUE_ENABLED: 'true', LOG_LEVEL: 'info' };
+  const producer = new Queue(WEBHOOK_QUEUE, { connection: new Redis(queueRedis, { maxRetriesPerRequest: null }) });
+  cleanups.push(async () => void (await producer.close()));
+  const deliveries = await measureWebhookDeliveries({
+    databaseUrl: db.url,
+    webhookId: String(hook.id),
+    workspaceId,
+    n: JOBS,
+    enqueue: async (ids) => {
+      const options = { WEBHOOK_MAX_RETRIES: 3, WEBHOOK_RETRY_BACKOFF_SECONDS: 30 };
+      await producer.addBulk(ids.map((deliveryId) => ({ name: DELIVER_WEBHOOK, data: { deliveryId }, opts: deliverJobOptions(options, deliveryId) })));
+    },
+    startWorker: () => startWorker('webhook worker', 'jobs/worker.ts', workerEnv, /worker ready/),
+  });
+  console.log(` ${deliveries.jobsPerSec.toFixed(0)} deliveries/s`);
+  const asMeasurement = (name: string, q: QueueMeasurement, baseline?: string, target?: number): Measurement => ({
+    name,
+    method: 'QUEUE',
+    url: '',
+    connections: 10,
+    durationS: q.seconds,
+    reqPerSec: q.jobsPerSec,
+    p50Ms: 0,
+    p99Ms: 0,
+    requests: q.jobs,
+    non2xx: 0,
+    errors: 0,
+    timeouts: 0,
+    baseline,
+    target,
+    verdict: '-',
+  });
+  measured.push(asMeasurement('raw BullMQ no-op jobs', raw), asMeasurement('deliver_webhook via BullMQ', deliveries, 'raw BullMQ no-op jobs', 0.5));
+
+  const results = compare(measured);
+  console.log(`\n${table(results)}\n`);
+  await writeResults(results);
+  const missed = results.filter((m) => m.verdict === 'FAIL' || m.verdict === 'ERROR').map((m) => `${m.name} ${m.verdict}`);
+  console.log(missed.length ? `verdict: ${missed.join(', ')}` : 'verdict: all targets met');
+  console.log(`results written to ${path.relative(ROOT, RESULTS_FILE)}`);
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping the servers and dropping the bench database`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+try {
+  await main();
+  await cleanUp();
+} catch (err) {
+  console.error('bench crashed:', err);
+  await cleanUp();
+  process.exit(1);
+}

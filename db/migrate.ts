@@ -1,0 +1,35 @@
+// Runs db/migrations to the latest version: at start-up, in the test set-up, and through kysely-ctl
+// (`npm run migrate`, which uses the same provider). Migrations are listed here explicitly, so they load
+// the same way under tsx, vitest or compiled JavaScript; tests/db/migrations.test.ts checks that every file
+// of db/migrations is listed.
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import * as m0001 from './migrations/0001_accounts.js';
+import * as m0002 from './migrations/0002_invitations_audit.js';
+import * as m0003 from './migrations/0003_billing.js';
+import * as m0004 from './migrations/0004_ai.js';
+import * as m0005 from './migrations/0005_developer.js';
+import * as m0006 from './migrations/0006_content.js';
+
+export const migrations: Record<string, Migration> = {
+  '0001_accounts': m0001,
+  '0002_invitations_audit': m0002,
+  '0003_billing': m0003,
+  '0004_ai': m0004,
+  '0005_developer': m0005,
+  '0006_content': m0006,
+};
+
+export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
+
+export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    const name = failed ? ` (${failed.migrationName})` : '';
+    throw new Error(`Database migration failed${name}: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
+  }
+  return (results ?? []).map((r) => r.migrationName);
+}

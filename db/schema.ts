@@ -1,0 +1,426 @@
+// The typed view of the tables created by db/migrations. Hand-written: update it with every migration.
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export const USER_STATUSES = ['ACTIVE', 'SUSPENDED'] as const;
+export type UserStatus = (typeof USER_STATUSES)[number];
+export const PLATFORM_ROLES = ['USER', 'ADMIN', 'DEMO_ADMIN'] as const;
+export type PlatformRole = (typeof PLATFORM_ROLES)[number];
+export const WORKSPACE_STATUSES = ['ACTIVE', 'SUSPENDED', 'ARCHIVED'] as const;
+export type WorkspaceStatus = (typeof WORKSPACE_STATUSES)[number];
+export const EDITIONS = ['LITE', 'PRO', 'ENTERPRISE', 'CUSTOM'] as const;
+export type Edition = (typeof EDITIONS)[number];
+export const WORKSPACE_ROLES = ['OWNER', 'ADMIN', 'MEMBER', 'VIEWER'] as const;
+export type WorkspaceRole = (typeof WORKSPACE_ROLES)[number];
+export type UserTokenKind = 'PASSWORD_RESET' | 'EMAIL_VERIFICATION';
+export const PLAN_STATUSES = ['DRAFT', 'PUBLISHED', 'ARCHIVED'] as const;
+export type PlanStatus = (typeof PLAN_STATUSES)[number];
+export const PLAN_INTERVALS = ['ONE_TIME', 'MONTHLY', 'YEARLY'] as const;
+export type PlanInterval = (typeof PLAN_INTERVALS)[number];
+export const BILLING_PROVIDERS = ['MOCK', 'PROCESSOR_A', 'PROCESSOR_B'] as const;
+export type BillingProvider = (typeof BILLING_PROVIDERS)[number];
+export const SUBSCRIPTION_STATUSES = ['ACTIVE', 'TRIALING', 'PAST_DUE', 'CANCELED', 'INCOMPLETE'] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+/** Statuses of the one live subscription a workspace may have. */
+export const LIVE_SUBSCRIPTION_STATUSES = ['ACTIVE', 'TRIALING', 'PAST_DUE'] as const satisfies readonly SubscriptionStatus[];
+export const PAYMENT_STATUSES = ['SUCCEEDED', 'FAILED', 'REFUNDED', 'PENDING'] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+
+/** Numeric limits of a plan; a missing key means the built-in default of the edition. */
+export interface PlanLimits {
+  apiKeys?: number;
+  aiMonthlyGenerations?: number;
+  members?: number;
+  [key: string]: number | undefined;
+}
+
+type Json<T> = ColumnType<T, string | undefined, string>;
+
+export interface UsersTable {
+  id: Generated<string>;
+  email: string;
+  name: string;
+  password_hash: string;
+  status: ColumnType<UserStatus, UserStatus | undefined, UserStatus>;
+  platform_role: ColumnType<PlatformRole, PlatformRole | undefined, PlatformRole>;
+  email_verified_at: NullableTimestamp;
+  tokens_valid_after: NullableTimestamp;
+  last_login_at: NullableTimestamp;
+  avatar_key: string | null;
+  avatar_updated_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface WorkspacesTable {
+  id: Generated<string>;
+  name: string;
+  status: ColumnType<WorkspaceStatus, WorkspaceStatus | undefined, WorkspaceStatus>;
+  edition: ColumnType<Edition, Edition | undefined, Edition>;
+  is_personal: ColumnType<boolean, boolean | undefined, boolean>;
+  plan_id: string | null;
+  limits: Json<PlanLimits>;
+  processor_a_customer_id: string | null;
+  branding_display_name: string | null;
+  branding_primary_color: string | null;
+  branding_accent_color: string | null;
+  logo_file_id: string | null;
+  deleted_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface WorkspaceMembersTable {
+  workspace_id: string;
+  user_id: string;
+  role: WorkspaceRole;
+  created_at: CreatedAt;
+}
+
+export interface RefreshTokensTable {
+  id: Generated<string>;
+  user_id: string;
+  family_id: string;
+  parent_id: string | null;
+  token_hash: string;
+  expires_at: Timestamp;
+  rotated_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+  revoked_reason: string | null;
+  created_ip: string | null;
+  user_agent: string | null;
+  created_at: CreatedAt;
+}
+
+export interface UserTokensTable {
+  id: Generated<string>;
+  user_id: string;
+  kind: UserTokenKind;
+  token_hash: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+export interface EmailLogsTable {
+  id: Generated<string>;
+  to: string;
+  subject: string;
+  template: string;
+  text: string;
+  html: string | null;
+  link: string | null;
+  created_at: CreatedAt;
+}
+
+export interface WorkspaceInvitationsTable {
+  id: Generated<string>;
+  workspace_id: string;
+  email: string;
+  role: WorkspaceRole;
+  token_hash: string;
+  invited_by: string | null;
+  expires_at: Timestamp;
+  accepted_at: NullableTimestamp;
+  accepted_by: string | null;
+  revoked_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+/** JSON object stored in audit_logs.metadata: facts about the change, never a secret. */
+export type AuditMetadata = Record<string, string | number | boolean | null | string[]>;
+
+export interface AuditLogsTable {
+  id: Generated<string>;
+  actor_user_id: string | null;
+  actor_email: string | null;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  workspace_id: string | null;
+  request_id: string | null;
+  ip: string | null;
+  metadata: ColumnType<AuditMetadata, string | undefined, never>;
+  created_at: CreatedAt;
+}
+
+export interface PlansTable {
+  id: Generated<string>;
+  slug: string;
+  name: string;
+  description: ColumnType<string, string | undefined, string>;
+  edition: Edition;
+  price_cents: number;
+  currency: ColumnType<string, string | undefined, string>;
+  interval: ColumnType<PlanInterval, PlanInterval | undefined, PlanInterval>;
+  status: ColumnType<PlanStatus, PlanStatus | undefined, PlanStatus>;
+  status_before_archive: 'DRAFT' | 'PUBLISHED' | null;
+  badge_text: ColumnType<string, string | undefined, string>;
+  is_popular: ColumnType<boolean, boolean | undefined, boolean>;
+  is_default: ColumnType<boolean, boolean | undefined, boolean>;
+  sort_order: ColumnType<number, number | undefined, number>;
+  features: Json<string[]>;
+  limits: Json<PlanLimits>;
+  processor_a_price_id: string | null;
+  processor_b_variant_id: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface SubscriptionsTable {
+  id: Generated<string>;
+  workspace_id: string;
+  plan_id: string;
+  provider: BillingProvider;
+  provider_subscription_id: string | null;
+  provider_customer_id: string | null;
+  status: SubscriptionStatus;
+  current_period_start: NullableTimestamp;
+  current_period_end: NullableTimestamp;
+  cancel_at_period_end: ColumnType<boolean, boolean | undefined, boolean>;
+  canceled_at: NullableTimestamp;
+  last_event_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface PaymentsTable {
+  id: Generated<string>;
+  workspace_id: string;
+  subscription_id: string | null;
+  plan_id: string | null;
+  provider: BillingProvider;
+  provider_payment_id: string | null;
+  amount_cents: number;
+  currency: string;
+  status: PaymentStatus;
+  description: ColumnType<string, string | undefined, string>;
+  receipt_url: string | null;
+  invoice_url: string | null;
+  created_at: CreatedAt;
+}
+
+export interface BillingEventsTable {
+  id: Generated<string>;
+  provider: string;
+  event_id: string;
+  event_type: string;
+  workspace_id: string | null;
+  outcome: string;
+  received_at: CreatedAt;
+}
+
+export interface DomainEventsTable {
+  id: Generated<string>;
+  workspace_id: string;
+  type: string;
+  payload: Json<Record<string, unknown>>;
+  created_at: CreatedAt;
+  dispatched_at: NullableTimestamp;
+}
+
+export const AI_PROVIDERS = ['MOCK', 'PROVIDER_A', 'PROVIDER_B'] as const;
+export type AiProvider = (typeof AI_PROVIDERS)[number];
+
+export interface AiTemplatesTable {
+  id: Generated<string>;
+  slug: string;
+  name: string;
+  description: string;
+  category: string;
+  body: string;
+  variables: Json<string[]>;
+  is_active: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface AiGenerationsTable {
+  id: Generated<string>;
+  workspace_id: string;
+  user_id: string | null;
+  template_id: string | null;
+  provider: AiProvider;
+  model: string;
+  prompt: string;
+  system_prompt: string | null;
+  temperature: number | null;
+  output: ColumnType<string, string | undefined, string>;
+  status: 'SUCCEEDED' | 'FAILED';
+  error_code: string | null;
+  prompt_tokens: ColumnType<number, number | undefined, number>;
+  completion_tokens: ColumnType<number, number | undefined, number>;
+  duration_ms: ColumnType<number, number | undefined, number>;
+  is_sample: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: CreatedAt;
+}
+
+export interface AiUsageCountersTable {
+  workspace_id: string;
+  /** First day of the calendar month (UTC), as YYYY-MM-DD. */
+  period: ColumnType<string, string, string>;
+  generations: ColumnType<number, number | undefined, number>;
+  tokens: ColumnType<string, number | undefined, number>;
+}
+
+export interface AiUserUsageCountersTable {
+  user_id: string;
+  period: ColumnType<string, string, string>;
+  generations: ColumnType<number, number | undefined, number>;
+}
+
+export const API_KEY_SCOPES = ['read', 'write', 'workspace:read', 'files:read', 'files:write', 'webhooks:send', 'ai:generate'] as const;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+
+export interface ApiKeysTable {
+  id: Generated<string>;
+  workspace_id: string;
+  name: string;
+  prefix: string;
+  key_hash: string;
+  scopes: Json<ApiKeyScope[]>;
+  created_by: string | null;
+  expires_at: NullableTimestamp;
+  last_used_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export const WEBHOOK_EVENTS = [
+  'webhook.test',
+  'billing.updated',
+  'subscription.created',
+  'subscription.canceled',
+  'payment.succeeded',
+  'payment.failed',
+  'member.added',
+  'member.removed',
+  'api_key.created',
+  'api_key.revoked',
+  'ai.generation.completed',
+] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export interface WebhooksTable {
+  id: Generated<string>;
+  workspace_id: string;
+  name: string;
+  url: string;
+  events: Json<WebhookEvent[]>;
+  secret_encrypted: string;
+  previous_secret_encrypted: string | null;
+  previous_secret_expires_at: NullableTimestamp;
+  is_active: ColumnType<boolean, boolean | undefined, boolean>;
+  disabled_reason: string | null;
+  consecutive_failures: ColumnType<number, number | undefined, number>;
+  failing_since: NullableTimestamp;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export const DELIVERY_STATUSES = ['pending', 'retrying', 'success', 'failed', 'disabled'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface WebhookDeliveriesTable {
+  id: Generated<string>;
+  webhook_id: string;
+  workspace_id: string;
+  event: string;
+  domain_event_id: string | null;
+  payload: Json<Record<string, unknown>>;
+  status: DeliveryStatus;
+  attempts: ColumnType<number, number | undefined, number>;
+  request_headers: ColumnType<Record<string, string> | null, string | null | undefined, string | null>;
+  response_status: number | null;
+  response_preview: string | null;
+  duration_ms: number | null;
+  next_retry_at: NullableTimestamp;
+  last_error: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface FilesTable {
+  id: Generated<string>;
+  workspace_id: string;
+  uploaded_by: string | null;
+  kind: 'upload' | 'logo';
+  storage_key: string;
+  content_type: string;
+  size_bytes: number;
+  original_name: string | null;
+  created_at: CreatedAt;
+}
+
+export interface AnalyticsEventsTable {
+  id: Generated<string>;
+  name: string;
+  properties: Json<Record<string, string | number | boolean | null>>;
+  user_id: string | null;
+  workspace_id: string | null;
+  created_at: CreatedAt;
+}
+
+export interface ContactMessagesTable {
+  id: Generated<string>;
+  name: string;
+  email: string;
+  subject: ColumnType<string, string | undefined, string>;
+  message: string;
+  topic: string | null;
+  created_at: CreatedAt;
+}
+
+export const TICKET_PRIORITIES = ['LOW', 'NORMAL', 'HIGH', 'URGENT'] as const;
+export interface SupportTicketsTable {
+  id: Generated<string>;
+  user_id: string | null;
+  workspace_id: string | null;
+  subject: string;
+  message: string;
+  priority: ColumnType<(typeof TICKET_PRIORITIES)[number], (typeof TICKET_PRIORITIES)[number] | undefined, (typeof TICKET_PRIORITIES)[number]>;
+  status: ColumnType<'OPEN' | 'PENDING' | 'CLOSED', 'OPEN' | 'PENDING' | 'CLOSED' | undefined, 'OPEN' | 'PENDING' | 'CLOSED'>;
+  created_at: CreatedAt;
+}
+
+export interface Database {
+  users: UsersTable;
+  workspaces: WorkspacesTable;
+  workspace_members: WorkspaceMembersTable;
+  refresh_tokens: RefreshTokensTable;
+  user_tokens: UserTokensTable;
+  email_logs: EmailLogsTable;
+  workspace_invitations: WorkspaceInvitationsTable;
+  audit_logs: AuditLogsTable;
+  plans: PlansTable;
+  subscriptions: SubscriptionsTable;
+  payments: PaymentsTable;
+  billing_events: BillingEventsTable;
+  domain_events: DomainEventsTable;
+  ai_templates: AiTemplatesTable;
+  ai_generations: AiGenerationsTable;
+  ai_usage_counters: AiUsageCountersTable;
+  ai_user_usage_counters: AiUserUsageCountersTable;
+  api_keys: ApiKeysTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  files: FilesTable;
+  analytics_events: AnalyticsEventsTable;
+  contact_messages: ContactMessagesTable;
+  support_tickets: SupportTicketsTable;
+}
+
+export type Plan = Selectable<PlansTable>;
+export type Subscription = Selectable<SubscriptionsTable>;
+
+export type User = Selectable<UsersTable>;
+export type NewUser = Insertable<UsersTable>;
+export type UserUpdate = Updateable<UsersTable>;
+export type Workspace = Selectable<WorkspacesTable>;
+export type EmailLog = Selectable<EmailLogsTable>;

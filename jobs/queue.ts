@@ -1,0 +1,49 @@
+// The BullMQ queue of `deliver_webhook` jobs. Jobs carry the delivery id only (no secret, no payload
+// copy in Redis); the job id is the delivery id, so a delivery is queued once. The producer's Redis
+// connection fails fast: if Redis is away, the delivery stays `pending` and a sweep enqueues it later.
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Config } from '../server/config.js';
+
+export const WEBHOOK_QUEUE = 'webhooks';
+export const DELIVER_WEBHOOK = 'deliver_webhook';
+export const MAINTENANCE_QUEUE = 'maintenance';
+
+export interface DeliverWebhookJob {
+  deliveryId: string;
+}
+
+/** Queue mode: QUEUES_ENABLED and WEBHOOK_QUEUE_ENABLED, with a Redis to queue in. */
+export const webhookQueueEnabled = (config: Pick<Config, 'QUEUES_ENABLED' | 'WEBHOOK_QUEUE_ENABLED' | 'REDIS_URL'>) =>
+  config.QUEUES_ENABLED && config.WEBHOOK_QUEUE_ENABLED && Boolean(config.REDIS_URL);
+
+/** How a deliver_webhook job is queued: its id is the delivery id (a manual retry gets its own). */
+export function deliverJobOptions(config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | 'WEBHOOK_RETRY_BACKOFF_SECONDS'>, deliveryId: string, retry?: number) {
+  return {
+    jobId: retry === undefined ? deliveryId : `${deliveryId}-retry-${retry}`,
+    attempts: config.WEBHOOK_MAX_RETRIES + 1,
+    backoff: { type: 'exponential', delay: config.WEBHOOK_RETRY_BACKOFF_SECONDS * 1000 },
+    removeOnComplete: { count: 1000 },
+    removeOnFail: { count: 5000 },
+  };
+}
+
+export function createWebhookQueue(config: Config) {
+  const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
+  connection.on('error', () => {
+    /* reported by the callers whose commands fail */
+  });
+  const queue = new Queue<DeliverWebhookJob>(WEBHOOK_QUEUE, { connection });
+  return {
+    queue,
+    async enqueue(deliveryId: string, retry?: number) {
+      await queue.add(DELIVER_WEBHOOK, { deliveryId }, deliverJobOptions(config, deliveryId, retry));
+    },
+    async close() {
+      await queue.close();
+      connection.disconnect();
+    },
+  };
+}
+
+export type WebhookQueue = ReturnType<typeof createWebhookQueue>;

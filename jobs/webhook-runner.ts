@@ -1,0 +1,155 @@
+// Runs webhook deliveries. Domain events (the domain_events outbox) become one delivery per subscribed,
+// active webhook; a delivery's first attempt starts at once: directly in this process, or as a
+// `deliver_webhook` job when the queue is on. The sweep picks up what is due: retries (direct mode), and
+// deliveries whose enqueue failed (queue mode). Several instances may run this side by side: rows are
+// claimed with FOR UPDATE SKIP LOCKED.
+import { sql } from 'kysely';
+import type { Logger } from '../server/logger.js';
+import { attemptDelivery, type DeliveryDeps } from '../routers/webhooks/delivery.js';
+import { envelope, type DeliveryStarter } from '../routers/webhooks/service.js';
+import type { WebhookQueue } from './queue.js';
+
+/** How long a swept delivery is reserved by this instance before another may take it. */
+const SWEEP_LEASE_MS = 60_000;
+/** Pending deliveries this old were not queued (Redis away): queue mode enqueues them again. */
+const STUCK_PENDING_MS = 30_000;
+
+export class WebhookRunner implements DeliveryStarter {
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private timers: NodeJS.Timeout[] = [];
+  private dispatching: Promise<number> | undefined;
+
+  constructor(
+    private readonly deps: DeliveryDeps & { logger: Logger },
+    private readonly queue?: WebhookQueue,
+  ) {}
+
+  /** First attempt of new deliveries; with `wait` (test and retry routes) the direct attempt is awaited. */
+  async start(deliveryIds: string[], opts: { wait?: boolean } = {}): Promise<void> {
+    if (this.queue) {
+      for (const id of deliveryIds) {
+        const attempts = await this.deps.db.selectFrom('webhook_deliveries').select('attempts').where('id', '=', id).executeTakeFirst();
+        await this.queue.enqueue(id, attempts?.attempts ? attempts.attempts : undefined).catch((err: Error) =>
+          this.deps.logger.warn({ err: { message: err.message }, deliveryId: id }, 'enqueue failed: the sweep will retry'),
+        );
+      }
+      return;
+    }
+    const runs = deliveryIds.map((id) => this.track(attemptDelivery(this.deps, id)));
+    if (opts.wait) await Promise.all(runs);
+  }
+
+  /** Turns pending domain events into deliveries and starts them. Answers how many events it took. */
+  dispatchPending(): Promise<number> {
+    this.dispatching ??= this.dispatch().finally(() => (this.dispatching = undefined));
+    return this.dispatching;
+  }
+
+  private async dispatch(): Promise<number> {
+    const { db } = this.deps;
+    const { events, deliveryIds } = await db.transaction().execute(async (trx) => {
+      const events = await trx
+        .selectFrom('domain_events')
+        .selectAll()
+        .where('dispatched_at', 'is', null)
+        .orderBy('created_at')
+        .limit(100)
+        .forUpdate()
+        .skipLocked()
+        .execute();
+      if (events.length === 0) return { events, deliveryIds: [] as string[] };
+      const hooks = await trx
+        .selectFrom('webhooks')
+        .select(['id', 'workspace_id', 'events'])
+        .where('workspace_id', 'in', [...new Set(events.map((e) => e.workspace_id))])
+        .where('is_active', '=', true)
+        .execute();
+      const rows = events.flatMap((e) =>
+        hooks
+          .filter((h) => h.workspace_id === e.workspace_id && (h.events as string[]).includes(e.type))
+          .map((h) => ({
+            webhook_id: h.id,
+            workspace_id: e.workspace_id,
+            event: e.type,
+            domain_event_id: e.id,
+            payload: JSON.stringify(envelope(e.type, e.workspace_id, e.payload, e.created_at)),
+            status: 'pending' as const,
+          })),
+      );
+      const inserted = rows.length
+        ? await trx
+            .insertInto('webhook_deliveries')
+            .values(rows)
+            .onConflict((oc) => oc.columns(['webhook_id', 'domain_event_id']).where('domain_event_id', 'is not', null).doNothing())
+            .returning('id')
+            .execute()
+        : [];
+      await trx.updateTable('domain_events').set({ dispatched_at: new Date() }).where('id', 'in', events.map((e) => e.id)).execute();
+      return { events, deliveryIds: inserted.map((d) => d.id) };
+    });
+    if (deliveryIds.length) await this.start(deliveryIds);
+    return events.length;
+  }
+
+  /** Due work: retries in direct mode; deliveries that never reached the queue in queue mode. */
+  async sweep(): Promise<number> {
+    const { db } = this.deps;
+    const now = new Date();
+    const claimed = await db
+      .updateTable('webhook_deliveries')
+      .set({ next_retry_at: new Date(now.getTime() + SWEEP_LEASE_MS) })
+      .where(
+        'id',
+        'in',
+        db
+          .selectFrom('webhook_deliveries')
+          .select('id')
+          .where((eb) =>
+            this.queue
+              ? eb.and([eb('status', '=', 'pending'), eb('created_at', '<', new Date(now.getTime() - STUCK_PENDING_MS))])
+              : eb.or([
+                  eb.and([eb('status', '=', 'retrying'), eb('next_retry_at', '<=', now)]),
+                  eb.and([eb('status', '=', 'pending'), eb('created_at', '<', new Date(now.getTime() - STUCK_PENDING_MS)), eb.or([eb('next_retry_at', 'is', null), eb('next_retry_at', '<=', now)])]),
+                ]),
+          )
+          .orderBy(sql`coalesce(next_retry_at, created_at)`)
+          .limit(50)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .returning('id')
+      .execute();
+    if (claimed.length) await this.start(claimed.map((c) => c.id));
+    return claimed.length;
+  }
+
+  /** Runs dispatch every second and the sweep every five, until stop(). */
+  startTimers(): void {
+    const every = (ms: number, fn: () => Promise<unknown>) => {
+      const timer = setInterval(() => void fn().catch((err: Error) => this.deps.logger.error({ err }, 'webhook runner failed')), ms);
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every(1000, () => this.dispatchPending());
+    every(5000, () => this.sweep());
+  }
+
+  /** Stops the timers and waits for attempts in flight. */
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.dispatching;
+    await Promise.allSettled([...this.inFlight]);
+    await this.queue?.close();
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    const run = p.catch((err: Error) => {
+      this.deps.logger.error({ err }, 'webhook delivery attempt failed');
+      return undefined as T;
+    });
+    this.inFlight.add(run);
+    void run.finally(() => this.inFlight.delete(run));
+    return run;
+  }
+}

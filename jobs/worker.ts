@@ -1,0 +1,90 @@
+// Entry point of `npm run worker`: processes `deliver_webhook` jobs (BullMQ) when QUEUES_ENABLED and
+// WEBHOOK_QUEUE_ENABLED are on and REDIS_URL is set, and, with MAINTENANCE_SCHEDULER_ENABLED, runs the
+// repeatable maintenance jobs (the delivery sweep and the clean-up of expired tokens). Its own Redis
+// connections (blocking ones need maxRetriesPerRequest: null). SIGTERM closes the workers first (jobs in
+// flight finish), then Redis and the database pool. A job whose worker died is found stalled and run
+// again; the delivery row makes the second run harmless.
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { loadConfigOrExit } from '../server/config.js';
+import { createLogger } from '../server/logger.js';
+import { createMailer } from '../server/email/mailer.js';
+import { SecretBox } from '../server/security/secret-box.js';
+import { createDb } from '../db/index.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { attemptDelivery } from '../routers/webhooks/delivery.js';
+import { DELIVER_WEBHOOK, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, createWebhookQueue, webhookQueueEnabled, type DeliverWebhookJob } from './queue.js';
+import { WebhookRunner } from './webhook-runner.js';
+import { cleanUpExpiredTokens } from './maintenance.js';
+
+const { config } = loadConfigOrExit();
+const logger = createLogger(config);
+
+if (!webhookQueueEnabled(config)) {
+  logger.info(
+    { queuesEnabled: config.QUEUES_ENABLED, webhookQueueEnabled: config.WEBHOOK_QUEUE_ENABLED, redis: Boolean(config.REDIS_URL) },
+    'the webhook queue is off (QUEUES_ENABLED, WEBHOOK_QUEUE_ENABLED and REDIS_URL are all needed): deliveries run in the API process; nothing for the worker to do',
+  );
+  logger.flush();
+  process.exit(0);
+}
+
+const db = await createDb(config, (err) => logger.error({ err }, 'idle database client failed'));
+await migrateToLatest(db);
+const mailer = createMailer(config, db);
+const deliveryDeps = { db, config, logger, mailer, secrets: new SecretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY) };
+const workerConnection = () => new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null });
+
+const deliveries = new Worker<DeliverWebhookJob>(
+  WEBHOOK_QUEUE,
+  async (job: Job<DeliverWebhookJob>) => {
+    if (job.name !== DELIVER_WEBHOOK) return;
+    const outcome = await attemptDelivery(deliveryDeps, job.data.deliveryId);
+    // A retryable failure goes back to BullMQ, which waits out the exponential backoff; a blocked URL or a
+    // 410 will never succeed.
+    if (outcome.status === 'retrying') throw new Error('the endpoint did not accept the delivery');
+    if (outcome.status === 'failed' && outcome.permanent) throw new UnrecoverableError('the delivery cannot succeed');
+    return outcome.status;
+  },
+  { connection: workerConnection(), concurrency: 10 },
+);
+deliveries.on('failed', (job, err) => logger.info({ deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message }, 'delivery attempt failed'));
+deliveries.on('error', (err) => logger.error({ err }, 'delivery worker error'));
+
+let maintenance: Worker | undefined;
+let maintenanceQueue: Queue | undefined;
+if (config.MAINTENANCE_SCHEDULER_ENABLED) {
+  // The sweep re-queues deliveries that never reached the queue (Redis was away) and dispatches domain
+  // events no API instance picked up.
+  const runner = new WebhookRunner(deliveryDeps, createWebhookQueue(config));
+  maintenanceQueue = new Queue(MAINTENANCE_QUEUE, { connection: workerConnection() });
+  await maintenanceQueue.upsertJobScheduler('sweep-deliveries', { every: 60_000 }, { name: 'sweep-deliveries' });
+  await maintenanceQueue.upsertJobScheduler('clean-up-tokens', { pattern: '17 3 * * *' }, { name: 'clean-up-tokens' });
+  maintenance = new Worker(
+    MAINTENANCE_QUEUE,
+    async (job) => {
+      if (job.name === 'sweep-deliveries') return { dispatched: await runner.dispatchPending(), swept: await runner.sweep() };
+      if (job.name === 'clean-up-tokens') return cleanUpExpiredTokens(db);
+      return undefined;
+    },
+    { connection: workerConnection(), concurrency: 1 },
+  );
+  maintenance.on('error', (err) => logger.error({ err }, 'maintenance worker error'));
+}
+
+logger.info({ queue: WEBHOOK_QUEUE, maintenance: config.MAINTENANCE_SCHEDULER_ENABLED }, 'worker ready');
+
+let stopping = false;
+const shutdown = async (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'worker shutting down: finishing jobs in flight');
+  await Promise.allSettled([deliveries.close(), maintenance?.close(), maintenanceQueue?.close()]);
+  await mailer.close();
+  await db.destroy();
+  logger.info('worker stopped');
+  logger.flush();
+  process.exit(0);
+};
+process.once('SIGTERM', () => void shutdown('SIGTERM'));
+process.once('SIGINT', () => void shutdown('SIGINT'));

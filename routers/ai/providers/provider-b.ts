@@ -1,0 +1,43 @@
+// PROVIDER_B: the Anthropic Messages protocol through the official `@anthropic-ai/sdk`, with the base URL
+// as a setting.
+import Anthropic from '@anthropic-ai/sdk';
+import type { Config } from '../../../server/config.js';
+import { providerFailure } from './failure.js';
+import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
+
+type ProviderBConfig = Pick<Config, 'PROVIDER_B_API_KEY' | 'PROVIDER_B_BASE_URL' | 'AI_PROVIDER_B_MODEL' | 'AI_REQUEST_TIMEOUT_MS'>;
+
+export function createProviderB(config: ProviderBConfig): TextProvider {
+  const client = config.PROVIDER_B_API_KEY
+    ? new Anthropic({
+        apiKey: config.PROVIDER_B_API_KEY,
+        baseURL: config.PROVIDER_B_BASE_URL,
+        timeout: config.AI_REQUEST_TIMEOUT_MS,
+        maxRetries: 0,
+      })
+    : undefined;
+  return {
+    name: 'PROVIDER_B',
+    configured: Boolean(client),
+    defaultModel: config.AI_PROVIDER_B_MODEL,
+    async generate(req: GenerationRequest): Promise<GenerationResult> {
+      if (!client) throw new Error('PROVIDER_B is not configured');
+      let message: Anthropic.Message;
+      try {
+        message = await client.messages.create({
+          model: req.model,
+          max_tokens: req.maxTokens,
+          ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
+          ...(req.temperature !== undefined && { temperature: req.temperature }),
+          messages: [{ role: 'user', content: req.prompt }],
+        });
+      } catch (err) {
+        throw providerFailure('PROVIDER_B', err);
+      }
+      const blocks = Array.isArray(message?.content) ? message.content : [];
+      const output = blocks.map((b) => (b.type === 'text' ? b.text : '')).join('');
+      if (!blocks.some((b) => b.type === 'text')) throw providerFailure('PROVIDER_B', new Error('answer without text'));
+      return { output, promptTokens: message.usage?.input_tokens ?? 0, completionTokens: message.usage?.output_tokens ?? 0 };
+    },
+  };
+}

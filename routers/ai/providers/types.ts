@@ -1,0 +1,27 @@
+// What a text-generation provider does. MOCK answers locally; PROVIDER_A speaks OpenAI Chat Completions
+// and PROVIDER_B Anthropic Messages, each through its official SDK.
+import type { AiProvider } from '../../../db/schema.js';
+
+export interface GenerationRequest {
+  prompt: string;
+  systemPrompt?: string;
+  model: string;
+  temperature?: number;
+  maxTokens: number;
+}
+
+export interface GenerationResult {
+  output: string;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface TextProvider {
+  readonly name: AiProvider;
+  /** The key the provider needs is set (MOCK needs none). */
+  readonly configured: boolean;
+  /** The model used when neither the request nor AI_DEFAULT_MODEL names one. */
+  readonly defaultModel: string;
+  /** Throws AppError('AI_PROVIDER_ERROR') with a friendly message when the provider fails. */
+  generate(request: GenerationRequest): Promise<GenerationResult>;
+}

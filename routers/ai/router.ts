@@ -1,0 +1,83 @@
+// The AI routes. Static paths (/ai/provider-status, /ai/templates) come before /ai/templates/{templateId}:
+// the REST matcher takes the first match in declaration order.
+import { z } from 'zod';
+import { authedProcedure, platformProcedure, router, workspaceProcedure } from '../../server/trpc.js';
+import {
+  adminUsageOutput,
+  generateInput,
+  generateOutput,
+  historyInput,
+  historyOutput,
+  providerStatusOutput,
+  templateOutput,
+  usageOutput,
+  workspaceGenerateInput,
+  workspaceHistoryInput,
+} from './schemas.js';
+import * as ai from './service.js';
+
+const tags = ['AI'];
+const activeOrNamed = { orActiveWorkspace: true };
+const workspaceInput = z.object({ workspaceId: z.uuid() });
+
+export const aiRouter = router({
+  providerStatus: authedProcedure
+    .meta({ openapi: { method: 'GET', path: '/ai/provider-status', tags, summary: 'Active provider, model, configured flag, demo restriction' } })
+    .input(z.void())
+    .output(providerStatusOutput)
+    .query(({ ctx }) => ai.providerStatus(ctx, ctx.user)),
+
+  templates: authedProcedure
+    .meta({ openapi: { method: 'GET', path: '/ai/templates', tags, summary: 'Active prompt templates' } })
+    .input(z.void())
+    .output(z.object({ items: z.array(templateOutput) }))
+    .query(({ ctx }) => ai.listTemplates(ctx.db)),
+
+  template: authedProcedure
+    .meta({ openapi: { method: 'GET', path: '/ai/templates/{templateId}', tags, summary: 'One prompt template' } })
+    .input(z.object({ templateId: z.uuid() }))
+    .output(templateOutput)
+    .query(({ ctx, input }) => ai.getTemplate(ctx.db, input.templateId)),
+
+  generate: workspaceProcedure('ai.generate', activeOrNamed)
+    .meta({ openapi: { method: 'POST', path: '/ai/generate', tags, summary: 'Generate text for a workspace (body or query workspaceId, else the active one)' } })
+    .input(generateInput)
+    .output(generateOutput)
+    .mutation(({ ctx, input }) => ai.generate(ctx, ctx.workspace, ctx.user, input)),
+
+  history: workspaceProcedure('ai.view', activeOrNamed)
+    .meta({ openapi: { method: 'GET', path: '/ai/history', tags, summary: 'Generations, newest first' } })
+    .input(historyInput)
+    .output(historyOutput)
+    .query(({ ctx, input }) => ai.history(ctx, ctx.workspace.id, ctx.user, input)),
+
+  usage: workspaceProcedure('ai.view_usage', activeOrNamed)
+    .meta({ openapi: { method: 'GET', path: '/ai/usage', tags, summary: 'This month: used, limit and its source, remaining, reset date, tokens, by model' } })
+    .input(z.object({ workspaceId: z.uuid().optional() }))
+    .output(usageOutput)
+    .query(({ ctx }) => ai.usage(ctx, ctx.workspace.id, ctx.user)),
+
+  workspaceGenerate: workspaceProcedure('ai.generate')
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/ai/generate', tags, summary: 'Generate text in this workspace' } })
+    .input(workspaceGenerateInput)
+    .output(generateOutput)
+    .mutation(({ ctx, input }) => ai.generate(ctx, ctx.workspace, ctx.user, input)),
+
+  workspaceGenerations: workspaceProcedure('ai.view')
+    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/ai/generations', tags, summary: "This workspace's generations, newest first" } })
+    .input(workspaceHistoryInput)
+    .output(historyOutput)
+    .query(({ ctx, input }) => ai.history(ctx, ctx.workspace.id, ctx.user, input)),
+
+  workspaceUsage: workspaceProcedure('ai.view_usage')
+    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/ai/usage', tags, summary: "This workspace's usage this month" } })
+    .input(workspaceInput)
+    .output(usageOutput)
+    .query(({ ctx }) => ai.usage(ctx, ctx.workspace.id, ctx.user)),
+
+  adminUsage: platformProcedure('admin.ai_usage.view')
+    .meta({ openapi: { method: 'GET', path: '/admin/ai-usage', tags: ['Admin'], summary: 'Platform AI usage: totals, by provider and model, by workspace, recent' } })
+    .input(z.void())
+    .output(adminUsageOutput)
+    .query(({ ctx }) => ai.adminUsage(ctx.db)),
+});

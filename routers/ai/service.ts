@@ -1,0 +1,383 @@
+// AI text generation: templates, generation under limits, history, usage. Limits are reserved in the
+// database before the provider is called (one conditional upsert each, so concurrent requests never pass
+// a limit) and released again when the provider fails, so a failure costs no quota.
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { AiGenerationsTable, Database, Edition, PlanLimits } from '../../db/schema.js';
+import { isDemoAccount, isTestAccount } from '../../server/accounts.js';
+import type { Config } from '../../server/config.js';
+import { AppError, ERROR_STATUS } from '../../server/errors.js';
+import type { Logger } from '../../server/logger.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
+import type { WorkspaceAccess } from '../workspaces/access.js';
+import { estimateTokens } from './providers/mock.js';
+import type { TextProvider } from './providers/types.js';
+import type { GenerateInput } from './schemas.js';
+
+type Db = Kysely<Database>;
+
+export interface AiDeps {
+  db: Db;
+  config: Config;
+  logger: Logger;
+  ai: TextProvider;
+}
+
+const DEFAULT_MAX_TOKENS = 1024;
+
+/** Monthly generations of each edition when the workspace's plan limits do not say. */
+const EDITION_GENERATIONS: Record<Edition, number | undefined> = { LITE: 20, PRO: 500, ENTERPRISE: 5000, CUSTOM: undefined };
+
+// ---------------------------------------------------------------- periods
+
+/** The calendar month (UTC) of `now`: its first day as a date, and when the next one starts. */
+export function monthOf(now = new Date()) {
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const resetsAt = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return { period: start.toISOString().slice(0, 10), start, resetsAt };
+}
+
+// ---------------------------------------------------------------- templates
+
+export async function listTemplates(db: Db) {
+  const rows = await db.selectFrom('ai_templates').selectAll().where('is_active', '=', true).orderBy('category').orderBy('name').execute();
+  return { items: rows.map(toTemplate) };
+}
+
+export async function getTemplate(db: Db, templateId: string) {
+  const row = await db.selectFrom('ai_templates').selectAll().where('id', '=', templateId).where('is_active', '=', true).executeTakeFirst();
+  if (!row) throw new AppError('NOT_FOUND', 'Template not found. GET /ai/templates lists the available templates.');
+  return toTemplate(row);
+}
+
+function toTemplate(t: Selectable<Database['ai_templates']>) {
+  return { id: t.id, slug: t.slug, name: t.name, description: t.description, category: t.category, body: t.body, variables: t.variables };
+}
+
+/**
+ * The template's body with its {{variables}} filled. Without `variables` at all, the prompt fills them
+ * (the simple use: pick a template, type the subject); with `variables`, a missing one is a 400 naming it.
+ */
+function fillTemplate(template: { body: string; variables: string[] }, values: Record<string, string> | undefined, prompt: string) {
+  if (values === undefined) values = Object.fromEntries(template.variables.map((v) => [v, prompt]));
+  const missing = template.variables.filter((v) => !values[v]?.trim());
+  if (missing.length) {
+    throw new AppError(
+      'BAD_REQUEST',
+      `Invalid input: the template needs ${missing.map((m) => `"${m}"`).join(', ')} in variables.`,
+      missing.map((m) => ({ path: `variables.${m}`, message: 'Required by the template', code: 'missing_variable' })),
+    );
+  }
+  return template.body.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name: string) => values[name] ?? whole);
+}
+
+// ---------------------------------------------------------------- limits
+
+export interface EffectiveLimit {
+  limit: number;
+  source: 'PLAN' | 'SYSTEM' | 'TEST_ACCOUNT';
+}
+
+async function workspaceLimit(deps: Pick<AiDeps, 'db' | 'config'>, workspaceId: string): Promise<EffectiveLimit> {
+  const w = await deps.db.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId).executeTakeFirstOrThrow();
+  const plan = (w.limits as PlanLimits).aiMonthlyGenerations ?? EDITION_GENERATIONS[w.edition];
+  const system = deps.config.AI_MONTHLY_GENERATION_LIMIT;
+  return plan !== undefined && plan < system ? { limit: plan, source: 'PLAN' } : { limit: system, source: 'SYSTEM' };
+}
+
+/**
+ * Counts one generation against a monthly counter if it stays within `limit`, in one statement: the
+ * conditional upsert takes the row lock, so concurrent requests see each other's counts.
+ */
+async function reserve(db: Db, table: 'ai_usage_counters' | 'ai_user_usage_counters', key: string, period: string, limit: number) {
+  if (limit <= 0) return undefined;
+  const keyColumn = table === 'ai_usage_counters' ? 'workspace_id' : 'user_id';
+  const { rows } = await sql<{ generations: number }>`
+    insert into ${sql.table(table)} (${sql.ref(keyColumn)}, period, generations) values (${key}, ${period}, 1)
+    on conflict (${sql.ref(keyColumn)}, period) do update set generations = ${sql.table(table)}.generations + 1
+    where ${sql.table(table)}.generations < ${limit}
+    returning generations`.execute(db);
+  // The count including this generation, or undefined when the limit is reached.
+  return rows[0]?.generations;
+}
+
+async function release(db: Db, table: 'ai_usage_counters' | 'ai_user_usage_counters', key: string, period: string) {
+  const keyColumn = table === 'ai_usage_counters' ? 'workspace_id' : 'user_id';
+  await sql`update ${sql.table(table)} set generations = greatest(generations - 1, 0)
+    where ${sql.ref(keyColumn)} = ${key} and period = ${period}`.execute(db);
+}
+
+// ---------------------------------------------------------------- generation
+
+type Caller = { id: string; email: string };
+
+const toGeneration = (g: Selectable<AiGenerationsTable>) => ({
+  id: g.id,
+  workspaceId: g.workspace_id,
+  userId: g.user_id,
+  templateId: g.template_id,
+  provider: g.provider,
+  model: g.model,
+  prompt: g.prompt,
+  systemPrompt: g.system_prompt,
+  temperature: g.temperature,
+  output: g.output,
+  status: g.status,
+  promptTokens: g.prompt_tokens,
+  completionTokens: g.completion_tokens,
+  totalTokens: g.prompt_tokens + g.completion_tokens,
+  durationMs: g.duration_ms,
+  isSample: g.is_sample,
+  createdAt: g.created_at.toISOString(),
+});
+
+/**
+ * Generates text for the workspace: demo and test-account rules first, then the provider's key, then
+ * the limits (reserved atomically), then the provider call. The generation is stored either way; only a
+ * success counts.
+ */
+export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: Caller, input: GenerateInput) {
+  const { config, db } = deps;
+  if (config.AI_DEMO_BLOCK_REAL_GENERATION && isDemoAccount(config, user.email)) {
+    throw new AppError(
+      'DEMO_GENERATION_DISABLED',
+      'Real generation is disabled in the public demo. Sample results are in your history (GET /ai/history).',
+    );
+  }
+  if (!deps.ai.configured) {
+    throw new AppError('AI_PROVIDER_NOT_CONFIGURED', `AI generation is not available: ${deps.ai.name} is selected but its API key is not set. Please contact support.`);
+  }
+  const template = input.templateId ? await getTemplate(db, input.templateId) : undefined;
+  const prompt = !template
+    ? input.prompt
+    : input.variables === undefined
+      ? fillTemplate(template, undefined, input.prompt)
+      : `${fillTemplate(template, input.variables, input.prompt)}\n\n${input.prompt}`;
+  const model = input.model ?? config.AI_DEFAULT_MODEL ?? deps.ai.defaultModel;
+
+  const { period } = monthOf();
+  const testAccount = isTestAccount(config, user.email);
+  if (testAccount && (await reserve(db, 'ai_user_usage_counters', user.id, period, config.AI_TEST_USER_MONTHLY_LIMIT)) === undefined) {
+    throw new AppError(
+      'TEST_ACCOUNT_LIMIT_REACHED',
+      `The test account limit is reached: test accounts may generate ${config.AI_TEST_USER_MONTHLY_LIMIT} times a month.`,
+    );
+  }
+  const limit = await workspaceLimit(deps, workspace.id);
+  const used = await reserve(db, 'ai_usage_counters', workspace.id, period, limit.limit);
+  if (used === undefined) {
+    if (testAccount) await release(db, 'ai_user_usage_counters', user.id, period);
+    throw new AppError(
+      'AI_MONTHLY_LIMIT_REACHED',
+      `This workspace has used its ${limit.limit} AI generations for this month (${limit.source === 'PLAN' ? 'plan limit' : 'service limit'}). Upgrade the plan or wait for the next month.`,
+    );
+  }
+
+  const started = performance.now();
+  const base = {
+    workspace_id: workspace.id,
+    user_id: user.id,
+    template_id: template?.id ?? null,
+    provider: deps.ai.name,
+    model,
+    prompt,
+    system_prompt: input.systemPrompt ?? null,
+    temperature: input.temperature ?? null,
+  };
+  try {
+    const result = await deps.ai.generate({ prompt, systemPrompt: input.systemPrompt, model, temperature: input.temperature, maxTokens: input.maxTokens ?? DEFAULT_MAX_TOKENS });
+    // One statement (atomic without a transaction's extra round trips): the generation, its tokens on the
+    // month's counter, and the ai.generation.completed domain event.
+    const row = await db
+      .with('generation', (q) =>
+        q
+          .insertInto('ai_generations')
+          .values({ ...base, output: result.output, status: 'SUCCEEDED', prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, duration_ms: Math.round(performance.now() - started) })
+          .returningAll(),
+      )
+      .with('tokens', (q) =>
+        q
+          .updateTable('ai_usage_counters')
+          .set({ tokens: sql<number>`tokens + ${result.promptTokens + result.completionTokens}` })
+          .where('workspace_id', '=', workspace.id)
+          .where('period', '=', period),
+      )
+      .with('event', (q) =>
+        q.insertInto('domain_events').columns(['workspace_id', 'type', 'payload']).expression((eb) =>
+          eb
+            .selectFrom('generation')
+            .select([
+              'workspace_id',
+              sql.lit('ai.generation.completed').as('type'),
+              sql<string>`jsonb_build_object('generationId', id, 'model', model, 'provider', provider, 'totalTokens', prompt_tokens + completion_tokens)`.as('payload'),
+            ]),
+        ),
+      )
+      .selectFrom('generation')
+      .selectAll()
+      .executeTakeFirstOrThrow();
+    return { ...toGeneration(row), usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) } };
+  } catch (err) {
+    await release(db, 'ai_usage_counters', workspace.id, period);
+    if (testAccount) await release(db, 'ai_user_usage_counters', user.id, period);
+    if (err instanceof AppError && err.status === ERROR_STATUS.AI_PROVIDER_ERROR) {
+      deps.logger.warn({ provider: deps.ai.name, model, cause: (err as { detail?: unknown }).detail }, 'AI provider failed');
+      await db
+        .insertInto('ai_generations')
+        .values({ ...base, status: 'FAILED', error_code: 'AI_PROVIDER_ERROR', prompt_tokens: estimateTokens(prompt), duration_ms: Math.round(performance.now() - started) })
+        .execute();
+    }
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------- history and usage
+
+const SAMPLES = [
+  { prompt: 'Write an outline for a blog post about remote onboarding for engineering managers.', output: 'Title: Onboarding remote engineers in 30 days\n1. Before day one\n2. The first week\n3. The first month\n4. Measuring success' },
+  { prompt: 'Write a product description of about 120 words for a standing desk.', output: 'Work the way your body wants to: the desk rises from 70 to 120 cm in eight quiet seconds and remembers four heights...' },
+  { prompt: 'Summarise the following text in 3 bullet points: our Q3 results.', output: '- Revenue grew 18% to 4.2 M\n- Churn fell to 2.1%\n- Two new enterprise customers signed' },
+];
+
+/** Demo accounts see sample generations (AI_DEMO_SHOW_SAMPLE_HISTORY), created once per workspace. */
+async function ensureSamples(db: Db, workspaceId: string) {
+  const existing = await db.selectFrom('ai_generations').select('id').where('workspace_id', '=', workspaceId).where('is_sample', '=', true).limit(1).executeTakeFirst();
+  if (existing) return;
+  await db
+    .insertInto('ai_generations')
+    .values(SAMPLES.map((s) => ({ workspace_id: workspaceId, provider: 'MOCK' as const, model: 'sample', prompt: s.prompt, output: s.output, status: 'SUCCEEDED' as const, is_sample: true, prompt_tokens: estimateTokens(s.prompt), completion_tokens: estimateTokens(s.output) })))
+    .execute();
+}
+
+/**
+ * Newest first. The page is chosen on the (workspace_id, created_at, id) index alone, then its rows are
+ * read by id, so a deep page costs about what the first does.
+ */
+export async function history(deps: Pick<AiDeps, 'db' | 'config'>, workspaceId: string, user: Caller, page: Pagination) {
+  const { db, config } = deps;
+  const showSamples = config.AI_DEMO_SHOW_SAMPLE_HISTORY && isDemoAccount(config, user.email);
+  if (showSamples) await ensureSamples(db, workspaceId);
+  let ids = db.selectFrom('ai_generations').select('id').where('workspace_id', '=', workspaceId);
+  if (!showSamples) ids = ids.where('is_sample', '=', false);
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('ai_generations')
+      .selectAll()
+      .where('id', 'in', ids.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)))
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute(),
+    ids.clearSelect().select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return pageOf(rows.map(toGeneration), Number(count.total), page);
+}
+
+export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspaceId: string, user: Caller) {
+  const { period, start, resetsAt } = monthOf();
+  const [limit, counter, byModel, userCounter] = await Promise.all([
+    workspaceLimit(deps, workspaceId),
+    deps.db.selectFrom('ai_usage_counters').select(['generations', 'tokens']).where('workspace_id', '=', workspaceId).where('period', '=', period).executeTakeFirst(),
+    deps.db
+      .selectFrom('ai_generations')
+      .select((eb) => ['provider', 'model', eb.fn.countAll<string>().as('generations'), sql<string>`coalesce(sum(prompt_tokens + completion_tokens), 0)`.as('tokens')])
+      .where('workspace_id', '=', workspaceId)
+      .where('created_at', '>=', start)
+      .where('status', '=', 'SUCCEEDED')
+      .where('is_sample', '=', false)
+      .groupBy(['provider', 'model'])
+      .orderBy('generations', 'desc')
+      .execute(),
+    isTestAccount(deps.config, user.email)
+      ? deps.db.selectFrom('ai_user_usage_counters').select('generations').where('user_id', '=', user.id).where('period', '=', period).executeTakeFirst()
+      : undefined,
+  ]);
+  let effective: EffectiveLimit & { used: number } = { ...limit, used: counter?.generations ?? 0 };
+  if (isTestAccount(deps.config, user.email)) {
+    const testUsed = userCounter?.generations ?? 0;
+    const testRemaining = deps.config.AI_TEST_USER_MONTHLY_LIMIT - testUsed;
+    if (testRemaining < limit.limit - effective.used) effective = { limit: deps.config.AI_TEST_USER_MONTHLY_LIMIT, source: 'TEST_ACCOUNT', used: testUsed };
+  }
+  return {
+    workspaceId,
+    period: { start: start.toISOString(), resetsAt: resetsAt.toISOString() },
+    used: effective.used,
+    limit: effective.limit,
+    limitSource: effective.source,
+    remaining: Math.max(0, effective.limit - effective.used),
+    tokens: Number(counter?.tokens ?? 0),
+    byModel: byModel.map((m) => ({ provider: m.provider, model: m.model, generations: Number(m.generations), tokens: Number(m.tokens) })),
+  };
+}
+
+export function providerStatus(deps: Pick<AiDeps, 'config' | 'ai'>, user: Caller) {
+  const { config, ai } = deps;
+  return {
+    provider: ai.name,
+    model: config.AI_DEFAULT_MODEL ?? ai.defaultModel,
+    configured: ai.configured,
+    demoRestricted: config.AI_DEMO_BLOCK_REAL_GENERATION && isDemoAccount(config, user.email),
+    blockRealGeneration: config.AI_DEMO_BLOCK_REAL_GENERATION,
+    showSampleHistory: config.AI_DEMO_SHOW_SAMPLE_HISTORY,
+    testAccount: isTestAccount(config, user.email),
+  };
+}
+
+/** Platform aggregates for admins: this month's totals, by provider and model, by workspace, recent. */
+export async function adminUsage(db: Db) {
+  const { start, resetsAt } = monthOf();
+  const month = db.selectFrom('ai_generations as g').where('g.created_at', '>=', start).where('g.is_sample', '=', false);
+  const tokens = sql<string>`coalesce(sum(g.prompt_tokens + g.completion_tokens), 0)`;
+  const [totals, allTime, byProvider, byWorkspace, recent] = await Promise.all([
+    month
+      .select((eb) => [
+        eb.fn.countAll<string>().filterWhere('g.status', '=', 'SUCCEEDED').as('succeeded'),
+        eb.fn.countAll<string>().filterWhere('g.status', '=', 'FAILED').as('failed'),
+        tokens.as('tokens'),
+      ])
+      .executeTakeFirstOrThrow(),
+    db.selectFrom('ai_generations').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'SUCCEEDED').where('is_sample', '=', false).executeTakeFirstOrThrow(),
+    month
+      .select((eb) => ['g.provider', 'g.model', eb.fn.countAll<string>().as('generations'), tokens.as('tokens')])
+      .where('g.status', '=', 'SUCCEEDED')
+      .groupBy(['g.provider', 'g.model'])
+      .orderBy('generations', 'desc')
+      .execute(),
+    month
+      .innerJoin('workspaces as w', 'w.id', 'g.workspace_id')
+      .select((eb) => ['w.id as workspaceId', 'w.name', eb.fn.countAll<string>().as('generations'), tokens.as('tokens')])
+      .where('g.status', '=', 'SUCCEEDED')
+      .groupBy(['w.id', 'w.name'])
+      .orderBy('generations', 'desc')
+      .limit(20)
+      .execute(),
+    db
+      .selectFrom('ai_generations')
+      .select(['id', 'workspace_id', 'user_id', 'provider', 'model', 'status', 'prompt_tokens', 'completion_tokens', 'duration_ms', 'created_at'])
+      .where('is_sample', '=', false)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(20)
+      .execute(),
+  ]);
+  return {
+    period: { start: start.toISOString(), resetsAt: resetsAt.toISOString() },
+    totals: {
+      generationsThisMonth: Number(totals.succeeded),
+      tokensThisMonth: Number(totals.tokens),
+      generationsAllTime: Number(allTime.n),
+      failedThisMonth: Number(totals.failed),
+    },
+    byProvider: byProvider.map((p) => ({ provider: p.provider, model: p.model, generations: Number(p.generations), tokens: Number(p.tokens) })),
+    byWorkspace: byWorkspace.map((w) => ({ workspaceId: w.workspaceId, name: w.name, generations: Number(w.generations), tokens: Number(w.tokens) })),
+    recent: recent.map((r) => ({
+      id: r.id,
+      workspaceId: r.workspace_id,
+      userId: r.user_id,
+      provider: r.provider,
+      model: r.model,
+      status: r.status,
+      totalTokens: r.prompt_tokens + r.completion_tokens,
+      durationMs: r.duration_ms,
+      createdAt: r.created_at.toISOString(),
+    })),
+  };
+}

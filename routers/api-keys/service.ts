@@ -1,0 +1,232 @@
+// Workspace API keys for the public API. A key is `wsk_` + 40 base62 characters, shown once; only its
+// SHA-256 and its first 12 characters are stored. The plan's `limits.apiKeys` is checked under a lock of
+// the workspace row, so concurrent creations cannot pass it.
+import crypto from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import type { ApiKeysTable, ApiKeyScope, Database, Edition, PlanLimits } from '../../db/schema.js';
+import { compiledOnce } from '../../db/compiled.js';
+import { AppError } from '../../server/errors.js';
+import { recordAudit, type Actor } from '../audit/service.js';
+
+type Db = Kysely<Database>;
+
+export const API_KEY_PREFIX = 'wsk_';
+export const API_KEY_FORMAT = /^wsk_[A-Za-z0-9]{40}$/;
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** Keys allowed per edition when the workspace's plan limits do not say (spec: Lite 0, Pro 5, Enterprise 50). */
+const EDITION_KEYS: Record<Edition, number> = { LITE: 0, PRO: 5, ENTERPRISE: 50, CUSTOM: 0 };
+
+export function generateApiKey(): string {
+  // crypto.randomInt draws without modulo bias.
+  return API_KEY_PREFIX + Array.from({ length: 40 }, () => BASE62[crypto.randomInt(BASE62.length)]).join('');
+}
+
+const hashKey = (raw: string) => crypto.createHash('sha256').update(raw).digest('hex');
+
+export function toApiKey(k: Selectable<ApiKeysTable>) {
+  const now = Date.now();
+  return {
+    id: k.id,
+    workspaceId: k.workspace_id,
+    name: k.name,
+    prefix: k.prefix,
+    scopes: k.scopes,
+    status: k.revoked_at ? ('REVOKED' as const) : k.expires_at && k.expires_at.getTime() <= now ? ('EXPIRED' as const) : ('ACTIVE' as const),
+    expiresAt: k.expires_at?.toISOString() ?? null,
+    lastUsedAt: k.last_used_at?.toISOString() ?? null,
+    createdAt: k.created_at.toISOString(),
+    updatedAt: k.updated_at.toISOString(),
+  };
+}
+
+const notFound = () => new AppError('NOT_FOUND', 'API key not found.');
+
+export async function listKeys(db: Db, workspaceId: string) {
+  const rows = await db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  return { items: rows.map(toApiKey) };
+}
+
+async function emit(db: Db, workspaceId: string, type: 'api_key.created' | 'api_key.revoked', key: Selectable<ApiKeysTable>) {
+  await db
+    .insertInto('domain_events')
+    .values({ workspace_id: workspaceId, type, payload: JSON.stringify({ apiKeyId: key.id, name: key.name, prefix: key.prefix, scopes: key.scopes }) })
+    .execute();
+}
+
+async function insertKey(db: Db, workspaceId: string, fields: { name: string; scopes: ApiKeyScope[]; expiresAt: Date | null; createdBy: string | null }) {
+  const rawKey = generateApiKey();
+  const row = await db
+    .insertInto('api_keys')
+    .values({
+      workspace_id: workspaceId,
+      name: fields.name,
+      prefix: rawKey.slice(0, 12),
+      key_hash: hashKey(rawKey),
+      scopes: JSON.stringify(fields.scopes),
+      created_by: fields.createdBy,
+      expires_at: fields.expiresAt,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { row, rawKey };
+}
+
+export async function createKey(
+  db: Db,
+  actor: Actor,
+  workspaceId: string,
+  input: { name: string; scopes: ApiKeyScope[]; expiresAt?: string },
+) {
+  return db.transaction().execute(async (trx) => {
+    const workspace = await trx.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId).forUpdate().executeTakeFirstOrThrow();
+    const limit = (workspace.limits as PlanLimits).apiKeys ?? EDITION_KEYS[workspace.edition];
+    if (limit <= 0) {
+      throw new AppError('API_KEYS_NOT_IN_PLAN', 'API keys are not part of this workspace\u2019s plan. Upgrade to Pro or Enterprise to use the public API.');
+    }
+    const active = await trx
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('workspace_id', '=', workspaceId)
+      .where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
+      .executeTakeFirstOrThrow();
+    if (Number(active.n) >= limit) {
+      throw new AppError('API_KEY_LIMIT_REACHED', `This workspace\u2019s plan allows ${limit} API keys. Revoke one, or upgrade the plan.`);
+    }
+    const { row, rawKey } = await insertKey(trx, workspaceId, {
+      name: input.name,
+      scopes: input.scopes,
+      expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
+      createdBy: actor.userId,
+    });
+    await recordAudit(trx, actor, { action: 'api_key.created', targetType: 'api_key', targetId: row.id, workspaceId, metadata: { name: row.name, prefix: row.prefix, scopes: row.scopes } });
+    await emit(trx, workspaceId, 'api_key.created', row);
+    return { ...toApiKey(row), rawKey };
+  });
+}
+
+/** A live (not revoked) key of the workspace, locked for the change. */
+async function lockKey(db: Db, workspaceId: string, keyId: string) {
+  const key = await db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('id', '=', keyId)
+    .where('workspace_id', '=', workspaceId)
+    .where('revoked_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!key) throw notFound();
+  return key;
+}
+
+export async function updateKey(db: Db, actor: Actor, workspaceId: string, keyId: string, changes: { name?: string; scopes?: ApiKeyScope[] }) {
+  return db.transaction().execute(async (trx) => {
+    await lockKey(trx, workspaceId, keyId);
+    const row = await trx
+      .updateTable('api_keys')
+      .set({
+        ...(changes.name !== undefined && { name: changes.name }),
+        ...(changes.scopes !== undefined && { scopes: JSON.stringify(changes.scopes) }),
+        updated_at: new Date(),
+      })
+      .where('id', '=', keyId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, actor, { action: 'api_key.updated', targetType: 'api_key', targetId: keyId, workspaceId, metadata: { fields: Object.keys(changes) } });
+    return toApiKey(row);
+  });
+}
+
+export async function revokeKey(db: Db, actor: Actor, workspaceId: string, keyId: string) {
+  await db.transaction().execute(async (trx) => {
+    await lockKey(trx, workspaceId, keyId);
+    const row = await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', '=', keyId).returningAll().executeTakeFirstOrThrow();
+    await recordAudit(trx, actor, { action: 'api_key.revoked', targetType: 'api_key', targetId: keyId, workspaceId, metadata: { prefix: row.prefix } });
+    await emit(trx, workspaceId, 'api_key.revoked', row);
+  });
+  return { message: 'API key revoked.' };
+}
+
+/**
+ * A new raw key for the same name, scopes and expiry. The old key keeps working for `gracePeriodSeconds`
+ * (0: it stops at once), so clients can switch without downtime. Not counted against the plan limit: it
+ * replaces a key.
+ */
+export async function rotateKey(db: Db, actor: Actor, workspaceId: string, keyId: string, gracePeriodSeconds: number) {
+  return db.transaction().execute(async (trx) => {
+    const old = await lockKey(trx, workspaceId, keyId);
+    const now = new Date();
+    const graceEnd = new Date(now.getTime() + gracePeriodSeconds * 1000);
+    await trx
+      .updateTable('api_keys')
+      .set(
+        gracePeriodSeconds === 0
+          ? { revoked_at: now, updated_at: now }
+          : { expires_at: old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd, updated_at: now },
+      )
+      .where('id', '=', keyId)
+      .execute();
+    const { row, rawKey } = await insertKey(trx, workspaceId, { name: old.name, scopes: old.scopes, expiresAt: old.expires_at, createdBy: actor.userId });
+    await recordAudit(trx, actor, {
+      action: 'api_key.rotated',
+      targetType: 'api_key',
+      targetId: row.id,
+      workspaceId,
+      metadata: { replacedKeyId: keyId, oldPrefix: old.prefix, newPrefix: row.prefix, gracePeriodSeconds },
+    });
+    return { ...toApiKey(row), rawKey };
+  });
+}
+
+// ---------------------------------------------------------------- authentication
+
+const keyLookup = compiledOnce((db, keyHash: string) =>
+  db
+    .selectFrom('api_keys as k')
+    .innerJoin('workspaces as w', 'w.id', 'k.workspace_id')
+    .select([
+      'k.id', 'k.workspace_id', 'k.name', 'k.prefix', 'k.scopes', 'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'k.created_at', 'k.updated_at',
+      'k.key_hash', 'k.created_by', 'w.name as workspace_name', 'w.status as workspace_status', 'w.deleted_at as workspace_deleted_at',
+    ])
+    .where('k.key_hash', '=', keyHash),
+);
+
+/** Last time this process wrote last_used_at of a key: one write a minute per key at most. */
+const lastUsedWrites = new Map<string, number>();
+const LAST_USED_EVERY_MS = 60_000;
+
+export type ApiKeyPrincipal = Awaited<ReturnType<typeof authenticateApiKey>>;
+
+/**
+ * The live key behind a raw value, with its workspace. A value that is not a well-formed key is refused
+ * before any database lookup.
+ */
+export async function authenticateApiKey(db: Db, raw: string | undefined) {
+  const unauthorized = new AppError('UNAUTHORIZED', 'Send a valid API key in X-API-Key (or Authorization: Bearer).');
+  if (!raw || !API_KEY_FORMAT.test(raw)) throw unauthorized;
+  const [key] = await keyLookup(db, hashKey(raw));
+  const now = Date.now();
+  if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= now) || key.workspace_deleted_at) throw unauthorized;
+  if (key.workspace_status !== 'ACTIVE') {
+    throw new AppError('WORKSPACE_UNAVAILABLE', `The workspace of this key is ${key.workspace_status.toLowerCase()}.`);
+  }
+  if (now - (lastUsedWrites.get(key.id) ?? 0) >= LAST_USED_EVERY_MS) {
+    lastUsedWrites.set(key.id, now);
+    // Conditional, so several instances also write about once a minute.
+    await db
+      .updateTable('api_keys')
+      .set({ last_used_at: new Date(now) })
+      .where('id', '=', key.id)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now - LAST_USED_EVERY_MS))]))
+      .execute();
+  }
+  return key;
+}

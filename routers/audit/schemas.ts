@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { pageOutput, paginationInput } from '../../server/pagination.js';
+
+export const auditFiltersInput = paginationInput.extend({
+  actorId: z.uuid().optional().meta({ description: 'Only entries of this acting user.' }),
+  action: z.string().max(100).optional().meta({ description: 'Only this action, e.g. user.suspended.' }),
+  from: z.iso.datetime({ offset: true }).optional().meta({ description: 'Entries at or after this time.' }),
+  to: z.iso.datetime({ offset: true }).optional().meta({ description: 'Entries before this time.' }),
+});
+
+export const auditEntryOutput = z.object({
+  id: z.uuid(),
+  action: z.string(),
+  actor: z.object({ id: z.uuid().nullable(), email: z.string().nullable() }).nullable(),
+  targetType: z.string().nullable(),
+  targetId: z.string().nullable(),
+  workspaceId: z.uuid().nullable(),
+  requestId: z.string().nullable(),
+  ip: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()),
+  createdAt: z.iso.datetime({ offset: true }),
+});
+
+export const auditPageOutput = pageOutput(auditEntryOutput);

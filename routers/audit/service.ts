@@ -1,0 +1,127 @@
+// The audit log: who did what to which record, written in the same transaction as the change itself.
+// Metadata holds facts about the change (ids, states, roles), never a secret.
+import type { Kysely } from 'kysely';
+import type { AuditMetadata, Database } from '../../db/schema.js';
+import type { RequestMeta } from '../../server/context.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
+
+export type AuditAction =
+  | 'auth.login_failed'
+  | 'auth.password_reset'
+  | 'auth.session_reuse_detected'
+  | 'user.updated'
+  | 'user.suspended'
+  | 'user.activated'
+  | 'workspace.created'
+  | 'workspace.updated'
+  | 'workspace.suspended'
+  | 'workspace.activated'
+  | 'workspace.archived'
+  | 'workspace.restored'
+  | 'workspace.deleted'
+  | 'workspace.owner_transferred'
+  | 'member.invited'
+  | 'member.joined'
+  | 'member.role_changed'
+  | 'member.removed'
+  | 'plan.created'
+  | 'plan.updated'
+  | 'plan.archived'
+  | 'plan.restored'
+  | 'plan.deleted'
+  | 'billing.plan_changed'
+  | 'billing.subscription_canceled'
+  | 'api_key.created'
+  | 'api_key.updated'
+  | 'api_key.rotated'
+  | 'api_key.revoked'
+  | 'webhook.created'
+  | 'webhook.updated'
+  | 'webhook.deleted'
+  | 'webhook.secret_rotated'
+  | 'webhook.disabled';
+
+/** Who acted, and from where. `userId` is null for anonymous events (a failed sign-in). */
+export interface Actor {
+  userId: string | null;
+  email: string | null;
+  requestId: string | null;
+  ip: string | null;
+}
+
+export function actorOf(ctx: Pick<RequestMeta, 'requestId' | 'ip'> & { user?: { id: string; email: string } | null }): Actor {
+  return { userId: ctx.user?.id ?? null, email: ctx.user?.email ?? null, requestId: ctx.requestId, ip: ctx.ip };
+}
+
+export interface AuditEntry {
+  action: AuditAction;
+  targetType?: 'user' | 'workspace' | 'invitation' | 'member' | 'plan' | 'subscription' | 'api_key' | 'webhook';
+  targetId?: string;
+  workspaceId?: string | null;
+  metadata?: AuditMetadata;
+}
+
+const SECRET_KEY = /pass|token|secret|key|hash|authorization|cookie/i;
+
+/** Drops keys that could hold a secret, whatever a caller passes. */
+function safeMetadata(metadata: AuditMetadata = {}): AuditMetadata {
+  return Object.fromEntries(Object.entries(metadata).filter(([k]) => !SECRET_KEY.test(k)));
+}
+
+export async function recordAudit(db: Kysely<Database>, actor: Actor, entry: AuditEntry): Promise<void> {
+  await db
+    .insertInto('audit_logs')
+    .values({
+      actor_user_id: actor.userId,
+      actor_email: actor.email,
+      action: entry.action,
+      target_type: entry.targetType ?? null,
+      target_id: entry.targetId ?? null,
+      workspace_id: entry.workspaceId ?? null,
+      request_id: actor.requestId,
+      ip: actor.ip,
+      metadata: JSON.stringify(safeMetadata(entry.metadata)),
+    })
+    .execute();
+}
+
+export interface AuditFilters {
+  actorId?: string;
+  action?: string;
+  workspaceId?: string;
+  from?: string;
+  to?: string;
+}
+
+/** Newest first, filtered and paginated. */
+export async function listAudit(db: Kysely<Database>, filters: AuditFilters, page: Pagination) {
+  let query = db.selectFrom('audit_logs');
+  if (filters.actorId) query = query.where('actor_user_id', '=', filters.actorId);
+  if (filters.action) query = query.where('action', '=', filters.action);
+  if (filters.workspaceId) query = query.where('workspace_id', '=', filters.workspaceId);
+  if (filters.from) query = query.where('created_at', '>=', new Date(filters.from));
+  if (filters.to) query = query.where('created_at', '<', new Date(filters.to));
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(offsetOf(page))
+      .execute(),
+    query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  const items = rows.map((r) => ({
+    id: r.id,
+    action: r.action,
+    actor: r.actor_user_id || r.actor_email ? { id: r.actor_user_id, email: r.actor_email } : null,
+    targetType: r.target_type,
+    targetId: r.target_id,
+    workspaceId: r.workspace_id,
+    requestId: r.request_id,
+    ip: r.ip,
+    metadata: r.metadata,
+    createdAt: r.created_at.toISOString(),
+  }));
+  return pageOf(items, Number(count.total), page);
+}

@@ -1,0 +1,82 @@
+// The nine auth routes of the spec.
+import { z } from 'zod';
+import { authedProcedure, publicProcedure, router } from '../../server/trpc.js';
+import {
+  emailInput,
+  loginInput,
+  loginOutput,
+  meOutput,
+  messageOutput,
+  refreshTokenInput,
+  registerInput,
+  registerOutput,
+  resetPasswordInput,
+  tokenInput,
+  tokenPairOutput,
+} from './schemas.js';
+import * as auth from './service.js';
+import { revokeSessionOf, rotateRefreshToken } from './sessions.js';
+
+const tags = ['Auth'];
+
+export const authRouter = router({
+  register: publicProcedure
+    .meta({
+      openapi: { method: 'POST', path: '/auth/register', tags, protect: false, summary: 'Create an account and its personal workspace' },
+      successStatus: 201,
+    })
+    .input(registerInput)
+    .output(registerOutput)
+    .mutation(({ ctx, input }) => auth.register(ctx, input)),
+
+  login: publicProcedure
+    .meta({ openapi: { method: 'POST', path: '/auth/login', tags, protect: false, summary: 'Sign in with e-mail and password' } })
+    .input(loginInput)
+    .output(loginOutput)
+    .mutation(({ ctx, input }) => auth.login(ctx, input, ctx)),
+
+  refresh: publicProcedure
+    .meta({ openapi: { method: 'POST', path: '/auth/refresh', tags, protect: false, summary: 'Rotate a refresh token for a new token pair' } })
+    .input(refreshTokenInput)
+    .output(tokenPairOutput)
+    .mutation(({ ctx, input }) => rotateRefreshToken(ctx, input.refreshToken, ctx)),
+
+  logout: publicProcedure
+    .meta({ openapi: { method: 'POST', path: '/auth/logout', tags, protect: false, summary: 'Revoke a refresh token and its session' } })
+    .input(refreshTokenInput)
+    .output(messageOutput)
+    .mutation(async ({ ctx, input }) => {
+      await revokeSessionOf(ctx, input.refreshToken);
+      return { message: 'Signed out.' };
+    }),
+
+  me: authedProcedure
+    .meta({ openapi: { method: 'GET', path: '/auth/me', tags, summary: 'The signed-in user and workspace context' } })
+    .input(z.void())
+    .output(meOutput)
+    .query(({ ctx }) => auth.me(ctx)),
+
+  forgotPassword: publicProcedure
+    .meta({ openapi: { method: 'POST', path: '/auth/forgot-password', tags, protect: false, summary: 'Mail a password reset link' } })
+    .input(emailInput)
+    .output(messageOutput)
+    .mutation(({ ctx, input }) => auth.forgotPassword(ctx, input)),
+
+  resetPassword: publicProcedure
+    .meta({ openapi: { method: 'POST', path: '/auth/reset-password', tags, protect: false, summary: 'Set a new password with a reset token' } })
+    .input(resetPasswordInput)
+    .output(messageOutput)
+    .mutation(({ ctx, input }) => auth.resetPassword(ctx, input, ctx)),
+
+  resendVerification: publicProcedure
+    .meta({ openapi: { method: 'POST', path: '/auth/resend-verification', tags, protect: false, summary: 'Mail a new e-mail verification link' } })
+    .input(emailInput)
+    .output(messageOutput)
+    .mutation(({ ctx, input }) => auth.resendVerification(ctx, input)),
+
+  verifyEmail: publicProcedure
+    .meta({ openapi: { method: 'POST', path: '/auth/verify-email', tags, protect: false, summary: 'Verify an e-mail address with a token' } })
+    .input(tokenInput)
+    .output(messageOutput)
+    .mutation(({ ctx, input }) => auth.verifyEmail(ctx, input)),
+});

@@ -1,0 +1,90 @@
+// Inputs and outputs of the auth routes, and the mapping from rows to what clients see.
+import { z } from 'zod';
+import { EDITIONS, PLATFORM_ROLES, USER_STATUSES, WORKSPACE_ROLES, WORKSPACE_STATUSES, type User } from '../../db/schema.js';
+import { newPasswordSchema } from '../../server/security/passwords.js';
+import type { WorkspaceContext } from '../workspaces/access.js';
+
+export const emailSchema = z.email({ error: 'Enter a valid e-mail address.' }).max(254);
+/** Any string: a wrong or unknown token is INVALID_TOKEN / UNAUTHORIZED, decided by the service. */
+const tokenString = z.string({ error: 'Expected a token string.' });
+
+export const registerInput = z.object({
+  email: emailSchema,
+  password: newPasswordSchema,
+  name: z.string().trim().min(1, { error: 'Name is required.' }).max(100),
+});
+
+export const loginInput = z.object({
+  email: emailSchema,
+  // No policy here: a password longer than bcrypt's 72 bytes simply matches no account.
+  password: z.string().min(1, { error: 'Password is required.' }),
+});
+
+export const refreshTokenInput = z.object({ refreshToken: tokenString });
+export const emailInput = z.object({ email: emailSchema });
+export const tokenInput = z.object({ token: tokenString });
+export const resetPasswordInput = z.object({ token: tokenString, newPassword: newPasswordSchema });
+
+const isoDate = z.iso.datetime({ offset: true });
+
+export const userOutput = z.object({
+  id: z.uuid(),
+  email: z.string(),
+  name: z.string(),
+  status: z.enum(USER_STATUSES),
+  platformRole: z.enum(PLATFORM_ROLES),
+  emailVerified: z.boolean(),
+  emailVerifiedAt: isoDate.nullable(),
+  createdAt: isoDate,
+});
+
+export const workspaceSummaryOutput = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  status: z.enum(WORKSPACE_STATUSES),
+  edition: z.enum(EDITIONS),
+  role: z.enum(WORKSPACE_ROLES),
+});
+
+export const workspaceContextOutput = z.object({
+  activeWorkspace: workspaceSummaryOutput.nullable(),
+  hasActiveWorkspace: z.boolean(),
+  workspaceUnavailableReason: z.enum(['WORKSPACE_SUSPENDED', 'WORKSPACE_ARCHIVED', 'NO_WORKSPACE']).optional(),
+});
+
+export const tokenPairOutput = z.object({
+  accessToken: z.string(),
+  refreshToken: z.string(),
+  tokenType: z.literal('Bearer'),
+  /** Seconds until the access token expires. */
+  expiresIn: z.number().int(),
+});
+
+export const loginOutput = tokenPairOutput.extend({ user: userOutput }).extend(workspaceContextOutput.shape);
+export const meOutput = z.object({ user: userOutput }).extend(workspaceContextOutput.shape);
+export const registerOutput = z.object({ user: userOutput, workspace: workspaceSummaryOutput });
+export const messageOutput = z.object({ message: z.string() });
+
+export type UserRow = Pick<User, 'id' | 'email' | 'name' | 'status' | 'platform_role' | 'email_verified_at' | 'created_at'>;
+export const USER_COLUMNS = ['id', 'email', 'name', 'status', 'platform_role', 'email_verified_at', 'created_at'] as const;
+
+export function toUserOutput(u: UserRow): z.infer<typeof userOutput> {
+  return {
+    id: u.id,
+    email: u.email,
+    name: u.name,
+    status: u.status,
+    platformRole: u.platform_role,
+    emailVerified: u.email_verified_at !== null,
+    emailVerifiedAt: u.email_verified_at?.toISOString() ?? null,
+    createdAt: u.created_at.toISOString(),
+  };
+}
+
+export function toContextOutput(c: WorkspaceContext): z.infer<typeof workspaceContextOutput> {
+  return {
+    activeWorkspace: c.activeWorkspace,
+    hasActiveWorkspace: c.hasActiveWorkspace,
+    ...(c.workspaceUnavailableReason ? { workspaceUnavailableReason: c.workspaceUnavailableReason } : {}),
+  };
+}

@@ -1,0 +1,222 @@
+// Accounts: register, sign in, refresh, sign out, password reset and e-mail verification. Plain functions
+// over the database; no HTTP here.
+import type { Kysely } from 'kysely';
+import type { Database, UserTokenKind } from '../../db/schema.js';
+import type { AppDeps, RequestMeta } from '../../server/context.js';
+import { AppError } from '../../server/errors.js';
+import { emailVerificationMail, passwordResetMail, tokenLink } from '../../server/email/templates.js';
+import { sendAfterCommit } from '../../server/email/mailer.js';
+import { randomToken, sha256Hex } from '../../server/security/tokens.js';
+import { membershipsOf, workspaceContext, type WorkspaceAccess } from '../workspaces/access.js';
+import { insertWorkspace } from '../workspaces/service.js';
+import { USER_COLUMNS, toContextOutput, toUserOutput, type UserRow } from './schemas.js';
+import { issueTokens, revokeAllSessions, type Principal } from './sessions.js';
+import { recordAudit } from '../audit/service.js';
+
+type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'passwords'>;
+
+export const normalizeEmail = (email: string) => email.trim().toLowerCase();
+
+
+/** Creates a single-use token of `kind` and returns the raw value (only its SHA-256 is stored). */
+async function createUserToken(db: Kysely<Database>, userId: string, kind: UserTokenKind, ttlSeconds: number) {
+  const token = randomToken(32);
+  await db
+    .insertInto('user_tokens')
+    .values({ user_id: userId, kind, token_hash: sha256Hex(token), expires_at: new Date(Date.now() + ttlSeconds * 1000) })
+    .execute();
+  return token;
+}
+
+/** Marks a valid token used and returns its user; undefined when unknown, used or expired. Atomic. */
+async function consumeUserToken(db: Kysely<Database>, token: string, kind: UserTokenKind) {
+  return db
+    .updateTable('user_tokens')
+    .set({ used_at: new Date() })
+    .where('token_hash', '=', sha256Hex(token))
+    .where('kind', '=', kind)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', new Date())
+    .returning('user_id')
+    .executeTakeFirst();
+}
+
+const invalidToken = (what: string) => new AppError('INVALID_TOKEN', `This ${what} link is invalid, expired or already used.`);
+
+/** The user, a personal workspace (OWNER, edition LITE) and a verification mail. */
+export async function register(deps: Deps, input: { email: string; password: string; name: string }) {
+  const email = normalizeEmail(input.email);
+  const passwordHash = await deps.passwords.hash(input.password);
+  const { user, workspace, verificationToken } = await deps.db.transaction().execute(async (trx) => {
+    const user = await trx
+      .insertInto('users')
+      .values({ email, name: input.name, password_hash: passwordHash })
+      .onConflict((oc) => oc.column('email').doNothing())
+      .returning(USER_COLUMNS)
+      .executeTakeFirst();
+    if (!user) throw new AppError('EMAIL_TAKEN', 'An account with this e-mail address already exists.');
+    const workspace = await createPersonalWorkspace(trx, user);
+    const verificationToken = await createUserToken(trx, user.id, 'EMAIL_VERIFICATION', deps.config.EMAIL_VERIFICATION_TTL);
+    return { user, workspace, verificationToken };
+  });
+  await sendVerificationMail(deps, user, verificationToken);
+  return { user: toUserOutput(user), workspace };
+}
+
+/** A workspace owned by the new user, on the default plan; every account starts with one. */
+export function createPersonalWorkspace(db: Kysely<Database>, user: Pick<UserRow, 'id' | 'name'>): Promise<WorkspaceAccess> {
+  return insertWorkspace(db, { name: `${user.name}'s workspace`, ownerId: user.id, isPersonal: true });
+}
+
+function sendVerificationMail(deps: Deps, user: Pick<UserRow, 'email' | 'name'>, token: string) {
+  return sendAfterCommit(
+    deps,
+    emailVerificationMail({
+      to: user.email,
+      name: user.name,
+      link: tokenLink(deps.config.APP_URL, '/verify-email', token),
+      validHours: Math.round(deps.config.EMAIL_VERIFICATION_TTL / 3600),
+    }),
+  );
+}
+
+/**
+ * Unknown e-mail and wrong password answer alike and cost one bcrypt comparison each. A suspended user
+ * learns of the suspension only with the right password.
+ */
+export async function login(deps: Deps, input: { email: string; password: string }, meta: RequestMeta) {
+  const user = await deps.db
+    .selectFrom('users')
+    .select([...USER_COLUMNS, 'password_hash'])
+    .where('email', '=', normalizeEmail(input.email))
+    .executeTakeFirst();
+  const passwordOk = await deps.passwords.verify(input.password, user?.password_hash);
+  if (!user || !passwordOk) {
+    // Anonymous: the address tried is a fact about the attempt, not an actor.
+    await recordAudit(
+      deps.db,
+      { userId: null, email: null, requestId: meta.requestId, ip: meta.ip },
+      {
+        action: 'auth.login_failed',
+        targetType: 'user',
+        targetId: user?.id,
+        metadata: { email: normalizeEmail(input.email), reason: user ? 'wrong_password' : 'unknown_email' },
+      },
+    );
+    throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
+  }
+  if (user.status !== 'ACTIVE') throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
+
+  const [tokens, memberships] = await Promise.all([
+    issueTokens(deps, deps.db, user.id, meta),
+    membershipsOf(deps.db, user.id),
+    deps.db.updateTable('users').set({ last_login_at: new Date() }).where('id', '=', user.id).execute(),
+  ]);
+  return { ...tokens, user: toUserOutput(user), ...toContextOutput(workspaceContext(memberships)) };
+}
+
+/** The signed-in user and workspace context, from what authentication already loaded. */
+export function me(principal: Principal) {
+  return { user: toUserOutput(principal.user), ...toContextOutput(workspaceContext(principal.memberships)) };
+}
+
+const FORGOT_PASSWORD_MESSAGE = 'If an account exists for this address, a link to reset its password is on its way.';
+
+/** Always the same answer, so it tells nothing about which addresses have accounts. */
+export async function forgotPassword(deps: Deps, input: { email: string }) {
+  const user = await deps.db
+    .selectFrom('users')
+    .select(['id', 'email', 'name', 'status'])
+    .where('email', '=', normalizeEmail(input.email))
+    .executeTakeFirst();
+  if (user && user.status === 'ACTIVE') {
+    const token = await createUserToken(deps.db, user.id, 'PASSWORD_RESET', deps.config.PASSWORD_RESET_TTL);
+    await sendAfterCommit(
+      deps,
+      passwordResetMail({
+        to: user.email,
+        name: user.name,
+        link: tokenLink(deps.config.APP_URL, '/reset-password', token),
+        validMinutes: Math.round(deps.config.PASSWORD_RESET_TTL / 60),
+      }),
+    );
+  }
+  return { message: FORGOT_PASSWORD_MESSAGE };
+}
+
+/**
+ * Sets the new password, uses up every open reset link of the user, and ends every session: refresh
+ * tokens are revoked and access tokens issued before now stop working.
+ */
+export async function resetPassword(deps: Deps, input: { token: string; newPassword: string }, meta: RequestMeta) {
+  // A cheap look first, so a made-up token never costs a bcrypt hash.
+  const known = await deps.db
+    .selectFrom('user_tokens')
+    .select('id')
+    .where('token_hash', '=', sha256Hex(input.token))
+    .where('kind', '=', 'PASSWORD_RESET')
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', new Date())
+    .executeTakeFirst();
+  if (!known) throw invalidToken('password reset');
+  const passwordHash = await deps.passwords.hash(input.newPassword);
+
+  await deps.db.transaction().execute(async (trx) => {
+    const used = await consumeUserToken(trx, input.token, 'PASSWORD_RESET');
+    if (!used) throw invalidToken('password reset');
+    const now = new Date();
+    await trx
+      .updateTable('users')
+      .set((eb) => ({
+        password_hash: passwordHash,
+        tokens_valid_after: now,
+        // The reset link reached the inbox, which proves the address.
+        email_verified_at: eb.fn.coalesce('email_verified_at', eb.val(now)),
+        updated_at: now,
+      }))
+      .where('id', '=', used.user_id)
+      .execute();
+    await trx
+      .updateTable('user_tokens')
+      .set({ used_at: now })
+      .where('user_id', '=', used.user_id)
+      .where('kind', '=', 'PASSWORD_RESET')
+      .where('used_at', 'is', null)
+      .execute();
+    await revokeAllSessions(trx, used.user_id, 'password_reset');
+    await recordAudit(trx, { userId: used.user_id, email: null, requestId: meta.requestId, ip: meta.ip }, {
+      action: 'auth.password_reset',
+      targetType: 'user',
+      targetId: used.user_id,
+    });
+  });
+  return { message: 'Your password has been reset. Sign in with the new password.' };
+}
+
+export async function verifyEmail(deps: Deps, input: { token: string }) {
+  await deps.db.transaction().execute(async (trx) => {
+    const used = await consumeUserToken(trx, input.token, 'EMAIL_VERIFICATION');
+    if (!used) throw invalidToken('verification');
+    await trx
+      .updateTable('users')
+      .set((eb) => ({ email_verified_at: eb.fn.coalesce('email_verified_at', eb.val(new Date())), updated_at: new Date() }))
+      .where('id', '=', used.user_id)
+      .execute();
+  });
+  return { message: 'Your e-mail address is verified.' };
+}
+
+const RESEND_MESSAGE = 'If this address has an unverified account, a new verification link is on its way.';
+
+export async function resendVerification(deps: Deps, input: { email: string }) {
+  const user = await deps.db
+    .selectFrom('users')
+    .select(['id', 'email', 'name', 'status', 'email_verified_at'])
+    .where('email', '=', normalizeEmail(input.email))
+    .executeTakeFirst();
+  if (user && user.status === 'ACTIVE' && !user.email_verified_at) {
+    const token = await createUserToken(deps.db, user.id, 'EMAIL_VERIFICATION', deps.config.EMAIL_VERIFICATION_TTL);
+    await sendVerificationMail(deps, user, token);
+  }
+  return { message: RESEND_MESSAGE };
+}

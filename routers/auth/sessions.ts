@@ -1,0 +1,186 @@
+// Sessions: access-token authentication, and refresh tokens kept server-side in families (one family is
+// one sign-in). Refresh tokens are opaque; the database keeps HMAC-SHA256(JWT_REFRESH_SECRET, token), so
+// changing the secret invalidates every refresh token, and a database leak yields no usable token.
+import crypto from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import type { AppDeps, RequestMeta } from '../../server/context.js';
+import { AppError } from '../../server/errors.js';
+import { bearerToken, signAccessToken, verifyAccessToken } from '../../server/security/jwt.js';
+import { hmacSha256Hex, randomToken } from '../../server/security/tokens.js';
+import { compiledOnce } from '../../db/compiled.js';
+import { recordAudit } from '../audit/service.js';
+import { membershipsColumn, type WorkspaceAccess } from '../workspaces/access.js';
+import { USER_COLUMNS, type UserRow } from './schemas.js';
+
+type Deps = Pick<AppDeps, 'config' | 'db'>;
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+}
+
+const unauthorized = () => new AppError('UNAUTHORIZED', 'Authentication required: send a valid, unexpired access token.');
+const suspended = () => new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
+
+export interface Principal {
+  user: UserRow;
+  /** Every workspace membership of the user, loaded in the same query. */
+  memberships: WorkspaceAccess[];
+}
+
+const principalQuery = compiledOnce((db, userId: string) =>
+  db
+    .selectFrom('users')
+    .select((eb) => [...USER_COLUMNS, 'tokens_valid_after', membershipsColumn(eb)])
+    .where('id', '=', userId),
+);
+
+/**
+ * The ACTIVE user behind an `Authorization: Bearer` header, with their memberships, in one query; or an
+ * UNAUTHORIZED / USER_SUSPENDED error. Runs on every authenticated request, so a suspension or a password
+ * reset applies to the very next request of any token.
+ */
+export async function authenticate(deps: Deps, authorization: string | undefined): Promise<Principal> {
+  const token = bearerToken(authorization);
+  const claims = token ? verifyAccessToken(deps.config, token) : null;
+  if (!claims) throw unauthorized();
+  const [row] = await principalQuery(deps.db, claims.userId);
+  if (!row) throw unauthorized();
+  if (row.tokens_valid_after && claims.issuedAt < Math.floor(row.tokens_valid_after.getTime() / 1000)) throw unauthorized();
+  if (row.status !== 'ACTIVE') throw suspended();
+  const { tokens_valid_after: _, memberships, ...user } = row;
+  return { user, memberships };
+}
+
+const refreshDigest = (deps: Deps, token: string) => hmacSha256Hex(deps.config.JWT_REFRESH_SECRET, token);
+
+/**
+ * Issues an access token and a refresh token. Without `rotated`, the refresh token starts a new family (a
+ * new sign-in); with it, the new token joins that token's family as its successor.
+ */
+export async function issueTokens(
+  deps: Deps,
+  db: Kysely<Database>,
+  userId: string,
+  meta: Pick<RequestMeta, 'ip' | 'userAgent'>,
+  rotated?: { id: string; family_id: string },
+): Promise<TokenPair> {
+  const refreshToken = `rt_${randomToken(32)}`;
+  await db
+    .insertInto('refresh_tokens')
+    .values({
+      user_id: userId,
+      family_id: rotated?.family_id ?? crypto.randomUUID(),
+      parent_id: rotated?.id ?? null,
+      token_hash: refreshDigest(deps, refreshToken),
+      expires_at: new Date(Date.now() + deps.config.JWT_REFRESH_TTL * 1000),
+      created_ip: meta.ip,
+      user_agent: meta.userAgent ?? null,
+    })
+    .execute();
+  const access = signAccessToken(deps.config, userId);
+  return { accessToken: access.token, refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
+}
+
+type RotateOutcome =
+  | { kind: 'ok'; tokens: TokenPair }
+  | { kind: 'invalid' }
+  | { kind: 'suspended' }
+  | { kind: 'reuse'; userId: string; familyId: string };
+
+/**
+ * Rotates a refresh token: the presented one stops working and a new pair of the same family is issued.
+ * Presenting an already-rotated token is reuse and revokes the whole family, except for the just-rotated
+ * token within REFRESH_TOKEN_REUSE_GRACE_SECONDS of its rotation (two tabs refreshing at once), which
+ * answers another fresh pair of the same family. A token whose successor has itself been rotated is older
+ * than that: always reuse. The row lock serialises concurrent refreshes of one token.
+ */
+export async function rotateRefreshToken(
+  deps: Deps & Pick<AppDeps, 'logger'>,
+  rawToken: string,
+  meta: Pick<RequestMeta, 'ip' | 'userAgent' | 'requestId'>,
+): Promise<TokenPair> {
+  const digest = refreshDigest(deps, rawToken);
+  const outcome = await deps.db.transaction().execute(async (trx): Promise<RotateOutcome> => {
+    const row = await trx
+      .selectFrom('refresh_tokens')
+      .select(['id', 'user_id', 'family_id', 'expires_at', 'rotated_at', 'revoked_at'])
+      .where('token_hash', '=', digest)
+      .forUpdate()
+      .executeTakeFirst();
+    const now = Date.now();
+    if (!row || row.revoked_at || row.expires_at.getTime() <= now) return { kind: 'invalid' };
+    const user = await trx.selectFrom('users').select(['status']).where('id', '=', row.user_id).executeTakeFirst();
+    if (!user) return { kind: 'invalid' };
+    if (user.status !== 'ACTIVE') return { kind: 'suspended' };
+
+    if (row.rotated_at) {
+      const graceMs = deps.config.REFRESH_TOKEN_REUSE_GRACE_SECONDS * 1000;
+      const withinGrace = graceMs > 0 && now - row.rotated_at.getTime() <= graceMs;
+      const successorRotated =
+        withinGrace &&
+        (await trx
+          .selectFrom('refresh_tokens')
+          .select('id')
+          .where('parent_id', '=', row.id)
+          .where('rotated_at', 'is not', null)
+          .executeTakeFirst());
+      if (!withinGrace || successorRotated) {
+        await revokeFamily(trx, row.family_id, 'reuse');
+        await recordAudit(trx, { userId: null, email: null, requestId: meta.requestId, ip: meta.ip }, {
+          action: 'auth.session_reuse_detected',
+          targetType: 'user',
+          targetId: row.user_id,
+          metadata: { familyId: row.family_id },
+        });
+        return { kind: 'reuse', userId: row.user_id, familyId: row.family_id };
+      }
+    } else {
+      await trx.updateTable('refresh_tokens').set({ rotated_at: new Date(now) }).where('id', '=', row.id).execute();
+    }
+    return { kind: 'ok', tokens: await issueTokens(deps, trx, row.user_id, meta, row) };
+  });
+
+  switch (outcome.kind) {
+    case 'ok':
+      return outcome.tokens;
+    case 'suspended':
+      throw suspended();
+    case 'reuse':
+      deps.logger.warn({ userId: outcome.userId, familyId: outcome.familyId }, 'refresh token reuse: session family revoked');
+      throw new AppError('UNAUTHORIZED', 'This refresh token was already used. Sign in again.');
+    case 'invalid':
+      throw new AppError('UNAUTHORIZED', 'Invalid, expired or revoked refresh token. Sign in again.');
+  }
+}
+
+export async function revokeFamily(db: Kysely<Database>, familyId: string, reason: string): Promise<void> {
+  await db
+    .updateTable('refresh_tokens')
+    .set({ revoked_at: new Date(), revoked_reason: reason })
+    .where('family_id', '=', familyId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
+/** Ends the session the refresh token belongs to. Unknown tokens are ignored (logout is idempotent). */
+export async function revokeSessionOf(deps: Deps, rawToken: string): Promise<void> {
+  const row = await deps.db
+    .selectFrom('refresh_tokens')
+    .select('family_id')
+    .where('token_hash', '=', refreshDigest(deps, rawToken))
+    .executeTakeFirst();
+  if (row) await revokeFamily(deps.db, row.family_id, 'logout');
+}
+
+export async function revokeAllSessions(db: Kysely<Database>, userId: string, reason: string): Promise<void> {
+  await db
+    .updateTable('refresh_tokens')
+    .set({ revoked_at: new Date(), revoked_reason: reason })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}

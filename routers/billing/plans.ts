@@ -1,0 +1,193 @@
+// The plan catalog: admin CRUD with its state moves (archive remembers the status, restore returns to it),
+// and the public catalog served from memory. An admin change clears the copy of this instance at once and,
+// with Redis, of every instance (pub/sub); without Redis other instances refresh within a short TTL.
+import type { Kysely } from 'kysely';
+import type { Redis } from 'ioredis';
+import type { Database, Plan } from '../../db/schema.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import { AppError } from '../../server/errors.js';
+import type { Logger } from '../../server/logger.js';
+import { recordAudit, type Actor } from '../audit/service.js';
+import { toPlanOutput, type CreatePlanInput, type PlanOutput, type UpdatePlanInput } from './schemas.js';
+
+type Db = Kysely<Database>;
+
+const PLANS_CHANNEL = 'billing:plans-changed';
+
+export class PlanCatalog {
+  private cached: { plans: PlanOutput[]; at: number } | undefined;
+  private loading: Promise<PlanOutput[]> | undefined;
+  private changes = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly opts: { ttlMs: number; publisher?: Redis; subscriber?: Redis; logger: Logger },
+  ) {}
+
+  /** Starts listening for changes made on other instances. */
+  async listen(): Promise<void> {
+    const { subscriber, logger } = this.opts;
+    if (!subscriber) return;
+    subscriber.on('message', (channel) => {
+      if (channel === PLANS_CHANNEL) this.drop();
+    });
+    await subscriber.subscribe(PLANS_CHANNEL).catch((err: Error) => logger.warn({ err }, 'plan cache: Redis subscribe failed, TTL only'));
+  }
+
+  /** Changes whenever the catalog may have changed: caches of what it answered compare it. */
+  get version(): number {
+    return this.changes;
+  }
+
+  /** How long a copy may be served without hearing of a change. */
+  get ttlMs(): number {
+    return this.opts.ttlMs;
+  }
+
+  /** PUBLISHED plans by sort order, from memory when fresh. */
+  async published(): Promise<PlanOutput[]> {
+    if (this.cached && Date.now() - this.cached.at < this.opts.ttlMs) return this.cached.plans;
+    this.loading ??= this.load().finally(() => (this.loading = undefined));
+    return this.loading;
+  }
+
+  /** After a committed change: drop this copy and tell the other instances. */
+  async changed(): Promise<void> {
+    this.drop();
+    await this.opts.publisher?.publish(PLANS_CHANNEL, '1').catch((err: Error) => this.opts.logger.warn({ err }, 'plan cache: Redis publish failed'));
+  }
+
+  private drop() {
+    this.cached = undefined;
+    this.changes += 1;
+  }
+
+  private async load(): Promise<PlanOutput[]> {
+    const rows = await this.db.selectFrom('plans').selectAll().where('status', '=', 'PUBLISHED').orderBy('sort_order').orderBy('name').execute();
+    const plans = rows.map(toPlanOutput);
+    this.cached = { plans, at: Date.now() };
+    return plans;
+  }
+}
+
+const notFound = () => new AppError('PLAN_NOT_FOUND', 'Plan not found.');
+
+export async function listAllPlans(db: Db) {
+  const rows = await db.selectFrom('plans').selectAll().orderBy('sort_order').orderBy('name').execute();
+  return { items: rows.map(toPlanOutput) };
+}
+
+export async function getPlan(db: Db, planId: string) {
+  const plan = await db.selectFrom('plans').selectAll().where('id', '=', planId).executeTakeFirst();
+  if (!plan) throw notFound();
+  return toPlanOutput(plan);
+}
+
+/** Column values of the plan fields present in `input`. */
+function planColumns(input: UpdatePlanInput) {
+  const set = <T>(v: T | undefined) => v !== undefined;
+  return {
+    ...(set(input.name) && { name: input.name }),
+    ...(set(input.slug) && { slug: input.slug }),
+    ...(set(input.description) && { description: input.description }),
+    ...(set(input.edition) && { edition: input.edition }),
+    ...(set(input.priceCents) && { price_cents: input.priceCents }),
+    ...(set(input.currency) && { currency: input.currency }),
+    ...(set(input.interval) && { interval: input.interval }),
+    ...(set(input.status) && { status: input.status }),
+    ...(set(input.badgeText) && { badge_text: input.badgeText }),
+    ...(set(input.isPopular) && { is_popular: input.isPopular }),
+    ...(set(input.isDefault) && { is_default: input.isDefault }),
+    ...(set(input.sortOrder) && { sort_order: input.sortOrder }),
+    ...(set(input.features) && { features: JSON.stringify(input.features) }),
+    ...(set(input.limits) && { limits: JSON.stringify(input.limits) }),
+    ...(set(input.providerAPriceId) && { processor_a_price_id: input.providerAPriceId }),
+    ...(set(input.providerBVariantId) && { processor_b_variant_id: input.providerBVariantId }),
+  };
+}
+
+const slugTaken = (slug: string) => new AppError('CONFLICT', `A plan with the slug "${slug}" already exists.`);
+
+/** Runs a plan write, turning the slug's unique violation into a 409. A new default plan unsets the old one. */
+async function writePlan(db: Db, slug: string | undefined, makeDefault: boolean, write: (trx: Db) => Promise<string>) {
+  try {
+    return await db.transaction().execute(async (trx) => {
+      if (makeDefault) await trx.updateTable('plans').set({ is_default: false }).where('is_default', '=', true).execute();
+      return write(trx);
+    });
+  } catch (err) {
+    if (slug && isUniqueViolation(err, 'plans_slug')) throw slugTaken(slug);
+    throw err;
+  }
+}
+
+export async function createPlan(db: Db, catalog: PlanCatalog, actor: Actor, input: CreatePlanInput) {
+  const id = await writePlan(db, input.slug, input.isDefault, async (trx) => {
+    const plan = await trx
+      .insertInto('plans')
+      .values({ slug: input.slug, name: input.name, edition: input.edition, price_cents: input.priceCents, ...planColumns(input) })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, actor, { action: 'plan.created', targetType: 'plan', targetId: plan.id, metadata: { slug: input.slug, status: input.status } });
+    return plan.id;
+  });
+  await catalog.changed();
+  return getPlan(db, id);
+}
+
+export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string, input: UpdatePlanInput) {
+  await writePlan(db, input.slug, input.isDefault === true, async (trx) => {
+    const plan = await trx.selectFrom('plans').select(['status']).where('id', '=', planId).forUpdate().executeTakeFirst();
+    if (!plan) throw notFound();
+    if (input.status && plan.status === 'ARCHIVED') {
+      throw new AppError('INVALID_STATE', 'The plan is ARCHIVED; restore it before changing its status.');
+    }
+    const columns = planColumns(input);
+    await trx.updateTable('plans').set({ ...columns, updated_at: new Date() }).where('id', '=', planId).execute();
+    await recordAudit(trx, actor, { action: 'plan.updated', targetType: 'plan', targetId: planId, metadata: { fields: Object.keys(input) } });
+    return planId;
+  });
+  await catalog.changed();
+  return getPlan(db, planId);
+}
+
+/** archive: any state but ARCHIVED, remembering it; restore: back to the remembered state. */
+export async function movePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string, move: 'archive' | 'restore') {
+  await db.transaction().execute(async (trx) => {
+    const plan = await trx.selectFrom('plans').select(['status', 'status_before_archive']).where('id', '=', planId).forUpdate().executeTakeFirst();
+    if (!plan) throw notFound();
+    if (move === 'archive' && plan.status === 'ARCHIVED') throw new AppError('INVALID_STATE', 'The plan is already ARCHIVED.');
+    if (move === 'restore' && plan.status !== 'ARCHIVED') {
+      throw new AppError('INVALID_STATE', `The plan is ${plan.status}; only an ARCHIVED plan can be restored.`);
+    }
+    const changes: Partial<Pick<Plan, 'status' | 'status_before_archive'>> =
+      move === 'archive'
+        ? { status: 'ARCHIVED', status_before_archive: plan.status as 'DRAFT' | 'PUBLISHED' }
+        : { status: plan.status_before_archive ?? 'DRAFT', status_before_archive: null };
+    await trx.updateTable('plans').set({ ...changes, updated_at: new Date() }).where('id', '=', planId).execute();
+    await recordAudit(trx, actor, {
+      action: move === 'archive' ? 'plan.archived' : 'plan.restored',
+      targetType: 'plan',
+      targetId: planId,
+      metadata: { from: plan.status, to: changes.status ?? plan.status },
+    });
+  });
+  await catalog.changed();
+  return getPlan(db, planId);
+}
+
+/** Only a plan no subscription has ever referenced: otherwise archive it (history keeps pointing at it). */
+export async function deletePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string) {
+  await db.transaction().execute(async (trx) => {
+    const plan = await trx.selectFrom('plans').select(['slug']).where('id', '=', planId).forUpdate().executeTakeFirst();
+    if (!plan) throw notFound();
+    const used = await trx.selectFrom('subscriptions').select('id').where('plan_id', '=', planId).limit(1).executeTakeFirst();
+    if (used) {
+      throw new AppError('PLAN_HAS_SUBSCRIPTIONS', 'This plan has subscriptions and cannot be deleted: archive it instead (it stays in history).');
+    }
+    await trx.deleteFrom('plans').where('id', '=', planId).execute();
+    await recordAudit(trx, actor, { action: 'plan.deleted', targetType: 'plan', targetId: planId, metadata: { slug: plan.slug } });
+  });
+  await catalog.changed();
+  return { message: 'Plan deleted.' };
+}

@@ -1,0 +1,82 @@
+// What a payment processor adapter does. Adapters speak their provider's protocol (PROCESSOR_A: Stripe,
+// PROCESSOR_B: Lemon Squeezy) and translate inbound events into BillingChanges; the billing service owns
+// every state change (routers/billing/service.ts: applyProviderEvent), so all processors behave alike.
+import type { IncomingHttpHeaders } from 'node:http';
+import type { PaymentStatus, PlanInterval, SubscriptionStatus } from '../../../db/schema.js';
+
+export type ProcessorName = 'PROCESSOR_A' | 'PROCESSOR_B';
+
+export interface CheckoutRequest {
+  workspaceId: string;
+  planId: string;
+  planSlug: string;
+  planName: string;
+  interval: PlanInterval;
+  /** The provider's price (PROCESSOR_A) or variant (PROCESSOR_B) id of the plan. */
+  priceRef: string;
+  customerEmail: string;
+  /** The workspace's customer at the provider, when it has one. */
+  customerId: string | null;
+  successUrl: string;
+  cancelUrl: string;
+}
+
+/** A subscription as the provider reports it. workspaceId/planId come from checkout metadata. */
+export interface SubscriptionChange {
+  kind: 'subscription';
+  providerSubscriptionId: string;
+  workspaceId?: string;
+  planId?: string;
+  customerId?: string;
+  status: SubscriptionStatus;
+  currentPeriodStart?: Date | null;
+  currentPeriodEnd?: Date | null;
+  cancelAtPeriodEnd?: boolean;
+}
+
+/** A charge as the provider reports it. Without workspaceId it is matched through its subscription. */
+export interface PaymentChange {
+  kind: 'payment';
+  providerPaymentId: string;
+  providerSubscriptionId?: string;
+  workspaceId?: string;
+  planId?: string;
+  amountCents: number;
+  currency: string;
+  status: PaymentStatus;
+  description?: string;
+  receiptUrl?: string;
+  invoiceUrl?: string;
+}
+
+export type BillingChange = SubscriptionChange | PaymentChange;
+
+export interface ProviderEvent {
+  /** The provider's id of the event: a second delivery of the same id changes nothing. */
+  id: string;
+  /** The provider's own event type, for the record. */
+  type: string;
+  /** When the provider says it happened: older events never move a subscription backwards. */
+  occurredAt: Date;
+  /** Empty for event types that change nothing here. */
+  changes: BillingChange[];
+}
+
+export interface PaymentProcessor {
+  readonly name: ProcessorName;
+  /** The keys checkout needs are set. */
+  readonly configured: boolean;
+  /** The webhook secret is set, so inbound events can be verified. */
+  readonly webhookConfigured: boolean;
+  readonly mode: 'test' | 'live';
+  createCheckout(request: CheckoutRequest): Promise<{ checkoutUrl: string }>;
+  /** Cancels at the end of the paid period, as the provider does it. */
+  cancelSubscription(providerSubscriptionId: string): Promise<{ status: SubscriptionStatus; cancelAtPeriodEnd: boolean; currentPeriodEnd: Date | null }>;
+  /** A URL of the provider's billing portal for the customer, where the provider has one. */
+  createPortalSession?(customerId: string, returnUrl: string): Promise<string>;
+  /**
+   * Verifies the signature over the exact raw body and translates the event. Throws
+   * AppError('INVALID_SIGNATURE') for a missing, malformed, stale or wrong signature.
+   */
+  parseWebhook(rawBody: Buffer, headers: IncomingHttpHeaders): ProviderEvent;
+}

@@ -1,0 +1,84 @@
+// Workspace billing: provider status, checkout, current plan, history, cancel, portal, and the legacy
+// workspace billing routes the spec keeps for compatibility (same services, workspace in the path).
+import { z } from 'zod';
+import { publicProcedure, router, workspaceProcedure } from '../../server/trpc.js';
+import { actorOf } from '../audit/service.js';
+import {
+  checkoutInput,
+  checkoutOutput,
+  currentPlanOutput,
+  historyInput,
+  historyOutput,
+  legacyCheckoutInput,
+  providerStatusOutput,
+  workspaceBillingInput,
+} from './schemas.js';
+import * as billing from './service.js';
+
+const tags = ['Billing'];
+const legacy = ['Billing (legacy)'];
+const activeOrNamed = { orActiveWorkspace: true };
+
+const legacyWorkspaceInput = z.object({ workspaceId: z.uuid() });
+
+export const billingRouter = router({
+  providerStatus: publicProcedure
+    .meta({ openapi: { method: 'GET', path: '/billing/provider-status', tags, protect: false, summary: 'The active payment provider and whether it is configured' } })
+    .input(z.void())
+    .output(providerStatusOutput)
+    .query(({ ctx }) => billing.providerStatus(ctx)),
+
+  checkout: workspaceProcedure('billing.manage', activeOrNamed)
+    .meta({ openapi: { method: 'POST', path: '/billing/checkout', tags, summary: 'Buy a plan: MOCK completes at once, processors answer checkoutUrl' } })
+    .input(checkoutInput)
+    .output(checkoutOutput)
+    .mutation(({ ctx, input }) => billing.checkout(ctx, actorOf(ctx), ctx.user, ctx.workspace.id, input)),
+
+  current: workspaceProcedure('billing.view', activeOrNamed)
+    .meta({ openapi: { method: 'GET', path: '/billing/current', tags, summary: 'Current plan, edition, status and period end' } })
+    .input(workspaceBillingInput)
+    .output(currentPlanOutput)
+    .query(({ ctx }) => billing.currentPlan(ctx.db, ctx.workspace.id)),
+
+  history: workspaceProcedure('billing.view', activeOrNamed)
+    .meta({ openapi: { method: 'GET', path: '/billing/history', tags, summary: 'Payment history, newest first' } })
+    .input(historyInput)
+    .output(historyOutput)
+    .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),
+
+  cancel: workspaceProcedure('billing.manage', activeOrNamed)
+    .meta({ openapi: { method: 'POST', path: '/billing/cancel', tags, summary: 'Cancel the subscription (MOCK: at once; processors: at period end)' } })
+    .input(workspaceBillingInput)
+    .output(currentPlanOutput)
+    .mutation(({ ctx }) => billing.cancel(ctx, actorOf(ctx), ctx.workspace.id)),
+
+  portal: workspaceProcedure('billing.manage', activeOrNamed)
+    .meta({ openapi: { method: 'POST', path: '/billing/portal', tags, summary: "The processor's billing portal for the workspace" } })
+    .input(workspaceBillingInput)
+    .output(z.object({ portalUrl: z.url() }))
+    .mutation(({ ctx }) => billing.portal(ctx, ctx.workspace.id)),
+
+  legacyCurrent: workspaceProcedure('billing.view')
+    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/billing', tags: legacy, summary: 'Current plan (legacy route)' } })
+    .input(legacyWorkspaceInput)
+    .output(currentPlanOutput)
+    .query(({ ctx }) => billing.currentPlan(ctx.db, ctx.workspace.id)),
+
+  legacyCheckout: workspaceProcedure('billing.manage')
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/billing/mock-checkout', tags: legacy, summary: 'Checkout (legacy route; same as POST /billing/checkout)' } })
+    .input(legacyCheckoutInput)
+    .output(checkoutOutput)
+    .mutation(({ ctx, input }) => billing.checkout(ctx, actorOf(ctx), ctx.user, ctx.workspace.id, input)),
+
+  legacyCancel: workspaceProcedure('billing.manage')
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/billing/cancel', tags: legacy, summary: 'Cancel the subscription (legacy route)' } })
+    .input(legacyWorkspaceInput)
+    .output(currentPlanOutput)
+    .mutation(({ ctx }) => billing.cancel(ctx, actorOf(ctx), ctx.workspace.id)),
+
+  legacyPayments: workspaceProcedure('billing.view')
+    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/billing/payments', tags: legacy, summary: 'Payment history (legacy route)' } })
+    .input(legacyWorkspaceInput.extend(historyInput.shape).extend({ workspaceId: z.uuid() }))
+    .output(historyOutput)
+    .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),
+});

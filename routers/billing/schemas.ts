@@ -1,0 +1,195 @@
+// Inputs and outputs of the billing routes, and the mapping from plan rows to what clients see.
+import { z } from 'zod';
+import { exact } from '../../server/validation.js';
+import {
+  BILLING_PROVIDERS,
+  EDITIONS,
+  PAYMENT_STATUSES,
+  PLAN_INTERVALS,
+  PLAN_STATUSES,
+  SUBSCRIPTION_STATUSES,
+  type Plan,
+} from '../../db/schema.js';
+import { pageOutput, paginationInput } from '../../server/pagination.js';
+
+const isoDate = z.iso.datetime({ offset: true });
+
+const limitsSchema = z
+  .record(z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,39}$/), z.number().int().min(0).max(1_000_000_000))
+  .refine((l) => Object.keys(l).length <= 30, { error: 'At most 30 limits.' })
+  .meta({ description: 'Numeric limits, e.g. { "apiKeys": 5, "aiMonthlyGenerations": 500, "members": 10 }.' });
+
+const planFields = {
+  name: z.string().trim().min(1).max(100),
+  slug: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: 'Lower-case letters, digits and dashes, starting with a letter or digit (at most 63).' }),
+  description: z.string().max(2000),
+  edition: z.enum(EDITIONS),
+  priceCents: exact(
+    z
+      .number({ error: 'A price in cents: a whole number of 0 or more.' })
+      .int({ error: 'A price in cents: a whole number of 0 or more.' })
+      .min(0, { error: 'A price in cents: a whole number of 0 or more.' })
+      .max(100_000_000),
+  ),
+  currency: z.string().regex(/^[A-Za-z]{3}$/, { error: 'A three-letter ISO currency code.' }).transform((c) => c.toUpperCase()),
+  interval: z.enum(PLAN_INTERVALS),
+  status: z.enum(['DRAFT', 'PUBLISHED']).meta({ description: 'Archive a plan with POST .../archive.' }),
+  badgeText: z.string().max(40),
+  isPopular: exact(z.boolean()),
+  isDefault: exact(z.boolean()),
+  sortOrder: exact(z.number().int().min(-1_000_000).max(1_000_000)),
+  features: z.array(z.string().trim().min(1).max(200)).max(50),
+  limits: limitsSchema,
+  providerAPriceId: z.string().trim().min(1).max(200).nullable(),
+  providerBVariantId: z.string().trim().min(1).max(200).nullable(),
+};
+
+export const createPlanInput = z.object({
+  ...planFields,
+  description: planFields.description.default(''),
+  currency: planFields.currency.default('USD'),
+  interval: planFields.interval.default('MONTHLY'),
+  edition: planFields.edition.default('CUSTOM'),
+  status: planFields.status.default('DRAFT'),
+  badgeText: planFields.badgeText.default(''),
+  isPopular: planFields.isPopular.default(false),
+  isDefault: planFields.isDefault.default(false),
+  sortOrder: planFields.sortOrder.default(0),
+  features: planFields.features.default([]),
+  limits: limitsSchema.default({}),
+  providerAPriceId: planFields.providerAPriceId.optional(),
+  providerBVariantId: planFields.providerBVariantId.optional(),
+});
+export type CreatePlanInput = z.infer<typeof createPlanInput>;
+
+export const planIdInput = z.object({ planId: z.uuid() });
+export const updatePlanInput = planIdInput.extend(
+  Object.fromEntries(Object.entries(planFields).map(([k, v]) => [k, v.optional()])) as {
+    [K in keyof typeof planFields]: z.ZodOptional<(typeof planFields)[K]>;
+  },
+);
+export type UpdatePlanInput = Omit<z.infer<typeof updatePlanInput>, 'planId'>;
+
+export const planOutput = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  slug: z.string(),
+  code: z.string().meta({ description: 'The same as slug; checkout takes it as planCode.' }),
+  description: z.string(),
+  edition: z.enum(EDITIONS),
+  priceCents: z.number().int(),
+  currency: z.string(),
+  interval: z.enum(PLAN_INTERVALS),
+  status: z.enum(PLAN_STATUSES),
+  badgeText: z.string(),
+  isPopular: z.boolean(),
+  isDefault: z.boolean(),
+  sortOrder: z.number().int(),
+  features: z.array(z.string()),
+  limits: z.record(z.string(), z.number()),
+  providerAPriceId: z.string().nullable(),
+  providerBVariantId: z.string().nullable(),
+  createdAt: isoDate,
+  updatedAt: isoDate,
+});
+export type PlanOutput = z.infer<typeof planOutput>;
+
+export function toPlanOutput(p: Plan): PlanOutput {
+  return {
+    id: p.id,
+    name: p.name,
+    slug: p.slug,
+    code: p.slug,
+    description: p.description,
+    edition: p.edition,
+    priceCents: p.price_cents,
+    currency: p.currency,
+    interval: p.interval,
+    status: p.status,
+    badgeText: p.badge_text,
+    isPopular: p.is_popular,
+    isDefault: p.is_default,
+    sortOrder: p.sort_order,
+    features: p.features,
+    limits: p.limits as Record<string, number>,
+    providerAPriceId: p.processor_a_price_id,
+    providerBVariantId: p.processor_b_variant_id,
+    createdAt: p.created_at.toISOString(),
+    updatedAt: p.updated_at.toISOString(),
+  };
+}
+
+export const planListOutput = z.object({ items: z.array(planOutput) });
+
+// ---- workspace billing
+
+/** The workspace to bill: named, or the caller's active workspace. */
+export const workspaceBillingInput = z.object({
+  workspaceId: z.uuid().optional().meta({ description: "Defaults to the caller's active workspace." }),
+});
+
+const planChoice = {
+  planCode: z.string().trim().min(1).max(63).optional().meta({ description: 'The plan slug (preferred), e.g. "pro".' }),
+  planId: z.uuid().optional(),
+  edition: z.string().trim().min(1).max(20).optional().meta({ description: 'Legacy: an edition key such as "pro" or "PRO".' }),
+};
+const namesAPlan = (i: { planCode?: string; planId?: string; edition?: string }) =>
+  i.planCode !== undefined || i.planId !== undefined || i.edition !== undefined;
+const planRequired = { error: 'Name the plan: planCode (preferred), planId or edition.', path: ['planCode'] };
+
+export const checkoutInput = workspaceBillingInput.extend(planChoice).refine(namesAPlan, planRequired);
+export const legacyCheckoutInput = z.object({ workspaceId: z.uuid(), ...planChoice }).refine(namesAPlan, planRequired);
+
+export const currentPlanOutput = z.object({
+  workspaceId: z.uuid(),
+  edition: z.enum(EDITIONS),
+  plan: planOutput.nullable(),
+  limits: z.record(z.string(), z.number()),
+  subscription: z
+    .object({
+      id: z.uuid(),
+      provider: z.enum(BILLING_PROVIDERS),
+      status: z.enum(SUBSCRIPTION_STATUSES),
+      currentPeriodStart: isoDate.nullable(),
+      currentPeriodEnd: isoDate.nullable(),
+      cancelAtPeriodEnd: z.boolean(),
+      canceledAt: isoDate.nullable(),
+    })
+    .nullable(),
+  status: z.enum([...SUBSCRIPTION_STATUSES, 'FREE']).meta({ description: 'The subscription status, or FREE without one.' }),
+  currentPeriodEnd: isoDate.nullable(),
+});
+
+export const checkoutOutput = z.object({
+  provider: z.enum(BILLING_PROVIDERS),
+  /** PROCESSOR_A / PROCESSOR_B: where to send the customer. */
+  checkoutUrl: z.url().optional(),
+  /** MOCK: the plan the workspace is on now. */
+  current: currentPlanOutput.optional(),
+});
+
+export const paymentOutput = z.object({
+  id: z.uuid(),
+  provider: z.enum(BILLING_PROVIDERS),
+  status: z.enum(PAYMENT_STATUSES),
+  amountCents: z.number().int(),
+  currency: z.string(),
+  description: z.string(),
+  planId: z.uuid().nullable(),
+  receiptUrl: z.string().optional(),
+  invoiceUrl: z.string().optional(),
+  createdAt: isoDate,
+});
+
+export const historyInput = workspaceBillingInput.extend(paginationInput.shape);
+export const historyOutput = pageOutput(paymentOutput);
+
+export const providerStatusOutput = z.object({
+  provider: z.enum(BILLING_PROVIDERS),
+  configured: z.boolean(),
+  mode: z.enum(['mock', 'test', 'live']),
+  message: z.string(),
+  customerPortalEnabled: z.boolean(),
+});

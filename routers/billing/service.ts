@@ -1,0 +1,483 @@
+// Workspace billing: checkout, the current plan, payment history, cancellation, and the one place where
+// subscriptions and payments change: applyProviderEvent. MOCK checkout goes through it too (as a local
+// event), so every provider moves a workspace between plans the same way, in one transaction, idempotently.
+import crypto from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import {
+  LIVE_SUBSCRIPTION_STATUSES,
+  type BillingProvider,
+  type Database,
+  type Plan,
+  type PlanLimits,
+  type Subscription,
+} from '../../db/schema.js';
+import { isDemoAccount } from '../../server/accounts.js';
+import type { Config } from '../../server/config.js';
+import { AppError } from '../../server/errors.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
+import { recordAudit, type Actor } from '../audit/service.js';
+import type { BillingChange, PaymentChange, PaymentProcessor, ProcessorName, ProviderEvent, SubscriptionChange } from './processors/types.js';
+import { toPlanOutput } from './schemas.js';
+
+type Db = Kysely<Database>;
+type Trx = Transaction<Database>;
+
+const isLive = (status: string) => (LIVE_SUBSCRIPTION_STATUSES as readonly string[]).includes(status);
+
+/** What the caller may see of the workspace's billing. */
+export async function currentPlan(db: Db, workspaceId: string) {
+  const [workspace, subscription] = await Promise.all([
+    db.selectFrom('workspaces').select(['id', 'edition', 'plan_id', 'limits']).where('id', '=', workspaceId).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst(),
+  ]);
+  const plan = workspace.plan_id ? await db.selectFrom('plans').selectAll().where('id', '=', workspace.plan_id).executeTakeFirst() : undefined;
+  const sub = subscription ?? null;
+  return {
+    workspaceId,
+    edition: workspace.edition,
+    plan: plan ? toPlanOutput(plan) : null,
+    limits: workspace.limits as Record<string, number>,
+    subscription: sub && {
+      id: sub.id,
+      provider: sub.provider,
+      status: sub.status,
+      currentPeriodStart: sub.current_period_start?.toISOString() ?? null,
+      currentPeriodEnd: sub.current_period_end?.toISOString() ?? null,
+      cancelAtPeriodEnd: sub.cancel_at_period_end,
+      canceledAt: sub.canceled_at?.toISOString() ?? null,
+    },
+    status: sub && isLive(sub.status) ? sub.status : ('FREE' as const),
+    currentPeriodEnd: sub && isLive(sub.status) ? (sub.current_period_end?.toISOString() ?? null) : null,
+  };
+}
+
+export async function paymentHistory(db: Db, workspaceId: string, page: Pagination) {
+  const query = db.selectFrom('payments').where('workspace_id', '=', workspaceId);
+  const [rows, count] = await Promise.all([
+    query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+    query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  const items = rows.map((p) => ({
+    id: p.id,
+    provider: p.provider,
+    status: p.status,
+    amountCents: p.amount_cents,
+    currency: p.currency,
+    description: p.description,
+    planId: p.plan_id,
+    // Present only when the provider gave them.
+    ...(p.receipt_url ? { receiptUrl: p.receipt_url } : {}),
+    ...(p.invoice_url ? { invoiceUrl: p.invoice_url } : {}),
+    createdAt: p.created_at.toISOString(),
+  }));
+  return pageOf(items, Number(count.total), page);
+}
+
+// ---------------------------------------------------------------- choosing a plan
+
+/** A purchasable (PUBLISHED) plan by slug, id or legacy edition key. */
+export async function findPurchasablePlan(db: Db, by: { planCode?: string; planId?: string; edition?: string }): Promise<Plan> {
+  let query = db.selectFrom('plans').selectAll().where('status', '=', 'PUBLISHED');
+  if (by.planId) query = query.where('id', '=', by.planId);
+  else if (by.planCode) query = query.where('slug', '=', by.planCode.toLowerCase());
+  else query = query.where('edition', '=', String(by.edition).toUpperCase() as Plan['edition']).orderBy('sort_order').limit(1);
+  const plan = await query.executeTakeFirst();
+  if (!plan) throw new AppError('PLAN_NOT_FOUND', 'No published plan matches; see GET /billing/plans for the plans on offer.');
+  return plan;
+}
+
+function periodEnd(start: Date, interval: Plan['interval']): Date | null {
+  if (interval === 'ONE_TIME') return null;
+  const end = new Date(start);
+  if (interval === 'MONTHLY') end.setUTCMonth(end.getUTCMonth() + 1);
+  else end.setUTCFullYear(end.getUTCFullYear() + 1);
+  return end;
+}
+
+/** What a completed MOCK checkout reports: an ACTIVE subscription and, for a paid plan, its payment. */
+export function mockCheckoutChanges(plan: Plan, workspaceId: string, now: Date): BillingChange[] {
+  const providerSubscriptionId = `mock_sub_${crypto.randomUUID()}`;
+  const changes: BillingChange[] = [
+    {
+      kind: 'subscription',
+      providerSubscriptionId,
+      workspaceId,
+      planId: plan.id,
+      status: 'ACTIVE',
+      currentPeriodStart: now,
+      currentPeriodEnd: periodEnd(now, plan.interval),
+    },
+  ];
+  if (plan.price_cents > 0) {
+    changes.push({
+      kind: 'payment',
+      providerPaymentId: `mock_pay_${crypto.randomUUID()}`,
+      providerSubscriptionId,
+      workspaceId,
+      planId: plan.id,
+      amountCents: plan.price_cents,
+      currency: plan.currency,
+      status: 'SUCCEEDED',
+      description: `${plan.name} (${plan.interval.toLowerCase().replace('_', '-')})`,
+    });
+  }
+  return changes;
+}
+
+// ---------------------------------------------------------------- applying events
+
+export type EventOutcome = 'applied' | 'duplicate' | 'stale' | 'unmatched' | 'ignored';
+
+/** Moves the workspace onto a plan: edition, plan and a copy of its limits. */
+async function moveWorkspaceToPlan(trx: Trx, workspaceId: string, plan: Pick<Plan, 'id' | 'edition' | 'limits'> | undefined) {
+  await trx
+    .updateTable('workspaces')
+    .set({
+      plan_id: plan?.id ?? null,
+      edition: plan?.edition ?? 'LITE',
+      limits: JSON.stringify((plan?.limits ?? {}) as PlanLimits),
+      updated_at: new Date(),
+    })
+    .where('id', '=', workspaceId)
+    .execute();
+}
+
+async function defaultPlan(trx: Trx) {
+  return trx.selectFrom('plans').select(['id', 'edition', 'limits']).where('is_default', '=', true).executeTakeFirst();
+}
+
+async function emit(trx: Trx, workspaceId: string, type: string, payload: Record<string, unknown>) {
+  await trx.insertInto('domain_events').values({ workspace_id: workspaceId, type, payload: JSON.stringify(payload) }).execute();
+}
+
+async function applySubscription(trx: Trx, provider: BillingProvider, event: ProviderEvent, change: SubscriptionChange): Promise<EventOutcome> {
+  const existing = await trx
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('provider', '=', provider)
+    .where('provider_subscription_id', '=', change.providerSubscriptionId)
+    .forUpdate()
+    .executeTakeFirst();
+
+  let sub: Subscription;
+  if (existing) {
+    if (existing.last_event_at && event.occurredAt < existing.last_event_at) return 'stale';
+    const planId = change.planId && change.planId !== existing.plan_id ? change.planId : existing.plan_id;
+    sub = await trx
+      .updateTable('subscriptions')
+      .set({
+        plan_id: planId,
+        status: change.status,
+        provider_customer_id: change.customerId ?? existing.provider_customer_id,
+        ...(change.currentPeriodStart !== undefined && { current_period_start: change.currentPeriodStart }),
+        ...(change.currentPeriodEnd !== undefined && { current_period_end: change.currentPeriodEnd }),
+        ...(change.cancelAtPeriodEnd !== undefined && { cancel_at_period_end: change.cancelAtPeriodEnd }),
+        canceled_at: change.status === 'CANCELED' ? (existing.canceled_at ?? event.occurredAt) : null,
+        last_event_at: event.occurredAt,
+        updated_at: new Date(),
+      })
+      .where('id', '=', existing.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  } else {
+    if (!change.workspaceId || !change.planId) return 'unmatched';
+    const workspace = await trx.selectFrom('workspaces').select('id').where('id', '=', change.workspaceId).forUpdate().executeTakeFirst();
+    const plan = await trx.selectFrom('plans').select('id').where('id', '=', change.planId).executeTakeFirst();
+    if (!workspace || !plan) return 'unmatched';
+    if (isLive(change.status)) {
+      // The new subscription replaces the workspace's live one (an upgrade or a switch of provider).
+      await trx
+        .updateTable('subscriptions')
+        .set({ status: 'CANCELED', canceled_at: event.occurredAt, updated_at: new Date() })
+        .where('workspace_id', '=', change.workspaceId)
+        .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
+        .execute();
+    }
+    sub = await trx
+      .insertInto('subscriptions')
+      .values({
+        workspace_id: change.workspaceId,
+        plan_id: change.planId,
+        provider,
+        provider_subscription_id: change.providerSubscriptionId,
+        provider_customer_id: change.customerId ?? null,
+        status: change.status,
+        current_period_start: change.currentPeriodStart ?? null,
+        current_period_end: change.currentPeriodEnd ?? null,
+        cancel_at_period_end: change.cancelAtPeriodEnd ?? false,
+        canceled_at: change.status === 'CANCELED' ? event.occurredAt : null,
+        last_event_at: event.occurredAt,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await emit(trx, sub.workspace_id, 'subscription.created', { subscriptionId: sub.id, planId: sub.plan_id, provider, status: sub.status });
+  }
+
+  if (provider === 'PROCESSOR_A' && sub.provider_customer_id) {
+    await trx.updateTable('workspaces').set({ processor_a_customer_id: sub.provider_customer_id }).where('id', '=', sub.workspace_id).execute();
+  }
+  await syncWorkspacePlan(trx, sub);
+  if (sub.status === 'CANCELED' && existing && existing.status !== 'CANCELED') {
+    await emit(trx, sub.workspace_id, 'subscription.canceled', { subscriptionId: sub.id, planId: sub.plan_id, provider });
+  }
+  return 'applied';
+}
+
+/**
+ * The workspace follows its live subscription's plan; when the subscription that set its plan ends and no
+ * other is live, it falls back to the default plan.
+ */
+async function syncWorkspacePlan(trx: Trx, sub: Subscription) {
+  if (isLive(sub.status)) {
+    const plan = await trx.selectFrom('plans').select(['id', 'edition', 'limits']).where('id', '=', sub.plan_id).executeTakeFirst();
+    await moveWorkspaceToPlan(trx, sub.workspace_id, plan);
+    return;
+  }
+  const otherLive = await trx
+    .selectFrom('subscriptions')
+    .select('id')
+    .where('workspace_id', '=', sub.workspace_id)
+    .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
+    .executeTakeFirst();
+  if (!otherLive) await moveWorkspaceToPlan(trx, sub.workspace_id, await defaultPlan(trx));
+}
+
+async function applyPayment(trx: Trx, provider: BillingProvider, change: PaymentChange): Promise<EventOutcome> {
+  let workspaceId = change.workspaceId;
+  let subscriptionId: string | null = null;
+  let planId = change.planId ?? null;
+  if (change.providerSubscriptionId) {
+    const sub = await trx
+      .selectFrom('subscriptions')
+      .select(['id', 'workspace_id', 'plan_id'])
+      .where('provider', '=', provider)
+      .where('provider_subscription_id', '=', change.providerSubscriptionId)
+      .executeTakeFirst();
+    if (sub) {
+      workspaceId ??= sub.workspace_id;
+      subscriptionId = sub.id;
+      planId ??= sub.plan_id;
+    }
+  }
+  if (!workspaceId) return 'unmatched';
+  const inserted = await trx
+    .insertInto('payments')
+    .values({
+      workspace_id: workspaceId,
+      subscription_id: subscriptionId,
+      plan_id: planId,
+      provider,
+      provider_payment_id: change.providerPaymentId,
+      amount_cents: change.amountCents,
+      currency: change.currency.toUpperCase(),
+      status: change.status,
+      description: change.description ?? '',
+      receipt_url: change.receiptUrl ?? null,
+      invoice_url: change.invoiceUrl ?? null,
+    })
+    .onConflict((oc) => oc.columns(['provider', 'provider_payment_id']).where('provider_payment_id', 'is not', null).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (!inserted) return 'duplicate';
+  const type = change.status === 'FAILED' ? 'payment.failed' : 'payment.succeeded';
+  await emit(trx, workspaceId, type, { paymentId: inserted.id, amountCents: change.amountCents, currency: change.currency.toUpperCase(), provider });
+  return 'applied';
+}
+
+/**
+ * Applies a provider event in one transaction. The event id is stored under a unique constraint first,
+ * so a duplicate delivery (even concurrent) changes nothing; an event older than the subscription's last
+ * applied one never moves it backwards.
+ */
+export async function applyProviderEvent(db: Db, provider: BillingProvider, event: ProviderEvent): Promise<EventOutcome> {
+  return db.transaction().execute(async (trx) => {
+    const recorded = await trx
+      .insertInto('billing_events')
+      .values({ provider, event_id: event.id, event_type: event.type, outcome: 'pending' })
+      .onConflict((oc) => oc.columns(['provider', 'event_id']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    if (!recorded) return 'duplicate';
+    const outcomes: EventOutcome[] = [];
+    for (const change of event.changes) outcomes.push(await applyChange(trx, provider, event, change));
+    const outcome = outcomes.length === 0 ? 'ignored' : outcomes.includes('applied') ? 'applied' : outcomes[0]!;
+    const workspaceId = event.changes.find((c) => c.workspaceId)?.workspaceId ?? (await workspaceOfSubscription(trx, provider, event.changes));
+    // One billing.updated per event that changed something, whatever it changed.
+    if (outcome === 'applied' && workspaceId) {
+      const current = await trx.selectFrom('workspaces').select(['edition', 'plan_id']).where('id', '=', workspaceId).executeTakeFirst();
+      await emit(trx, workspaceId, 'billing.updated', { provider, eventType: event.type, edition: current?.edition, planId: current?.plan_id });
+    }
+    await trx
+      .updateTable('billing_events')
+      .set({ outcome, workspace_id: workspaceId && (await workspaceExists(trx, workspaceId)) ? workspaceId : null })
+      .where('id', '=', recorded.id)
+      .execute();
+    return outcome;
+  });
+}
+
+const applyChange = (trx: Trx, provider: BillingProvider, event: ProviderEvent, change: BillingChange) =>
+  change.kind === 'subscription' ? applySubscription(trx, provider, event, change) : applyPayment(trx, provider, change);
+
+/** The workspace an event concerns when its changes name only a provider subscription. */
+async function workspaceOfSubscription(trx: Trx, provider: BillingProvider, changes: BillingChange[]) {
+  const ref = changes.map((c) => c.providerSubscriptionId).find(Boolean);
+  if (!ref) return null;
+  const sub = await trx.selectFrom('subscriptions').select('workspace_id').where('provider', '=', provider).where('provider_subscription_id', '=', ref).executeTakeFirst();
+  return sub?.workspace_id ?? null;
+}
+
+async function workspaceExists(trx: Trx, id: string) {
+  return Boolean(await trx.selectFrom('workspaces').select('id').where('id', '=', id).executeTakeFirst());
+}
+
+// ---------------------------------------------------------------- checkout, cancel, portal
+
+export interface BillingDeps {
+  db: Db;
+  config: Config;
+  processors: Record<ProcessorName, PaymentProcessor>;
+}
+
+function notConfigured(config: Config, detail: string) {
+  return new AppError(
+    'BILLING_NOT_CONFIGURED',
+    `Payments are not available right now (${detail}). Please contact ${config.BILLING_SUPPORT_EMAIL}.`,
+  );
+}
+
+/** The active processor, or a friendly 503 when its keys are missing. */
+function activeProcessor(deps: BillingDeps): PaymentProcessor {
+  const name = deps.config.BILLING_PROVIDER as ProcessorName;
+  const processor = deps.processors[name];
+  if (!processor.configured) throw notConfigured(deps.config, `${name} is not configured`);
+  return processor;
+}
+
+type PriceSetting = 'PROCESSOR_A_PRICE_LITE' | 'PROCESSOR_A_PRICE_PRO' | 'PROCESSOR_A_PRICE_ENTERPRISE' | 'PROCESSOR_B_VARIANT_LITE' | 'PROCESSOR_B_VARIANT_PRO' | 'PROCESSOR_B_VARIANT_ENTERPRISE';
+
+/** Settings that name the processor's price of each default edition. */
+const PRICE_SETTING: Record<ProcessorName, Partial<Record<Plan['edition'], PriceSetting>>> = {
+  PROCESSOR_A: { LITE: 'PROCESSOR_A_PRICE_LITE', PRO: 'PROCESSOR_A_PRICE_PRO', ENTERPRISE: 'PROCESSOR_A_PRICE_ENTERPRISE' },
+  PROCESSOR_B: { LITE: 'PROCESSOR_B_VARIANT_LITE', PRO: 'PROCESSOR_B_VARIANT_PRO', ENTERPRISE: 'PROCESSOR_B_VARIANT_ENTERPRISE' },
+};
+
+/** The plan's own price/variant id, else the setting of its edition. */
+function priceRef(config: Config, processor: ProcessorName, plan: Plan): string | undefined {
+  const own = processor === 'PROCESSOR_A' ? plan.processor_a_price_id : plan.processor_b_variant_id;
+  const setting = PRICE_SETTING[processor][plan.edition];
+  return own ?? (setting ? config[setting] : undefined);
+}
+
+export async function checkout(
+  d: BillingDeps,
+  actor: Actor,
+  user: { email: string },
+  workspaceId: string,
+  by: { planCode?: string; planId?: string; edition?: string },
+) {
+  const plan = await findPurchasablePlan(d.db, by);
+  if (d.config.BILLING_PROVIDER === 'MOCK') {
+    const now = new Date();
+    const changes = mockCheckoutChanges(plan, workspaceId, now);
+    await applyProviderEvent(d.db, 'MOCK', { id: `mock_checkout_${crypto.randomUUID()}`, type: 'checkout.completed', occurredAt: now, changes });
+    await d.db.transaction().execute((trx) =>
+      recordAudit(trx, actor, { action: 'billing.plan_changed', targetType: 'workspace', targetId: workspaceId, workspaceId, metadata: { plan: plan.slug, provider: 'MOCK' } }),
+    );
+    return { provider: 'MOCK' as const, current: await currentPlan(d.db, workspaceId) };
+  }
+
+  if (isDemoAccount(d.config, user.email)) {
+    throw new AppError('DEMO_READ_ONLY', 'Real payments are disabled for demo accounts; the mock checkout is available in the demo.');
+  }
+  const processor = activeProcessor(d);
+  const ref = priceRef(d.config, processor.name, plan);
+  if (!ref) throw notConfigured(d.config, `the plan "${plan.slug}" has no ${processor.name} price`);
+  const workspace = await d.db.selectFrom('workspaces').select('processor_a_customer_id').where('id', '=', workspaceId).executeTakeFirstOrThrow();
+  const { checkoutUrl } = await processor.createCheckout({
+    workspaceId,
+    planId: plan.id,
+    planSlug: plan.slug,
+    planName: plan.name,
+    interval: plan.interval,
+    priceRef: ref,
+    customerEmail: user.email,
+    customerId: processor.name === 'PROCESSOR_A' ? workspace.processor_a_customer_id : null,
+    successUrl: d.config.BILLING_SUCCESS_URL,
+    cancelUrl: d.config.BILLING_CANCEL_URL,
+  });
+  return { provider: processor.name, checkoutUrl };
+}
+
+/** Cancels the live subscription: at once for MOCK, at the end of the paid period with a processor. */
+export async function cancel(d: BillingDeps, actor: Actor, workspaceId: string) {
+  const sub = await d.db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
+    .executeTakeFirst();
+  if (!sub) throw new AppError('CONFLICT', 'This workspace has no active subscription to cancel.');
+
+  // MOCK subscriptions and one-time purchases (which have no subscription at the processor) end at once.
+  const oneTime = sub.provider_subscription_id?.startsWith('onetime_');
+  if (sub.provider === 'MOCK' || oneTime) {
+    await applyProviderEvent(d.db, sub.provider, {
+      id: `local_cancel_${crypto.randomUUID()}`,
+      type: 'subscription.canceled',
+      occurredAt: new Date(),
+      changes: [{ kind: 'subscription', providerSubscriptionId: sub.provider_subscription_id!, status: 'CANCELED', cancelAtPeriodEnd: false }],
+    });
+  } else {
+    const processor = d.processors[sub.provider];
+    if (!processor.configured) throw notConfigured(d.config, `${sub.provider} is not configured`);
+    const result = await processor.cancelSubscription(sub.provider_subscription_id!);
+    await d.db
+      .updateTable('subscriptions')
+      .set({ cancel_at_period_end: result.cancelAtPeriodEnd, current_period_end: result.currentPeriodEnd ?? sub.current_period_end, updated_at: new Date() })
+      .where('id', '=', sub.id)
+      .execute();
+  }
+  await d.db.transaction().execute((trx) =>
+    recordAudit(trx, actor, { action: 'billing.subscription_canceled', targetType: 'subscription', targetId: sub.id, workspaceId, metadata: { provider: sub.provider } }),
+  );
+  return currentPlan(d.db, workspaceId);
+}
+
+/** PROCESSOR_A's billing portal for the workspace's customer. */
+export async function portal(d: BillingDeps, workspaceId: string) {
+  const processor = d.processors.PROCESSOR_A;
+  if (d.config.BILLING_PROVIDER !== 'PROCESSOR_A' || !d.config.PROCESSOR_A_CUSTOMER_PORTAL_ENABLED || !processor.createPortalSession) {
+    throw new AppError('NOT_FOUND', 'The billing portal is not enabled.');
+  }
+  if (!processor.configured) throw notConfigured(d.config, 'PROCESSOR_A is not configured');
+  const workspace = await d.db.selectFrom('workspaces').select('processor_a_customer_id').where('id', '=', workspaceId).executeTakeFirstOrThrow();
+  if (!workspace.processor_a_customer_id) {
+    throw new AppError('CONFLICT', 'This workspace has no billing account yet: complete a checkout first.');
+  }
+  return { portalUrl: await processor.createPortalSession(workspace.processor_a_customer_id, d.config.BILLING_SUCCESS_URL) };
+}
+
+export function providerStatus(d: Pick<BillingDeps, 'config' | 'processors'>) {
+  const { config } = d;
+  if (config.BILLING_PROVIDER === 'MOCK') {
+    return { provider: 'MOCK' as const, configured: true, mode: 'mock' as const, message: 'Mock payments: checkout completes at once and nothing is charged.', customerPortalEnabled: false };
+  }
+  const processor = d.processors[config.BILLING_PROVIDER];
+  return {
+    provider: processor.name,
+    configured: processor.configured,
+    mode: processor.mode,
+    message: processor.configured
+      ? `Checkout through ${processor.name} is available.`
+      : `${processor.name} is selected but its keys are not set, so checkout is unavailable. Contact ${config.BILLING_SUPPORT_EMAIL}.`,
+    customerPortalEnabled: processor.name === 'PROCESSOR_A' && config.PROCESSOR_A_CUSTOMER_PORTAL_ENABLED,
+  };
+}

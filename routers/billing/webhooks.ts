@@ -1,0 +1,140 @@
+// Inbound payment-provider webhooks: plain Express routes (signatures are checked over the exact raw
+// bytes, which trpc-to-openapi cannot hand over), documented in /openapi.json through openApiPaths.
+import express, { Router, type RequestHandler } from 'express';
+import { z } from 'zod';
+import type { AppDeps } from '../../server/context.js';
+import { AppError, fromZodError } from '../../server/errors.js';
+import type { ZodOpenApiPathsObject } from 'zod-openapi';
+import { applyProviderEvent, mockCheckoutChanges, findPurchasablePlan } from './service.js';
+import type { ProcessorName, ProviderEvent } from './processors/types.js';
+
+const rawJson = express.raw({ type: () => true, limit: '1mb' });
+
+type Deps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger'>;
+
+function processorWebhook(deps: Deps, name: ProcessorName): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      const processor = deps.processors[name];
+      if (!processor.webhookConfigured) {
+        throw new AppError('BILLING_NOT_CONFIGURED', `${name} webhooks are not configured on this server (its webhook secret is not set).`);
+      }
+      const event = processor.parseWebhook(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), req.headers);
+      const outcome = await applyProviderEvent(deps.db, name, event);
+      deps.logger.info({ provider: name, eventType: event.type, outcome }, 'billing webhook');
+      res.json({ received: true, outcome });
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+const mockEventInput = z.object({
+  id: z.string().min(1).max(200),
+  type: z.string().min(1).max(100),
+  data: z
+    .object({
+      workspaceId: z.uuid().optional(),
+      planCode: z.string().max(63).optional(),
+      planId: z.uuid().optional(),
+    })
+    .optional(),
+});
+
+/**
+ * The development webhook of BILLING_PROVIDER=MOCK (unsigned): `checkout.completed` with
+ * `data: { workspaceId, planCode | planId }` moves the workspace to the plan like a MOCK checkout;
+ * `subscription.canceled` with `data: { workspaceId }` ends its live subscription. Other types are
+ * recorded and ignored. A repeated id changes nothing.
+ */
+function mockWebhook(deps: Deps): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      let json: unknown;
+      try {
+        json = JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '');
+      } catch {
+        throw new AppError('BAD_REQUEST', 'Malformed JSON in request body.');
+      }
+      const parsed = mockEventInput.safeParse(json);
+      if (!parsed.success) {
+        const api = fromZodError(parsed.error);
+        throw new AppError('BAD_REQUEST', api.message, api.issues);
+      }
+      const { id, type, data } = parsed.data;
+      const event: ProviderEvent = { id, type, occurredAt: new Date(), changes: [] };
+      if (type === 'checkout.completed' && data?.workspaceId && (data.planCode || data.planId)) {
+        const plan = await findPurchasablePlan(deps.db, data);
+        event.changes = mockCheckoutChanges(plan, data.workspaceId, event.occurredAt);
+      } else if (type === 'subscription.canceled' && data?.workspaceId) {
+        const live = await deps.db
+          .selectFrom('subscriptions')
+          .select('provider_subscription_id')
+          .where('workspace_id', '=', data.workspaceId)
+          .where('provider', '=', 'MOCK')
+          .where('status', 'in', ['ACTIVE', 'TRIALING', 'PAST_DUE'])
+          .executeTakeFirst();
+        if (live?.provider_subscription_id) {
+          event.changes = [{ kind: 'subscription', providerSubscriptionId: live.provider_subscription_id, status: 'CANCELED', cancelAtPeriodEnd: false }];
+        }
+      }
+      res.json({ received: true, outcome: await applyProviderEvent(deps.db, 'MOCK', event) });
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+export function billingWebhookRoutes(deps: Deps): Router {
+  const routes = Router();
+  routes.post('/billing/webhooks/processor-a', rawJson, processorWebhook(deps, 'PROCESSOR_A'));
+  routes.post('/billing/webhooks/processor-b', rawJson, processorWebhook(deps, 'PROCESSOR_B'));
+  // Only while MOCK is the provider: otherwise the route does not exist (404).
+  if (deps.config.BILLING_PROVIDER === 'MOCK') routes.post('/billing/webhooks/mock', rawJson, mockWebhook(deps));
+  return routes;
+}
+
+const received = {
+  description: 'Received (also for a duplicate delivery, which changes nothing)',
+  content: {
+    'application/json': {
+      schema: z.object({ received: z.literal(true), outcome: z.enum(['applied', 'duplicate', 'stale', 'unmatched', 'ignored']) }),
+    },
+  },
+};
+const errorRef = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+
+export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
+  '/billing/webhooks/processor-a': {
+    post: {
+      operationId: 'billing-webhooks-processor-a',
+      summary: 'PROCESSOR_A events, verified by the Stripe-Signature header (300 s tolerance)',
+      tags: ['Billing webhooks'],
+      security: [],
+      parameters: [{ in: 'header', name: 'Stripe-Signature', required: true, schema: { type: 'string' } }],
+      requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
+      responses: { 200: received, 400: errorRef('INVALID_SIGNATURE: missing, stale or wrong signature'), 503: errorRef('BILLING_NOT_CONFIGURED: no webhook secret') },
+    },
+  },
+  '/billing/webhooks/processor-b': {
+    post: {
+      operationId: 'billing-webhooks-processor-b',
+      summary: 'PROCESSOR_B events, verified by the X-Signature header (hex HMAC-SHA256 of the raw body)',
+      tags: ['Billing webhooks'],
+      security: [],
+      parameters: [{ in: 'header', name: 'X-Signature', required: true, schema: { type: 'string' } }],
+      requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
+      responses: { 200: received, 400: errorRef('INVALID_SIGNATURE: missing or wrong signature'), 503: errorRef('BILLING_NOT_CONFIGURED: no webhook secret') },
+    },
+  },
+  '/billing/webhooks/mock': {
+    post: {
+      operationId: 'billing-webhooks-mock',
+      summary: 'Development events while BILLING_PROVIDER is MOCK (404 otherwise)',
+      tags: ['Billing webhooks'],
+      security: [],
+      requestBody: { required: true, content: { 'application/json': { schema: mockEventInput } } },
+      responses: { 200: received, 400: errorRef('Malformed event'), 404: errorRef('Not MOCK') },
+    },
+  },
+};

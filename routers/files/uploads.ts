@@ -1,0 +1,273 @@
+// Multipart uploads, as plain Express routes (trpc-to-openapi refuses multipart), documented in
+// /openapi.json through uploadOpenApiPaths: workspace files (field `file`, 10 MiB), avatars (`avatar`,
+// 2 MiB) and workspace logos (`logo`, 1 MiB). Types are decided by magic bytes, never by name or header.
+// Images are decoded and re-encoded (so nothing of the original payload survives), with a pixel limit
+// against decompression bombs. Files are stored under generated names and served back with nosniff.
+import crypto from 'node:crypto';
+import express, { Router, type Request, type RequestHandler } from 'express';
+import multer from 'multer';
+import sharp, { type ResizeOptions } from 'sharp';
+import { fileTypeFromBuffer } from 'file-type';
+import type { ZodOpenApiPathsObject } from 'zod-openapi';
+import type { AppDeps } from '../../server/context.js';
+import { AppError } from '../../server/errors.js';
+import { resolveWorkspaceAccess } from '../../server/access.js';
+import type { WorkspacePermission } from '../../server/permissions.js';
+import { noteRequest } from '../../server/monitoring.js';
+import { authenticate } from '../auth/sessions.js';
+
+const MiB = 1024 * 1024;
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp']);
+const UPLOAD_TYPES = new Set([...IMAGE_TYPES, 'image/gif', 'application/pdf']);
+/** About 40 megapixels: a real photo passes, a header claiming 50,000 x 50,000 does not. */
+const MAX_PIXELS = 40_000_000;
+
+type Deps = Pick<AppDeps, 'db' | 'config' | 'storage'>;
+
+/** One file from `field`, at most `maxBytes`, in memory. Errors become the service's error answers. */
+function singleFile(field: string, maxBytes: number): RequestHandler {
+  const upload = multer({ storage: multer.memoryStorage(), limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 1024 } }).single(field);
+  return (req, res, next) =>
+    upload(req, res, (err: unknown) => {
+      if (!err) return next();
+      if (err instanceof multer.MulterError) {
+        if (err.code === 'LIMIT_FILE_SIZE') return next(new AppError('PAYLOAD_TOO_LARGE', `The file is larger than ${maxBytes / MiB} MiB.`));
+        return next(new AppError('BAD_REQUEST', `Send one file in the multipart field "${field}".`));
+      }
+      return next(new AppError('BAD_REQUEST', 'Send the file as multipart/form-data.'));
+    });
+}
+
+function requireMultipart(field: string): RequestHandler {
+  return (req, _res, next) => {
+    if (!req.is('multipart/form-data')) return next(new AppError('UNSUPPORTED_MEDIA_TYPE', `Send multipart/form-data with the file in the field "${field}".`));
+    next();
+  };
+}
+
+/** The signed-in caller, and the workspace they act on with `permission` when one is asked for. */
+async function caller(deps: Deps, req: Request, permission?: WorkspacePermission, workspaceId?: unknown) {
+  const principal = await authenticate(deps, req.headers.authorization);
+  noteRequest(req, { userId: principal.user.id });
+  if (!permission) return { ...principal, workspace: undefined };
+  const workspace = resolveWorkspaceAccess({ email: principal.user.email, memberships: principal.memberships }, workspaceId, permission, {
+    orActiveWorkspace: true,
+    config: deps.config,
+  });
+  noteRequest(req, { workspaceId: workspace.id });
+  return { ...principal, workspace };
+}
+
+/** The file of the request: present, not empty, of an allowed type by its bytes. */
+async function checkedFile(req: Request, field: string, allowed: Set<string>) {
+  const file = req.file;
+  if (!file || file.fieldname !== field) throw new AppError('BAD_REQUEST', `Send one file in the multipart field "${field}".`);
+  if (file.size === 0) throw new AppError('BAD_REQUEST', 'The file is empty.');
+  const type = await fileTypeFromBuffer(file.buffer);
+  if (!type || !allowed.has(type.mime)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This kind of file is not accepted here (by its content). Accepted: ${[...allowed].join(', ')}.`);
+  }
+  return { file, mime: type.mime, ext: type.ext };
+}
+
+/** Decodes and re-encodes an image; anything that does not decode as one is refused. */
+async function reencode(buffer: Buffer, resize: ResizeOptions & { width: number; height: number }) {
+  try {
+    return await sharp(buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate().resize(resize).webp({ quality: 85 }).toBuffer();
+  } catch {
+    throw new AppError('BAD_REQUEST', 'The image could not be read, or its dimensions are too large.');
+  }
+}
+
+const asyncRoute =
+  (fn: (req: Request, res: express.Response) => Promise<void>): RequestHandler =>
+  (req, res, next) =>
+    void fn(req, res).catch(next);
+
+const newKey = (folder: string, ext: string) => `${folder}/${crypto.randomUUID()}.${ext}`;
+const safeName = (name: string) => name.replace(/[^\w.-]+/g, '_').slice(-120);
+
+export function uploadRoutes(deps: Deps): Router {
+  const routes = Router();
+
+  routes.post(
+    '/storage/upload',
+    requireMultipart('file'),
+    singleFile('file', 10 * MiB),
+    asyncRoute(async (req, res) => {
+      const { user, workspace } = await caller(deps, req, 'files.write', req.body?.workspaceId ?? req.query.workspaceId);
+      const { file, mime, ext } = await checkedFile(req, 'file', UPLOAD_TYPES);
+      // Images are stored re-encoded (same size), other accepted types as sent.
+      const data = IMAGE_TYPES.has(mime) ? await sharp(file.buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate().toBuffer().catch(() => {
+        throw new AppError('BAD_REQUEST', 'The image could not be read, or its dimensions are too large.');
+      }) : file.buffer;
+      const key = newKey('files', ext);
+      await deps.storage.put(key, data);
+      const row = await deps.db
+        .insertInto('files')
+        .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'upload', storage_key: key, content_type: mime, size_bytes: data.length, original_name: safeName(file.originalname) })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      res.status(201).json({
+        id: row.id,
+        workspaceId: row.workspace_id,
+        contentType: row.content_type,
+        size: row.size_bytes,
+        name: row.original_name,
+        url: `/storage/files/${row.id}`,
+        createdAt: row.created_at.toISOString(),
+      });
+    }),
+  );
+
+  routes.get(
+    '/storage/files/:fileId',
+    asyncRoute(async (req, res) => {
+      const fileId = String(req.params.fileId);
+      if (!/^[0-9a-f-]{36}$/i.test(fileId)) throw new AppError('NOT_FOUND', 'File not found.');
+      const row = await deps.db.selectFrom('files').selectAll().where('id', '=', fileId).executeTakeFirst();
+      if (!row) throw new AppError('NOT_FOUND', 'File not found.');
+      // Members of the file's workspace only; others learn nothing (404).
+      await caller(deps, req, 'files.read', row.workspace_id).catch((err: unknown) => {
+        throw err instanceof AppError && (err.code === 'UNAUTHORIZED' || err.code === 'USER_SUSPENDED') ? err : new AppError('NOT_FOUND', 'File not found.');
+      });
+      const data = await deps.storage.get(row.storage_key);
+      if (!data) throw new AppError('NOT_FOUND', 'File not found.');
+      res.setHeader('Content-Type', row.content_type);
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
+      res.setHeader('Content-Disposition', `${IMAGE_TYPES.has(row.content_type) ? 'inline' : 'attachment'}; filename="${row.id}"`);
+      res.setHeader('Cache-Control', 'private, max-age=300');
+      res.end(data);
+    }),
+  );
+
+  routes.post(
+    '/profile/avatar',
+    requireMultipart('avatar'),
+    singleFile('avatar', 2 * MiB),
+    asyncRoute(async (req, res) => {
+      const { user } = await caller(deps, req);
+      const { file } = await checkedFile(req, 'avatar', IMAGE_TYPES);
+      // The client crops to a square; the server makes sure: 512 x 512, re-encoded.
+      const data = await reencode(file.buffer, { width: 512, height: 512, fit: 'cover' });
+      const key = newKey('avatars', 'webp');
+      await deps.storage.put(key, data);
+      const previous = await deps.db.selectFrom('users').select('avatar_key').where('id', '=', user.id).executeTakeFirstOrThrow();
+      await deps.db.updateTable('users').set({ avatar_key: key, avatar_updated_at: new Date(), updated_at: new Date() }).where('id', '=', user.id).execute();
+      if (previous.avatar_key) await deps.storage.delete(previous.avatar_key);
+      res.status(201).json({ avatarUrl: `/users/${user.id}/avatar`, contentType: 'image/webp', width: 512, height: 512, size: data.length });
+    }),
+  );
+
+  routes.get(
+    '/users/:userId/avatar',
+    asyncRoute(async (req, res) => {
+      await caller(deps, req);
+      const userId = String(req.params.userId);
+      const row = /^[0-9a-f-]{36}$/i.test(userId) ? await deps.db.selectFrom('users').select('avatar_key').where('id', '=', userId).executeTakeFirst() : undefined;
+      const data = row?.avatar_key ? await deps.storage.get(row.avatar_key) : undefined;
+      if (!data) throw new AppError('NOT_FOUND', 'No avatar.');
+      res.setHeader('Content-Type', 'image/webp');
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      res.setHeader('Cache-Control', 'private, max-age=300');
+      res.end(data);
+    }),
+  );
+
+  routes.post(
+    '/workspaces/:workspaceId/branding/logo',
+    requireMultipart('logo'),
+    singleFile('logo', 1 * MiB),
+    asyncRoute(async (req, res) => {
+      const { user, workspace } = await caller(deps, req, 'branding.manage', req.params.workspaceId);
+      const { file } = await checkedFile(req, 'logo', IMAGE_TYPES);
+      const data = await reencode(file.buffer, { width: 1024, height: 1024, fit: 'inside', withoutEnlargement: true });
+      const key = newKey('logos', 'webp');
+      await deps.storage.put(key, data);
+      const row = await deps.db.transaction().execute(async (trx) => {
+        const row = await trx
+          .insertInto('files')
+          .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'logo', storage_key: key, content_type: 'image/webp', size_bytes: data.length, original_name: 'logo.webp' })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await trx.updateTable('workspaces').set({ logo_file_id: row.id, updated_at: new Date() }).where('id', '=', workspace!.id).execute();
+        return row;
+      });
+      res.status(200).json({ logoUrl: `/storage/files/${row.id}`, contentType: 'image/webp', size: row.size_bytes });
+    }),
+  );
+
+  return routes;
+}
+
+const errorRef = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+const multipart = (field: string, description: string) => ({
+  required: true,
+  content: {
+    'multipart/form-data': {
+      schema: { type: 'object' as const, required: [field], properties: { [field]: { type: 'string' as const, format: 'binary', description } } },
+    },
+  },
+});
+const secured = { security: [{ bearerAuth: [] }] };
+const refusals = {
+  400: errorRef('Missing or unreadable file'),
+  401: errorRef('No valid access token'),
+  413: errorRef('File too large'),
+  415: errorRef('Type not accepted (checked by content)'),
+};
+
+export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
+  '/storage/upload': {
+    post: {
+      operationId: 'storage-upload',
+      summary: 'Upload a file (field file, 10 MiB; images, GIF or PDF by content) to a workspace',
+      tags: ['Storage'],
+      ...secured,
+      requestBody: multipart('file', 'The file. workspaceId may be sent as a form field or query parameter (default: the active workspace).'),
+      responses: { 201: { description: 'Stored: id, workspaceId, contentType, size, url' }, ...refusals },
+    },
+  },
+  '/profile/avatar': {
+    post: {
+      operationId: 'profile-avatar',
+      summary: 'Set my avatar (field avatar, PNG/JPEG/WebP, 2 MiB; stored as a 512 x 512 WebP)',
+      tags: ['Profile'],
+      ...secured,
+      requestBody: multipart('avatar', 'PNG, JPEG or WebP, at most 2 MiB'),
+      responses: { 201: { description: 'Stored: avatarUrl' }, ...refusals },
+    },
+  },
+  '/workspaces/{workspaceId}/branding/logo': {
+    post: {
+      operationId: 'workspace-branding-logo',
+      summary: 'Set the workspace logo (field logo, PNG/JPEG/WebP, 1 MiB, no SVG)',
+      tags: ['Workspaces'],
+      ...secured,
+      parameters: [{ in: 'path', name: 'workspaceId', required: true, schema: { type: 'string', format: 'uuid' } }],
+      requestBody: multipart('logo', 'PNG, JPEG or WebP, at most 1 MiB'),
+      responses: { 200: { description: 'Stored: logoUrl' }, ...refusals, 403: errorRef('Lacks branding.manage') },
+    },
+  },
+  '/storage/files/{fileId}': {
+    get: {
+      operationId: 'storage-file',
+      summary: 'Download a file of one of my workspaces',
+      tags: ['Storage'],
+      ...secured,
+      parameters: [{ in: 'path', name: 'fileId', required: true, schema: { type: 'string', format: 'uuid' } }],
+      responses: { 200: { description: 'The file, with X-Content-Type-Options: nosniff' }, 404: errorRef('No such file in my workspaces') },
+    },
+  },
+  '/users/{userId}/avatar': {
+    get: {
+      operationId: 'user-avatar',
+      summary: "A user's avatar (WebP)",
+      tags: ['Profile'],
+      ...secured,
+      parameters: [{ in: 'path', name: 'userId', required: true, schema: { type: 'string', format: 'uuid' } }],
+      responses: { 200: { description: 'image/webp' }, 404: errorRef('No avatar') },
+    },
+  },
+};

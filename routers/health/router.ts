@@ -1,0 +1,47 @@
+// GET /health: liveness plus whether the database answers. 503 while the database does not.
+import { sql } from 'kysely';
+import { z } from 'zod';
+import type { Db } from '../../db/index.js';
+import { publicProcedure, router } from '../../server/trpc.js';
+
+const DB_PING_TIMEOUT_MS = 2000;
+
+async function pingDatabase(db: Db): Promise<{ reachable: boolean; latencyMs: number | null }> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      sql`select 1`.execute(db),
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), DB_PING_TIMEOUT_MS))),
+    ]);
+    return { reachable: true, latencyMs: Math.round((performance.now() - started) * 10) / 10 };
+  } catch {
+    return { reachable: false, latencyMs: null };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export const healthOutput = z.object({
+  status: z.enum(['ok', 'degraded']),
+  version: z.string(),
+  uptimeSeconds: z.number(),
+  database: z.object({ reachable: z.boolean(), latencyMs: z.number().nullable() }),
+});
+
+export const healthRouter = router({
+  health: publicProcedure
+    .meta({ openapi: { method: 'GET', path: '/health', tags: ['Status'], protect: false, summary: 'Service and database health' } })
+    .input(z.void())
+    .output(healthOutput)
+    .query(async ({ ctx }) => {
+      const database = await pingDatabase(ctx.db);
+      if (!database.reachable) ctx.response.status = 503;
+      return {
+        status: database.reachable ? 'ok' : 'degraded',
+        version: ctx.config.SERVICE_VERSION,
+        uptimeSeconds: Math.round((Date.now() - ctx.startedAt.getTime()) / 1000),
+        database,
+      };
+    }),
+});

@@ -1,0 +1,61 @@
+// GET /dashboard/insights: a workspace at a glance, from a few indexed queries.
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { router, workspaceProcedure } from '../../server/trpc.js';
+import { usage } from '../ai/service.js';
+
+export const insightsRouter = router({
+  insights: workspaceProcedure('workspace.read', { orActiveWorkspace: true })
+    .meta({ openapi: { method: 'GET', path: '/dashboard/insights', tags: ['Dashboard'], summary: 'Members, plan, AI usage, API keys, webhooks and recent activity of a workspace' } })
+    .input(z.object({ workspaceId: z.uuid().optional() }))
+    .output(
+      z.object({
+        workspace: z.object({ id: z.uuid(), name: z.string(), edition: z.string(), plan: z.string().nullable() }),
+        members: z.number().int(),
+        ai: z.object({ used: z.number().int(), limit: z.number().int(), remaining: z.number().int(), perDay: z.array(z.object({ day: z.string(), generations: z.number().int() })) }),
+        apiKeys: z.number().int(),
+        webhooks: z.object({ active: z.number().int(), deliveries30d: z.number().int(), successRate: z.number().nullable() }),
+        recentActivity: z.array(z.object({ action: z.string(), createdAt: z.iso.datetime({ offset: true }) })),
+      }),
+    )
+    .query(async ({ ctx }) => {
+      const { db } = ctx;
+      const id = ctx.workspace.id;
+      const since30 = new Date(Date.now() - 30 * 86_400_000);
+      const count = (n: { n: string | number | bigint } | undefined) => Number(n?.n ?? 0);
+      const [workspace, members, aiUsage, perDay, keys, hooks, deliveries, activity] = await Promise.all([
+        db.selectFrom('workspaces as w').leftJoin('plans as p', 'p.id', 'w.plan_id').select(['w.id', 'w.name', 'w.edition', 'p.name as plan']).where('w.id', '=', id).executeTakeFirstOrThrow(),
+        db.selectFrom('workspace_members').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).executeTakeFirst(),
+        usage(ctx, id, ctx.user),
+        db
+          .selectFrom('ai_generations')
+          .select((eb) => [sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'), eb.fn.countAll<string>().as('n')])
+          .where('workspace_id', '=', id)
+          .where('created_at', '>=', since30)
+          .where('status', '=', 'SUCCEEDED')
+          .where('is_sample', '=', false)
+          .groupBy(sql`1`)
+          .orderBy(sql`1`)
+          .execute(),
+        db.selectFrom('api_keys').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).where('revoked_at', 'is', null).executeTakeFirst(),
+        db.selectFrom('webhooks').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).where('is_active', '=', true).executeTakeFirst(),
+        db
+          .selectFrom('webhook_deliveries')
+          .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.countAll<string>().filterWhere('status', '=', 'success').as('ok')])
+          .where('workspace_id', '=', id)
+          .where('created_at', '>=', since30)
+          .where('status', 'in', ['success', 'failed'])
+          .executeTakeFirstOrThrow(),
+        db.selectFrom('audit_logs').select(['action', 'created_at']).where('workspace_id', '=', id).orderBy('created_at', 'desc').limit(10).execute(),
+      ]);
+      const finished = Number(deliveries.n);
+      return {
+        workspace: { id: workspace.id, name: workspace.name, edition: workspace.edition, plan: workspace.plan },
+        members: count(members),
+        ai: { used: aiUsage.used, limit: aiUsage.limit, remaining: aiUsage.remaining, perDay: perDay.map((d) => ({ day: d.day, generations: Number(d.n) })) },
+        apiKeys: count(keys),
+        webhooks: { active: count(hooks), deliveries30d: finished, successRate: finished ? Math.round((Number(deliveries.ok) / finished) * 10_000) / 10_000 : null },
+        recentActivity: activity.map((a) => ({ action: a.action, createdAt: a.created_at.toISOString() })),
+      };
+    }),
+});

@@ -1,0 +1,101 @@
+// Platform administration of users: search, read, rename and platform role, suspend and activate.
+import type { Kysely } from 'kysely';
+import type { Database, PlatformRole, User, UserStatus } from '../../db/schema.js';
+import { AppError } from '../../server/errors.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
+import { recordAudit, type Actor } from '../audit/service.js';
+import { toUserOutput } from '../auth/schemas.js';
+import { membershipsOf } from '../workspaces/access.js';
+import { escapeLike } from '../workspaces/service.js';
+
+type Db = Kysely<Database>;
+
+const COLUMNS = ['id', 'email', 'name', 'status', 'platform_role', 'email_verified_at', 'last_login_at', 'created_at', 'updated_at'] as const;
+type AdminUserRow = Pick<User, (typeof COLUMNS)[number]>;
+
+function toAdminUser(u: AdminUserRow) {
+  return { ...toUserOutput(u), lastLoginAt: u.last_login_at?.toISOString() ?? null, updatedAt: u.updated_at.toISOString() };
+}
+
+const notFound = () => new AppError('NOT_FOUND', 'User not found.');
+
+export async function listUsers(
+  db: Db,
+  filters: { search?: string; status?: UserStatus; platformRole?: PlatformRole },
+  page: Pagination,
+) {
+  let query = db.selectFrom('users');
+  if (filters.search) {
+    const pattern = `%${escapeLike(filters.search)}%`;
+    query = query.where((eb) => eb.or([eb('email', 'ilike', pattern), eb('name', 'ilike', pattern)]));
+  }
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.platformRole) query = query.where('platform_role', '=', filters.platformRole);
+  const [rows, count] = await Promise.all([
+    query.select(COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+    query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return pageOf(rows.map(toAdminUser), Number(count.total), page);
+}
+
+export async function getUser(db: Db, userId: string) {
+  const [user, memberships] = await Promise.all([
+    db.selectFrom('users').select(COLUMNS).where('id', '=', userId).executeTakeFirst(),
+    membershipsOf(db, userId),
+  ]);
+  if (!user) throw notFound();
+  return { ...toAdminUser(user), memberships };
+}
+
+export async function updateUser(db: Db, actor: Actor, userId: string, changes: { name?: string; platformRole?: PlatformRole }) {
+  await db.transaction().execute(async (trx) => {
+    const user = await trx.selectFrom('users').select(['name', 'platform_role']).where('id', '=', userId).forUpdate().executeTakeFirst();
+    if (!user) throw notFound();
+    if (changes.platformRole && changes.platformRole !== user.platform_role && userId === actor.userId) {
+      throw new AppError('CONFLICT', 'You cannot change your own platform role; ask another admin.');
+    }
+    await trx
+      .updateTable('users')
+      .set({
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.platformRole !== undefined ? { platform_role: changes.platformRole } : {}),
+        updated_at: new Date(),
+      })
+      .where('id', '=', userId)
+      .execute();
+    await recordAudit(trx, actor, {
+      action: 'user.updated',
+      targetType: 'user',
+      targetId: userId,
+      metadata: {
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.platformRole !== undefined ? { platformRoleFrom: user.platform_role, platformRoleTo: changes.platformRole } : {}),
+      },
+    });
+  });
+  return getUser(db, userId);
+}
+
+const USER_MOVES = {
+  suspend: { from: 'ACTIVE', to: 'SUSPENDED', action: 'user.suspended' },
+  activate: { from: 'SUSPENDED', to: 'ACTIVE', action: 'user.activated' },
+} as const;
+
+/**
+ * Suspend or activate. A suspension applies to the very next request of any token the user holds, since
+ * authentication reads the status on every request; sessions are kept, so activation restores them.
+ */
+export async function moveUser(db: Db, actor: Actor, userId: string, move: keyof typeof USER_MOVES) {
+  const rule = USER_MOVES[move];
+  if (userId === actor.userId) throw new AppError('CONFLICT', `You cannot ${move} your own account.`);
+  await db.transaction().execute(async (trx) => {
+    const user = await trx.selectFrom('users').select('status').where('id', '=', userId).forUpdate().executeTakeFirst();
+    if (!user) throw notFound();
+    if (user.status !== rule.from) {
+      throw new AppError('INVALID_STATE', `The user is ${user.status}; ${move} applies only to a user who is ${rule.from}.`);
+    }
+    await trx.updateTable('users').set({ status: rule.to, updated_at: new Date() }).where('id', '=', userId).execute();
+    await recordAudit(trx, actor, { action: rule.action, targetType: 'user', targetId: userId, metadata: { from: user.status, to: rule.to } });
+  });
+  return getUser(db, userId);
+}

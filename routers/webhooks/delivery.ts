@@ -1,0 +1,252 @@
+// One delivery attempt of a webhook: the spec's headers and envelope, the signature over
+// `timestamp + "." + body`, the URL checked again against the resolved address (and the connection made
+// to that address), no redirects, a timeout, and every attempt recorded. The same function serves the
+// direct path, the sweeper and the BullMQ worker; callers decide when to try again from the outcome.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import type { Config } from '../../server/config.js';
+import { AppError } from '../../server/errors.js';
+import type { Logger } from '../../server/logger.js';
+import type { Mailer } from '../../server/email/mailer.js';
+import type { SecretBox } from '../../server/security/secret-box.js';
+import { recordAudit } from '../audit/service.js';
+import { checkWebhookUrl, resolveDeliveryAddress } from './url-policy.js';
+
+export interface DeliveryDeps {
+  db: Kysely<Database>;
+  config: Config;
+  logger: Logger;
+  secrets: SecretBox;
+  mailer: Mailer;
+}
+
+export const RESPONSE_PREVIEW_CHARS = 1024;
+/** An endpoint failing this many deliveries in a row, over at least this long, is switched off. */
+export const AUTO_DISABLE_AFTER_FAILURES = 15;
+export const AUTO_DISABLE_AFTER_MS = 3 * 86_400_000;
+
+export type AttemptOutcome =
+  | { status: 'success' | 'disabled' }
+  | { status: 'retrying'; retryAt: Date }
+  | { status: 'failed'; permanent: boolean };
+
+export const sign = (secret: string, timestamp: number, body: string) =>
+  crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
+
+interface HttpAnswer {
+  status: number;
+  preview: string;
+}
+
+/**
+ * Connections are kept alive between deliveries to the same host and port. A socket is only ever opened
+ * to an address that was checked; a later delivery reuses it only for the same host name and port.
+ */
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, maxSockets: 50, maxFreeSockets: 10, timeout: 30_000 }),
+  'https:': new https.Agent({ keepAlive: true, maxSockets: 50, maxFreeSockets: 10, timeout: 30_000 }),
+};
+
+/** POSTs `body` to the checked address of `url`; reads at most the preview of the answer. */
+function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Record<string, string>, body: string, timeoutMs: number): Promise<HttpAnswer> {
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = client.request(
+      url,
+      {
+        method: 'POST',
+        headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
+        agent: agents[url.protocol as 'http:' | 'https:'],
+        // The connection goes to the address that was checked, whatever DNS says now.
+        lookup: (_host, _opts, cb) => cb(null, address.address, address.family),
+        timeout: timeoutMs,
+      },
+      (res) => {
+        let preview = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          if (preview.length < RESPONSE_PREVIEW_CHARS) preview += chunk;
+          if (preview.length >= RESPONSE_PREVIEW_CHARS) res.destroy();
+        });
+        const done = () => resolve({ status: res.statusCode ?? 0, preview: preview.slice(0, RESPONSE_PREVIEW_CHARS) });
+        res.on('end', done);
+        res.on('close', done);
+        res.on('error', done);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function retryDelayMs(config: Config, attempts: number) {
+  return config.WEBHOOK_RETRY_BACKOFF_SECONDS * 1000 * 2 ** Math.max(0, attempts - 1);
+}
+
+/**
+ * Makes one attempt of the delivery (unless it is already final) and records it. Safe to call twice for
+ * the same delivery: a delivery already `success`, `failed` or `disabled` is left as it is.
+ */
+export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): Promise<AttemptOutcome> {
+  const { db, config } = deps;
+  const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? config.AI_DEMO_RESTRICTED_EMAILS : [];
+  const row = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
+    .select((eb) => [
+      'd.id', 'd.workspace_id', 'd.event', 'd.payload', 'd.status', 'd.attempts',
+      'h.id as webhook_id', 'h.url', 'h.is_active', 'h.secret_encrypted', 'h.previous_secret_encrypted', 'h.previous_secret_expires_at',
+      'h.consecutive_failures',
+      // A demo delivery: the workspace is owned by a demo account.
+      demoEmails.length
+        ? eb
+            .exists(
+              eb
+                .selectFrom('workspace_members as m')
+                .innerJoin('users as u', 'u.id', 'm.user_id')
+                .select('m.user_id')
+                .whereRef('m.workspace_id', '=', 'd.workspace_id')
+                .where('m.role', '=', 'OWNER')
+                .where('u.email', 'in', demoEmails),
+            )
+            .as('demo')
+        : eb.lit(false).as('demo'),
+    ])
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+  if (!row) return { status: 'failed', permanent: true };
+  if (row.status === 'success' || row.status === 'failed' || row.status === 'disabled') {
+    return row.status === 'failed' ? { status: 'failed', permanent: true } : { status: row.status };
+  }
+
+  const reasonDisabled = !config.WEBHOOK_DELIVERY_ENABLED
+    ? 'Delivery is switched off (WEBHOOK_DELIVERY_ENABLED=false).'
+    : !row.is_active
+      ? 'The webhook is disabled.'
+      : row.demo
+        ? 'Deliveries of demo workspaces are disabled (WEBHOOK_DEMO_DELIVERY_DISABLED).'
+        : undefined;
+  if (reasonDisabled) {
+    await db.updateTable('webhook_deliveries').set({ status: 'disabled', last_error: reasonDisabled, next_retry_at: null, updated_at: new Date() }).where('id', '=', deliveryId).execute();
+    return { status: 'disabled' };
+  }
+
+  const body = JSON.stringify(row.payload);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const secrets = [deps.secrets.open(row.secret_encrypted)];
+  if (row.previous_secret_encrypted && row.previous_secret_expires_at && row.previous_secret_expires_at > new Date()) {
+    secrets.push(deps.secrets.open(row.previous_secret_encrypted));
+  }
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    'User-Agent': config.WEBHOOK_USER_AGENT,
+    'X-Service-Event': row.event,
+    'X-Service-Delivery': row.id,
+    'X-Service-Timestamp': String(timestamp),
+  };
+  const signature = secrets.map((s) => sign(s, timestamp, body)).join(',');
+
+  const attempts = row.attempts + 1;
+  const started = performance.now();
+  let answer: HttpAnswer | undefined;
+  let error: string | undefined;
+  let permanent = false;
+  try {
+    const allowPrivate = config.WEBHOOK_ALLOW_PRIVATE_URLS;
+    const checked = checkWebhookUrl(row.url, { allowPrivate });
+    const address = await resolveDeliveryAddress(checked, { allowPrivate });
+    answer = await post(checked.url, address, { ...headers, 'X-Service-Signature': signature }, body, config.WEBHOOK_TIMEOUT_MS);
+  } catch (err) {
+    permanent = err instanceof AppError && err.code === 'WEBHOOK_URL_NOT_ALLOWED';
+    error = err instanceof Error ? err.message : 'delivery failed';
+  }
+  const durationMs = Math.round(performance.now() - started);
+
+  let outcome: AttemptOutcome;
+  if (answer && answer.status >= 200 && answer.status < 300) outcome = { status: 'success' };
+  else {
+    if (answer) {
+      // Redirects are not followed: a 3xx is a failure like any other non-2xx.
+      error = `The endpoint answered HTTP ${answer.status}.`;
+      permanent = answer.status === 410;
+    }
+    outcome =
+      !permanent && attempts <= config.WEBHOOK_MAX_RETRIES
+        ? { status: 'retrying', retryAt: new Date(Date.now() + retryDelayMs(config, attempts)) }
+        : { status: 'failed', permanent };
+  }
+
+  await db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: outcome.status,
+      attempts,
+      request_headers: JSON.stringify(headers),
+      response_status: answer?.status ?? null,
+      response_preview: answer ? answer.preview : null,
+      duration_ms: durationMs,
+      next_retry_at: outcome.status === 'retrying' ? outcome.retryAt : null,
+      last_error: outcome.status === 'success' ? null : (error ?? null),
+      updated_at: new Date(),
+    })
+    .where('id', '=', deliveryId)
+    .execute();
+  // A success of a healthy endpoint changes nothing: no query.
+  if (!(outcome.status === 'success' && row.consecutive_failures === 0)) await trackEndpointHealth(deps, row.webhook_id, row.workspace_id, outcome);
+  return outcome;
+}
+
+/**
+ * A success resets the endpoint's failure streak; a final failure extends it. After
+ * AUTO_DISABLE_AFTER_FAILURES failures in a row spread over AUTO_DISABLE_AFTER_MS, the webhook is switched
+ * off and the workspace's owners are mailed.
+ */
+async function trackEndpointHealth(deps: DeliveryDeps, webhookId: string, workspaceId: string, outcome: AttemptOutcome) {
+  const { db } = deps;
+  if (outcome.status === 'success') {
+    await db.updateTable('webhooks').set({ consecutive_failures: 0, failing_since: null }).where('id', '=', webhookId).where('consecutive_failures', '>', 0).execute();
+    return;
+  }
+  if (outcome.status !== 'failed') return;
+  const hook = await db
+    .updateTable('webhooks')
+    .set((eb) => ({ consecutive_failures: eb('consecutive_failures', '+', 1), failing_since: eb.fn.coalesce('failing_since', eb.val(new Date())) }))
+    .where('id', '=', webhookId)
+    .returning(['name', 'url', 'is_active', 'consecutive_failures', 'failing_since'])
+    .executeTakeFirst();
+  if (!hook?.is_active || hook.consecutive_failures < AUTO_DISABLE_AFTER_FAILURES) return;
+  if (!hook.failing_since || Date.now() - hook.failing_since.getTime() < AUTO_DISABLE_AFTER_MS) return;
+  const reason = `Disabled after ${hook.consecutive_failures} failed deliveries in a row since ${hook.failing_since.toISOString()}.`;
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('webhooks').set({ is_active: false, disabled_reason: reason, updated_at: new Date() }).where('id', '=', webhookId).execute();
+    await recordAudit(trx, { userId: null, email: null, requestId: null, ip: null }, {
+      action: 'webhook.disabled',
+      targetType: 'webhook',
+      targetId: webhookId,
+      workspaceId,
+      metadata: { consecutiveFailures: hook.consecutive_failures },
+    });
+  });
+  const owners = await db
+    .selectFrom('workspace_members as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select(['u.email', 'u.name'])
+    .where('m.workspace_id', '=', workspaceId)
+    .where('m.role', '=', 'OWNER')
+    .execute();
+  for (const owner of owners) {
+    await deps.mailer
+      .send({
+        to: owner.email,
+        subject: `Webhook "${hook.name}" was disabled`,
+        template: 'webhook-disabled',
+        text: `Hi ${owner.name},\n\nThe webhook "${hook.name}" (${hook.url}) failed ${hook.consecutive_failures} deliveries in a row, so it was switched off. Fix the endpoint, then turn the webhook on again (PATCH with isActive: true).`,
+      })
+      .catch((err: unknown) => deps.logger.error({ err, template: 'webhook-disabled' }, 'sending mail failed'));
+  }
+  deps.logger.warn({ webhookId, workspaceId }, 'webhook disabled after repeated failures');
+}

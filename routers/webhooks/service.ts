@@ -1,0 +1,225 @@
+// Outbound webhooks of a workspace: endpoints (the `whsec_` signing secret is shown once and kept
+// encrypted), secret rotation, test deliveries, the delivery log and retries. Deliveries themselves are
+// made by jobs/webhook-runner.ts (directly or through BullMQ) with routers/webhooks/delivery.ts.
+import crypto from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, DeliveryStatus, WebhookDeliveriesTable, WebhookEvent, WebhooksTable } from '../../db/schema.js';
+import type { Config } from '../../server/config.js';
+import { AppError } from '../../server/errors.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
+import type { SecretBox } from '../../server/security/secret-box.js';
+import { recordAudit, type Actor } from '../audit/service.js';
+import { checkWebhookUrl } from './url-policy.js';
+
+type Db = Kysely<Database>;
+
+export interface WebhookDeps {
+  db: Db;
+  config: Config;
+  secrets: SecretBox;
+}
+
+/** Starts the first attempt of new deliveries (jobs/webhook-runner.ts). */
+export interface DeliveryStarter {
+  start(deliveryIds: string[], opts?: { wait?: boolean }): Promise<void>;
+}
+
+const newSecret = () => `whsec_${crypto.randomBytes(32).toString('base64url')}`;
+const notFound = () => new AppError('NOT_FOUND', 'Webhook not found.');
+
+export function toWebhook(h: Selectable<WebhooksTable>) {
+  return {
+    id: h.id,
+    workspaceId: h.workspace_id,
+    name: h.name,
+    url: h.url,
+    events: h.events,
+    isActive: h.is_active,
+    disabledReason: h.disabled_reason,
+    consecutiveFailures: h.consecutive_failures,
+    secretRotationEndsAt: h.previous_secret_expires_at && h.previous_secret_expires_at > new Date() ? h.previous_secret_expires_at.toISOString() : null,
+    createdAt: h.created_at.toISOString(),
+    updatedAt: h.updated_at.toISOString(),
+  };
+}
+
+export function toDelivery(d: Selectable<WebhookDeliveriesTable>) {
+  return {
+    id: d.id,
+    webhookId: d.webhook_id,
+    event: d.event,
+    status: d.status,
+    attempts: d.attempts,
+    requestHeaders: d.request_headers,
+    payload: d.payload,
+    responseStatus: d.response_status,
+    responsePreview: d.response_preview,
+    durationMs: d.duration_ms,
+    nextRetryAt: d.next_retry_at?.toISOString() ?? null,
+    error: d.last_error,
+    createdAt: d.created_at.toISOString(),
+    updatedAt: d.updated_at.toISOString(),
+  };
+}
+
+function checkUrl(deps: WebhookDeps, url: string) {
+  checkWebhookUrl(url, { allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE_URLS });
+}
+
+export async function listWebhooks(db: Db, workspaceId: string) {
+  const rows = await db.selectFrom('webhooks').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  return { items: rows.map(toWebhook) };
+}
+
+export async function createWebhook(deps: WebhookDeps, actor: Actor, workspaceId: string, input: { name: string; url: string; events: WebhookEvent[] }) {
+  checkUrl(deps, input.url);
+  const secret = newSecret();
+  const row = await deps.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .insertInto('webhooks')
+      .values({
+        workspace_id: workspaceId,
+        name: input.name,
+        url: input.url,
+        events: JSON.stringify(input.events),
+        secret_encrypted: deps.secrets.seal(secret),
+        created_by: actor.userId,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, actor, { action: 'webhook.created', targetType: 'webhook', targetId: row.id, workspaceId, metadata: { name: row.name, url: row.url, events: row.events } });
+    return row;
+  });
+  return { ...toWebhook(row), secret };
+}
+
+async function lockWebhook(db: Db, workspaceId: string, webhookId: string) {
+  const row = await db.selectFrom('webhooks').selectAll().where('id', '=', webhookId).where('workspace_id', '=', workspaceId).forUpdate().executeTakeFirst();
+  if (!row) throw notFound();
+  return row;
+}
+
+export async function updateWebhook(
+  deps: WebhookDeps,
+  actor: Actor,
+  workspaceId: string,
+  webhookId: string,
+  changes: { name?: string; url?: string; events?: WebhookEvent[]; isActive?: boolean },
+) {
+  if (changes.url !== undefined) checkUrl(deps, changes.url);
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await lockWebhook(trx, workspaceId, webhookId);
+    const reactivated = changes.isActive === true && !before.is_active;
+    const row = await trx
+      .updateTable('webhooks')
+      .set({
+        ...(changes.name !== undefined && { name: changes.name }),
+        ...(changes.url !== undefined && { url: changes.url }),
+        ...(changes.events !== undefined && { events: JSON.stringify(changes.events) }),
+        ...(changes.isActive !== undefined && { is_active: changes.isActive, disabled_reason: changes.isActive ? null : 'Disabled by a member.' }),
+        // Turned on again: a fresh start for the failure streak.
+        ...(reactivated && { consecutive_failures: 0, failing_since: null }),
+        updated_at: new Date(),
+      })
+      .where('id', '=', webhookId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, actor, { action: 'webhook.updated', targetType: 'webhook', targetId: webhookId, workspaceId, metadata: { fields: Object.keys(changes) } });
+    return toWebhook(row);
+  });
+}
+
+export async function deleteWebhook(db: Db, actor: Actor, workspaceId: string, webhookId: string) {
+  await db.transaction().execute(async (trx) => {
+    const row = await lockWebhook(trx, workspaceId, webhookId);
+    await trx.deleteFrom('webhooks').where('id', '=', webhookId).execute();
+    await recordAudit(trx, actor, { action: 'webhook.deleted', targetType: 'webhook', targetId: webhookId, workspaceId, metadata: { name: row.name, url: row.url } });
+  });
+  return { message: 'Webhook deleted.' };
+}
+
+/**
+ * A new signing secret, shown once. For `gracePeriodSeconds` the old secret signs too (deliveries carry
+ * both signatures, comma-separated), so receivers can switch without missing a delivery.
+ */
+export async function rotateSecret(deps: WebhookDeps, actor: Actor, workspaceId: string, webhookId: string, gracePeriodSeconds: number) {
+  const secret = newSecret();
+  const row = await deps.db.transaction().execute(async (trx) => {
+    const before = await lockWebhook(trx, workspaceId, webhookId);
+    const row = await trx
+      .updateTable('webhooks')
+      .set({
+        secret_encrypted: deps.secrets.seal(secret),
+        previous_secret_encrypted: gracePeriodSeconds > 0 ? before.secret_encrypted : null,
+        previous_secret_expires_at: gracePeriodSeconds > 0 ? new Date(Date.now() + gracePeriodSeconds * 1000) : null,
+        updated_at: new Date(),
+      })
+      .where('id', '=', webhookId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, actor, { action: 'webhook.secret_rotated', targetType: 'webhook', targetId: webhookId, workspaceId, metadata: { gracePeriodSeconds } });
+    return row;
+  });
+  return { ...toWebhook(row), secret };
+}
+
+/** The body of every delivery: the spec's envelope. */
+export const envelope = (event: string, workspaceId: string, data: Record<string, unknown>, createdAt = new Date()) => ({
+  event,
+  createdAt: createdAt.toISOString(),
+  workspaceId,
+  data,
+});
+
+export async function sendTest(deps: WebhookDeps, runner: DeliveryStarter, workspaceId: string, webhookId: string) {
+  const hook = await deps.db.selectFrom('webhooks').select(['id', 'name']).where('id', '=', webhookId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  if (!hook) throw notFound();
+  const delivery = await deps.db
+    .insertInto('webhook_deliveries')
+    .values({
+      webhook_id: hook.id,
+      workspace_id: workspaceId,
+      event: 'webhook.test',
+      payload: JSON.stringify(envelope('webhook.test', workspaceId, { message: `This is a test delivery of the webhook "${hook.name}".`, webhookId: hook.id })),
+      status: 'pending',
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await runner.start([delivery.id], { wait: true });
+  return getDelivery(deps.db, workspaceId, delivery.id);
+}
+
+export async function getDelivery(db: Db, workspaceId: string, deliveryId: string) {
+  const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  if (!row) throw new AppError('NOT_FOUND', 'Delivery not found.');
+  return toDelivery(row);
+}
+
+export async function listDeliveries(db: Db, workspaceId: string, filters: { webhookId?: string; status?: DeliveryStatus }, page: Pagination) {
+  let query = db.selectFrom('webhook_deliveries').where('workspace_id', '=', workspaceId);
+  if (filters.webhookId) query = query.where('webhook_id', '=', filters.webhookId);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  const [rows, count] = await Promise.all([
+    query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+    query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return pageOf(rows.map(toDelivery), Number(count.total), page);
+}
+
+/** Sends a failed (or waiting) delivery again now, with the same X-Service-Delivery. */
+export async function retryDelivery(db: Db, runner: DeliveryStarter, workspaceId: string, deliveryId: string) {
+  const reset = await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'pending', next_retry_at: null, updated_at: new Date() })
+    .where('id', '=', deliveryId)
+    .where('workspace_id', '=', workspaceId)
+    .where('status', 'in', ['failed', 'retrying'])
+    .returning('id')
+    .executeTakeFirst();
+  if (!reset) {
+    const existing = await getDelivery(db, workspaceId, deliveryId);
+    throw new AppError('INVALID_STATE', `The delivery is ${existing.status}; only a failed or retrying delivery can be retried.`);
+  }
+  await runner.start([deliveryId], { wait: true });
+  return getDelivery(db, workspaceId, deliveryId);
+}

@@ -1,0 +1,74 @@
+// Where webhooks may point: public http(s) addresses only. Checked at creation and update (the URL as
+// written) and again at delivery (every address the host name resolves to; the connection then goes to
+// the address that was checked, so a DNS answer cannot change between check and use).
+import dns from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+import { AppError } from '../../server/errors.js';
+
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+
+const BLOCKED_HOSTS = /(^|\.)(localhost|local|internal|localdomain|home\.arpa)\.?$/i;
+const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'instance-data']);
+
+export const urlNotAllowed = (why: string) => new AppError('WEBHOOK_URL_NOT_ALLOWED', `This webhook URL is not allowed: ${why}.`);
+
+/** Only ordinary public unicast addresses; IPv4-mapped IPv6 is judged as the IPv4 it carries. */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  return parsed.range() === 'unicast';
+}
+
+export interface CheckedUrl {
+  url: URL;
+  /** The host as an address when the URL names one directly. */
+  literalAddress?: string;
+}
+
+/** The URL as written: scheme, credentials, length, host names and literal addresses. */
+export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): CheckedUrl {
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH) throw urlNotAllowed(`it is longer than ${MAX_WEBHOOK_URL_LENGTH} characters`);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw urlNotAllowed('it is not a valid absolute URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw urlNotAllowed('only http and https URLs can receive webhooks');
+  if (url.username || url.password) throw urlNotAllowed('credentials in the URL are not accepted (use the signature to authenticate deliveries)');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!host) throw urlNotAllowed('it has no host');
+  if (opts.allowPrivate) return { url, literalAddress: ipaddr.isValid(host) ? host : undefined };
+  if (ipaddr.isValid(host)) {
+    if (!isPublicAddress(host)) throw urlNotAllowed('it points at a private, loopback, link-local or reserved address');
+    return { url, literalAddress: host };
+  }
+  if (BLOCKED_HOSTS.test(host) || METADATA_HOSTS.has(host.toLowerCase()) || !host.includes('.')) {
+    throw urlNotAllowed('it names a local or internal host');
+  }
+  return { url };
+}
+
+/**
+ * At delivery: the address to connect to. A literal address was checked with the URL; a host name is
+ * resolved here and every address it resolves to must be public (a name with one private address is
+ * refused outright).
+ */
+export async function resolveDeliveryAddress(checked: CheckedUrl, opts: { allowPrivate: boolean }): Promise<{ address: string; family: 4 | 6 }> {
+  if (checked.literalAddress) {
+    return { address: checked.literalAddress, family: ipaddr.parse(checked.literalAddress).kind() === 'ipv6' ? 6 : 4 };
+  }
+  let addresses: Array<{ address: string; family: number }>;
+  try {
+    addresses = await dns.lookup(checked.url.hostname, { all: true, verbatim: true });
+  } catch {
+    throw urlNotAllowed('its host name does not resolve');
+  }
+  if (addresses.length === 0) throw urlNotAllowed('its host name does not resolve');
+  if (!opts.allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
+    throw urlNotAllowed('its host name resolves to a private, loopback, link-local or reserved address');
+  }
+  const first = addresses[0]!;
+  return { address: first.address, family: first.family === 6 ? 6 : 4 };
+}

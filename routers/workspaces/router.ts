@@ -1,0 +1,81 @@
+// Workspaces as their members see them: list, create, read, rename; members, invitations and roles.
+import { z } from 'zod';
+import { authedProcedure, router, workspaceProcedure } from '../../server/trpc.js';
+import { actorOf } from '../audit/service.js';
+import {
+  acceptInvitationInput,
+  acceptedInvitationOutput,
+  changeRoleInput,
+  createWorkspaceInput,
+  invitationOutput,
+  inviteInput,
+  listOutput,
+  memberInput,
+  memberOutput,
+  myWorkspaceOutput,
+  updateWorkspaceInput,
+  workspaceIdInput,
+  workspaceOutput,
+} from './schemas.js';
+import * as workspaces from './service.js';
+
+const tags = ['Workspaces'];
+
+export const workspacesRouter = router({
+  list: authedProcedure
+    .meta({ openapi: { method: 'GET', path: '/workspaces', tags, summary: 'My workspaces, with my role in each' } })
+    .input(z.void())
+    .output(listOutput(myWorkspaceOutput))
+    .query(({ ctx }) => workspaces.listMyWorkspaces(ctx.db, ctx.memberships)),
+
+  create: authedProcedure
+    .meta({ openapi: { method: 'POST', path: '/workspaces', tags, summary: 'Create a workspace I own' }, successStatus: 201 })
+    .input(createWorkspaceInput)
+    .output(myWorkspaceOutput)
+    .mutation(({ ctx, input }) => workspaces.createWorkspace(ctx.db, { ...actorOf(ctx), userId: ctx.user.id }, input)),
+
+  acceptInvitation: authedProcedure
+    .meta({ openapi: { method: 'POST', path: '/invitations/accept', tags, summary: 'Join a workspace with an invitation token' } })
+    .input(acceptInvitationInput)
+    .output(acceptedInvitationOutput)
+    .mutation(({ ctx, input }) => workspaces.acceptInvitation(ctx.db, actorOf(ctx), ctx.user, input.token)),
+
+  get: workspaceProcedure('workspace.read')
+    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}', tags, summary: 'One workspace' } })
+    .input(workspaceIdInput)
+    .output(myWorkspaceOutput)
+    .query(({ ctx }) => workspaces.getWorkspace(ctx.db, ctx.workspace)),
+
+  update: workspaceProcedure('workspace.update')
+    .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}', tags, summary: 'Rename a workspace' } })
+    .input(updateWorkspaceInput)
+    .output(workspaceOutput)
+    .mutation(({ ctx, input }) => workspaces.renameWorkspace(ctx.db, actorOf(ctx), ctx.workspace.id, input.name)),
+
+  members: workspaceProcedure('workspace.read')
+    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/members', tags, summary: 'Members of a workspace' } })
+    .input(workspaceIdInput)
+    .output(listOutput(memberOutput))
+    .query(async ({ ctx }) => ({ items: await workspaces.listMembers(ctx.db, ctx.workspace.id) })),
+
+  invite: workspaceProcedure('members.manage')
+    .meta({
+      openapi: { method: 'POST', path: '/workspaces/{workspaceId}/invitations', tags, summary: 'Invite someone by e-mail' },
+      successStatus: 201,
+    })
+    .input(inviteInput)
+    .output(invitationOutput)
+    .mutation(({ ctx, input }) => workspaces.invite(ctx, actorOf(ctx), ctx.workspace, input, ctx.user.name)),
+
+  changeRole: workspaceProcedure('members.manage')
+    .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/members/{userId}', tags, summary: "Change a member's role" } })
+    .input(changeRoleInput)
+    .output(memberOutput)
+    .mutation(({ ctx, input }) => workspaces.changeMemberRole(ctx.db, actorOf(ctx), ctx.workspace, input.userId, input.role)),
+
+  removeMember: workspaceProcedure('members.manage')
+    .meta({ openapi: { method: 'DELETE', path: '/workspaces/{workspaceId}/members/{userId}', tags, summary: 'Remove a member' } })
+    .input(memberInput)
+    .output(z.object({ message: z.string() }))
+    .mutation(({ ctx, input }) => workspaces.removeMember(ctx.db, actorOf(ctx), ctx.workspace, input.userId)),
+});

@@ -1,0 +1,68 @@
+// Inputs and outputs of the workspace, member, invitation and admin workspace routes.
+import { z } from 'zod';
+import { EDITIONS, WORKSPACE_ROLES, WORKSPACE_STATUSES } from '../../db/schema.js';
+import { pageOutput, paginationInput } from '../../server/pagination.js';
+import { emailSchema, workspaceSummaryOutput } from '../auth/schemas.js';
+
+const isoDate = z.iso.datetime({ offset: true });
+const workspaceName = z.string().trim().min(1, { error: 'Name is required.' }).max(100);
+
+export const workspaceIdInput = z.object({ workspaceId: z.uuid() });
+export const memberInput = workspaceIdInput.extend({ userId: z.uuid() });
+
+export const createWorkspaceInput = z.object({ name: workspaceName });
+export const updateWorkspaceInput = workspaceIdInput.extend({ name: workspaceName });
+export const inviteInput = workspaceIdInput.extend({ email: emailSchema, role: z.enum(WORKSPACE_ROLES) });
+export const acceptInvitationInput = z.object({ token: z.string({ error: 'Expected a token string.' }) });
+export const changeRoleInput = memberInput.extend({ role: z.enum(WORKSPACE_ROLES) });
+
+export const workspaceOutput = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  status: z.enum(WORKSPACE_STATUSES),
+  edition: z.enum(EDITIONS),
+  isPersonal: z.boolean(),
+  memberCount: z.number().int(),
+  createdAt: isoDate,
+  updatedAt: isoDate,
+});
+
+/** A workspace as one of its members sees it: with the caller's role. */
+export const myWorkspaceOutput = workspaceOutput.extend({ role: z.enum(WORKSPACE_ROLES) });
+
+export const memberOutput = z.object({
+  userId: z.uuid(),
+  email: z.string(),
+  name: z.string(),
+  role: z.enum(WORKSPACE_ROLES),
+  joinedAt: isoDate,
+});
+
+export const invitationOutput = z.object({
+  id: z.uuid(),
+  workspaceId: z.uuid(),
+  email: z.string(),
+  role: z.enum(WORKSPACE_ROLES),
+  expiresAt: isoDate,
+  createdAt: isoDate,
+});
+
+export const acceptedInvitationOutput = z.object({ workspace: workspaceSummaryOutput });
+export const listOutput = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item) });
+
+// ---- platform administration
+
+export const adminWorkspaceListInput = paginationInput.extend({
+  search: z.string().trim().max(100).optional().meta({ description: 'Part of the workspace name.' }),
+  status: z.enum(WORKSPACE_STATUSES).optional(),
+});
+
+export const adminCreateWorkspaceInput = z.object({ name: workspaceName, ownerUserId: z.uuid() });
+export const adminUpdateWorkspaceInput = workspaceIdInput.extend({ name: workspaceName });
+export const transferOwnerInput = workspaceIdInput.extend({ newOwnerUserId: z.uuid() });
+
+const ownerOutput = z.object({ id: z.uuid(), email: z.string(), name: z.string() });
+
+export const adminWorkspaceOutput = workspaceOutput.extend({ owners: z.array(ownerOutput) });
+export const adminWorkspaceDetailOutput = adminWorkspaceOutput.extend({ members: z.array(memberOutput) });
+export const adminWorkspacePageOutput = pageOutput(adminWorkspaceOutput);

@@ -1,0 +1,53 @@
+// Which workspace a request acts on, and whether the caller may: used by workspaceProcedure (server/trpc.ts)
+// and by the plain Express routes (uploads), so both decide alike.
+import { z } from 'zod';
+import type { Config } from './config.js';
+import { AppError } from './errors.js';
+import { roleHas, type WorkspacePermission } from './permissions.js';
+import { isDemoAccount } from './accounts.js';
+import { workspaceContext, type WorkspaceAccess } from '../routers/workspaces/access.js';
+
+const workspaceIdSchema = z.uuid();
+
+export interface AccessOptions {
+  /** Without a workspaceId, act on the caller's active workspace (AI, billing, uploads). */
+  orActiveWorkspace?: boolean;
+  /** Refuse demo accounts (AI_DEMO_RESTRICTED_EMAILS) with DEMO_READ_ONLY: API key and webhook changes. */
+  refuseDemoAccounts?: boolean;
+}
+
+/**
+ * The caller's membership of the workspace named by `candidate` (or their active one), checked: the
+ * workspace is ACTIVE and the role holds `permission`. Non-members get 404, so ids cannot be probed.
+ */
+export function resolveWorkspaceAccess(
+  caller: { email: string; memberships: WorkspaceAccess[] },
+  candidate: unknown,
+  permission: WorkspacePermission,
+  opts: AccessOptions & { config: Pick<Config, 'AI_DEMO_RESTRICTED_EMAILS'> },
+): WorkspaceAccess {
+  let access: WorkspaceAccess | undefined;
+  if ((candidate === undefined || candidate === '') && opts.orActiveWorkspace) {
+    access = workspaceContext(caller.memberships).activeWorkspace ?? undefined;
+    if (!access) throw new AppError('WORKSPACE_UNAVAILABLE', 'You have no active workspace. Name one with workspaceId, or contact support.');
+  } else {
+    const parsed = workspaceIdSchema.safeParse(candidate);
+    if (!parsed.success) {
+      throw new AppError('BAD_REQUEST', 'Invalid input: workspaceId: a workspace id (UUID) is required.', [
+        { path: 'workspaceId', message: 'Expected a UUID', code: 'invalid_format' },
+      ]);
+    }
+    access = caller.memberships.find((m) => m.id === parsed.data);
+  }
+  if (!access) throw new AppError('NOT_FOUND', 'Workspace not found.');
+  if (access.status !== 'ACTIVE') {
+    throw new AppError('WORKSPACE_UNAVAILABLE', `This workspace is ${access.status.toLowerCase()}. Contact support to restore access.`);
+  }
+  if (!roleHas(access.role, permission)) {
+    throw new AppError('PERMISSION_DENIED', `Your role (${access.role}) does not allow this (needs ${permission}).`);
+  }
+  if (opts.refuseDemoAccounts && isDemoAccount(opts.config, caller.email)) {
+    throw new AppError('DEMO_READ_ONLY', 'Demo accounts cannot change API keys or webhooks.');
+  }
+  return access;
+}

@@ -1,0 +1,64 @@
+// Builds the Express application from the shared services. Order of the mounts matters: request id and
+// logging first, then headers, docs, body parsing, /trpc, the REST surface, and last the 404 and errors.
+import express from 'express';
+import helmet from 'helmet';
+import cors from 'cors';
+import type { AppDeps } from './context.js';
+import { errorHandler, notFound, requestId, requestLogger, restHandler, trpcHandler } from './http.js';
+import { appRouter } from '../routers/index.js';
+import { openApiRoutes } from '../openapi/routes.js';
+import { billingWebhookRoutes } from '../routers/billing/webhooks.js';
+import { responseCache } from './response-cache.js';
+import { rateLimiter } from './rate-limit.js';
+import { uploadRoutes } from '../routers/files/uploads.js';
+import { RouteTemplates } from './route-templates.js';
+
+export const JSON_BODY_LIMIT = '1mb';
+
+export function createApp(deps: AppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', deps.config.TRUST_PROXY);
+
+  const routes = new RouteTemplates(appRouter, [
+    { method: 'POST', template: '/billing/webhooks/processor-a' },
+    { method: 'POST', template: '/billing/webhooks/processor-b' },
+    { method: 'POST', template: '/billing/webhooks/mock' },
+    { method: 'POST', template: '/storage/upload' },
+    { method: 'POST', template: '/profile/avatar' },
+    { method: 'POST', template: '/workspaces/{workspaceId}/branding/logo' },
+    { method: 'GET', template: '/storage/files/{fileId}' },
+    { method: 'GET', template: '/users/{userId}/avatar' },
+  ]);
+  app.use(requestId);
+  app.use(deps.monitor.middleware(routes));
+  app.use(requestLogger(deps.logger));
+  app.use(helmet());
+  if (deps.config.CORS_ORIGINS.length) {
+    app.use(cors({ origin: deps.config.CORS_ORIGINS, exposedHeaders: ['X-Request-Id', 'Retry-After'], maxAge: 600 }));
+  }
+
+  if (deps.config.RATE_LIMIT_ENABLED) app.use(rateLimiter({ ...deps, redis: deps.redis?.commands, routes }));
+  app.use(openApiRoutes(appRouter, deps.config.SERVICE_VERSION));
+
+  // The public catalog is the same for everyone: kept as bytes until the catalog changes.
+  app.use(responseCache({ '/billing/plans': { version: () => deps.plans.version, maxAgeMs: deps.plans.ttlMs } }));
+  // Before the JSON parser: provider signatures are checked over the raw bytes.
+  app.use(billingWebhookRoutes(deps));
+  app.use(uploadRoutes(deps));
+  app.use(
+    express.json({
+      limit: JSON_BODY_LIMIT,
+      // Inbound provider webhooks verify signatures over the exact bytes received.
+      verify: (req, _res, buf) => {
+        (req as express.Request).rawBody = buf;
+      },
+    }),
+  );
+
+  app.use('/trpc', trpcHandler(appRouter, deps));
+  app.use(restHandler(appRouter, deps));
+  app.use(notFound);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,312 @@
+// Every setting of the service, parsed once at boot by one Zod schema. The rest of the code imports the
+// parsed object, never `process.env`. Keys are the environment variable names, so docs/configuration.md,
+// the code and a deployment's environment all use the same words.
+import fs from 'node:fs';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import { z } from 'zod';
+
+/** Empty strings count as unset, so `FOO=` in an env file falls back to the default. */
+const unsetIfEmpty = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+
+const bool = (fallback: boolean) =>
+  z.preprocess((v) => {
+    const s = unsetIfEmpty(v);
+    if (typeof s !== 'string') return s;
+    const t = s.trim().toLowerCase();
+    if (['true', '1', 'yes', 'on'].includes(t)) return true;
+    if (['false', '0', 'no', 'off'].includes(t)) return false;
+    return s;
+  }, z.boolean({ error: (i) => (i.code === 'invalid_type' ? 'must be true or false' : undefined) }).default(fallback));
+
+const int = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  z.preprocess(
+    (v) => {
+      const s = unsetIfEmpty(v);
+      return typeof s === 'string' && /^-?\d+$/.test(s.trim()) ? Number(s) : s;
+    },
+    z
+      .number({ error: (i) => (i.code === 'invalid_type' ? 'must be a whole number' : undefined) })
+      .int({ error: 'must be a whole number' })
+      .min(min, { error: `must be at least ${min}` })
+      .max(max, { error: `must be at most ${max}` }).default(fallback),
+  );
+
+const str = (fallback: string) => z.preprocess(unsetIfEmpty, z.string().default(fallback));
+const optionalStr = () => z.preprocess(unsetIfEmpty, z.string().optional());
+const url = (fallback: string) => z.preprocess(unsetIfEmpty, z.url({ error: 'must be a URL' }).default(fallback));
+const optionalUrl = () => z.preprocess(unsetIfEmpty, z.url({ error: 'must be a URL' }).optional());
+const oneOf = <T extends readonly [string, ...string[]]>(values: T, fallback: T[number]) =>
+  z.preprocess(
+    (v) => (typeof unsetIfEmpty(v) === 'string' ? String(v).trim().toUpperCase() : unsetIfEmpty(v)),
+    z.enum(values, { error: `must be one of ${values.join(', ')}` }).default(fallback as never),
+  );
+
+/** Comma-separated e-mail addresses, trimmed and lower-cased. */
+const emailList = (fallback: string) =>
+  z.preprocess(
+    (v) => (unsetIfEmpty(v) ?? fallback) as string,
+    z
+      .string()
+      .transform((s) => s.split(',').map((e) => e.trim().toLowerCase()).filter(Boolean))
+      .pipe(z.array(z.email({ error: 'must be a comma-separated list of e-mail addresses' }))),
+  );
+
+const stringList = (fallback: string) =>
+  z.preprocess(
+    (v) => (unsetIfEmpty(v) ?? fallback) as string,
+    z.string().transform((s) => s.split(',').map((e) => e.trim()).filter(Boolean)),
+  );
+
+/** Durations as seconds (`900`) or with a unit (`15m`, `12h`, `30d`). */
+const duration = (fallback: string) =>
+  z.preprocess(
+    (v) => unsetIfEmpty(v) ?? fallback,
+    z
+      .string()
+      .regex(/^\d+\s*[smhd]?$/i, { error: 'must be seconds or a number with s, m, h or d (e.g. 15m)' })
+      .transform((s) => {
+        const n = Number.parseInt(s, 10);
+        const unit = s.trim().slice(-1).toLowerCase();
+        return n * ({ s: 1, m: 60, h: 3600, d: 86_400 }[unit] ?? 1);
+      })
+      .pipe(z.number().int().positive({ error: 'must be longer than 0 seconds' })),
+  );
+
+/**
+ * Express's `trust proxy`: true/false, a hop count, or a comma-separated list of proxy addresses or
+ * subnets (the safe production choice: only your load balancer may set X-Forwarded-For).
+ */
+const trustProxy = z.preprocess(
+  (v) => unsetIfEmpty(v) ?? 'true',
+  z.string().transform((s, ctx): boolean | number | string[] => {
+    const t = s.trim().toLowerCase();
+    if (t === 'true') return true;
+    if (t === 'false') return false;
+    if (/^\d+$/.test(t)) return Number(t);
+    const list = s.split(',').map((x) => x.trim()).filter(Boolean);
+    if (list.every((x) => /^[0-9a-f.:/]+$/i.test(x) || ['loopback', 'linklocal', 'uniquelocal'].includes(x))) return list;
+    ctx.addIssue({ code: 'custom', message: 'must be true, false, a hop count or a list of proxy addresses' });
+    return z.NEVER;
+  }),
+);
+
+export const configSchema = z.object({
+  // ---- service
+  NODE_ENV: z.preprocess(unsetIfEmpty, z.enum(['development', 'test', 'production']).default('development')),
+  HOST: str('0.0.0.0'),
+  PORT: int(3000, 0, 65_535),
+  APP_URL: url('http://localhost:3000'),
+  SERVICE_VERSION: str('1.2.0'),
+  LOG_LEVEL: z.preprocess(
+    (v) => (typeof unsetIfEmpty(v) === 'string' ? String(v).trim().toLowerCase() : undefined),
+    z.enum(['debug', 'info', 'warn', 'error'], { error: 'must be one of debug, info, warn, error' }).default('info'),
+  ),
+  TRUST_PROXY: trustProxy,
+  CORS_ORIGINS: stringList(''),
+  DATA_DIR: str('./data'),
+  SHUTDOWN_TIMEOUT_MS: int(10_000, 0),
+
+  // ---- data
+  DATABASE_URL: optionalStr(),
+  DATABASE_POOL_MAX: int(10, 1, 1000),
+  REDIS_URL: optionalStr(),
+
+  // ---- accounts
+  JWT_ACCESS_SECRET: optionalStr(),
+  JWT_REFRESH_SECRET: optionalStr(),
+  JWT_ACCESS_TTL: duration('15m'),
+  JWT_REFRESH_TTL: duration('30d'),
+  JWT_ISSUER: str('workspace-saas-api'),
+  JWT_AUDIENCE: str('workspace-saas'),
+  REFRESH_TOKEN_REUSE_GRACE_SECONDS: int(10, 0, 300),
+  BCRYPT_COST: int(12, 4, 15),
+  PASSWORD_RESET_TTL: duration('1h'),
+  EMAIL_VERIFICATION_TTL: duration('24h'),
+  SEED_ADMIN_EMAIL: optionalStr(),
+  SEED_ADMIN_PASSWORD: optionalStr(),
+  SEED_DEMO_ADMIN_EMAIL: optionalStr(),
+  SEED_DEMO_ADMIN_PASSWORD: optionalStr(),
+
+  // ---- e-mail
+  EMAIL_PROVIDER: oneOf(['MOCK', 'SMTP'] as const, 'MOCK'),
+  EMAIL_FROM: str('Workspace SaaS <no-reply@localhost>'),
+  SMTP_HOST: optionalStr(),
+  SMTP_PORT: int(587, 1, 65_535),
+  SMTP_SECURE: bool(false),
+  SMTP_USER: optionalStr(),
+  SMTP_PASS: optionalStr(),
+
+  // ---- rate limiting
+  RATE_LIMIT_ENABLED: bool(true),
+  RATE_LIMIT_WINDOW_SECONDS: int(60, 1),
+  RATE_LIMIT_MAX_REQUESTS: int(120, 1),
+  RATE_LIMIT_AUTH_MAX_REQUESTS: int(20, 1),
+  RATE_LIMIT_UPLOAD_MAX_REQUESTS: int(20, 1),
+  RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: int(300, 1),
+  RATE_LIMIT_WEBHOOK_MAX_REQUESTS: int(60, 1),
+
+  // ---- monitoring
+  MONITORING_ENABLED: bool(true),
+  ERROR_LOGGING_ENABLED: bool(true),
+  ERROR_LOG_RETENTION_DAYS: int(14, 1),
+  REQUEST_LOGGING_ENABLED: bool(true),
+  REQUEST_LOG_SLOW_MS: int(1000, 1),
+  REQUEST_LOG_RING_BUFFER_SIZE: int(300, 1, 100_000),
+  ERROR_LOG_RING_BUFFER_SIZE: int(200, 1, 100_000),
+  METRICS_TOKEN: optionalStr(),
+
+  // ---- AI
+  AI_PROVIDER: oneOf(['MOCK', 'PROVIDER_A', 'PROVIDER_B'] as const, 'MOCK'),
+  AI_DEFAULT_MODEL: optionalStr(),
+  AI_PROVIDER_A_MODEL: str('gpt-4o-mini'),
+  AI_PROVIDER_B_MODEL: str('claude-3-5-haiku-latest'),
+  PROVIDER_A_API_KEY: optionalStr(),
+  PROVIDER_B_API_KEY: optionalStr(),
+  PROVIDER_A_BASE_URL: optionalUrl(),
+  PROVIDER_B_BASE_URL: optionalUrl(),
+  AI_REQUEST_TIMEOUT_MS: int(30_000, 100),
+  AI_MONTHLY_GENERATION_LIMIT: int(100, 0),
+  AI_TEST_USER_MONTHLY_LIMIT: int(5, 0),
+  AI_TEST_USER_EMAILS: emailList('tester1@example.com,tester2@example.com'),
+  AI_DEMO_RESTRICTED_EMAILS: emailList('demo@example.com'),
+  AI_DEMO_BLOCK_REAL_GENERATION: bool(true),
+  AI_DEMO_SHOW_SAMPLE_HISTORY: bool(true),
+
+  // ---- billing
+  BILLING_PROVIDER: oneOf(['MOCK', 'PROCESSOR_A', 'PROCESSOR_B'] as const, 'MOCK'),
+  BILLING_SUCCESS_URL: url('http://localhost:3000/billing/success'),
+  BILLING_CANCEL_URL: url('http://localhost:3000/billing/cancel'),
+  BILLING_SUPPORT_EMAIL: str('billing@localhost'),
+  PROCESSOR_A_SECRET_KEY: optionalStr(),
+  PROCESSOR_A_WEBHOOK_SECRET: optionalStr(),
+  PROCESSOR_A_PRICE_LITE: optionalStr(),
+  PROCESSOR_A_PRICE_PRO: optionalStr(),
+  PROCESSOR_A_PRICE_ENTERPRISE: optionalStr(),
+  PROCESSOR_A_CUSTOMER_PORTAL_ENABLED: bool(false),
+  PROCESSOR_A_BASE_URL: optionalUrl(),
+  PROCESSOR_B_API_KEY: optionalStr(),
+  PROCESSOR_B_STORE_ID: optionalStr(),
+  PROCESSOR_B_WEBHOOK_SECRET: optionalStr(),
+  PROCESSOR_B_VARIANT_LITE: optionalStr(),
+  PROCESSOR_B_VARIANT_PRO: optionalStr(),
+  PROCESSOR_B_VARIANT_ENTERPRISE: optionalStr(),
+  PROCESSOR_B_BASE_URL: optionalUrl(),
+
+  // ---- queues and webhooks
+  QUEUES_ENABLED: bool(false),
+  WEBHOOK_QUEUE_ENABLED: bool(false),
+  WEBHOOK_DELIVERY_ENABLED: bool(true),
+  WEBHOOK_DEMO_DELIVERY_DISABLED: bool(true),
+  WEBHOOK_MAX_RETRIES: int(3, 0, 20),
+  WEBHOOK_RETRY_BACKOFF_SECONDS: int(30, 1),
+  WEBHOOK_TIMEOUT_MS: int(10_000, 100),
+  WEBHOOK_USER_AGENT: str('WorkspaceSaaS-Webhooks/1.0'),
+  WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
+  WEBHOOK_SECRET_ENCRYPTION_KEY: optionalStr(),
+  MAINTENANCE_SCHEDULER_ENABLED: bool(false),
+
+  // ---- product updates and license
+  UPDATE_CHANNEL: str('stable'),
+  UPDATE_CHECK_ENABLED: bool(true),
+  UPDATE_PROVIDER: oneOf(['MOCK'] as const, 'MOCK'),
+  UPDATE_SUPPORT_EMAIL: str('support@localhost'),
+  LICENSE_ENFORCEMENT_ENABLED: bool(false),
+  LICENSE_KEY: optionalStr(),
+
+  // ---- contact and support
+  SUPPORT_EMAIL: str('support@localhost'),
+
+  // ---- storage
+  STORAGE_PROVIDER: oneOf(['LOCAL'] as const, 'LOCAL'),
+  STORAGE_LOCAL_DIR: str('./data/uploads'),
+});
+
+type ParsedConfig = z.infer<typeof configSchema>;
+
+/** The parsed settings, with the generated secrets always present (generated in development). */
+export type Config = Readonly<ParsedConfig & { JWT_ACCESS_SECRET: string; JWT_REFRESH_SECRET: string; WEBHOOK_SECRET_ENCRYPTION_KEY: string }>;
+
+/** Secrets a deployment must set in production and that development generates. */
+const GENERATED_SECRETS = ['JWT_ACCESS_SECRET', 'JWT_REFRESH_SECRET', 'WEBHOOK_SECRET_ENCRYPTION_KEY'] as const;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses the environment; throws ConfigError naming every bad variable. Pure: touches no file. */
+export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
+  const result = configSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const cfg = result.data;
+  const problems: string[] = [];
+  if (cfg.DATABASE_URL && cfg.DATABASE_URL !== 'memory://' && !/^postgres(ql)?:\/\//.test(cfg.DATABASE_URL)) {
+    problems.push('  DATABASE_URL: must be a postgres:// URL or memory:// (unset: embedded database under DATA_DIR)');
+  }
+  if (cfg.EMAIL_PROVIDER === 'SMTP' && !cfg.SMTP_HOST) problems.push('  SMTP_HOST: required when EMAIL_PROVIDER is SMTP');
+  if (Boolean(cfg.SEED_ADMIN_EMAIL) !== Boolean(cfg.SEED_ADMIN_PASSWORD)) {
+    problems.push('  SEED_ADMIN_EMAIL / SEED_ADMIN_PASSWORD: set both or neither');
+  }
+  if (Boolean(cfg.SEED_DEMO_ADMIN_EMAIL) !== Boolean(cfg.SEED_DEMO_ADMIN_PASSWORD)) {
+    problems.push('  SEED_DEMO_ADMIN_EMAIL / SEED_DEMO_ADMIN_PASSWORD: set both or neither');
+  }
+  for (const name of GENERATED_SECRETS) {
+    const value = cfg[name];
+    if (value !== undefined && value.length < 32) problems.push(`  ${name}: must be at least 32 characters`);
+    if (value === undefined && cfg.NODE_ENV === 'production') problems.push(`  ${name}: required when NODE_ENV is production`);
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+  return cfg;
+}
+
+export const isMemoryDatabase = (cfg: Pick<ParsedConfig, 'DATABASE_URL'>) => cfg.DATABASE_URL === 'memory://';
+
+/**
+ * Fills in the secrets missing outside production (JWT secrets, the webhook-secret encryption key):
+ * generated once and kept in `DATA_DIR/secrets.json` (mode 0600) so tokens and encrypted webhook secrets
+ * survive a restart; kept in memory only when the database is in memory too. Returns the warning to log.
+ */
+export function withDevelopmentSecrets(cfg: ParsedConfig): { config: Config; warning?: string } {
+  const missing = GENERATED_SECRETS.filter((name) => !cfg[name]);
+  if (missing.length === 0) return { config: Object.freeze(cfg) as Config };
+  const generate = () => crypto.randomBytes(48).toString('base64url');
+  let stored: Partial<Record<(typeof GENERATED_SECRETS)[number], string>> = {};
+  let where = 'memory only';
+  if (!isMemoryDatabase(cfg)) {
+    const file = path.resolve(cfg.DATA_DIR, 'secrets.json');
+    where = file;
+    if (fs.existsSync(file)) stored = JSON.parse(fs.readFileSync(file, 'utf8'));
+    for (const name of missing) stored[name] ??= generate();
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify(stored, null, 2), { mode: 0o600 });
+  }
+  const filled = Object.fromEntries(GENERATED_SECRETS.map((name) => [name, cfg[name] ?? stored[name] ?? generate()]));
+  return {
+    config: Object.freeze({ ...cfg, ...filled }) as Config,
+    warning: `${missing.join(', ')} not set: using generated development secrets (${where}). Set them in production.`,
+  };
+}
+
+/** parseConfig + withDevelopmentSecrets: what the server and the worker call once at boot. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
+  return withDevelopmentSecrets(parseConfig(env));
+}
+
+/**
+ * loadConfig for an entry point (server, worker): a bad setting prints the message naming each variable
+ * and exits with code 1, without a stack trace.
+ */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): ReturnType<typeof loadConfig> {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,67 @@
+// Outgoing mail. EMAIL_PROVIDER=MOCK writes each mail, link included, to the email_logs table (readable
+// by platform admins at GET /admin/email-logs); SMTP sends it through nodemailer.
+import nodemailer from 'nodemailer';
+import type { Config } from '../config.js';
+import type { Db } from '../../db/index.js';
+import type { Logger } from '../logger.js';
+
+export interface Mail {
+  to: string;
+  subject: string;
+  /** Stable name of the template, e.g. "email-verification". */
+  template: string;
+  text: string;
+  html?: string;
+  /** The one action link of the mail, if any. */
+  link?: string;
+}
+
+export interface Mailer {
+  readonly provider: Config['EMAIL_PROVIDER'];
+  send(mail: Mail): Promise<void>;
+  close(): Promise<void>;
+}
+
+type MailerConfig = Pick<Config, 'EMAIL_PROVIDER' | 'EMAIL_FROM' | 'SMTP_HOST' | 'SMTP_PORT' | 'SMTP_SECURE' | 'SMTP_USER' | 'SMTP_PASS'>;
+
+export function createMailer(config: MailerConfig, db: Db): Mailer {
+  if (config.EMAIL_PROVIDER === 'MOCK') {
+    return {
+      provider: 'MOCK',
+      async send(mail) {
+        await db
+          .insertInto('email_logs')
+          .values({ to: mail.to, subject: mail.subject, template: mail.template, text: mail.text, html: mail.html ?? null, link: mail.link ?? null })
+          .execute();
+      },
+      async close() {},
+    };
+  }
+  const transport = nodemailer.createTransport({
+    host: config.SMTP_HOST,
+    port: config.SMTP_PORT,
+    secure: config.SMTP_SECURE,
+    auth: config.SMTP_USER ? { user: config.SMTP_USER, pass: config.SMTP_PASS ?? '' } : undefined,
+  });
+  return {
+    provider: 'SMTP',
+    async send(mail) {
+      await transport.sendMail({ from: config.EMAIL_FROM, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
+    },
+    async close() {
+      transport.close();
+    },
+  };
+}
+
+/**
+ * Sends a mail that accompanies a change already made (a registration, an invitation): a failure is
+ * logged, not thrown, so the change stands and the user can ask for the mail again.
+ */
+export async function sendAfterCommit(deps: { mailer: Mailer; logger: Logger }, mail: Mail): Promise<void> {
+  try {
+    await deps.mailer.send(mail);
+  } catch (err) {
+    deps.logger.error({ err, template: mail.template }, 'sending mail failed');
+  }
+}

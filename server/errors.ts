@@ -1,0 +1,202 @@
+// The one place where errors become HTTP answers. Services throw AppError with a stable domain code;
+// toApiError() maps anything thrown (AppError, TRPCError, Zod validation, body-parser failures, bugs) to
+// { status, code, message, issues } for REST, /trpc and plain Express routes alike.
+import { TRPCError } from '@trpc/server';
+import { ZodError } from 'zod';
+
+/** Every code a client can see, with its HTTP status (DESIGN.md "Conventions of the HTTP surface"). */
+export const ERROR_STATUS = {
+  // HTTP-class codes
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  REQUEST_HEADER_FIELDS_TOO_LARGE: 431,
+  TOO_MANY_REQUESTS: 429,
+  INTERNAL_SERVER_ERROR: 500,
+  BAD_GATEWAY: 502,
+  SERVICE_UNAVAILABLE: 503,
+  // domain codes
+  INVALID_CREDENTIALS: 401,
+  USER_SUSPENDED: 403,
+  INVALID_TOKEN: 400,
+  EMAIL_TAKEN: 409,
+  WEAK_PASSWORD: 400,
+  WORKSPACE_UNAVAILABLE: 403,
+  PERMISSION_DENIED: 403,
+  DEMO_READ_ONLY: 403,
+  DEMO_GENERATION_DISABLED: 403,
+  TEST_ACCOUNT_LIMIT_REACHED: 403,
+  AI_MONTHLY_LIMIT_REACHED: 403,
+  AI_PROVIDER_NOT_CONFIGURED: 503,
+  AI_PROVIDER_ERROR: 502,
+  BILLING_NOT_CONFIGURED: 503,
+  PLAN_NOT_FOUND: 404,
+  PLAN_HAS_SUBSCRIPTIONS: 409,
+  API_KEYS_NOT_IN_PLAN: 403,
+  API_KEY_LIMIT_REACHED: 403,
+  WEBHOOK_URL_NOT_ALLOWED: 400,
+  INVALID_SIGNATURE: 400,
+  DOWNLOADS_DISABLED: 503,
+  RATE_LIMITED: 429,
+  SETTINGS_READ_ONLY: 409,
+  INVALID_STATE: 409,
+  SUBSCRIPTION_ACTIVE: 409,
+  MEMBER_LIMIT_REACHED: 403,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ApiIssue {
+  path: string;
+  message: string;
+  code: string;
+}
+
+export interface ApiError {
+  status: number;
+  code: string;
+  message: string;
+  issues?: ApiIssue[];
+}
+
+/** The JSON body of every error answer. */
+export interface ErrorBody {
+  code: string;
+  message: string;
+  requestId: string;
+  issues?: ApiIssue[];
+}
+
+/** A failure the caller can act on. The message is shown to the client: never put a secret in it. */
+export class AppError extends Error {
+  override name = 'AppError';
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly issues?: ApiIssue[],
+  ) {
+    super(message);
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+const FRIENDLY_5XX = 'Something went wrong on our side. Please try again in a moment.';
+
+const DEFAULT_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  UNAUTHORIZED: 'Authentication required: send a valid access token.',
+  FORBIDDEN: 'You do not have access to this resource.',
+  NOT_FOUND: 'Not found.',
+  METHOD_NOT_ALLOWED: 'Method not allowed on this route.',
+  PAYLOAD_TOO_LARGE: 'Request body is too large (limit 1 MiB).',
+  UNSUPPORTED_MEDIA_TYPE: 'Send the request body as application/json.',
+  REQUEST_HEADER_FIELDS_TOO_LARGE: 'Request headers are too large.',
+  TOO_MANY_REQUESTS: 'Too many requests. Please try again later.',
+  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Please try again in a moment.',
+};
+
+const HTTP_CLASS_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'TOO_MANY_REQUESTS',
+  503: 'SERVICE_UNAVAILABLE',
+};
+
+const TRPC_STATUS: Partial<Record<TRPCError['code'], number>> = {
+  PARSE_ERROR: 400,
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_SUPPORTED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  SERVICE_UNAVAILABLE: 503,
+};
+
+/** An error built from a bare status (body-parser, tRPC transport errors), with our code and wording. */
+export function httpError(status: number, message?: string): ApiError {
+  const code = HTTP_CLASS_BY_STATUS[status];
+  if (!code) return { status: 500, code: 'INTERNAL_SERVER_ERROR', message: FRIENDLY_5XX };
+  return { status, code, message: message ?? DEFAULT_MESSAGES[code] ?? 'Bad request.' };
+}
+
+export function fromAppError(e: AppError): ApiError {
+  return { status: e.status, code: e.code, message: e.message, ...(e.issues ? { issues: e.issues } : {}) };
+}
+
+/**
+ * Zod issues as the client sees them: a dotted path, a message and the Zod code. Never the input value.
+ * A refinement can name a domain code (`params: { code: 'WEAK_PASSWORD' }`): when every issue of the
+ * request carries the same one, that code is used instead of BAD_REQUEST.
+ */
+export function fromZodError(e: ZodError): ApiError {
+  const issues: ApiIssue[] = e.issues.map((i) => ({
+    path: i.path.map(String).join('.'),
+    message: i.message,
+    code: i.code,
+  }));
+  const domainCodes = new Set(
+    e.issues.map((i) => (i.code === 'custom' && typeof i.params?.code === 'string' ? i.params.code : undefined)),
+  );
+  const [only] = domainCodes;
+  if (domainCodes.size === 1 && only && only in ERROR_STATUS) {
+    const code = only as ErrorCode;
+    return { status: ERROR_STATUS[code], code, message: issues[0]!.message, issues };
+  }
+  const first = issues[0];
+  const message = first ? `Invalid input: ${first.path ? `${first.path}: ` : ''}${first.message}` : 'Invalid input.';
+  return { status: 400, code: 'BAD_REQUEST', message, issues };
+}
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+  expose?: boolean;
+}
+
+/** Maps anything thrown to the answer the client gets. Unknown errors become a friendly 500. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof AppError) return fromAppError(err);
+  if (err instanceof TRPCError) {
+    if (err.cause instanceof AppError) return fromAppError(err.cause);
+    if (err.code === 'BAD_REQUEST' && err.cause instanceof ZodError) return fromZodError(err.cause);
+    if (err.code === 'PARSE_ERROR') return httpError(400, 'Malformed JSON in request body.');
+    if (err.code === 'INTERNAL_SERVER_ERROR') return httpError(500);
+    const status = TRPC_STATUS[err.code];
+    if (!status) return httpError(500);
+    // Messages of tRPC's own transport errors are safe and specific ("No procedure found ...").
+    return httpError(status, status === 404 ? 'Not found.' : err.message);
+  }
+  if (err instanceof ZodError) return fromZodError(err);
+  const bp = err as BodyParserError | null;
+  if (bp && typeof bp === 'object' && typeof bp.type === 'string' && typeof bp.status === 'number' && bp.expose) {
+    if (bp.type === 'entity.parse.failed') return httpError(400, 'Malformed JSON in request body.');
+    if (bp.type === 'entity.too.large') return httpError(413);
+    if (bp.type === 'encoding.unsupported' || bp.type === 'charset.unsupported') return httpError(415, 'Unsupported body encoding.');
+    return httpError(bp.status);
+  }
+  return httpError(500);
+}
+
+export function errorBody(error: ApiError, requestId: string): ErrorBody {
+  return {
+    code: error.code,
+    message: error.message,
+    requestId,
+    ...(error.issues ? { issues: error.issues } : {}),
+  };
+}

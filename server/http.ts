@@ -1,0 +1,130 @@
+// Express middleware of the HTTP surface: request ids, request logging, the REST and /trpc mounts of the
+// app router, the 404 and the error handler. Every error body is written by errorBody() from errors.ts.
+import crypto from 'node:crypto';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import { createExpressMiddleware } from '@trpc/server/adapters/express';
+import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
+import type { AnyTRPCRouter } from '@trpc/server';
+import { contextFactory, type AppDeps, type Context } from './context.js';
+import { errorBody, httpError, toApiError, type ApiError } from './errors.js';
+import { safeUrl, type Logger } from './logger.js';
+import { noteRequest } from './monitoring.js';
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** X-Request-Id on every response: the client's value when it is safe, else a new UUID. */
+export const requestId: RequestHandler = (req, res, next) => {
+  const incoming = req.get('x-request-id');
+  req.id = incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+  res.setHeader('X-Request-Id', req.id);
+  next();
+};
+
+/**
+ * One log line per finished request: method, path (secret-looking query values masked), status, duration,
+ * request id and client address. Headers and bodies are never logged. Costs nothing when the level is off.
+ */
+export function requestLogger(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const started = performance.now();
+    res.once('finish', () => {
+      const level = res.statusCode >= 500 ? 'error' : 'info';
+      if (!logger.isLevelEnabled(level)) return;
+      logger[level](
+        {
+          requestId: req.id,
+          method: req.method,
+          url: safeUrl(req.originalUrl),
+          status: res.statusCode,
+          durationMs: Math.round((performance.now() - started) * 10) / 10,
+          ip: req.ip,
+        },
+        `${req.method} ${res.statusCode}`,
+      );
+    });
+    next();
+  };
+}
+
+function logIfServerError(logger: Logger, api: ApiError, err: unknown, requestId: string | undefined) {
+  if (api.status >= 500) logger.error({ err, requestId }, 'request failed');
+}
+
+/** The class of what failed (AppError, ZodError, TRPCError, ...), for the monitoring record. */
+const errorName = (err: unknown) => {
+  const cause = causeOf(err);
+  return cause instanceof Error ? cause.name : 'Error';
+};
+
+/** The cause a TRPCError wraps, for logs. */
+const causeOf = (err: unknown) => (err instanceof Error && err.cause ? err.cause : err);
+
+/**
+ * The REST surface of the router (trpc-to-openapi). Unknown paths fall through to `next`. The library
+ * writes its own error body (tRPC code names, raw Zod issues); it is replaced here by ours, so REST errors
+ * carry the domain code at the top level.
+ */
+export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandler {
+  const errors = new WeakMap<Request, ApiError>();
+  const handler = createOpenApiNodeHttpHandler<AnyTRPCRouter, Request, Response>({
+    router,
+    createContext: contextFactory(deps),
+    responseMeta: ({ ctx, errors: errs }) => {
+      if (errs[0]) return { status: toApiError(errs[0]).status };
+      return { status: (ctx as Context | undefined)?.response.status ?? 200 };
+    },
+    onError: ({ error, req }) => {
+      const api = toApiError(error);
+      errors.set(req, api);
+      noteRequest(req, { error: api, errorName: errorName(error) });
+      logIfServerError(deps.logger, api, causeOf(error), req.id);
+    },
+  });
+
+  return (req, res, next) => {
+    // Body-less POST/PATCH (e.g. POST /admin/users/:id/suspend) count as an empty JSON object, not a 415.
+    const bodyMethod = req.method === 'POST' || req.method === 'PATCH' || req.method === 'PUT';
+    if (bodyMethod && req.body === undefined && !req.headers['content-type'] && !req.headers['transfer-encoding'] && !Number(req.headers['content-length'])) {
+      req.headers['content-type'] = 'application/json';
+      req.body = {};
+    }
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    res.end = ((...args: unknown[]) => {
+      const api = errors.get(req);
+      if (api) args[0] = JSON.stringify(errorBody(api, req.id));
+      return end(...args);
+    }) as Response['end'];
+    void handler(req, res, next);
+  };
+}
+
+/** The same router for the first-party TypeScript client, with the same error mapping. */
+export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandler {
+  return createExpressMiddleware({
+    router,
+    createContext: contextFactory(deps),
+    responseMeta: ({ errors }) => (errors[0] ? { status: toApiError(errors[0]).status } : {}),
+    onError: ({ error, req }) => {
+      const api = toApiError(error);
+      noteRequest(req as Request, { error: api, errorName: errorName(error) });
+      logIfServerError(deps.logger, api, causeOf(error), (req as Request).id);
+    },
+  });
+}
+
+export const notFound: RequestHandler = (req, res) => {
+  const api = httpError(404, 'Route not found.');
+  noteRequest(req, { error: api, errorName: 'RouteNotFound' });
+  res.status(404).json(errorBody(api, req.id));
+};
+
+/** Errors raised outside procedures: body parsing (400, 413, 415), plain Express routes, bugs. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, next) => {
+    if (res.headersSent) return next(err);
+    const api = toApiError(err);
+    noteRequest(req, { error: api, errorName: errorName(err) });
+    logIfServerError(logger, api, err, req.id);
+    res.status(api.status).json(errorBody(api, req.id));
+  };
+}

@@ -1,0 +1,39 @@
+// pino logger. Request lines carry method, path, status and ids only: headers and bodies are never
+// serialised, and query values whose names look secret are masked, so tokens, passwords, cookies and keys
+// cannot reach a log line. `redact` is a second line of defence for ad-hoc objects.
+import { pino, type DestinationStream, type Logger } from 'pino';
+import type { Config } from './config.js';
+
+export type { Logger };
+
+const SECRET_KEY = /pass|token|secret|key|auth|cookie|signature|code|session|credential/i;
+
+/** Path plus query string with the values of secret-looking parameters masked. */
+export function safeUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const params = new URLSearchParams(url.slice(q + 1));
+  for (const key of new Set(params.keys())) {
+    if (SECRET_KEY.test(key)) params.set(key, '[REDACTED]');
+  }
+  const query = params.toString();
+  return query ? `${url.slice(0, q)}?${query}` : url.slice(0, q);
+}
+
+const REDACT_PATHS = [
+  'password', 'newPassword', 'token', 'accessToken', 'refreshToken', 'secret', 'apiKey', 'rawKey', 'authorization',
+  '*.password', '*.newPassword', '*.token', '*.accessToken', '*.refreshToken', '*.secret', '*.apiKey', '*.rawKey',
+  '*.authorization', '*.cookie', 'req.headers', 'res.headers',
+];
+
+export function createLogger(config: Pick<Config, 'LOG_LEVEL' | 'NODE_ENV'>, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level: config.LOG_LEVEL,
+      base: { service: 'workspace-saas-api' },
+      redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+      serializers: { err: pino.stdSerializers.err },
+    },
+    destination ?? pino.destination({ sync: false }),
+  );
+}

@@ -1,0 +1,180 @@
+// The in-memory record of recent traffic (spec: Monitoring record): two ring buffers, one entry per
+// request and one per error answer, O(1) per request. Entries hold the route template (not raw ids), the
+// method, status, duration, request id and the user and workspace when known; errors add the code and the
+// message the client saw (friendly for 5xx). Bodies, headers, query strings, tokens and keys are never
+// stored: nothing here reads them.
+import type { Request, RequestHandler } from 'express';
+import type { Config } from './config.js';
+import type { ApiError } from './errors.js';
+import type { RouteTemplates } from './route-templates.js';
+
+export class RingBuffer<T> {
+  private items: Array<T | undefined>;
+  private next = 0;
+  private count = 0;
+
+  constructor(readonly capacity: number) {
+    this.items = new Array<T | undefined>(capacity);
+  }
+
+  push(item: T): void {
+    this.items[this.next] = item;
+    this.next = (this.next + 1) % this.capacity;
+    if (this.count < this.capacity) this.count += 1;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Newest first. */
+  toArray(): T[] {
+    const out: T[] = [];
+    for (let i = 1; i <= this.count; i++) out.push(this.items[(this.next - i + this.capacity) % this.capacity] as T);
+    return out;
+  }
+
+  clear(): void {
+    this.items = new Array<T | undefined>(this.capacity);
+    this.next = 0;
+    this.count = 0;
+  }
+}
+
+export interface RequestRecord {
+  requestId: string;
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  slow: boolean;
+  timestamp: string;
+  userId: string | null;
+  workspaceId: string | null;
+}
+
+export interface ErrorRecord extends RequestRecord {
+  code: string;
+  name: string;
+  message: string;
+}
+
+/** What request handling learnt about a request, for its record. */
+interface Notes {
+  userId?: string;
+  workspaceId?: string;
+  error?: ApiError;
+  errorName?: string;
+}
+
+const notes = new WeakMap<Request, Notes>();
+
+/** Called where a request is authenticated, scoped to a workspace, or answered with an error. */
+export function noteRequest(req: Request, facts: Notes): void {
+  notes.set(req, { ...notes.get(req), ...facts });
+}
+
+const FRIENDLY_5XX = 'The request failed on the server.';
+
+/** Path segments that could be a token or a key are not kept, even on unknown routes. */
+const sanitizePath = (path: string) =>
+  path
+    .slice(0, 200)
+    .split('/')
+    .map((s) => (s.length >= 16 ? ':redacted' : s))
+    .join('/');
+
+export class Monitor {
+  readonly requests: RingBuffer<RequestRecord>;
+  readonly errors: RingBuffer<ErrorRecord>;
+  readonly startedAt = Date.now();
+
+  constructor(private readonly config: Config) {
+    this.requests = new RingBuffer(config.REQUEST_LOG_RING_BUFFER_SIZE);
+    this.errors = new RingBuffer(config.ERROR_LOG_RING_BUFFER_SIZE);
+  }
+
+  get enabled(): boolean {
+    return this.config.MONITORING_ENABLED;
+  }
+
+  middleware(routes: RouteTemplates): RequestHandler {
+    const { config } = this;
+    return (req, res, next) => {
+      if (!this.enabled || (!config.REQUEST_LOGGING_ENABLED && !config.ERROR_LOGGING_ENABLED)) return next();
+      const started = performance.now();
+      res.once('finish', () => {
+        const durationMs = Math.round((performance.now() - started) * 10) / 10;
+        const route = routes.match(req.method, req.path);
+        const facts = notes.get(req) ?? {};
+        const record: RequestRecord = {
+          requestId: req.id,
+          method: req.method,
+          path: route?.template ?? sanitizePath(req.path),
+          status: res.statusCode,
+          durationMs,
+          slow: durationMs >= config.REQUEST_LOG_SLOW_MS,
+          timestamp: new Date().toISOString(),
+          userId: facts.userId ?? null,
+          workspaceId: facts.workspaceId ?? null,
+        };
+        if (config.REQUEST_LOGGING_ENABLED) this.requests.push(record);
+        if (config.ERROR_LOGGING_ENABLED && res.statusCode >= 400) {
+          this.errors.push({
+            ...record,
+            code: facts.error?.code ?? String(res.statusCode),
+            name: facts.errorName ?? (res.statusCode >= 500 ? 'ServerError' : 'ClientError'),
+            message: res.statusCode >= 500 ? FRIENDLY_5XX : (facts.error?.message ?? 'The request was refused.'),
+          });
+        }
+      });
+      next();
+    };
+  }
+
+  clear(): void {
+    this.requests.clear();
+    this.errors.clear();
+  }
+
+  /** Success rate, status mix, top routes by count and by p95, and a per-minute timeline. */
+  summary() {
+    const requests = this.requests.toArray();
+    const byStatus: Record<string, number> = {};
+    const byClass: Record<string, number> = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 };
+    const byRoute = new Map<string, number[]>();
+    const byMinute = new Map<string, { requests: number; errors: number }>();
+    for (const r of requests) {
+      byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+      const cls = `${Math.floor(r.status / 100)}xx`;
+      if (cls in byClass) byClass[cls]! += 1;
+      const route = `${r.method} ${r.path}`;
+      const durations = byRoute.get(route);
+      if (durations) durations.push(r.durationMs);
+      else byRoute.set(route, [r.durationMs]);
+      const minute = `${r.timestamp.slice(0, 16)}:00.000Z`;
+      const m = byMinute.get(minute) ?? { requests: 0, errors: 0 };
+      m.requests += 1;
+      if (r.status >= 500) m.errors += 1;
+      byMinute.set(minute, m);
+    }
+    const routes = [...byRoute].map(([route, durations]) => {
+      const sorted = durations.sort((a, b) => a - b);
+      const p95 = sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.95) - 1)] ?? 0;
+      const avg = sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1);
+      return { route, count: sorted.length, avgMs: Math.round(avg * 10) / 10, p95Ms: p95 };
+    });
+    const ok = requests.filter((r) => r.status < 400).length;
+    return {
+      window: { requests: requests.length, from: requests.at(-1)?.timestamp ?? null, to: requests[0]?.timestamp ?? null },
+      successRate: requests.length ? Math.round((ok / requests.length) * 10_000) / 10_000 : null,
+      statusClasses: byClass,
+      statusCodes: byStatus,
+      slowRequests: requests.filter((r) => r.slow).length,
+      errors: this.errors.size,
+      topRoutesByCount: [...routes].sort((a, b) => b.count - a.count).slice(0, 10),
+      topRoutesByP95: [...routes].sort((a, b) => b.p95Ms - a.p95Ms).slice(0, 10),
+      timeline: [...byMinute].sort(([a], [b]) => a.localeCompare(b)).map(([minute, m]) => ({ minute, ...m })),
+    };
+  }
+}

@@ -1,0 +1,115 @@
+// The one place that owns tRPC: the instance, the error shape of /trpc, and the fixed set of procedure
+// builders every router uses. Authentication and permission checks happen here and nowhere else.
+import { initTRPC } from '@trpc/server';
+import type { OpenApiMeta } from 'trpc-to-openapi';
+import type { Context } from './context.js';
+import { AppError, toApiError } from './errors.js';
+import { platformRoleHas, type PlatformPermission, type WorkspacePermission } from './permissions.js';
+import { authenticate } from '../routers/auth/sessions.js';
+import { API_KEY_PREFIX, authenticateApiKey } from '../routers/api-keys/service.js';
+import type { ApiKeyScope } from '../db/schema.js';
+import { resolveWorkspaceAccess, type AccessOptions } from './access.js';
+import { bearerToken } from './security/jwt.js';
+import { noteRequest } from './monitoring.js';
+
+export type Meta = OpenApiMeta<{
+  /** Success status when it is not 200: 201 for routes that create an addressable record, 202 for intake. */
+  successStatus?: 201 | 202;
+}>;
+
+const t = initTRPC
+  .context<Context>()
+  .meta<Meta>()
+  .create({
+    isDev: false,
+    // /trpc clients get the same code, message and issues as REST clients, inside tRPC's envelope.
+    errorFormatter({ shape, error, ctx }) {
+      const api = toApiError(error);
+      return {
+        message: api.message,
+        code: shape.code,
+        data: {
+          code: api.code,
+          httpStatus: api.status,
+          requestId: ctx?.requestId,
+          path: shape.data.path,
+          ...(api.issues ? { issues: api.issues } : {}),
+        },
+      };
+    },
+  });
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+export const publicProcedure = t.procedure.use(({ ctx, meta, next }) => {
+  if (meta?.successStatus) ctx.response.status = meta.successStatus;
+  return next();
+});
+
+/** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */
+export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
+  const { user, memberships } = await authenticate(ctx, ctx.req.headers.authorization);
+  noteRequest(ctx.req, { userId: user.id });
+  return next({ ctx: { user, memberships } });
+});
+
+const requirePlatform = (permission: PlatformPermission) =>
+  authedProcedure.use(({ ctx, next }) => {
+    if (!platformRoleHas(ctx.user.platform_role, permission)) {
+      throw new AppError('FORBIDDEN', 'This route is for platform administrators.');
+    }
+    return next();
+  });
+
+/** Platform admin reads; the demo admin passes. */
+export const adminProcedure = requirePlatform('admin.read');
+
+/** A platform admin permission other than plain reads (e.g. 'admin.ai_usage.view'). */
+export const platformProcedure = requirePlatform;
+
+/** Every admin write goes through here: the demo admin is refused with DEMO_READ_ONLY. */
+export const adminWriteProcedure = adminProcedure.use(({ ctx, next }) => {
+  if (!platformRoleHas(ctx.user.platform_role, 'admin.write')) {
+    throw new AppError('DEMO_READ_ONLY', 'Demo admin is read-only.');
+  }
+  return next();
+});
+
+/**
+ * A member of the workspace named by `workspaceId` (path, query or body) holding `permission`, decided by
+ * resolveWorkspaceAccess (server/access.ts). The membership comes from authentication (loaded with the
+ * user) and is handed on as ctx.workspace. With `orActiveWorkspace`, a request that names no workspace acts
+ * on the caller's active workspace (the first ACTIVE one they joined), as the spec allows for the AI and
+ * billing routes; `refuseDemoAccounts` is the one guard of demo accounts on key and webhook changes.
+ */
+export const workspaceProcedure = (permission: WorkspacePermission, opts: AccessOptions = {}) =>
+  authedProcedure.use(async ({ ctx, getRawInput, next }) => {
+    const raw = (await getRawInput()) as { workspaceId?: unknown } | undefined;
+    const candidate = raw?.workspaceId ?? ctx.req.query?.workspaceId;
+    const access = resolveWorkspaceAccess({ email: ctx.user.email, memberships: ctx.memberships }, candidate, permission, { ...opts, config: ctx.config });
+    noteRequest(ctx.req, { workspaceId: access.id });
+    return next({ ctx: { workspace: access } });
+  });
+
+/** The raw API key of a request: X-API-Key, else a Bearer value that looks like one. */
+function apiKeyOf(req: Context['req']): string | undefined {
+  const header = req.headers['x-api-key'];
+  if (typeof header === 'string') return header.trim();
+  const bearer = bearerToken(req.headers.authorization);
+  return bearer?.startsWith(API_KEY_PREFIX) ? bearer : undefined;
+}
+
+/**
+ * A public-API call authenticated by a workspace API key holding one of `scopes` (any, when empty).
+ * Keys and access tokens are not interchangeable: a JWT here is 401, like an API key on /auth/me.
+ */
+export const apiKeyProcedure = (scopes: ApiKeyScope[] = []) =>
+  publicProcedure.use(async ({ ctx, next }) => {
+    const apiKey = await authenticateApiKey(ctx.db, apiKeyOf(ctx.req));
+    noteRequest(ctx.req, { workspaceId: apiKey.workspace_id });
+    if (scopes.length && !scopes.some((s) => apiKey.scopes.includes(s))) {
+      throw new AppError('PERMISSION_DENIED', `This API key lacks the scope this route needs (one of: ${scopes.join(', ')}).`);
+    }
+    return next({ ctx: { apiKey } });
+  });

@@ -1,0 +1,117 @@
+// Fixtures shared by the billing integration tests: admin sessions, plans of our own (unique slugs: the
+// plans table is shared by every test file running against the run's database), polling, and reads of the
+// billing tables scoped to one workspace or one provider reference (never global counts).
+import crypto from 'node:crypto';
+import { expect } from 'vitest';
+import { TEST_ADMIN, TEST_DEMO_ADMIN, type TestApp } from '../helpers/app.js';
+import { login, type Session } from '../helpers/http.js';
+
+/** The field names DESIGN.md gives a plan. */
+export const PLAN_FIELDS = [
+  'id', 'name', 'slug', 'code', 'description', 'edition', 'priceCents', 'currency', 'interval', 'status', 'badgeText',
+  'isPopular', 'isDefault', 'sortOrder', 'features', 'limits', 'providerAPriceId', 'providerBVariantId', 'createdAt', 'updatedAt',
+].sort();
+
+/** DESIGN.md "Billing": limits of the default plans. */
+export const LITE_LIMITS = { apiKeys: 0, aiMonthlyGenerations: 20, members: 3 };
+export const PRO_LIMITS = { apiKeys: 5, aiMonthlyGenerations: 500, members: 10 };
+export const ENTERPRISE_LIMITS = { apiKeys: 50, aiMonthlyGenerations: 5000, members: 100 };
+
+export const DEMO_ADMIN_MESSAGE = 'Demo admin is read-only.';
+
+export const adminLogin = (app: TestApp) => login(app.api, TEST_ADMIN.email, TEST_ADMIN.password);
+export const demoAdminLogin = (app: TestApp) => login(app.api, TEST_DEMO_ADMIN.email, TEST_DEMO_ADMIN.password);
+
+export const randomHex = (bytes = 5) => crypto.randomBytes(bytes).toString('hex');
+/** A slug nobody else uses. */
+export const uniqueSlug = (label = 't') => `${label}-${randomHex()}`;
+
+export interface PlanBody {
+  name?: string;
+  slug?: string;
+  [field: string]: unknown;
+}
+
+/** POST /admin/billing/plans as the admin; expects 201 and answers the plan. */
+export async function createPlan(app: TestApp, admin: Session, body: PlanBody = {}) {
+  const slug = body.slug ?? uniqueSlug();
+  const res = await app.api('POST', '/admin/billing/plans', {
+    token: admin.accessToken,
+    body: { name: `Plan ${slug}`, slug, priceCents: 1234, edition: 'CUSTOM', sortOrder: 9_000, ...body },
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.body as Record<string, any> & { id: string; slug: string; status: string };
+}
+
+/** The public catalog's slugs. */
+export async function catalogSlugs(app: TestApp): Promise<string[]> {
+  const res = await app.api('GET', '/billing/plans');
+  expect(res.status, res.text).toBe(200);
+  return (res.body.items as Array<{ slug: string }>).map((p) => p.slug);
+}
+
+/** Calls `probe` until it answers true or `timeoutMs` passes; answers how long it took, or -1. */
+export async function pollUntil(probe: () => Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (await probe()) return Date.now() - started;
+    if (Date.now() - started > timeoutMs) return -1;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Waits until the current second is young, so a request sent now is checked within the same second. */
+export async function atStartOfSecond() {
+  const into = Date.now() % 1000;
+  if (into > 600) await new Promise((r) => setTimeout(r, 1000 - into + 20));
+}
+
+export const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+export async function subscriptionsOf(app: TestApp, workspaceId: string) {
+  return app.deps.db.selectFrom('subscriptions').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').execute();
+}
+
+export async function liveSubscriptionsOf(app: TestApp, workspaceId: string) {
+  return app.deps.db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('status', 'in', ['ACTIVE', 'TRIALING', 'PAST_DUE'])
+    .execute();
+}
+
+export async function paymentsOf(app: TestApp, workspaceId: string) {
+  return app.deps.db.selectFrom('payments').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').execute();
+}
+
+export async function domainEventTypes(app: TestApp, workspaceId: string): Promise<string[]> {
+  const rows = await app.deps.db.selectFrom('domain_events').select('type').where('workspace_id', '=', workspaceId).orderBy('created_at').execute();
+  return rows.map((r) => r.type);
+}
+
+export async function billingEventsWithId(app: TestApp, provider: string, eventId: string) {
+  return app.deps.db.selectFrom('billing_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).execute();
+}
+
+export async function workspaceRow(app: TestApp, workspaceId: string) {
+  return app.deps.db.selectFrom('workspaces').select(['edition', 'plan_id', 'limits', 'processor_a_customer_id']).where('id', '=', workspaceId).executeTakeFirstOrThrow();
+}
+
+export async function planBySlug(app: TestApp, slug: string) {
+  return app.deps.db.selectFrom('plans').selectAll().where('slug', '=', slug).executeTakeFirstOrThrow();
+}
+
+/** GET /billing/current of a workspace, expecting 200. */
+export async function currentOf(app: TestApp, token: string, workspaceId: string) {
+  const res = await app.api('GET', `/billing/current?workspaceId=${workspaceId}`, { token });
+  expect(res.status, res.text).toBe(200);
+  return res.body as Record<string, any>;
+}
+
+/** GET /billing/history of a workspace, expecting 200. */
+export async function historyOf(app: TestApp, token: string, workspaceId: string, query = '') {
+  const res = await app.api('GET', `/billing/history?workspaceId=${workspaceId}${query}`, { token });
+  expect(res.status, res.text).toBe(200);
+  return res.body as { items: Array<Record<string, any>>; page: number; limit: number; total: number; totalPages: number };
+}

@@ -1,0 +1,113 @@
+// POST /billing/webhooks/mock, the unsigned development webhook of BILLING_PROVIDER=MOCK: checkout
+// completion and cancellation, idempotency by event id, and what it refuses.
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { expectError, registerAndLogin } from '../helpers/http.js';
+import {
+  LITE_LIMITS,
+  PRO_LIMITS,
+  billingEventsWithId,
+  currentOf,
+  domainEventTypes,
+  liveSubscriptionsOf,
+  paymentsOf,
+  planBySlug,
+  randomHex,
+  subscriptionsOf,
+  workspaceRow,
+} from './helpers.js';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp({ RATE_LIMIT_ENABLED: 'false', BILLING_PROVIDER: 'MOCK' });
+});
+afterAll(() => app?.close());
+
+const send = (body: unknown) => app.api('POST', '/billing/webhooks/mock', { body });
+const sendRaw = (raw: string) => app.api('POST', '/billing/webhooks/mock', { raw, headers: { 'content-type': 'application/json' } });
+const eventId = () => `mock_evt_${randomHex(8)}`;
+
+describe('POST /billing/webhooks/mock', () => {
+  it('checkout.completed { workspaceId, planCode } moves the workspace to the plan, unsigned', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'mockhook' });
+    const id = eventId();
+    const res = await send({ id, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: 'pro' } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'applied' });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', plan: { slug: 'pro' }, limits: PRO_LIMITS, status: 'ACTIVE' });
+    expect(await paymentsOf(app, s.workspaceId)).toHaveLength(1);
+    const [stored] = await billingEventsWithId(app, 'MOCK', id);
+    expect(stored).toMatchObject({ event_type: 'checkout.completed', outcome: 'applied', workspace_id: s.workspaceId });
+    expect(await domainEventTypes(app, s.workspaceId)).toContain('billing.updated');
+  });
+
+  it('accepts planId as well as planCode', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'mockhook-id' });
+    const enterprise = await planBySlug(app, 'enterprise');
+    const res = await send({ id: eventId(), type: 'checkout.completed', data: { workspaceId: s.workspaceId, planId: enterprise.id } });
+    expect(res.status, res.text).toBe(200);
+    expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
+  });
+
+  it('the same event id again answers 200 duplicate and changes nothing, even for another plan', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'mockhook-dup' });
+    const id = eventId();
+    expect((await send({ id, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: 'pro' } })).body.outcome).toBe('applied');
+    const subsBefore = await subscriptionsOf(app, s.workspaceId);
+    const eventsBefore = await domainEventTypes(app, s.workspaceId);
+
+    const again = await send({ id, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: 'enterprise' } });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual({ received: true, outcome: 'duplicate' });
+    expect(await subscriptionsOf(app, s.workspaceId)).toEqual(subsBefore);
+    expect(await paymentsOf(app, s.workspaceId)).toHaveLength(1);
+    expect(await domainEventTypes(app, s.workspaceId)).toEqual(eventsBefore);
+    expect((await workspaceRow(app, s.workspaceId)).edition).toBe('PRO');
+    expect(await billingEventsWithId(app, 'MOCK', id)).toHaveLength(1);
+  });
+
+  it('subscription.canceled { workspaceId } ends the live subscription: back to Lite', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'mockhook-cancel' });
+    await send({ id: eventId(), type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: 'pro' } });
+    const res = await send({ id: eventId(), type: 'subscription.canceled', data: { workspaceId: s.workspaceId } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'applied' });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'LITE', limits: LITE_LIMITS, status: 'FREE' });
+    expect(await liveSubscriptionsOf(app, s.workspaceId)).toEqual([]);
+    expect(await domainEventTypes(app, s.workspaceId)).toContain('subscription.canceled');
+  });
+
+  it('refuses malformed JSON with 400 and stores nothing', async () => {
+    const before = await app.deps.db.selectFrom('billing_events').select('id').where('event_id', 'like', 'broken%').execute();
+    expectError(await sendRaw('{"id":"broken-1","type":'), 400, 'BAD_REQUEST');
+    expect(await app.deps.db.selectFrom('billing_events').select('id').where('event_id', 'like', 'broken%').execute()).toEqual(before);
+  });
+
+  it.each([
+    ['no id', { type: 'checkout.completed' }],
+    ['an empty id', { id: '', type: 'checkout.completed' }],
+    ['no type', { id: 'x-1' }],
+    ['a non-UUID workspaceId', { id: 'x-2', type: 'checkout.completed', data: { workspaceId: 'abc', planCode: 'pro' } }],
+    ['an array', [1, 2]],
+  ])('refuses an event with %s with 400 BAD_REQUEST', async (_label, body) => {
+    expectError(await send(body), 400, 'BAD_REQUEST');
+  });
+
+  it('answers 404 PLAN_NOT_FOUND for checkout.completed of an unknown plan, and stores nothing', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'mockhook-noplan' });
+    const id = eventId();
+    expectError(await send({ id, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: `nope-${randomHex(3)}` } }), 404, 'PLAN_NOT_FOUND');
+    expect(await billingEventsWithId(app, 'MOCK', id)).toEqual([]);
+    expect(await subscriptionsOf(app, s.workspaceId)).toEqual([]);
+  });
+
+  it('records an unknown event type and answers 200 ignored', async () => {
+    const id = eventId();
+    const res = await send({ id, type: 'something.new', data: { workspaceId: crypto.randomUUID() } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'ignored' });
+    const [stored] = await billingEventsWithId(app, 'MOCK', id);
+    expect(stored).toMatchObject({ event_type: 'something.new', outcome: 'ignored' });
+  });
+});

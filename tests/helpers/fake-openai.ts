@@ -1,0 +1,165 @@
+// A local stand-in for the OpenAI Chat Completions API (PROVIDER_A), as a real HTTP server the official
+// `openai` SDK talks to through PROVIDER_A_BASE_URL = `${url}/v1`. It checks the bearer key, records every
+// request, and answers according to its mode: a normal completion, a 429 or a 500 whose bodies carry a
+// secret-looking canary and an echo of the prompt (so tests can prove neither reaches a client or a log),
+// a request left hanging, or a 200 that is not a usable completion.
+import crypto from 'node:crypto';
+import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * ok: a chat.completion. rate-limit: 429. error: 500. hang: never answered. malformed: 200 with `{}`.
+ * invalid-json: 200, JSON content type, a body that does not parse.
+ */
+export type FakeProviderMode = 'ok' | 'rate-limit' | 'error' | 'hang' | 'malformed' | 'invalid-json';
+
+/** Carried by every error body of the fake; must never reach a response or a log line of the app. */
+export const FAKE_OPENAI_CANARY = 'sk-leak-canary-openai-3f9a1c7e5b2d4f60a8e1';
+
+export interface ChatMessage {
+  role: string;
+  content: unknown;
+}
+
+export interface RecordedChatRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The parsed JSON body (undefined when it did not parse). */
+  body: Record<string, any> | undefined;
+  model?: string;
+  messages?: ChatMessage[];
+  temperature?: number;
+  max_tokens?: number;
+  /** What the fake answered with, for 'ok' answers. */
+  answered?: { output: string; promptTokens: number; completionTokens: number };
+}
+
+export interface FakeOpenAI {
+  /** Origin of the server, e.g. http://127.0.0.1:40123 (PROVIDER_A_BASE_URL is `${url}/v1`). */
+  url: string;
+  requests: RecordedChatRequest[];
+  setMode(mode: FakeProviderMode): void;
+  close(): Promise<void>;
+}
+
+/** The answer text the fake gives to a user message (also used by tests to predict it). */
+export const fakeOpenAIAnswer = (lastUserMessage: string) => `fake-openai answer #${digest(lastUserMessage)}: ${lastUserMessage.slice(0, 60)}`;
+
+const digest = (text: string) => crypto.createHash('sha256').update(text).digest('hex').slice(0, 12);
+
+/** Token counts the fake reports: deliberately unlike the MOCK provider's estimate (chars / 4). */
+export const fakeOpenAIUsage = (messages: ChatMessage[], output: string) => ({
+  prompt_tokens: 17 + messages.reduce((n, m) => n + String(m.content ?? '').split(/\s+/).filter(Boolean).length, 0),
+  completion_tokens: 5 + output.split(/\s+/).filter(Boolean).length,
+});
+
+export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<FakeOpenAI> {
+  const requests: RecordedChatRequest[] = [];
+  let mode: FakeProviderMode = 'ok';
+
+  const server = http.createServer(async (req, res) => {
+    const raw = await readBody(req);
+    let body: Record<string, any> | undefined;
+    try {
+      body = raw ? (JSON.parse(raw) as Record<string, any>) : undefined;
+    } catch {
+      body = undefined;
+    }
+    const record: RecordedChatRequest = {
+      method: req.method ?? '',
+      path: (req.url ?? '').split('?')[0]!,
+      headers: req.headers,
+      body,
+      model: body?.model,
+      messages: body?.messages,
+      temperature: body?.temperature,
+      max_tokens: body?.max_tokens,
+    };
+    requests.push(record);
+
+    if (record.method !== 'POST' || record.path !== '/v1/chat/completions') {
+      return json(res, 404, { error: { message: `Unknown request URL: ${record.method} ${record.path}.`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
+    }
+    if (req.headers.authorization !== `Bearer ${apiKey}`) {
+      // OpenAI names (part of) the key it was given; this fake names all of it, to prove it never leaks.
+      const given = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+      return json(res, 401, { error: { message: `Incorrect API key provided: ${given}. ${FAKE_OPENAI_CANARY}`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+    }
+    const messages = Array.isArray(body?.messages) ? (body!.messages as ChatMessage[]) : [];
+    const lastUser = [...messages].reverse().find((m) => m.role === 'user');
+    const prompt = String(lastUser?.content ?? '');
+
+    switch (mode) {
+      case 'hang':
+        return; // never answered; close() drops the connection
+      case 'rate-limit':
+        res.setHeader('retry-after', '0');
+        return json(res, 429, {
+          error: {
+            message: `Rate limit reached for ${body?.model} in organization org-canary on requests per min. Key ${FAKE_OPENAI_CANARY}. Prompt was: ${prompt}`,
+            type: 'requests',
+            param: null,
+            code: 'rate_limit_exceeded',
+          },
+        });
+      case 'error':
+        return json(res, 500, { error: { message: `The server had an error (trace ${FAKE_OPENAI_CANARY}) while processing: ${prompt}`, type: 'server_error', param: null, code: null } });
+      case 'malformed':
+        return json(res, 200, {});
+      case 'invalid-json':
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(`{"id": "chatcmpl-broken", "choices": [ ${FAKE_OPENAI_CANARY}`);
+      case 'ok': {
+        const output = fakeOpenAIAnswer(prompt);
+        const usage = fakeOpenAIUsage(messages, output);
+        record.answered = { output, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
+        return json(res, 200, {
+          id: `chatcmpl-${crypto.randomBytes(8).toString('hex')}`,
+          object: 'chat.completion',
+          created: Math.floor(Date.now() / 1000),
+          model: body?.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: output, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+          usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+        });
+      }
+    }
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    setMode(next) {
+      mode = next;
+    },
+    close: () => closeHttpServer(server),
+  };
+}
+
+export function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+export function json(res: ServerResponse, status: number, body: unknown) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Closes the server, dropping connections still open (keep-alive, or a request left hanging). */
+export function closeHttpServer(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

@@ -1,0 +1,116 @@
+// A local HTTP endpoint for outbound webhook tests: records every request (headers and the exact raw body)
+// and answers as the test says (a status and body, a sequence of them, or no answer at all), and checks
+// signatures independently of the service's code (node:crypto, from the documented rule).
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ReceivedRequest {
+  method: string;
+  /** Path and query string as received. */
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  /** The exact bytes received, as UTF-8 text. */
+  body: string;
+  receivedAt: number;
+}
+
+/** How the receiver answers one request: a status (and body, headers), or 'hang' (never answer). */
+export type Reply = { status: number; body?: string; headers?: Record<string, string> } | 'hang';
+export type Responder = (req: ReceivedRequest, index: number) => Reply;
+
+export class WebhookReceiver {
+  readonly requests: ReceivedRequest[] = [];
+  private responder: Responder = () => ({ status: 200, body: 'ok' });
+  private readonly hanging = new Set<http.ServerResponse>();
+  private readonly waiters = new Set<() => void>();
+
+  private constructor(private readonly server: http.Server) {}
+
+  static async start(): Promise<WebhookReceiver> {
+    let receiver!: WebhookReceiver;
+    const server = http.createServer((req, res) => receiver.handle(req, res));
+    receiver = new WebhookReceiver(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return receiver;
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** http://127.0.0.1:<port><path> */
+  url(path = '/hook'): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  /** One reply for every request, a sequence (the last one repeats), or a function of the request. */
+  reply(how: Reply | Reply[] | Responder): this {
+    if (typeof how === 'function') this.responder = how;
+    else if (Array.isArray(how)) this.responder = (_req, i) => how[Math.min(i, how.length - 1)]!;
+    else this.responder = () => how;
+    return this;
+  }
+
+  /** Waits until at least `n` requests arrived; throws after `timeoutMs`. */
+  async waitForRequests(n: number, timeoutMs = 10_000): Promise<ReceivedRequest[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.requests.length < n) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`receiver: expected ${n} requests within ${timeoutMs} ms, got ${this.requests.length}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.min(left, 200));
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.waiters.add(done);
+      });
+    }
+    return this.requests.slice(0, n);
+  }
+
+  /** Drops every request left unanswered ('hang'). */
+  releaseHanging(): void {
+    for (const res of this.hanging) res.destroy();
+    this.hanging.clear();
+  }
+
+  async close(): Promise<void> {
+    this.releaseHanging();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse) {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const received: ReceivedRequest = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        receivedAt: Date.now(),
+      };
+      const index = this.requests.push(received) - 1;
+      for (const w of this.waiters) w();
+      this.waiters.clear();
+      const reply = this.responder(received, index);
+      if (reply === 'hang') {
+        this.hanging.add(res);
+        res.on('close', () => this.hanging.delete(res));
+        return;
+      }
+      res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
+      res.end(reply.body ?? '');
+    });
+  }
+}
+
+/** The documented signature: lowercase hex HMAC-SHA256, key = the whole `whsec_...` secret, over `timestamp + '.' + rawBody`. */
+export const expectedSignature = (secret: string, timestamp: string, rawBody: string) =>
+  crypto.createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${timestamp}.${rawBody}`, 'utf8').digest('hex');
+
+/** The signatures of X-Service-Signature, in order (comma-separated during a secret rotation). */
+export const signaturesOf = (req: ReceivedRequest): string[] => String(req.headers['x-service-signature'] ?? '').split(',');

@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { appRouter } from '../../routers/index.js';
+import type { Meta } from '../../server/trpc.js';
+
+let app: TestApp;
+let doc: any;
+beforeAll(async () => {
+  app = await startTestApp();
+  doc = (await app.api('GET', '/openapi.json')).body;
+});
+afterAll(() => app.close());
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+
+function operations(): Array<{ method: string; path: string; op: any }> {
+  return Object.entries(doc.paths).flatMap(([path, item]: [string, any]) =>
+    Object.entries(item).filter(([m]) => METHODS.includes(m)).map(([method, op]) => ({ method, path, op })),
+  );
+}
+
+/** Routes built so far; every later issue adds its own to this list. */
+const BUILT_ROUTES = [
+  'GET /health',
+  'POST /auth/register', 'POST /auth/login', 'POST /auth/refresh', 'POST /auth/logout', 'GET /auth/me',
+  'POST /auth/forgot-password', 'POST /auth/reset-password', 'POST /auth/resend-verification', 'POST /auth/verify-email',
+  'GET /admin/email-logs',
+  'GET /demo/status',
+  'GET /workspaces', 'POST /workspaces', 'GET /workspaces/{workspaceId}', 'PATCH /workspaces/{workspaceId}',
+  'GET /workspaces/{workspaceId}/members', 'POST /workspaces/{workspaceId}/invitations', 'POST /invitations/accept',
+  'PATCH /workspaces/{workspaceId}/members/{userId}', 'DELETE /workspaces/{workspaceId}/members/{userId}',
+  'GET /workspaces/{workspaceId}/audit-logs',
+  'GET /admin/users', 'GET /admin/users/{userId}', 'PATCH /admin/users/{userId}',
+  'POST /admin/users/{userId}/suspend', 'POST /admin/users/{userId}/activate',
+  'GET /admin/workspaces', 'POST /admin/workspaces', 'GET /admin/workspaces/{workspaceId}', 'PATCH /admin/workspaces/{workspaceId}',
+  'POST /admin/workspaces/{workspaceId}/suspend', 'POST /admin/workspaces/{workspaceId}/activate',
+  'POST /admin/workspaces/{workspaceId}/archive', 'POST /admin/workspaces/{workspaceId}/restore',
+  'POST /admin/workspaces/{workspaceId}/transfer-owner', 'DELETE /admin/workspaces/{workspaceId}',
+  'GET /admin/audit-logs',
+  'GET /billing/provider-status', 'POST /billing/checkout', 'GET /billing/current', 'GET /billing/history',
+  'POST /billing/cancel', 'POST /billing/portal', 'GET /billing/plans', 'POST /billing/webhooks/processor-a',
+  'POST /billing/webhooks/processor-b', 'POST /billing/webhooks/mock',
+  'GET /admin/billing/plans', 'GET /admin/billing/plans/{planId}', 'POST /admin/billing/plans',
+  'PATCH /admin/billing/plans/{planId}', 'POST /admin/billing/plans/{planId}/archive',
+  'POST /admin/billing/plans/{planId}/restore', 'DELETE /admin/billing/plans/{planId}',
+  'GET /admin/billing/settings', 'PATCH /admin/billing/settings',
+  'GET /workspaces/{workspaceId}/billing', 'POST /workspaces/{workspaceId}/billing/mock-checkout',
+  'POST /workspaces/{workspaceId}/billing/cancel', 'GET /workspaces/{workspaceId}/billing/payments',
+  'GET /ai/provider-status', 'GET /ai/templates', 'GET /ai/templates/{templateId}', 'POST /ai/generate', 'GET /ai/history',
+  'GET /ai/usage', 'POST /workspaces/{workspaceId}/ai/generate', 'GET /workspaces/{workspaceId}/ai/generations',
+  'GET /workspaces/{workspaceId}/ai/usage', 'GET /admin/ai-usage',
+  'GET /workspaces/{workspaceId}/api-keys', 'POST /workspaces/{workspaceId}/api-keys',
+  'PATCH /workspaces/{workspaceId}/api-keys/{apiKeyId}', 'DELETE /workspaces/{workspaceId}/api-keys/{apiKeyId}',
+  'POST /workspaces/{workspaceId}/api-keys/{apiKeyId}/rotate', 'GET /public-api/me', 'GET /public-api/workspace',
+  'GET /workspaces/{workspaceId}/webhooks', 'POST /workspaces/{workspaceId}/webhooks',
+  'PATCH /workspaces/{workspaceId}/webhooks/{webhookId}', 'DELETE /workspaces/{workspaceId}/webhooks/{webhookId}',
+  'POST /workspaces/{workspaceId}/webhooks/{webhookId}/test', 'POST /workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret',
+  'GET /workspaces/{workspaceId}/webhook-deliveries', 'POST /workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry',
+  'GET /admin/monitoring/status', 'GET /admin/monitoring/summary', 'GET /admin/monitoring/errors',
+  'GET /admin/monitoring/requests', 'POST /admin/monitoring/clear',
+  'GET /updates/status', 'GET /updates/releases', 'GET /updates/releases/latest', 'GET /updates/releases/{version}',
+  'GET /updates/releases/{version}/download', 'GET /admin/releases', 'GET /admin/releases/latest',
+  'GET /search/status', 'GET /security/status', 'GET /storage/provider-status', 'GET /workspaces/{workspaceId}/branding',
+  'PATCH /workspaces/{workspaceId}/branding', 'POST /analytics/events', 'GET /admin/analytics/summary',
+  'POST /contact/messages', 'POST /support/tickets', 'GET /admin/contact-messages', 'GET /admin/support-tickets',
+  'GET /dashboard/insights', 'GET /search',
+  'POST /storage/upload', 'POST /profile/avatar', 'POST /workspaces/{workspaceId}/branding/logo',
+  'GET /storage/files/{fileId}', 'GET /users/{userId}/avatar',
+];
+
+/** Plain Express routes (not procedures), documented through the generator's extra paths. */
+const PLAIN_ROUTES = new Set([
+  'POST /billing/webhooks/processor-a', 'POST /billing/webhooks/processor-b', 'POST /billing/webhooks/mock',
+  'POST /storage/upload', 'POST /profile/avatar', 'POST /workspaces/{workspaceId}/branding/logo',
+  'GET /storage/files/{fileId}', 'GET /users/{userId}/avatar',
+]);
+
+describe('GET /openapi.json', () => {
+  it('is an OpenAPI 3.1 document', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.title).toBeTruthy();
+  });
+
+  it('documents every route built so far', () => {
+    const documented = operations().map((o) => `${o.method.toUpperCase()} ${o.path}`);
+    expect(documented).toEqual(expect.arrayContaining(BUILT_ROUTES));
+  });
+
+  it('gives every operation a summary and tags; public ones carry security: []', () => {
+    const publicRoutes = new Set([
+      'GET /health',
+      'GET /demo/status',
+      'GET /search/status',
+      'GET /security/status',
+      'POST /analytics/events',
+      'POST /contact/messages',
+      'GET /billing/provider-status',
+      'GET /billing/plans',
+      ...BUILT_ROUTES.filter((r) => r.startsWith('POST /auth/') || r.startsWith('POST /billing/webhooks/')),
+    ]);
+    for (const { method, path, op } of operations()) {
+      const key = `${method.toUpperCase()} ${path}`;
+      expect(op.summary, key).toBeTruthy();
+      expect(op.tags?.length, key).toBeGreaterThan(0);
+      if (publicRoutes.has(key)) expect(op.security, key).toEqual([]);
+      else if (path.startsWith('/public-api/')) expect(op.security, key).toEqual([{ apiKey: [] }]);
+      else expect(op.security, key).toEqual([{ bearerAuth: [] }]);
+    }
+  });
+
+  it('documents creation routes with 201 and every error with the Error schema', () => {
+    expect(doc.paths['/auth/register'].post.responses['201']).toBeDefined();
+    expect(doc.paths['/auth/register'].post.responses['200']).toBeUndefined();
+    for (const { method, path, op } of operations()) {
+      for (const [status, response] of Object.entries(op.responses) as Array<[string, any]>) {
+        if (Number(status) >= 400) {
+          expect(response.content['application/json'].schema, `${method} ${path} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
+        }
+      }
+    }
+    expect(doc.components.schemas.Error.required).toEqual(['code', 'message', 'requestId']);
+  });
+
+  it('declares no {param} path before a static path it would shadow (the REST router takes the first match)', () => {
+    // trpc-to-openapi builds one list per method in the router's declaration order and takes the first match.
+    const declared = Object.values(appRouter._def.procedures as unknown as Record<string, { _def: { meta?: Meta } }>)
+      .map((p) => p._def.meta?.openapi)
+      .filter((o): o is NonNullable<Meta['openapi']> => Boolean(o));
+    const toRegExp = (p: string) => new RegExp(`^${p.replace(/\{[^}]+\}/g, '[^/]+')}$`, 'i');
+    const shadowed: string[] = [];
+    declared.forEach((earlier, i) => {
+      if (!earlier.path.includes('{')) return;
+      for (const later of declared.slice(i + 1)) {
+        if (later.method === earlier.method && !later.path.includes('{') && toRegExp(earlier.path).test(later.path)) {
+          shadowed.push(`${later.method} ${later.path} is shadowed by ${earlier.path}`);
+        }
+      }
+    });
+    expect(declared.length).toBe(BUILT_ROUTES.filter((r) => !PLAIN_ROUTES.has(r)).length);
+    expect(shadowed).toEqual([]);
+  });
+});

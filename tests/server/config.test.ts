@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig, withDevelopmentSecrets } from '../../server/config.js';
+
+const errorOf = (env: NodeJS.ProcessEnv) => {
+  try {
+    parseConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.message;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+describe('configuration', () => {
+  it('starts from the defaults of the spec with nothing set', () => {
+    const c = parseConfig({});
+    expect(c).toMatchObject({
+      RATE_LIMIT_ENABLED: true, RATE_LIMIT_WINDOW_SECONDS: 60, RATE_LIMIT_MAX_REQUESTS: 120, RATE_LIMIT_AUTH_MAX_REQUESTS: 20,
+      RATE_LIMIT_UPLOAD_MAX_REQUESTS: 20, RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: 300, RATE_LIMIT_WEBHOOK_MAX_REQUESTS: 60, TRUST_PROXY: true,
+      MONITORING_ENABLED: true, LOG_LEVEL: 'info', ERROR_LOGGING_ENABLED: true, ERROR_LOG_RETENTION_DAYS: 14,
+      REQUEST_LOGGING_ENABLED: true, REQUEST_LOG_SLOW_MS: 1000, REQUEST_LOG_RING_BUFFER_SIZE: 300, ERROR_LOG_RING_BUFFER_SIZE: 200,
+      AI_PROVIDER: 'MOCK', AI_MONTHLY_GENERATION_LIMIT: 100, AI_TEST_USER_MONTHLY_LIMIT: 5, AI_DEMO_BLOCK_REAL_GENERATION: true,
+      AI_DEMO_SHOW_SAMPLE_HISTORY: true, BILLING_PROVIDER: 'MOCK', EMAIL_PROVIDER: 'MOCK', QUEUES_ENABLED: false,
+      WEBHOOK_QUEUE_ENABLED: false, WEBHOOK_DELIVERY_ENABLED: true, WEBHOOK_MAX_RETRIES: 3, WEBHOOK_RETRY_BACKOFF_SECONDS: 30,
+      MAINTENANCE_SCHEDULER_ENABLED: false, SERVICE_VERSION: '1.2.0', UPDATE_CHANNEL: 'stable', UPDATE_CHECK_ENABLED: true,
+      UPDATE_PROVIDER: 'MOCK', LICENSE_ENFORCEMENT_ENABLED: false, JWT_ACCESS_TTL: 900, JWT_REFRESH_TTL: 30 * 86_400,
+      REFRESH_TOKEN_REUSE_GRACE_SECONDS: 10, BCRYPT_COST: 12,
+    });
+    expect(c.DATABASE_URL).toBeUndefined();
+    expect(c.REDIS_URL).toBeUndefined();
+  });
+
+  it('names every bad variable in one message', () => {
+    const message = errorOf({ BCRYPT_COST: '99', RATE_LIMIT_ENABLED: 'maybe', LOG_LEVEL: 'loud', SMTP_PORT: 'abc', AI_PROVIDER: 'OTHER' });
+    for (const name of ['BCRYPT_COST', 'RATE_LIMIT_ENABLED', 'LOG_LEVEL', 'SMTP_PORT', 'AI_PROVIDER']) expect(message).toContain(name);
+  });
+
+  it('checks rules across variables: SMTP host, seed pairs, database URL, secret length', () => {
+    expect(errorOf({ EMAIL_PROVIDER: 'SMTP' })).toContain('SMTP_HOST');
+    expect(errorOf({ SEED_ADMIN_EMAIL: 'a@b.co' })).toContain('SEED_ADMIN_PASSWORD');
+    expect(errorOf({ DATABASE_URL: 'mysql://x' })).toContain('DATABASE_URL');
+    expect(errorOf({ JWT_ACCESS_SECRET: 'short' })).toContain('JWT_ACCESS_SECRET');
+  });
+
+  it('refuses to start in production without JWT secrets, and generates them elsewhere', () => {
+    expect(errorOf({ NODE_ENV: 'production' })).toMatch(/JWT_ACCESS_SECRET: required[\s\S]*JWT_REFRESH_SECRET: required/);
+    const { config, warning } = withDevelopmentSecrets(parseConfig({ DATABASE_URL: 'memory://' }));
+    expect(config.JWT_ACCESS_SECRET.length).toBeGreaterThanOrEqual(32);
+    expect(config.JWT_ACCESS_SECRET).not.toBe(config.JWT_REFRESH_SECRET);
+    expect(warning).toMatch(/generated development secrets \(memory only\)/);
+  });
+
+  it('treats empty strings as unset and lets keys of inactive providers stay empty', () => {
+    const c = parseConfig({ PROCESSOR_A_SECRET_KEY: '', PROVIDER_A_API_KEY: '', RATE_LIMIT_MAX_REQUESTS: '', BILLING_PROVIDER: 'PROCESSOR_B' });
+    expect(c.PROCESSOR_A_SECRET_KEY).toBeUndefined();
+    expect(c.RATE_LIMIT_MAX_REQUESTS).toBe(120);
+    expect(c.BILLING_PROVIDER).toBe('PROCESSOR_B');
+  });
+
+  it('reads lists, durations, booleans and the proxy setting', () => {
+    const c = parseConfig({
+      AI_TEST_USER_EMAILS: ' A@x.io , b@y.io', CORS_ORIGINS: 'https://a.io,https://b.io', JWT_ACCESS_TTL: '5m',
+      QUEUES_ENABLED: '1', TRUST_PROXY: '10.0.0.0/8, loopback',
+    });
+    expect(c.AI_TEST_USER_EMAILS).toEqual(['a@x.io', 'b@y.io']);
+    expect(c.CORS_ORIGINS).toEqual(['https://a.io', 'https://b.io']);
+    expect(c.JWT_ACCESS_TTL).toBe(300);
+    expect(c.QUEUES_ENABLED).toBe(true);
+    expect(c.TRUST_PROXY).toEqual(['10.0.0.0/8', 'loopback']);
+    expect(parseConfig({ TRUST_PROXY: '2' }).TRUST_PROXY).toBe(2);
+    expect(parseConfig({ TRUST_PROXY: 'false' }).TRUST_PROXY).toBe(false);
+    expect(errorOf({ TRUST_PROXY: 'yes please' })).toContain('TRUST_PROXY');
+    expect(errorOf({ AI_TEST_USER_EMAILS: 'not-an-address' })).toContain('AI_TEST_USER_EMAILS');
+  });
+});

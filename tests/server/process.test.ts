@@ -1,0 +1,60 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { describe, expect, inject, it } from 'vitest';
+import { STRONG_PASSWORD, apiClient, uniqueEmail } from '../helpers/http.js';
+
+// The real entry point (what `npm start` runs), as a child process.
+function startEntry(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/index.ts'], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (c) => (out += c));
+  child.stderr!.on('data', (c) => (out += c));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+async function waitFor(check: () => boolean, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('server/index.ts', () => {
+  it('stops at start-up with exit code 1 and a message naming each bad variable', async () => {
+    const run = startEntry({ DATABASE_URL: 'memory://', BCRYPT_COST: 'abc', RATE_LIMIT_ENABLED: 'maybe' });
+    expect(await run.exited).toBe(1);
+    expect(run.output()).toContain('BCRYPT_COST');
+    expect(run.output()).toContain('RATE_LIMIT_ENABLED');
+    expect(run.output()).not.toMatch(/\n\s+at /);
+  }, 30_000);
+
+  it('on SIGTERM finishes the request in flight, then closes and exits 0', async () => {
+    const run = startEntry({
+      NODE_ENV: 'test',
+      DATABASE_URL: inject('databaseUrl'),
+      HOST: '127.0.0.1',
+      PORT: '0',
+      BCRYPT_COST: '12',
+      JWT_ACCESS_SECRET: 'process-test-access-secret-0123456789abcdef',
+      JWT_REFRESH_SECRET: 'process-test-refresh-secret-0123456789abcdef',
+    });
+    await waitFor(() => /"msg":"listening"/.test(run.output()), 30_000);
+    const port = Number(/"port":(\d+)/.exec(run.output())![1]);
+    const api = apiClient(`http://127.0.0.1:${port}`);
+    const email = uniqueEmail('sigterm');
+    expect((await api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'S' } })).status).toBe(201);
+
+    // A login costs one bcrypt at cost 12 (about 200 ms): SIGTERM lands while it is in flight.
+    const inFlight = api('POST', '/auth/login', { body: { email, password: STRONG_PASSWORD } });
+    await new Promise((r) => setTimeout(r, 50));
+    run.child.kill('SIGTERM');
+    expect((await inFlight).status).toBe(200);
+    expect(await run.exited).toBe(0);
+    expect(run.output()).toContain('shutdown complete');
+    await expect(api('GET', '/health')).rejects.toThrow();
+  }, 60_000);
+});

@@ -1,0 +1,518 @@
+// The permission matrix: every workspace route x every role, a member of another workspace and an
+// anonymous caller on one ACTIVE fixture workspace, plus the owner and a member of a SUSPENDED and of an
+// ARCHIVED workspace. Each cell is its own test; the expected outcomes are written out by hand below (not
+// derived from server/permissions.ts), so a change of the role table shows up here as a failing cell.
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
+import { expectError, login, registerAndLogin, uniqueEmail, type ApiResponse, type Session } from '../helpers/http.js';
+import { createWorkspace, upgradeWorkspace, inviteAndJoin, roleIn, type Role } from './helpers.js';
+
+let app: TestApp;
+
+interface Ws {
+  id: string;
+  name: string;
+  owner: Session;
+}
+
+/** The ACTIVE fixture workspace and its four members, each joined through an accepted invitation. */
+let fixture: Ws;
+let sessions: Record<Role, Session>;
+/** Owner of another workspace (their personal one), member of nothing here. */
+let outsider: Session;
+let suspended: Ws & { member: Session };
+let archived: Ws & { member: Session };
+
+beforeAll(async () => {
+  app = await startTestApp({ RATE_LIMIT_ENABLED: 'false' });
+  const admin = await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password);
+
+  const owner = await registerAndLogin(app.api, { prefix: 'mx-owner' });
+  const name = `Matrix fixture ${crypto.randomBytes(4).toString('hex')}`;
+  fixture = { id: await createWorkspace(app, owner.accessToken, name), name, owner };
+  // Four members and the throwaway targets of write cells: more than Lite's 3.
+  await upgradeWorkspace(app, owner.accessToken, fixture.id);
+  sessions = {
+    OWNER: owner,
+    ADMIN: await inviteAndJoin(app, owner.accessToken, fixture.id, 'ADMIN', 'mx-admin'),
+    MEMBER: await inviteAndJoin(app, owner.accessToken, fixture.id, 'MEMBER', 'mx-member'),
+    VIEWER: await inviteAndJoin(app, owner.accessToken, fixture.id, 'VIEWER', 'mx-viewer'),
+  };
+  outsider = await registerAndLogin(app.api, { prefix: 'mx-outsider' });
+
+  /** A workspace created by the platform admin for a new owner, with a MEMBER, then moved by `move`. */
+  async function unavailable(move: 'suspend' | 'archive', label: string) {
+    const wsOwner = await registerAndLogin(app.api, { prefix: `mx-${label}-owner` });
+    const wsName = `Matrix ${label} ${crypto.randomBytes(4).toString('hex')}`;
+    const created = await app.api('POST', '/admin/workspaces', { token: admin.accessToken, body: { name: wsName, ownerUserId: wsOwner.userId } });
+    if (created.status !== 201) throw new Error(`admin create failed: ${created.status} ${created.text}`);
+    const id: string = created.body.id;
+    const member = await inviteAndJoin(app, wsOwner.accessToken, id, 'MEMBER', `mx-${label}-member`);
+    const moved = await app.api('POST', `/admin/workspaces/${id}/${move}`, { token: admin.accessToken });
+    if (moved.status !== 200) throw new Error(`${move} failed: ${moved.status} ${moved.text}`);
+    return { id, name: wsName, owner: wsOwner, member };
+  }
+  suspended = await unavailable('suspend', 'suspended');
+  archived = await unavailable('archive', 'archived');
+});
+afterAll(() => app?.close());
+
+// ------------------------------------------------------------------ routes
+
+/** An API key of the workspace made just for one cell (straight in the database: any workspace state). */
+async function disposableKey(workspaceId: string) {
+  const row = await app.deps.db
+    .insertInto('api_keys')
+    .values({ workspace_id: workspaceId, name: 'matrix', prefix: 'wsk_matrix00', key_hash: crypto.randomBytes(32).toString('hex'), scopes: JSON.stringify(['read']) })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+/** A webhook of the workspace made just for one cell, with a failed delivery to retry. */
+async function disposableWebhook(workspaceId: string) {
+  const hook = await app.deps.db
+    .insertInto('webhooks')
+    .values({ workspace_id: workspaceId, name: 'matrix', url: 'https://example.com/hook', events: JSON.stringify(['billing.updated']), secret_encrypted: app.deps.secrets.seal('whsec_matrix') })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const delivery = await app.deps.db
+    .insertInto('webhook_deliveries')
+    .values({ webhook_id: hook.id, workspace_id: workspaceId, event: 'billing.updated', payload: JSON.stringify({ event: 'billing.updated' }), status: 'failed', attempts: 1 })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return { webhookId: hook.id, deliveryId: delivery.id };
+}
+
+function logoForm() {
+  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
+  const form = new FormData();
+  form.append('logo', new Blob([png], { type: 'image/png' }), 'logo.png');
+  return form;
+}
+
+/** A member row for a user created just for one cell, so 2xx role changes and removals touch nobody else. */
+async function disposableMember(workspaceId: string, role: Role = 'MEMBER') {
+  const target = await registerAndLogin(app.api, { prefix: 'mx-target' });
+  await app.deps.db.insertInto('workspace_members').values({ workspace_id: workspaceId, user_id: target.userId, role }).execute();
+  return target.userId;
+}
+
+interface Call {
+  path: string;
+  body?: unknown;
+  form?: FormData;
+  /** Checks after the answer: what a success must have changed, or that a refusal changed nothing. */
+  after?: (res: ApiResponse) => Promise<void>;
+}
+
+interface Route {
+  label: string;
+  method: 'GET' | 'PATCH' | 'POST' | 'DELETE';
+  /** As it appears in /openapi.json. */
+  openapi: string;
+  call(ws: Ws): Promise<Call>;
+  /** What a 2xx answer must contain. */
+  check(res: ApiResponse, ws: Ws): void;
+}
+
+const is2xx = (status: number) => status >= 200 && status < 300;
+
+const ROUTES: Route[] = [
+  {
+    label: 'GET /workspaces/{id}',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}` }),
+    check: (res, ws) => expect(res.body).toMatchObject({ id: ws.id, name: ws.name, status: 'ACTIVE' }),
+  },
+  {
+    label: 'PATCH /workspaces/{id}',
+    method: 'PATCH',
+    openapi: '/workspaces/{workspaceId}',
+    // Renames to the same name: the fixture keeps its name for the later cells.
+    call: async (ws) => ({ path: `/workspaces/${ws.id}`, body: { name: ws.name } }),
+    check: (res, ws) => expect(res.body).toMatchObject({ id: ws.id, name: ws.name }),
+  },
+  {
+    label: 'GET /workspaces/{id}/members',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/members',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/members` }),
+    check: (res, ws) =>
+      expect(res.body.items).toEqual(expect.arrayContaining([expect.objectContaining({ userId: ws.owner.userId, role: 'OWNER' })])),
+  },
+  {
+    label: 'POST /workspaces/{id}/invitations',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/invitations',
+    call: async (ws) => {
+      const email = uniqueEmail('mx-invitee');
+      return {
+        path: `/workspaces/${ws.id}/invitations`,
+        body: { email, role: 'VIEWER' },
+        after: async (res) => {
+          const rows = await app.deps.db.selectFrom('workspace_invitations').select('workspace_id').where('email', '=', email).execute();
+          expect(rows).toEqual(is2xx(res.status) ? [{ workspace_id: ws.id }] : []);
+        },
+      };
+    },
+    check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id, role: 'VIEWER' }),
+  },
+  {
+    label: 'PATCH /workspaces/{id}/members/{userId}',
+    method: 'PATCH',
+    openapi: '/workspaces/{workspaceId}/members/{userId}',
+    call: async (ws) => {
+      const target = await disposableMember(ws.id);
+      return {
+        path: `/workspaces/${ws.id}/members/${target}`,
+        body: { role: 'VIEWER' },
+        after: async (res) => expect(await roleIn(app, ws.id, target)).toBe(is2xx(res.status) ? 'VIEWER' : 'MEMBER'),
+      };
+    },
+    check: (res) => expect(res.body).toMatchObject({ role: 'VIEWER' }),
+  },
+  {
+    label: 'DELETE /workspaces/{id}/members/{userId}',
+    method: 'DELETE',
+    openapi: '/workspaces/{workspaceId}/members/{userId}',
+    call: async (ws) => {
+      const target = await disposableMember(ws.id);
+      return {
+        path: `/workspaces/${ws.id}/members/${target}`,
+        after: async (res) => expect(await roleIn(app, ws.id, target)).toBe(is2xx(res.status) ? undefined : 'MEMBER'),
+      };
+    },
+    check: (res) => expect(res.body).toEqual({ message: expect.any(String) }),
+  },
+  {
+    label: 'POST /workspaces/{id}/ai/generate',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/ai/generate',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/ai/generate`, body: { prompt: 'A line for the permission matrix' } }),
+    check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id, status: 'SUCCEEDED' }),
+  },
+  {
+    label: 'GET /workspaces/{id}/ai/generations',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/ai/generations',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/ai/generations` }),
+    check: (res, ws) => {
+      for (const item of res.body.items) expect(item.workspaceId).toBe(ws.id);
+    },
+  },
+  {
+    label: 'GET /workspaces/{id}/ai/usage',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/ai/usage',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/ai/usage` }),
+    check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id }),
+  },
+  {
+    label: 'GET /workspaces/{id}/billing',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/billing',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/billing` }),
+    check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id, edition: 'ENTERPRISE' }),
+  },
+  {
+    label: 'GET /workspaces/{id}/billing/payments',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/billing/payments',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/billing/payments` }),
+    check: (res) => expect(Array.isArray(res.body.items)).toBe(true),
+  },
+  {
+    label: 'POST /workspaces/{id}/billing/mock-checkout',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/billing/mock-checkout',
+    // Buys the plan the fixture is already on, so later cells see the same workspace.
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/billing/mock-checkout`, body: { planCode: 'enterprise' } }),
+    check: (res) => expect(res.body.current).toMatchObject({ edition: 'ENTERPRISE', status: 'ACTIVE' }),
+  },
+  {
+    label: 'POST /workspaces/{id}/billing/cancel',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/billing/cancel',
+    call: async (ws) => ({
+      path: `/workspaces/${ws.id}/billing/cancel`,
+      // A successful cancel drops the fixture to Lite: buy Enterprise again for the later cells.
+      after: async (res) => {
+        if (is2xx(res.status)) await upgradeWorkspace(app, ws.owner.accessToken, ws.id);
+      },
+    }),
+    check: (res) => expect(res.body).toMatchObject({ status: 'FREE', edition: 'LITE' }),
+  },
+  {
+    label: 'GET /workspaces/{id}/api-keys',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/api-keys',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/api-keys` }),
+    check: (res) => expect(Array.isArray(res.body.items)).toBe(true),
+  },
+  {
+    label: 'POST /workspaces/{id}/api-keys',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/api-keys',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/api-keys`, body: { name: 'matrix key', scopes: ['read'] } }),
+    check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id, rawKey: expect.stringMatching(/^wsk_/) }),
+  },
+  {
+    label: 'PATCH /workspaces/{id}/api-keys/{apiKeyId}',
+    method: 'PATCH',
+    openapi: '/workspaces/{workspaceId}/api-keys/{apiKeyId}',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/api-keys/${await disposableKey(ws.id)}`, body: { name: 'renamed' } }),
+    check: (res) => expect(res.body).toMatchObject({ name: 'renamed' }),
+  },
+  {
+    label: 'DELETE /workspaces/{id}/api-keys/{apiKeyId}',
+    method: 'DELETE',
+    openapi: '/workspaces/{workspaceId}/api-keys/{apiKeyId}',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/api-keys/${await disposableKey(ws.id)}` }),
+    check: (res) => expect(res.body).toEqual({ message: expect.any(String) }),
+  },
+  {
+    label: 'POST /workspaces/{id}/api-keys/{apiKeyId}/rotate',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/api-keys/{apiKeyId}/rotate',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/api-keys/${await disposableKey(ws.id)}/rotate`, body: {} }),
+    check: (res) => expect(res.body.rawKey).toMatch(/^wsk_/),
+  },
+  {
+    label: 'GET /workspaces/{id}/webhooks',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/webhooks',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks` }),
+    check: (res) => expect(Array.isArray(res.body.items)).toBe(true),
+  },
+  {
+    label: 'POST /workspaces/{id}/webhooks',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/webhooks',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks`, body: { name: 'matrix hook', url: 'https://example.com/hook', events: ['billing.updated'] } }),
+    check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id, secret: expect.stringMatching(/^whsec_/) }),
+  },
+  {
+    label: 'PATCH /workspaces/{id}/webhooks/{webhookId}',
+    method: 'PATCH',
+    openapi: '/workspaces/{workspaceId}/webhooks/{webhookId}',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}`, body: { name: 'renamed hook' } }),
+    check: (res) => expect(res.body).toMatchObject({ name: 'renamed hook' }),
+  },
+  {
+    label: 'DELETE /workspaces/{id}/webhooks/{webhookId}',
+    method: 'DELETE',
+    openapi: '/workspaces/{workspaceId}/webhooks/{webhookId}',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}` }),
+    check: (res) => expect(res.body).toEqual({ message: expect.any(String) }),
+  },
+  {
+    label: 'POST /workspaces/{id}/webhooks/{webhookId}/test',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/webhooks/{webhookId}/test',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}/test`, body: {} }),
+    check: (res) => expect(res.body).toMatchObject({ event: 'webhook.test' }),
+  },
+  {
+    label: 'POST /workspaces/{id}/webhooks/{webhookId}/rotate-secret',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}/rotate-secret`, body: {} }),
+    check: (res) => expect(res.body.secret).toMatch(/^whsec_/),
+  },
+  {
+    label: 'GET /workspaces/{id}/webhook-deliveries',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/webhook-deliveries',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhook-deliveries` }),
+    check: (res) => expect(Array.isArray(res.body.items)).toBe(true),
+  },
+  {
+    label: 'POST /workspaces/{id}/webhook-deliveries/{deliveryId}/retry',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhook-deliveries/${(await disposableWebhook(ws.id)).deliveryId}/retry`, body: {} }),
+    check: (res) => expect(res.body.attempts).toBeGreaterThanOrEqual(2),
+  },
+  {
+    label: 'GET /workspaces/{id}/branding',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/branding',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/branding` }),
+    check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id }),
+  },
+  {
+    label: 'PATCH /workspaces/{id}/branding',
+    method: 'PATCH',
+    openapi: '/workspaces/{workspaceId}/branding',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/branding`, body: { primaryColor: '#123456' } }),
+    check: (res) => expect(res.body).toMatchObject({ primaryColor: '#123456' }),
+  },
+  {
+    label: 'POST /workspaces/{id}/branding/logo',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/branding/logo',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/branding/logo`, form: logoForm() }),
+    check: (res) => expect(res.body.logoUrl).toMatch(/^\/storage\/files\//),
+  },
+  {
+    label: 'GET /workspaces/{id}/audit-logs',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/audit-logs',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/audit-logs` }),
+    check: (res, ws) => {
+      expect(res.body.items.length).toBeGreaterThan(0);
+      for (const item of res.body.items) expect(item.workspaceId).toBe(ws.id);
+    },
+  },
+];
+
+// ------------------------------------------------------------------ expectations, written out
+
+type Principal = Role | 'outsider' | 'anonymous';
+const PRINCIPALS: Principal[] = ['OWNER', 'ADMIN', 'MEMBER', 'VIEWER', 'outsider', 'anonymous'];
+
+const DENIED = '403 PERMISSION_DENIED';
+const HIDDEN = '404 NOT_FOUND';
+const ANON = '401 UNAUTHORIZED';
+
+/** Route label -> expected outcome per principal, in PRINCIPALS order. */
+const ACTIVE_TABLE: Record<string, [string, string, string, string, string, string]> = {
+  //                                           OWNER  ADMIN  MEMBER  VIEWER  outsider anonymous
+  'GET /workspaces/{id}':                     ['200', '200', '200',  '200',  HIDDEN, ANON],
+  'PATCH /workspaces/{id}':                   ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/members':             ['200', '200', '200',  '200',  HIDDEN, ANON],
+  'POST /workspaces/{id}/invitations':        ['201', '201', DENIED, DENIED, HIDDEN, ANON],
+  'PATCH /workspaces/{id}/members/{userId}':  ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'DELETE /workspaces/{id}/members/{userId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/ai/generate':        ['200', '200', '200',  DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/ai/generations':      ['200', '200', '200',  '200',  HIDDEN, ANON],
+  'GET /workspaces/{id}/ai/usage':            ['200', '200', '200',  DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/billing':             ['200', '200', '200',  DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/billing/payments':    ['200', '200', '200',  DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/billing/mock-checkout': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/billing/cancel':     ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/api-keys':            ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/api-keys':           ['201', '201', DENIED, DENIED, HIDDEN, ANON],
+  'PATCH /workspaces/{id}/api-keys/{apiKeyId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'DELETE /workspaces/{id}/api-keys/{apiKeyId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/api-keys/{apiKeyId}/rotate': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/webhooks':            ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/webhooks':           ['201', '201', DENIED, DENIED, HIDDEN, ANON],
+  'PATCH /workspaces/{id}/webhooks/{webhookId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'DELETE /workspaces/{id}/webhooks/{webhookId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/webhooks/{webhookId}/test': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/webhooks/{webhookId}/rotate-secret': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/webhook-deliveries':  ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/webhook-deliveries/{deliveryId}/retry': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/branding':            ['200', '200', '200',  '200',  HIDDEN, ANON],
+  'PATCH /workspaces/{id}/branding':          ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/branding/logo':      ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/audit-logs':          ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+};
+
+type Unavailable = 'OWNER of a SUSPENDED workspace' | 'MEMBER of a SUSPENDED workspace' | 'OWNER of an ARCHIVED workspace' | 'MEMBER of an ARCHIVED workspace';
+const UNAVAILABLE_PRINCIPALS: Unavailable[] = [
+  'OWNER of a SUSPENDED workspace',
+  'MEMBER of a SUSPENDED workspace',
+  'OWNER of an ARCHIVED workspace',
+  'MEMBER of an ARCHIVED workspace',
+];
+
+interface Cell {
+  label: string;
+  route: Route;
+  principal: Principal | Unavailable;
+  expected: string;
+}
+
+const cells: Cell[] = [
+  ...ROUTES.flatMap((route) =>
+    PRINCIPALS.map((principal, i) => {
+      const expected = ACTIVE_TABLE[route.label]![i]!;
+      return { label: `${principal} on ${route.label} → ${expected}`, route, principal, expected };
+    }),
+  ),
+  ...ROUTES.flatMap((route) =>
+    UNAVAILABLE_PRINCIPALS.map((principal) => {
+      const expected = '403 WORKSPACE_UNAVAILABLE';
+      return { label: `${principal} on ${route.label} → ${expected}`, route, principal, expected };
+    }),
+  ),
+];
+
+/** The workspace a principal is tested against, and their token (none for anonymous). */
+function subject(principal: Cell['principal']): { ws: Ws; token?: string } {
+  switch (principal) {
+    case 'outsider':
+      return { ws: fixture, token: outsider.accessToken };
+    case 'anonymous':
+      return { ws: fixture };
+    case 'OWNER of a SUSPENDED workspace':
+      return { ws: suspended, token: suspended.owner.accessToken };
+    case 'MEMBER of a SUSPENDED workspace':
+      return { ws: suspended, token: suspended.member.accessToken };
+    case 'OWNER of an ARCHIVED workspace':
+      return { ws: archived, token: archived.owner.accessToken };
+    case 'MEMBER of an ARCHIVED workspace':
+      return { ws: archived, token: archived.member.accessToken };
+    default:
+      return { ws: fixture, token: sessions[principal].accessToken };
+  }
+}
+
+// ------------------------------------------------------------------ the cells
+
+describe('permission matrix', () => {
+  it.each(cells.map((cell) => [cell.label, cell] as const))('%s', async (_label, { route, principal, expected }) => {
+    const { ws, token } = subject(principal);
+    const call = await route.call(ws);
+    const res = await app.api(route.method, call.path, {
+      ...(token ? { token } : {}),
+      ...(call.body !== undefined ? { body: call.body } : {}),
+      ...(call.form ? { form: call.form } : {}),
+    });
+
+    if (principal === 'outsider') expect(is2xx(res.status), `outsider got ${res.status} ${res.text.slice(0, 200)}`).toBe(false);
+
+    const [status, code] = expected.split(' ') as [string, string | undefined];
+    if (code) {
+      expectError(res, Number(status), code);
+      expect(res.text, 'a refusal names the workspace').not.toContain(ws.name);
+    } else {
+      expect(res.status, res.text.slice(0, 300)).toBe(Number(status));
+      route.check(res, ws);
+    }
+    await call.after?.(res);
+  });
+
+  it(`covers 300 cells: 30 routes x (OWNER, ADMIN, MEMBER, VIEWER, outsider, anonymous) + 30 routes x 4 members of SUSPENDED/ARCHIVED workspaces`, () => {
+    expect(ROUTES).toHaveLength(30);
+    expect(cells).toHaveLength(300);
+    expect(new Set(cells.map((c) => c.label)).size).toBe(300);
+    expect(Object.keys(ACTIVE_TABLE).sort()).toEqual(ROUTES.map((r) => r.label).sort());
+  });
+
+  it('lists every /workspaces/{workspaceId} route of /openapi.json (a new workspace route needs its row here)', async () => {
+    const doc = await app.api('GET', '/openapi.json');
+    expect(doc.status).toBe(200);
+    const documented = Object.entries(doc.body.paths as Record<string, Record<string, unknown>>)
+      .filter(([path]) => path.startsWith('/workspaces/{workspaceId}'))
+      .flatMap(([path, ops]) =>
+        Object.keys(ops)
+          .filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m))
+          .map((m) => `${m.toUpperCase()} ${path}`),
+      );
+    expect(documented.sort()).toEqual(ROUTES.map((r) => `${r.method} ${r.openapi}`).sort());
+  });
+
+  it('leaves the fixture intact: the four members keep their roles and the workspace its name', async () => {
+    for (const role of ['OWNER', 'ADMIN', 'MEMBER', 'VIEWER'] as const) {
+      expect(await roleIn(app, fixture.id, sessions[role].userId)).toBe(role);
+    }
+    const ws = await app.deps.db.selectFrom('workspaces').select(['name', 'status']).where('id', '=', fixture.id).executeTakeFirstOrThrow();
+    expect(ws).toEqual({ name: fixture.name, status: 'ACTIVE' });
+  });
+});
