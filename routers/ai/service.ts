@@ -238,14 +238,23 @@ const SAMPLES = [
   { prompt: 'Summarise the following text in 3 bullet points: our Q3 results.', output: '- Revenue grew 18% to 4.2 M\n- Churn fell to 2.1%\n- Two new enterprise customers signed' },
 ];
 
-/** Demo accounts see sample generations (AI_DEMO_SHOW_SAMPLE_HISTORY), created once per workspace. */
+/**
+ * Demo accounts see sample generations (AI_DEMO_SHOW_SAMPLE_HISTORY), created once per workspace: the
+ * check and the insert run under a per-workspace advisory lock, so first visits arriving together insert
+ * one set.
+ */
 async function ensureSamples(db: Db, workspaceId: string) {
-  const existing = await db.selectFrom('ai_generations').select('id').where('workspace_id', '=', workspaceId).where('is_sample', '=', true).limit(1).executeTakeFirst();
-  if (existing) return;
-  await db
-    .insertInto('ai_generations')
-    .values(SAMPLES.map((s) => ({ workspace_id: workspaceId, provider: 'MOCK' as const, model: 'sample', prompt: s.prompt, output: s.output, status: 'SUCCEEDED' as const, is_sample: true, prompt_tokens: estimateTokens(s.prompt), completion_tokens: estimateTokens(s.output) })))
-    .execute();
+  const hasSamples = (q: Db) =>
+    q.selectFrom('ai_generations').select('id').where('workspace_id', '=', workspaceId).where('is_sample', '=', true).limit(1).executeTakeFirst();
+  if (await hasSamples(db)) return;
+  await db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtext(${`ai-samples:${workspaceId}`}))`.execute(trx);
+    if (await hasSamples(trx)) return;
+    await trx
+      .insertInto('ai_generations')
+      .values(SAMPLES.map((s) => ({ workspace_id: workspaceId, provider: 'MOCK' as const, model: 'sample', prompt: s.prompt, output: s.output, status: 'SUCCEEDED' as const, is_sample: true, prompt_tokens: estimateTokens(s.prompt), completion_tokens: estimateTokens(s.output) })))
+      .execute();
+  });
 }
 
 /**
@@ -331,7 +340,8 @@ export async function adminUsage(db: Db) {
       .select((eb) => [
         eb.fn.countAll<string>().filterWhere('g.status', '=', 'SUCCEEDED').as('succeeded'),
         eb.fn.countAll<string>().filterWhere('g.status', '=', 'FAILED').as('failed'),
-        tokens.as('tokens'),
+        // Tokens of successful generations only, as in every other usage figure.
+        sql<string>`coalesce(sum(g.prompt_tokens + g.completion_tokens) filter (where g.status = 'SUCCEEDED'), 0)`.as('tokens'),
       ])
       .executeTakeFirstOrThrow(),
     db.selectFrom('ai_generations').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'SUCCEEDED').where('is_sample', '=', false).executeTakeFirstOrThrow(),

@@ -60,8 +60,10 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
         method: 'POST',
         headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
         agent: agents[url.protocol as 'http:' | 'https:'],
-        // The connection goes to the address that was checked, whatever DNS says now.
-        lookup: (_host, _opts, cb) => cb(null, address.address, address.family),
+        // The connection goes to the address that was checked, whatever DNS says now. Node asks for
+        // every address (`all: true`) when it may try several families, and for one otherwise.
+        lookup: (_host, opts, cb) =>
+          opts.all ? cb(null, [{ address: address.address, family: address.family }]) : cb(null, address.address, address.family),
         timeout: timeoutMs,
       },
       (res) => {

@@ -12,12 +12,20 @@ const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'instanc
 
 export const urlNotAllowed = (why: string) => new AppError('WEBHOOK_URL_NOT_ALLOWED', `This webhook URL is not allowed: ${why}.`);
 
-/** Only ordinary public unicast addresses; IPv4-mapped IPv6 is judged as the IPv4 it carries. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
+/**
+ * Only ordinary public unicast addresses. IPv4-mapped IPv6 is judged as the IPv4 it carries; any other
+ * IPv6 address must be global unicast (2000::/3), which refuses the deprecated IPv4-compatible form
+ * (`::127.0.0.1`) and every range ipaddr.js does not name.
+ */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  let parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
-  return parsed.range() === 'unicast';
+  const parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv4') return parsed.range() === 'unicast';
+  const v6 = parsed as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().range() === 'unicast';
+  return v6.range() === 'unicast' && v6.match(GLOBAL_UNICAST_V6);
 }
 
 export interface CheckedUrl {

@@ -21,9 +21,10 @@ export class ProviderFailure extends AppError {
 
 export function providerFailure(provider: string, err: unknown): ProviderFailure {
   const status = typeof (err as { status?: unknown })?.status === 'number' ? (err as { status: number }).status : undefined;
-  const name = err instanceof Error ? err.name : '';
+  // The SDKs' timeout errors: Anthropic's sets its `name`, OpenAI's only has its class name.
+  const names = err instanceof Error ? `${err.name} ${err.constructor.name}` : '';
   let kind = 'could not be reached';
-  if (/timeout/i.test(name)) kind = 'did not answer in time';
+  if (/timeout/i.test(names)) kind = 'did not answer in time';
   else if (status !== undefined) kind = KIND_BY_STATUS[status] ?? (status >= 500 ? 'had an internal error' : 'answered with an error');
   return new ProviderFailure(provider, { status, kind });
 }
