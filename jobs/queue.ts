@@ -33,7 +33,7 @@ export function createWebhookQueue(config: Config) {
   connection.on('error', () => {
     /* reported by the callers whose commands fail */
   });
-  const queue = new Queue<DeliverWebhookJob>(WEBHOOK_QUEUE, { connection });
+  const queue = new Queue<DeliverWebhookJob>(WEBHOOK_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
   return {
     queue,
     async enqueue(deliveryId: string, retry?: number) {

@@ -46,7 +46,7 @@ const deliveries = new Worker<DeliverWebhookJob>(
     if (outcome.status === 'failed' && outcome.permanent) throw new UnrecoverableError('the delivery cannot succeed');
     return outcome.status;
   },
-  { connection: workerConnection(), concurrency: 10 },
+  { connection: workerConnection(), prefix: config.QUEUE_PREFIX, concurrency: 10 },
 );
 deliveries.on('failed', (job, err) => logger.info({ deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message }, 'delivery attempt failed'));
 deliveries.on('error', (err) => logger.error({ err }, 'delivery worker error'));
@@ -57,7 +57,7 @@ if (config.MAINTENANCE_SCHEDULER_ENABLED) {
   // The sweep re-queues deliveries that never reached the queue (Redis was away) and dispatches domain
   // events no API instance picked up.
   const runner = new WebhookRunner(deliveryDeps, createWebhookQueue(config));
-  maintenanceQueue = new Queue(MAINTENANCE_QUEUE, { connection: workerConnection() });
+  maintenanceQueue = new Queue(MAINTENANCE_QUEUE, { connection: workerConnection(), prefix: config.QUEUE_PREFIX });
   await maintenanceQueue.upsertJobScheduler('sweep-deliveries', { every: 60_000 }, { name: 'sweep-deliveries' });
   await maintenanceQueue.upsertJobScheduler('clean-up-tokens', { pattern: '17 3 * * *' }, { name: 'clean-up-tokens' });
   maintenance = new Worker(
@@ -67,7 +67,7 @@ if (config.MAINTENANCE_SCHEDULER_ENABLED) {
       if (job.name === 'clean-up-tokens') return cleanUpExpiredTokens(db);
       return undefined;
     },
-    { connection: workerConnection(), concurrency: 1 },
+    { connection: workerConnection(), prefix: config.QUEUE_PREFIX, concurrency: 1 },
   );
   maintenance.on('error', (err) => logger.error({ err }, 'maintenance worker error'));
 }

@@ -196,6 +196,7 @@ export const configSchema = z.object({
   // ---- queues and webhooks
   QUEUES_ENABLED: bool(false),
   WEBHOOK_QUEUE_ENABLED: bool(false),
+  QUEUE_PREFIX: str('bull'),
   WEBHOOK_DELIVERY_ENABLED: bool(true),
   WEBHOOK_DEMO_DELIVERY_DISABLED: bool(true),
   WEBHOOK_MAX_RETRIES: int(3, 0, 20),
