@@ -16,7 +16,7 @@ import type { Config } from '../../server/config.js';
 import { AppError } from '../../server/errors.js';
 import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
-import type { BillingChange, PaymentChange, PaymentProcessor, ProcessorName, ProviderEvent, SubscriptionChange } from './processors/types.js';
+import type { BillingChange, PaymentChange, PaymentProcessor, ProcessorName, ProviderEvent, RefundChange, SubscriptionChange } from './processors/types.js';
 import { toPlanOutput } from './schemas.js';
 
 type Db = Kysely<Database>;
@@ -308,7 +308,7 @@ export async function applyProviderEvent(db: Db, provider: BillingProvider, even
     const outcomes: EventOutcome[] = [];
     for (const change of event.changes) outcomes.push(await applyChange(trx, provider, event, change));
     const outcome = outcomes.length === 0 ? 'ignored' : outcomes.includes('applied') ? 'applied' : outcomes[0]!;
-    const workspaceId = event.changes.find((c) => c.workspaceId)?.workspaceId ?? (await workspaceOfSubscription(trx, provider, event.changes));
+    const workspaceId = event.changes.map((c) => (c.kind === 'refund' ? undefined : c.workspaceId)).find(Boolean) ?? (await workspaceOfSubscription(trx, provider, event.changes));
     // One billing.updated per event that changed something, whatever it changed.
     if (outcome === 'applied' && workspaceId) {
       const current = await trx.selectFrom('workspaces').select(['edition', 'plan_id']).where('id', '=', workspaceId).executeTakeFirst();
@@ -323,12 +323,40 @@ export async function applyProviderEvent(db: Db, provider: BillingProvider, even
   });
 }
 
-const applyChange = (trx: Trx, provider: BillingProvider, event: ProviderEvent, change: BillingChange) =>
-  change.kind === 'subscription' ? applySubscription(trx, provider, event, change) : applyPayment(trx, provider, change);
+function applyChange(trx: Trx, provider: BillingProvider, event: ProviderEvent, change: BillingChange): Promise<EventOutcome> {
+  switch (change.kind) {
+    case 'subscription':
+      return applySubscription(trx, provider, event, change);
+    case 'payment':
+      return applyPayment(trx, provider, change);
+    case 'refund':
+      return applyRefund(trx, provider, change);
+  }
+}
 
-/** The workspace an event concerns when its changes name only a provider subscription. */
+/** A full refund moves the recorded payment to REFUNDED (once: a refunded payment stays refunded). */
+async function applyRefund(trx: Trx, provider: BillingProvider, change: RefundChange): Promise<EventOutcome> {
+  if (!change.fully) return 'ignored';
+  const payment = await paymentOf(trx, provider, change.providerPaymentIds);
+  if (!payment) return 'unmatched';
+  if (payment.status === 'REFUNDED') return 'ignored';
+  await trx.updateTable('payments').set({ status: 'REFUNDED' }).where('id', '=', payment.id).execute();
+  return 'applied';
+}
+
+const paymentOf = (trx: Trx, provider: BillingProvider, providerPaymentIds: string[]) =>
+  trx
+    .selectFrom('payments')
+    .select(['id', 'workspace_id', 'status'])
+    .where('provider', '=', provider)
+    .where('provider_payment_id', 'in', providerPaymentIds)
+    .executeTakeFirst();
+
+/** The workspace an event concerns when its changes name only a provider subscription or payment. */
 async function workspaceOfSubscription(trx: Trx, provider: BillingProvider, changes: BillingChange[]) {
-  const ref = changes.map((c) => c.providerSubscriptionId).find(Boolean);
+  const refund = changes.find((c) => c.kind === 'refund');
+  if (refund) return (await paymentOf(trx, provider, refund.providerPaymentIds))?.workspace_id ?? null;
+  const ref = changes.map((c) => (c.kind === 'refund' ? undefined : c.providerSubscriptionId)).find(Boolean);
   if (!ref) return null;
   const sub = await trx.selectFrom('subscriptions').select('workspace_id').where('provider', '=', provider).where('provider_subscription_id', '=', ref).executeTakeFirst();
   return sub?.workspace_id ?? null;

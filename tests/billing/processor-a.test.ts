@@ -548,3 +548,52 @@ describe('an app with BILLING_PROVIDER=PROCESSOR_A but no PROCESSOR_A keys', () 
     expect(await currentOf(bare, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'ACTIVE', subscription: { provider: 'PROCESSOR_B' } });
   });
 });
+
+describe('charge.refunded', () => {
+  const charge = (over: Record<string, unknown>) =>
+    stripeEvent('charge.refunded', { id: `ch_${randomHex(10)}`, object: 'charge', amount: 2900, currency: 'usd', ...over }, { id: `evt_${randomHex(10)}`, created: nowSeconds() });
+
+  it('a partial refund leaves the payment SUCCEEDED; the full refund moves it to REFUNDED once, with billing.updated', async () => {
+    const { s, ids } = await subscribed('proc-a-refund', nowSeconds() - 600);
+    const paid = invoicePaid(ids.subscription, nowSeconds() - 500);
+    expect((await deliverSigned(paid.payload)).body).toEqual({ received: true, outcome: 'applied' });
+    const updatesBefore = (await domainEventTypes(app, s.workspaceId)).filter((t) => t === 'billing.updated').length;
+
+    const partial = await deliverSigned(charge({ invoice: paid.invoiceId, payment_intent: `pi_${randomHex(10)}`, refunded: false, amount_refunded: 900 }));
+    expect(partial.body).toEqual({ received: true, outcome: 'ignored' });
+    expect((await historyOf(app, s.accessToken, s.workspaceId)).items[0]).toMatchObject({ status: 'SUCCEEDED' });
+
+    const full = await deliverSigned(charge({ invoice: paid.invoiceId, refunded: true, amount_refunded: 2900 }));
+    expect(full.body).toEqual({ received: true, outcome: 'applied' });
+    expect((await historyOf(app, s.accessToken, s.workspaceId)).items[0]).toMatchObject({ status: 'REFUNDED', amountCents: 2900 });
+    const updatesAfter = (await domainEventTypes(app, s.workspaceId)).filter((t) => t === 'billing.updated').length;
+    expect(updatesAfter).toBe(updatesBefore + 1);
+
+    // A second refund event of the same charge (a new event id) finds it already refunded.
+    const again = await deliverSigned(charge({ invoice: paid.invoiceId, refunded: true, amount_refunded: 2900 }));
+    expect(again.body).toEqual({ received: true, outcome: 'ignored' });
+  });
+
+  it('matches a one-time payment through its PaymentIntent', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-a-refund-once' });
+    const pi = `pi_${randomHex(10)}`;
+    const session = stripeEvent(
+      'checkout.session.completed',
+      {
+        id: `cs_test_${randomHex(10)}`, object: 'checkout.session', mode: 'payment', payment_status: 'paid', status: 'complete',
+        customer: `cus_${randomHex(10)}`, client_reference_id: s.workspaceId, metadata: { workspaceId: s.workspaceId, planId: (await planBySlug(app, 'pro')).id },
+        amount_total: 29000, currency: 'usd', payment_intent: pi,
+      },
+      { id: `evt_${randomHex(10)}`, created: nowSeconds() },
+    );
+    expect((await deliverSigned(session)).body).toEqual({ received: true, outcome: 'applied' });
+    expect((await deliverSigned(charge({ payment_intent: pi, refunded: true }))).body).toEqual({ received: true, outcome: 'applied' });
+    expect((await paymentsOf(app, s.workspaceId)).map((p) => p.status)).toEqual(['REFUNDED']);
+  });
+
+  it('answers 200 unmatched for a refund of a payment it never recorded, and changes nothing', async () => {
+    const res = await deliverSigned(charge({ payment_intent: `pi_${randomHex(10)}`, refunded: true }));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
+  });
+});

@@ -345,3 +345,32 @@ describe('an app with BILLING_PROVIDER=PROCESSOR_B but no PROCESSOR_B keys', () 
     expect(await billingEventsWithId(bare, 'PROCESSOR_B', eventIdOf(raw))).toEqual([]);
   });
 });
+
+describe('refunds from PROCESSOR_B', () => {
+  it('subscription_payment_refunded moves a fully refunded invoice payment to REFUNDED; a partial refund changes nothing', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-b-refund' });
+    const custom = (await startCheckout(s)).request.body.data.attributes.checkout_data.custom;
+    const subscriptionId = lemonId();
+    expect((await deliverSigned(subscriptionBody('subscription_created', subscriptionId, custom, {}))).body).toEqual({ received: true, outcome: 'applied' });
+    const payment = paymentBody(subscriptionId, custom);
+    expect((await deliverSigned(payment.raw)).body).toEqual({ received: true, outcome: 'applied' });
+
+    const refund = (refunded: boolean) =>
+      lemonEvent(
+        'subscription_payment_refunded',
+        { type: 'subscription-invoices', id: payment.invoiceId, attributes: { subscription_id: Number(subscriptionId), status: refunded ? 'refunded' : 'partial_refund', refunded, total: 2900, currency: 'USD' } },
+        custom,
+      );
+    expect((await deliverSigned(refund(false))).body).toEqual({ received: true, outcome: 'ignored' });
+    expect((await paymentsOf(app, s.workspaceId)).map((p) => p.status)).toEqual(['SUCCEEDED']);
+    expect((await deliverSigned(refund(true))).body).toEqual({ received: true, outcome: 'applied' });
+    expect((await historyOf(app, s.accessToken, s.workspaceId)).items[0]).toMatchObject({ status: 'REFUNDED', amountCents: 2900 });
+  });
+
+  it('order_refunded of an order it never recorded answers 200 unmatched', async () => {
+    const raw = lemonEvent('order_refunded', { type: 'orders', id: lemonId(), attributes: { status: 'refunded', refunded: true, total: 2900 } });
+    const res = await deliverSigned(raw);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
+  });
+});

@@ -253,6 +253,8 @@ function translate(event: EventWire): BillingChange[] {
       return [fromInvoice(object as unknown as InvoiceWire, 'SUCCEEDED')];
     case 'invoice.payment_failed':
       return [fromInvoice(object as unknown as InvoiceWire, 'FAILED')];
+    case 'charge.refunded':
+      return fromRefundedCharge(object as unknown as ChargeWire);
     default:
       return [];
   }
@@ -366,6 +368,23 @@ function fromInvoice(invoice: InvoiceWire, status: PaymentStatus): PaymentChange
     ...(invoice.hosted_invoice_url ? { invoiceUrl: invoice.hosted_invoice_url } : {}),
     ...(invoice.invoice_pdf ? { receiptUrl: invoice.invoice_pdf } : {}),
   };
+}
+
+interface ChargeWire {
+  id: string;
+  refunded?: boolean;
+  payment_intent?: Ref;
+  /** API versions before 2025-03-31. */
+  invoice?: Ref;
+}
+
+/**
+ * A one-time payment is stored under its PaymentIntent, a subscription payment under its invoice; the
+ * charge names the first and, before API version 2025-03-31, the second.
+ */
+function fromRefundedCharge(charge: ChargeWire): BillingChange[] {
+  const ids = [refId(charge.payment_intent), refId(charge.invoice)].filter((id): id is string => Boolean(id));
+  return ids.length === 0 ? [] : [{ kind: 'refund', providerPaymentIds: ids, fully: charge.refunded === true }];
 }
 
 function refId(ref: Ref): string | undefined {

@@ -210,6 +210,7 @@ interface SubscriptionAttributes {
 }
 
 interface Attributes extends SubscriptionAttributes {
+  refunded?: boolean;
   subscription_id?: number | string;
   total?: number;
   currency?: string;
@@ -237,6 +238,10 @@ function translate(event: EventWire): BillingChange[] {
       return [fromInvoice(event, 'FAILED')];
     case 'order_created':
       return fromOrder(event);
+    // A one-time payment is stored under its order id, a subscription payment under its invoice id.
+    case 'order_refunded':
+    case 'subscription_payment_refunded':
+      return [{ kind: 'refund', providerPaymentIds: [event.data.id], fully: event.data.attributes?.refunded === true || event.data.attributes?.status === 'refunded' }];
     default:
       return [];
   }

@@ -49,7 +49,18 @@ export interface PaymentChange {
   invoiceUrl?: string;
 }
 
-export type BillingChange = SubscriptionChange | PaymentChange;
+/**
+ * A refund of a recorded payment, named by any of the provider ids it may be stored under. Only a full
+ * refund moves the payment to REFUNDED; a partial one leaves it SUCCEEDED (the provider's dashboard holds
+ * the detail).
+ */
+export interface RefundChange {
+  kind: 'refund';
+  providerPaymentIds: string[];
+  fully: boolean;
+}
+
+export type BillingChange = SubscriptionChange | PaymentChange | RefundChange;
 
 export interface ProviderEvent {
   /** The provider's id of the event: a second delivery of the same id changes nothing. */
