@@ -73,6 +73,16 @@ const duration = (fallback: string) =>
       .pipe(z.number().int().positive({ error: 'must be longer than 0 seconds' })),
   );
 
+/** A BullMQ repeat pattern: 5 or 6 cron fields (`0 * * * *`). Unset or empty: off. */
+const cronPattern = () =>
+  z.preprocess(
+    (v) => (typeof unsetIfEmpty(v) === 'string' ? String(v).trim() : undefined),
+    z
+      .string()
+      .regex(/^[\w*?#\/,-]+(\s+[\w*?#\/,-]+){4,5}$/, { error: 'must be a cron pattern of 5 or 6 fields (e.g. 0 * * * *)' })
+      .optional(),
+  );
+
 /**
  * Express's `trust proxy`: true/false, a hop count, or a comma-separated list of proxy addresses or
  * subnets (the safe production choice: only your load balancer may set X-Forwarded-For).
@@ -207,6 +217,10 @@ export const configSchema = z.object({
   WEBHOOK_SECRET_ENCRYPTION_KEY: optionalStr(),
   MAINTENANCE_SCHEDULER_ENABLED: bool(false),
 
+  // ---- demo data (npm run demo:seed / demo:reset, jobs/demo.ts)
+  DEMO_PASSWORD: optionalStr(),
+  DEMO_RESET_CRON: cronPattern(),
+
   // ---- product updates and license
   UPDATE_CHANNEL: str('stable'),
   UPDATE_CHECK_ENABLED: bool(true),
@@ -219,8 +233,15 @@ export const configSchema = z.object({
   SUPPORT_EMAIL: str('support@localhost'),
 
   // ---- storage
-  STORAGE_PROVIDER: oneOf(['LOCAL'] as const, 'LOCAL'),
+  STORAGE_PROVIDER: oneOf(['LOCAL', 'S3'] as const, 'LOCAL'),
   STORAGE_LOCAL_DIR: str('./data/uploads'),
+  // S3 settings may be missing: the provider then reports configured: false and uploads answer 503.
+  S3_ENDPOINT: optionalUrl(),
+  S3_REGION: str('us-east-1'),
+  S3_BUCKET: optionalStr(),
+  S3_ACCESS_KEY_ID: optionalStr(),
+  S3_SECRET_ACCESS_KEY: optionalStr(),
+  S3_FORCE_PATH_STYLE: bool(false),
 });
 
 type ParsedConfig = z.infer<typeof configSchema>;

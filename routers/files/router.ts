@@ -31,10 +31,10 @@ export const filesRouter = router({
   providerStatus: authedProcedure
     .meta({ openapi: { method: 'GET', path: '/storage/provider-status', tags: ['Storage'], summary: 'The storage provider and its limits' } })
     .input(z.void())
-    .output(z.object({ provider: z.literal('LOCAL'), configured: z.boolean(), maxUploadBytes: z.number().int(), acceptedTypes: z.array(z.string()) }))
+    .output(z.object({ provider: z.enum(['LOCAL', 'S3']), configured: z.boolean(), maxUploadBytes: z.number().int(), acceptedTypes: z.array(z.string()) }))
     .query(({ ctx }) => ({
       provider: ctx.storage.provider,
-      configured: true,
+      configured: ctx.storage.configured,
       maxUploadBytes: 10 * 1024 * 1024,
       acceptedTypes: ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'application/pdf'],
     })),

@@ -17,16 +17,19 @@ import { noteRequest } from '../../server/monitoring.js';
 import { authenticate } from '../auth/sessions.js';
 
 const MiB = 1024 * 1024;
+/** Avatars and logos: still images, re-encoded to WebP. */
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp']);
-const UPLOAD_TYPES = new Set([...IMAGE_TYPES, 'image/gif', 'application/pdf']);
+/** Workspace files: images (re-encoded in their own format, GIF animation kept) and PDF (as sent). */
+const REENCODED_UPLOAD_TYPES = new Set([...IMAGE_TYPES, 'image/gif']);
+const UPLOAD_TYPES = new Set([...REENCODED_UPLOAD_TYPES, 'application/pdf']);
 /** About 40 megapixels: a real photo passes, a header claiming 50,000 x 50,000 does not. */
 const MAX_PIXELS = 40_000_000;
 
-type Deps = Pick<AppDeps, 'db' | 'config' | 'storage'>;
+type Deps = Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger'>;
 
 /** One file from `field`, at most `maxBytes`, in memory. Errors become the service's error answers. */
 function singleFile(field: string, maxBytes: number): RequestHandler {
-  const upload = multer({ storage: multer.memoryStorage(), limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 1024 } }).single(field);
+  const upload = multer({ storage: multer.memoryStorage(), preservePath: true, limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 1024 } }).single(field);
   return (req, res, next) =>
     upload(req, res, (err: unknown) => {
       if (!err) return next();
@@ -63,6 +66,10 @@ async function checkedFile(req: Request, field: string, allowed: Set<string>) {
   const file = req.file;
   if (!file || file.fieldname !== field) throw new AppError('BAD_REQUEST', `Send one file in the multipart field "${field}".`);
   if (file.size === 0) throw new AppError('BAD_REQUEST', 'The file is empty.');
+  // Browsers send a plain name; folders, `..` or control characters only come from a crafted request.
+  if (/[/\\\x00-\x1f]|^\.\.?$/.test(file.originalname)) {
+    throw new AppError('BAD_REQUEST', 'The file name must be a plain name, without folders, ".." or control characters.');
+  }
   const type = await fileTypeFromBuffer(file.buffer);
   if (!type || !allowed.has(type.mime)) {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This kind of file is not accepted here (by its content). Accepted: ${[...allowed].join(', ')}.`);
@@ -84,6 +91,14 @@ const asyncRoute =
   (req, res, next) =>
     void fn(req, res).catch(next);
 
+/**
+ * Removes an object the database no longer points at. Best effort: the change the user asked for is
+ * saved, so a storage failure here is only logged (an orphaned object is harmless).
+ */
+async function removeReplaced(deps: Deps, key: string) {
+  await deps.storage.delete(key).catch((err: unknown) => deps.logger.warn({ err, key }, 'could not remove a replaced file from storage'));
+}
+
 const newKey = (folder: string, ext: string) => `${folder}/${crypto.randomUUID()}.${ext}`;
 const safeName = (name: string) => name.replace(/[^\w.-]+/g, '_').slice(-120);
 
@@ -97,12 +112,17 @@ export function uploadRoutes(deps: Deps): Router {
     asyncRoute(async (req, res) => {
       const { user, workspace } = await caller(deps, req, 'files.write', req.body?.workspaceId ?? req.query.workspaceId);
       const { file, mime, ext } = await checkedFile(req, 'file', UPLOAD_TYPES);
-      // Images are stored re-encoded (same size), other accepted types as sent.
-      const data = IMAGE_TYPES.has(mime) ? await sharp(file.buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate().toBuffer().catch(() => {
-        throw new AppError('BAD_REQUEST', 'The image could not be read, or its dimensions are too large.');
-      }) : file.buffer;
+      // Images are stored re-encoded (same size and format), PDF as sent.
+      const data = REENCODED_UPLOAD_TYPES.has(mime)
+        ? await sharp(file.buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error', animated: mime === 'image/gif' })
+            .rotate()
+            .toBuffer()
+            .catch(() => {
+              throw new AppError('BAD_REQUEST', 'The image could not be read, or its dimensions are too large.');
+            })
+        : file.buffer;
       const key = newKey('files', ext);
-      await deps.storage.put(key, data);
+      await deps.storage.put(key, data, mime);
       const row = await deps.db
         .insertInto('files')
         .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'upload', storage_key: key, content_type: mime, size_bytes: data.length, original_name: safeName(file.originalname) })
@@ -136,7 +156,7 @@ export function uploadRoutes(deps: Deps): Router {
       res.setHeader('Content-Type', row.content_type);
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
-      res.setHeader('Content-Disposition', `${IMAGE_TYPES.has(row.content_type) ? 'inline' : 'attachment'}; filename="${row.id}"`);
+      res.setHeader('Content-Disposition', `${REENCODED_UPLOAD_TYPES.has(row.content_type) ? 'inline' : 'attachment'}; filename="${row.id}"`);
       res.setHeader('Cache-Control', 'private, max-age=300');
       res.end(data);
     }),
@@ -152,10 +172,10 @@ export function uploadRoutes(deps: Deps): Router {
       // The client crops to a square; the server makes sure: 512 x 512, re-encoded.
       const data = await reencode(file.buffer, { width: 512, height: 512, fit: 'cover' });
       const key = newKey('avatars', 'webp');
-      await deps.storage.put(key, data);
+      await deps.storage.put(key, data, 'image/webp');
       const previous = await deps.db.selectFrom('users').select('avatar_key').where('id', '=', user.id).executeTakeFirstOrThrow();
       await deps.db.updateTable('users').set({ avatar_key: key, avatar_updated_at: new Date(), updated_at: new Date() }).where('id', '=', user.id).execute();
-      if (previous.avatar_key) await deps.storage.delete(previous.avatar_key);
+      if (previous.avatar_key) await removeReplaced(deps, previous.avatar_key);
       res.status(201).json({ avatarUrl: `/users/${user.id}/avatar`, contentType: 'image/webp', width: 512, height: 512, size: data.length });
     }),
   );
@@ -163,9 +183,23 @@ export function uploadRoutes(deps: Deps): Router {
   routes.get(
     '/users/:userId/avatar',
     asyncRoute(async (req, res) => {
-      await caller(deps, req);
+      const { user, memberships } = await caller(deps, req);
       const userId = String(req.params.userId);
-      const row = /^[0-9a-f-]{36}$/i.test(userId) ? await deps.db.selectFrom('users').select('avatar_key').where('id', '=', userId).executeTakeFirst() : undefined;
+      // Your own avatar, and those of people you share a workspace with (platform admins see all).
+      const visible =
+        /^[0-9a-f-]{36}$/i.test(userId) &&
+        (userId === user.id ||
+          user.platform_role !== 'USER' ||
+          (memberships.length > 0 &&
+            Boolean(
+              await deps.db
+                .selectFrom('workspace_members')
+                .select('user_id')
+                .where('user_id', '=', userId)
+                .where('workspace_id', 'in', memberships.map((m) => m.id))
+                .executeTakeFirst(),
+            )));
+      const row = visible ? await deps.db.selectFrom('users').select('avatar_key').where('id', '=', userId).executeTakeFirst() : undefined;
       const data = row?.avatar_key ? await deps.storage.get(row.avatar_key) : undefined;
       if (!data) throw new AppError('NOT_FOUND', 'No avatar.');
       res.setHeader('Content-Type', 'image/webp');
@@ -184,16 +218,22 @@ export function uploadRoutes(deps: Deps): Router {
       const { file } = await checkedFile(req, 'logo', IMAGE_TYPES);
       const data = await reencode(file.buffer, { width: 1024, height: 1024, fit: 'inside', withoutEnlargement: true });
       const key = newKey('logos', 'webp');
-      await deps.storage.put(key, data);
-      const row = await deps.db.transaction().execute(async (trx) => {
+      await deps.storage.put(key, data, 'image/webp');
+      const { row, replaced } = await deps.db.transaction().execute(async (trx) => {
+        const previous = await trx.selectFrom('workspaces').select('logo_file_id').where('id', '=', workspace!.id).forUpdate().executeTakeFirstOrThrow();
         const row = await trx
           .insertInto('files')
           .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'logo', storage_key: key, content_type: 'image/webp', size_bytes: data.length, original_name: 'logo.webp' })
           .returningAll()
           .executeTakeFirstOrThrow();
         await trx.updateTable('workspaces').set({ logo_file_id: row.id, updated_at: new Date() }).where('id', '=', workspace!.id).execute();
-        return row;
+        // The previous logo goes with its replacement: its row now, its object after the commit.
+        const replaced = previous.logo_file_id
+          ? await trx.deleteFrom('files').where('id', '=', previous.logo_file_id).where('kind', '=', 'logo').returning('storage_key').executeTakeFirst()
+          : undefined;
+        return { row, replaced };
       });
+      if (replaced) await removeReplaced(deps, replaced.storage_key);
       res.status(200).json({ logoUrl: `/storage/files/${row.id}`, contentType: 'image/webp', size: row.size_bytes });
     }),
   );
@@ -211,11 +251,16 @@ const multipart = (field: string, description: string) => ({
   },
 });
 const secured = { security: [{ bearerAuth: [] }] };
+const storageFailures = {
+  502: errorRef('STORAGE_PROVIDER_ERROR: the storage provider failed (nothing was saved)'),
+  503: errorRef('STORAGE_NOT_CONFIGURED: the selected storage provider lacks its settings'),
+};
 const refusals = {
   400: errorRef('Missing or unreadable file'),
   401: errorRef('No valid access token'),
   413: errorRef('File too large'),
   415: errorRef('Type not accepted (checked by content)'),
+  ...storageFailures,
 };
 
 export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
@@ -257,7 +302,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Storage'],
       ...secured,
       parameters: [{ in: 'path', name: 'fileId', required: true, schema: { type: 'string', format: 'uuid' } }],
-      responses: { 200: { description: 'The file, with X-Content-Type-Options: nosniff' }, 404: errorRef('No such file in my workspaces') },
+      responses: { 200: { description: 'The file, with X-Content-Type-Options: nosniff' }, 404: errorRef('No such file in my workspaces'), ...storageFailures },
     },
   },
   '/users/{userId}/avatar': {
@@ -267,7 +312,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Profile'],
       ...secured,
       parameters: [{ in: 'path', name: 'userId', required: true, schema: { type: 'string', format: 'uuid' } }],
-      responses: { 200: { description: 'image/webp' }, 404: errorRef('No avatar') },
+      responses: { 200: { description: 'image/webp' }, 404: errorRef('No avatar'), ...storageFailures },
     },
   },
 };

@@ -1,0 +1,155 @@
+// Fixtures of tests/uploads: an app on STORAGE_PROVIDER=LOCAL with its own temporary folder (so a test can
+// list exactly what was written, and see anything that escaped the folder), multipart forms, byte-exact
+// downloads, and hand-made files: real images from sharp, PNG chunks with valid CRCs, and headers that
+// claim huge dimensions.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { ledger } from '../helpers/secret-ledger.js';
+
+export const MiB = 1024 * 1024;
+
+export interface LocalApp {
+  app: TestApp;
+  /** A temporary folder holding only `uploads/` (STORAGE_LOCAL_DIR): a file written beside it escaped. */
+  root: string;
+  /** STORAGE_LOCAL_DIR of the app. */
+  dir: string;
+  /** Every file under `root`, as sorted paths relative to it (`uploads/files/<uuid>.png`). */
+  listing(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export async function startLocalApp(label: string): Promise<LocalApp> {
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), `uploads-${label}-`));
+  const dir = path.join(root, 'uploads');
+  await fs.mkdir(dir);
+  const app = await startTestApp({ STORAGE_PROVIDER: 'LOCAL', STORAGE_LOCAL_DIR: dir });
+  return {
+    app,
+    root,
+    dir,
+    listing: () => listFiles(root),
+    async close() {
+      await app.close();
+      await fs.rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function listFiles(root: string): Promise<string[]> {
+  const names = await fs.readdir(root, { recursive: true });
+  const files: string[] = [];
+  for (const name of names) {
+    if ((await fs.lstat(path.join(root, name))).isFile()) files.push(name.split(path.sep).join('/'));
+  }
+  return files.sort();
+}
+
+/** The files that appeared under `root` since `before`. */
+export async function addedSince(local: LocalApp, before: string[]): Promise<string[]> {
+  return (await local.listing()).filter((f) => !before.includes(f));
+}
+
+export function form(field: string, data: Buffer, name: string, type = 'application/octet-stream', extra: Record<string, string> = {}) {
+  const f = new FormData();
+  for (const [k, v] of Object.entries(extra)) f.append(k, v);
+  f.append(field, new Blob([new Uint8Array(data)], { type }), name);
+  return f;
+}
+
+/** A GET whose body is kept as bytes. */
+export async function download(app: TestApp, urlPath: string, token?: string) {
+  const res = await fetch(app.url + urlPath, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const bytes = Buffer.from(await res.arrayBuffer());
+  ledger.observe(`GET ${urlPath}`, bytes.toString('latin1'));
+  return { status: res.status, headers: res.headers, bytes };
+}
+
+// ------------------------------------------------------------------ images
+
+export const solidImage = (width: number, height: number, background = '#3366cc') =>
+  sharp({ create: { width, height, channels: 3, background } });
+
+export const pngOf = (width: number, height: number, background?: string) => solidImage(width, height, background).png().toBuffer();
+
+/** Decoded RGB pixels, to compare images whatever their encoding. */
+export async function pixels(data: Buffer) {
+  const { data: raw, info } = await sharp(data).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return { raw, width: info.width, height: info.height };
+}
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+export function crc32(data: Buffer): number {
+  let c = 0xffffffff;
+  for (const byte of data) c = CRC_TABLE[(c ^ byte) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/** One PNG chunk: length, type, data, CRC over type and data. */
+export function pngChunk(type: string, data: Buffer): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(data.length);
+  const typed = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(typed));
+  return Buffer.concat([length, typed, crc]);
+}
+
+/** `png` with a tEXt chunk (keyword Comment) right after its IHDR (signature 8 + IHDR chunk 25 bytes). */
+export function withTextChunk(png: Buffer, text: string): Buffer {
+  if (!png.subarray(0, 8).equals(PNG_SIGNATURE) || png.toString('latin1', 12, 16) !== 'IHDR') throw new Error('not a PNG');
+  return Buffer.concat([png.subarray(0, 33), pngChunk('tEXt', Buffer.from(`Comment\0${text}`, 'latin1')), png.subarray(33)]);
+}
+
+/** A well-formed PNG (valid CRCs) whose IHDR claims `width` x `height` RGB pixels, with a token IDAT. */
+export function pngClaiming(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // colour type RGB
+  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('IDAT', Buffer.from([0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01])), pngChunk('IEND', Buffer.alloc(0))]);
+}
+
+/** A GIF whose screen and single frame claim `width` x `height` pixels (one tiny LZW block). */
+export function gifClaiming(width: number, height: number): Buffer {
+  const le16 = (n: number) => Buffer.from([n & 0xff, (n >> 8) & 0xff]);
+  return Buffer.concat([
+    Buffer.from('GIF89a', 'latin1'),
+    le16(width),
+    le16(height),
+    Buffer.from([0x80, 0x00, 0x00]), // global colour table of 2 entries
+    Buffer.from([0x00, 0x00, 0x00, 0xff, 0xff, 0xff]),
+    Buffer.from([0x2c]),
+    le16(0),
+    le16(0),
+    le16(width),
+    le16(height),
+    Buffer.from([0x00]),
+    Buffer.from([0x02, 0x02, 0x44, 0x01, 0x00]), // LZW minimum code size 2, one sub-block, terminator
+    Buffer.from([0x3b]),
+  ]);
+}
+
+export const TEXT_AS_PNG = Buffer.from('just some text, honest\nnot an image at all\n');
+export const HTML = Buffer.from('<!doctype html><html><body><script>document.title = "owned"</script></body></html>\n');
+export const SVG_WITH_SCRIPT = Buffer.from(
+  '<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(document.cookie)</script><rect width="10" height="10"/></svg>\n',
+);
+export const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
+
+/** `data` padded with zero bytes (after the image's end) to exactly `size` bytes. */
+export function padTo(data: Buffer, size: number): Buffer {
+  if (size < data.length) throw new Error('already larger');
+  return Buffer.concat([data, Buffer.alloc(size - data.length)]);
+}
