@@ -1,6 +1,7 @@
 // Entry point of `npm run worker`: processes `deliver_webhook` jobs (BullMQ) when QUEUES_ENABLED and
 // WEBHOOK_QUEUE_ENABLED are on and REDIS_URL is set, and, with MAINTENANCE_SCHEDULER_ENABLED, runs the
-// repeatable maintenance jobs (the delivery sweep and the clean-up of expired tokens). Its own Redis
+// repeatable maintenance jobs (the delivery sweep and the clean-up of expired tokens), and with
+// DEMO_RESET_CRON the demo reset (jobs/demo.ts) on the same maintenance queue. Its own Redis
 // connections (blocking ones need maxRetriesPerRequest: null). SIGTERM closes the workers first (jobs in
 // flight finish), then Redis and the database pool. A job whose worker died is found stalled and run
 // again; the delivery row makes the second run harmless.
@@ -16,6 +17,9 @@ import { attemptDelivery } from '../routers/webhooks/delivery.js';
 import { DELIVER_WEBHOOK, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, createWebhookQueue, webhookQueueEnabled, type DeliverWebhookJob } from './queue.js';
 import { WebhookRunner } from './webhook-runner.js';
 import { cleanUpExpiredTokens } from './maintenance.js';
+import { PasswordHasher } from '../server/security/passwords.js';
+import { createStorage } from '../server/storage.js';
+import { resetDemo } from './demo.js';
 
 const { config } = loadConfigOrExit();
 const logger = createLogger(config);
@@ -51,20 +55,40 @@ const deliveries = new Worker<DeliverWebhookJob>(
 deliveries.on('failed', (job, err) => logger.info({ deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message }, 'delivery attempt failed'));
 deliveries.on('error', (err) => logger.error({ err }, 'delivery worker error'));
 
+// Demo reset (DEMO_RESET_CRON): jobs/demo.ts's resetDemo as a repeatable job of the maintenance queue.
+// Its scheduler is removed when the setting is emptied, so switching it off takes effect.
+const DEMO_RESET = 'demo-reset';
+const demoReset = async () => {
+  const summary = await resetDemo(
+    { db, config, passwords: new PasswordHasher(config.BCRYPT_COST), secrets: deliveryDeps.secrets, storage: createStorage(config) },
+    { via: 'schedule' },
+  ).catch((err: unknown) => {
+    logger.error({ err }, 'demo reset failed');
+    throw err;
+  });
+  logger.info({ removed: summary.removed, written: summary.written, accounts: summary.accounts.map((a) => a.email) }, 'demo data reset');
+  return { removed: summary.removed, written: summary.written };
+};
+
 let maintenance: Worker | undefined;
 let maintenanceQueue: Queue | undefined;
-if (config.MAINTENANCE_SCHEDULER_ENABLED) {
+if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
   // The sweep re-queues deliveries that never reached the queue (Redis was away) and dispatches domain
   // events no API instance picked up.
   const runner = new WebhookRunner(deliveryDeps, createWebhookQueue(config));
   maintenanceQueue = new Queue(MAINTENANCE_QUEUE, { connection: workerConnection(), prefix: config.QUEUE_PREFIX });
-  await maintenanceQueue.upsertJobScheduler('sweep-deliveries', { every: 60_000 }, { name: 'sweep-deliveries' });
-  await maintenanceQueue.upsertJobScheduler('clean-up-tokens', { pattern: '17 3 * * *' }, { name: 'clean-up-tokens' });
+  if (config.MAINTENANCE_SCHEDULER_ENABLED) {
+    await maintenanceQueue.upsertJobScheduler('sweep-deliveries', { every: 60_000 }, { name: 'sweep-deliveries' });
+    await maintenanceQueue.upsertJobScheduler('clean-up-tokens', { pattern: '17 3 * * *' }, { name: 'clean-up-tokens' });
+  }
+  if (config.DEMO_RESET_CRON) await maintenanceQueue.upsertJobScheduler(DEMO_RESET, { pattern: config.DEMO_RESET_CRON }, { name: DEMO_RESET });
+  else await maintenanceQueue.removeJobScheduler(DEMO_RESET);
   maintenance = new Worker(
     MAINTENANCE_QUEUE,
     async (job) => {
       if (job.name === 'sweep-deliveries') return { dispatched: await runner.dispatchPending(), swept: await runner.sweep() };
       if (job.name === 'clean-up-tokens') return cleanUpExpiredTokens(db);
+      if (job.name === DEMO_RESET && config.DEMO_RESET_CRON) return demoReset();
       return undefined;
     },
     { connection: workerConnection(), prefix: config.QUEUE_PREFIX, concurrency: 1 },
@@ -72,7 +96,7 @@ if (config.MAINTENANCE_SCHEDULER_ENABLED) {
   maintenance.on('error', (err) => logger.error({ err }, 'maintenance worker error'));
 }
 
-logger.info({ queue: WEBHOOK_QUEUE, maintenance: config.MAINTENANCE_SCHEDULER_ENABLED }, 'worker ready');
+logger.info({ queue: WEBHOOK_QUEUE, maintenance: config.MAINTENANCE_SCHEDULER_ENABLED, demoResetCron: config.DEMO_RESET_CRON ?? null }, 'worker ready');
 
 let stopping = false;
 const shutdown = async (signal: string) => {

@@ -6,9 +6,10 @@ import type { AnyTRPCRouter } from '@trpc/server';
 import { buildOpenApiDocument } from './document.js';
 import { billingWebhookOpenApiPaths } from '../routers/billing/webhooks.js';
 import { uploadOpenApiPaths } from '../routers/files/uploads.js';
+import { metricsOpenApiPaths } from '../server/metrics.js';
 
 export function openApiRoutes(appRouter: AnyTRPCRouter, version: string): Router {
-  const document = buildOpenApiDocument(appRouter, { version, extraPaths: { ...billingWebhookOpenApiPaths, ...uploadOpenApiPaths } });
+  const document = buildOpenApiDocument(appRouter, { version, extraPaths: { ...billingWebhookOpenApiPaths, ...uploadOpenApiPaths, ...metricsOpenApiPaths } });
   const routes = Router();
   routes.get('/openapi.json', (_req, res) => {
     res.json(document);

@@ -9,9 +9,12 @@ import { appRouter } from '../routers/index.js';
 import { openApiRoutes } from '../openapi/routes.js';
 import { billingWebhookRoutes } from '../routers/billing/webhooks.js';
 import { responseCache } from './response-cache.js';
-import { rateLimiter } from './rate-limit.js';
+import { TIERS, rateLimiter } from './rate-limit.js';
 import { uploadRoutes } from '../routers/files/uploads.js';
+import { verifiedApiKeyId } from '../routers/api-keys/service.js';
 import { RouteTemplates } from './route-templates.js';
+import { METRICS_PATH, Metrics, metricsRoute, webhookQueueCounts } from './metrics.js';
+import { webhookQueueEnabled } from '../jobs/queue.js';
 
 export const JSON_BODY_LIMIT = '1mb';
 
@@ -30,15 +33,30 @@ export function createApp(deps: AppDeps): express.Express {
     { method: 'GET', template: '/storage/files/{fileId}' },
     { method: 'GET', template: '/users/{userId}/avatar' },
   ]);
+  // Prometheus metrics only when METRICS_TOKEN is set: otherwise /metrics is an unknown route (404).
+  const { config, redis } = deps;
+  const metricsToken = config.METRICS_TOKEN;
+  const metrics = metricsToken
+    ? new Metrics({
+        tiers: TIERS,
+        queue: webhookQueueEnabled(config) && redis ? webhookQueueCounts(redis.commands, config.QUEUE_PREFIX) : undefined,
+      })
+    : undefined;
+
   app.use(requestId);
-  app.use(deps.monitor.middleware(routes));
+  app.use(deps.monitor.middleware(routes, metrics));
   app.use(requestLogger(deps.logger));
   app.use(helmet());
   if (deps.config.CORS_ORIGINS.length) {
     app.use(cors({ origin: deps.config.CORS_ORIGINS, exposedHeaders: ['X-Request-Id', 'Retry-After'], maxAge: 600 }));
   }
 
-  if (deps.config.RATE_LIMIT_ENABLED) app.use(rateLimiter({ ...deps, redis: deps.redis?.commands, routes }));
+  if (metricsToken && metrics) app.get(METRICS_PATH, metricsRoute(metricsToken, metrics));
+  if (deps.config.RATE_LIMIT_ENABLED) {
+    app.use(
+      rateLimiter({ ...deps, redis: deps.redis?.commands, routes, verifiedApiKeyId, onRejected: metrics && ((tier) => metrics.rateLimited(tier)) }),
+    );
+  }
   app.use(openApiRoutes(appRouter, deps.config.SERVICE_VERSION));
 
   // The public catalog is the same for everyone: kept as bytes until the catalog changes.

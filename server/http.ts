@@ -98,11 +98,16 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
   };
 }
 
+/** The most calls one `/trpc` batch may carry (set the client's `maxItems` to this or less). */
+export const TRPC_MAX_BATCH_SIZE = 10;
+
 /** The same router for the first-party TypeScript client, with the same error mapping. */
 export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandler {
   return createExpressMiddleware({
     router,
     createContext: contextFactory(deps),
+    // A batch is charged per call by the rate limiter; this bounds how much one request can carry.
+    maxBatchSize: TRPC_MAX_BATCH_SIZE,
     responseMeta: ({ errors }) => (errors[0] ? { status: toApiError(errors[0]).status } : {}),
     onError: ({ error, req }) => {
       const api = toApiError(error);

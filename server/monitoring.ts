@@ -2,11 +2,13 @@
 // request and one per error answer, O(1) per request. Entries hold the route template (not raw ids), the
 // method, status, duration, request id and the user and workspace when known; errors add the code and the
 // message the client saw (friendly for 5xx). Bodies, headers, query strings, tokens and keys are never
-// stored: nothing here reads them.
+// stored: nothing here reads them. The same finish hook feeds the Prometheus metrics when they are on.
+// Scrapes of /metrics are neither recorded nor counted.
 import type { Request, RequestHandler } from 'express';
 import type { Config } from './config.js';
 import type { ApiError } from './errors.js';
 import type { RouteTemplates } from './route-templates.js';
+import { METRICS_PATH, type Metrics } from './metrics.js';
 
 export class RingBuffer<T> {
   private items: Array<T | undefined>;
@@ -98,19 +100,26 @@ export class Monitor {
     return this.config.MONITORING_ENABLED;
   }
 
-  middleware(routes: RouteTemplates): RequestHandler {
+  middleware(routes: RouteTemplates, metrics?: Metrics): RequestHandler {
     const { config } = this;
     return (req, res, next) => {
-      if (!this.enabled || (!config.REQUEST_LOGGING_ENABLED && !config.ERROR_LOGGING_ENABLED)) return next();
+      const recording = this.enabled && (config.REQUEST_LOGGING_ENABLED || config.ERROR_LOGGING_ENABLED);
+      if (!recording && !metrics) return next();
+      // Read now: mounted routers (/trpc) strip their prefix from req.url while they run.
+      const path = req.path;
+      if (path === METRICS_PATH) return next();
       const started = performance.now();
       res.once('finish', () => {
-        const durationMs = Math.round((performance.now() - started) * 10) / 10;
-        const route = routes.match(req.method, req.path);
+        const elapsedMs = performance.now() - started;
+        const route = routes.match(req.method, path);
+        metrics?.observeRequest(req.method, routes.label(req.method, path, route), res.statusCode, elapsedMs / 1000);
+        if (!recording) return;
+        const durationMs = Math.round(elapsedMs * 10) / 10;
         const facts = notes.get(req) ?? {};
         const record: RequestRecord = {
           requestId: req.id,
           method: req.method,
-          path: route?.template ?? sanitizePath(req.path),
+          path: route?.template ?? sanitizePath(path),
           status: res.statusCode,
           durationMs,
           slow: durationMs >= config.REQUEST_LOG_SLOW_MS,

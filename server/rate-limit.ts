@@ -1,8 +1,9 @@
 // Rate limiting in tiers (spec: Limits > Rate limiting), on rate-limiter-flexible: fixed windows of
 // RATE_LIMIT_WINDOW_SECONDS; in memory, or in Redis (atomic, shared by every instance) when REDIS_URL is
 // set, with an in-memory insurance limiter that takes over when Redis fails or takes longer than 100 ms.
-// Client identity: `user:{userId}:{tier}` for a request with a valid access token, `key:{prefix}:{tier}`
-// for a well-formed API key, else the client address (X-Forwarded-For as TRUST_PROXY allows).
+// Client identity: `user:{userId}:{tier}` for a request with a valid access token, `key:{keyId}:{tier}`
+// for an API key this instance has verified before, else the client address (X-Forwarded-For as
+// TRUST_PROXY allows). A /trpc batch is charged one point per call, each in its procedure's tier.
 import type { Request, RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -13,15 +14,16 @@ import type { RouteTemplates } from './route-templates.js';
 import { noteRequest } from './monitoring.js';
 import { bearerToken, verifyAccessToken } from './security/jwt.js';
 
-export type Tier = 'default' | 'auth' | 'contact' | 'upload' | 'publicApi' | 'webhook';
+export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook'] as const;
+export type Tier = (typeof TIERS)[number];
 
 export const RATE_LIMIT_MESSAGE = 'Too many requests. Please try again later.';
 
 const AUTH_ROUTES = new Set(['/auth/login', '/auth/register', '/auth/forgot-password', '/auth/resend-verification', '/auth/reset-password', '/auth/verify-email']);
 const CONTACT_ROUTES = new Set(['/contact/messages', '/support/tickets']);
 const UPLOAD_ROUTES = [/^\/storage\/upload$/, /^\/profile\/avatar$/, /^\/workspaces\/\{workspaceId\}\/branding\/logo$/];
-/** Never limited: status checks, CORS preflights, and the docs UI. */
-const SKIPPED = new Set(['GET /health', 'GET /search/status', 'GET /security/status']);
+/** Never limited: status checks, the metrics scrape, CORS preflights, and the docs UI. */
+const SKIPPED = new Set(['GET /health', 'GET /search/status', 'GET /security/status', 'GET /metrics']);
 
 /** The tier of a request by its method and route template (or raw path when it matches no route). */
 export function tierOf(method: string, template: string): Tier | undefined {
@@ -50,21 +52,21 @@ function points(config: Config, tier: Tier): number {
   }
 }
 
-/** The client a request is counted against. */
-function clientKey(config: Config, req: Request, tier: Tier): string {
+/** Who a request is counted against (the tier is added per limiter key). */
+function clientOf(config: Config, req: Request, verifiedApiKeyId: ((raw: string) => string | undefined) | undefined): string {
   const token = bearerToken(req.headers.authorization);
-  const apiKey = typeof req.headers['x-api-key'] === 'string' ? req.headers['x-api-key'] : token?.startsWith('wsk_') ? token : undefined;
-  if (apiKey && /^wsk_[A-Za-z0-9]{40}$/.test(apiKey)) return `key:${apiKey.slice(0, 12)}:${tier}`;
-  const claims = token ? verifyAccessToken(config, token) : null;
-  if (claims) return `user:${claims.userId}:${tier}`;
-  return `ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}:${tier}`;
+  const claims = token && !token.startsWith('wsk_') ? verifyAccessToken(config, token) : null;
+  if (claims) return `user:${claims.userId}`;
+  const apiKey = typeof req.headers['x-api-key'] === 'string' ? req.headers['x-api-key'].trim() : token?.startsWith('wsk_') ? token : undefined;
+  const keyId = apiKey && verifiedApiKeyId?.(apiKey);
+  if (keyId) return `key:${keyId}`;
+  return `ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
 }
 
 function buildLimiters(config: Config, redis: Redis | undefined): Record<Tier, RateLimiterAbstract> {
-  const tiers: Tier[] = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook'];
   const duration = config.RATE_LIMIT_WINDOW_SECONDS;
   return Object.fromEntries(
-    tiers.map((tier) => {
+    TIERS.map((tier) => {
       const opts = { points: points(config, tier), duration, keyPrefix: `rl:${tier}` };
       const memory = new RateLimiterMemory(opts);
       if (!redis) return [tier, memory];
@@ -83,35 +85,85 @@ function headers(limit: number, windowSeconds: number, res: RateLimiterRes) {
   };
 }
 
-export function rateLimiter(deps: { config: Config; logger: Logger; redis?: Redis; routes: RouteTemplates }): RequestHandler {
+export function rateLimiter(deps: {
+  config: Config;
+  logger: Logger;
+  redis?: Redis;
+  routes: RouteTemplates;
+  /** Told of every 429 (the metrics counter). */
+  onRejected?: (tier: Tier) => void;
+  /** The id of an API key already verified by this instance (routers/api-keys), else undefined. */
+  verifiedApiKeyId?: (raw: string) => string | undefined;
+}): RequestHandler {
   const { config, routes } = deps;
   const limiters = buildLimiters(config, deps.redis);
-  return async (req, res, next) => {
+
+  /** Points per tier: one for a REST call; one per call of a /trpc batch, in its procedure's tier. */
+  function charges(req: Request): Map<Tier, number> {
+    const charged = new Map<Tier, number>();
+    const add = (method: string, template: string) => {
+      const tier = tierOf(method, template);
+      if (tier) charged.set(tier, (charged.get(tier) ?? 0) + 1);
+    };
     const path = req.path;
-    // /trpc calls count in the tier of the procedure's REST route.
-    const route = path.startsWith('/trpc/') ? routes.ofProcedure(path.slice(6).split(',')[0]!) : routes.match(req.method, path);
-    const tier = tierOf(route?.method ?? req.method, route?.template ?? path);
-    if (!tier) return next();
-    const limit = points(config, tier);
-    try {
-      const result = await limiters[tier].consume(clientKey(config, req, tier));
-      const h = headers(limit, config.RATE_LIMIT_WINDOW_SECONDS, result);
-      res.setHeader('RateLimit-Policy', h['RateLimit-Policy']);
-      res.setHeader('RateLimit', h.RateLimit);
-      next();
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) {
-        // Neither Redis nor the insurance limiter answered: serve rather than fail the request.
-        deps.logger.error({ err: rejection }, 'rate limiter failed');
-        return next();
-      }
-      const h = headers(limit, config.RATE_LIMIT_WINDOW_SECONDS, rejection);
-      res.setHeader('Retry-After', String(h.reset));
-      res.setHeader('RateLimit-Policy', h['RateLimit-Policy']);
-      res.setHeader('RateLimit', h.RateLimit);
-      const api = { status: 429, code: 'RATE_LIMITED', message: RATE_LIMIT_MESSAGE };
-      noteRequest(req, { error: api, errorName: 'RateLimited' });
-      res.status(429).json(errorBody(api, req.id));
+    if (!path.startsWith('/trpc/')) {
+      const route = routes.match(req.method, path);
+      add(route?.method ?? req.method, route?.template ?? path);
+      return charged;
     }
+    for (const procedure of path.slice(6).split(',')) {
+      const route = routes.ofProcedure(procedure);
+      add(route?.method ?? req.method, route?.template ?? path);
+    }
+    return charged;
+  }
+
+  return async (req, res, next) => {
+    const charged = charges(req);
+    if (charged.size === 0) return next();
+    const client = clientOf(config, req, deps.verifiedApiKeyId);
+    // Every tier is charged; the answer's headers describe the tightest one.
+    const outcomes = await Promise.all(
+      [...charged].map(([tier, cost]) =>
+        limiters[tier].consume(`${client}:${tier}`, cost).then(
+          (result) => ({ tier, result, rejected: false }),
+          (rejection: unknown) => ({ tier, result: rejection, rejected: true }),
+        ),
+      ),
+    );
+    let shown: { tier: Tier; result: RateLimiterRes; rejected: boolean } | undefined;
+    for (const outcome of outcomes) {
+      if (!(outcome.result instanceof RateLimiterRes)) {
+        // Neither Redis nor the insurance limiter answered: serve rather than fail the request.
+        deps.logger.error({ err: outcome.result }, 'rate limiter failed');
+        continue;
+      }
+      const current = outcome as { tier: Tier; result: RateLimiterRes; rejected: boolean };
+      if (!shown || (current.rejected && !shown.rejected) || (current.rejected === shown.rejected && current.result.remainingPoints < shown.result.remainingPoints)) shown = current;
+    }
+    if (!shown) return next();
+    const limit = points(config, shown.tier);
+    const h = headers(limit, config.RATE_LIMIT_WINDOW_SECONDS, shown.result);
+    res.setHeader('RateLimit-Policy', h['RateLimit-Policy']);
+    res.setHeader('RateLimit', h.RateLimit);
+    if (!shown.rejected) return next();
+
+    res.setHeader('Retry-After', String(h.reset));
+    const api = { status: 429, code: 'RATE_LIMITED', message: RATE_LIMIT_MESSAGE };
+    noteRequest(req, { error: api, errorName: 'RateLimited' });
+    deps.onRejected?.(shown.tier);
+    res.status(429).json(req.path.startsWith('/trpc/') ? trpcRateLimited(req, api) : errorBody(api, req.id));
   };
 }
+
+/** The 429 in tRPC's envelope (one per call of a batch), so `@trpc/client` reads it like its own errors. */
+function trpcRateLimited(req: Request, api: { status: number; code: string; message: string }) {
+  const procedures = req.path.slice(6).split(',');
+  const error = (path: string) => ({
+    error: { message: api.message, code: TRPC_TOO_MANY_REQUESTS, data: { code: api.code, httpStatus: api.status, requestId: req.id, path } },
+  });
+  return req.query.batch === undefined ? error(procedures[0]!) : procedures.map(error);
+}
+
+/** JSON-RPC code of tRPC's TOO_MANY_REQUESTS. */
+const TRPC_TOO_MANY_REQUESTS = -32029;

@@ -1,5 +1,5 @@
 // The REST route a request hits, as its template (`/workspaces/{workspaceId}`), with the procedure that
-// serves it: for rate-limit tiers and for monitoring, which must not count raw ids as distinct routes.
+// serves it: for rate-limit tiers, monitoring and metrics, which must not count raw ids as distinct routes.
 // Built once from the routers' OpenAPI meta, in declaration order, like trpc-to-openapi's own matching.
 import type { AnyTRPCRouter } from '@trpc/server';
 import type { Meta } from './trpc.js';
@@ -14,13 +14,21 @@ export interface RouteTemplate {
 
 const toRegExp = (template: string) => new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i');
 
+/** The label of requests that match no route (a raw path could hold ids or tokens, and is unbounded). */
+export const UNMATCHED_ROUTE = '(unmatched)';
+/** The label of a /trpc call of several procedures at once. */
+export const TRPC_BATCH_ROUTE = '/trpc/(batch)';
+
 export class RouteTemplates {
   private readonly byMethod = new Map<string, RouteTemplate[]>();
   private readonly byProcedure = new Map<string, RouteTemplate>();
+  /** `auth.login` -> `/trpc/auth.login`, built once so labelling a call allocates nothing. */
+  private readonly trpcLabels = new Map<string, string>();
 
   constructor(router: AnyTRPCRouter, plainRoutes: Array<{ method: string; template: string }> = []) {
     const procedures = router._def.procedures as Record<string, { _def: { meta?: Meta } }>;
     for (const [path, procedure] of Object.entries(procedures)) {
+      this.trpcLabels.set(path, `/trpc/${path}`);
       const openapi = procedure._def.meta?.openapi;
       if (openapi) this.add({ method: openapi.method, template: openapi.path, procedure: path, regexp: toRegExp(openapi.path) });
     }
@@ -37,6 +45,17 @@ export class RouteTemplates {
   /** The route of a REST request (path without query), or undefined. */
   match(method: string, path: string): RouteTemplate | undefined {
     return this.byMethod.get(method)?.find((r) => r.regexp.test(path));
+  }
+
+  /**
+   * A bounded name for a request, for metrics: the REST template, `/trpc/{procedure}` for a known
+   * procedure (TRPC_BATCH_ROUTE for a batch), else UNMATCHED_ROUTE. Never the raw path.
+   */
+  label(method: string, path: string, route = this.match(method, path)): string {
+    if (route) return route.template;
+    if (!path.startsWith('/trpc/')) return UNMATCHED_ROUTE;
+    const procedures = path.slice(6);
+    return this.trpcLabels.get(procedures) ?? (procedures.includes(',') ? TRPC_BATCH_ROUTE : UNMATCHED_ROUTE);
   }
 
   /** The REST route of a /trpc procedure path (e.g. `auth.login`). */

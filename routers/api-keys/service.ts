@@ -24,6 +24,25 @@ export function generateApiKey(): string {
 
 const hashKey = (raw: string) => crypto.createHash('sha256').update(raw).digest('hex');
 
+/**
+ * Keys this instance has verified (hash → key id), newest last, at most VERIFIED_KEYS_MAX: the rate limiter
+ * counts a request by its key only once the key is known to be real, so made-up keys are counted by
+ * address like any other unauthenticated request.
+ */
+const verifiedKeys = new Map<string, string>();
+const VERIFIED_KEYS_MAX = 10_000;
+
+function rememberVerified(hash: string, keyId: string) {
+  verifiedKeys.delete(hash);
+  verifiedKeys.set(hash, keyId);
+  if (verifiedKeys.size > VERIFIED_KEYS_MAX) verifiedKeys.delete(verifiedKeys.keys().next().value!);
+}
+
+/** The id of a key this instance has verified before, without a database lookup; else undefined. */
+export function verifiedApiKeyId(raw: string): string | undefined {
+  return API_KEY_FORMAT.test(raw) ? verifiedKeys.get(hashKey(raw)) : undefined;
+}
+
 export function toApiKey(k: Selectable<ApiKeysTable>) {
   const now = Date.now();
   return {
@@ -212,12 +231,14 @@ export type ApiKeyPrincipal = Awaited<ReturnType<typeof authenticateApiKey>>;
 export async function authenticateApiKey(db: Db, raw: string | undefined) {
   const unauthorized = new AppError('UNAUTHORIZED', 'Send a valid API key in X-API-Key (or Authorization: Bearer).');
   if (!raw || !API_KEY_FORMAT.test(raw)) throw unauthorized;
-  const [key] = await keyLookup(db, hashKey(raw));
+  const hash = hashKey(raw);
+  const [key] = await keyLookup(db, hash);
   const now = Date.now();
   if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= now) || key.workspace_deleted_at) throw unauthorized;
   if (key.workspace_status !== 'ACTIVE') {
     throw new AppError('WORKSPACE_UNAVAILABLE', `The workspace of this key is ${key.workspace_status.toLowerCase()}.`);
   }
+  rememberVerified(hash, key.id);
   if (now - (lastUsedWrites.get(key.id) ?? 0) >= LAST_USED_EVERY_MS) {
     lastUsedWrites.set(key.id, now);
     // Conditional, so several instances also write about once a minute.

@@ -1,0 +1,43 @@
+// Entry point of `npm run demo:seed` and `npm run demo:reset` (jobs/demo.ts): same settings and database
+// choice as the server (Postgres with DATABASE_URL, else the embedded database under DATA_DIR), migrations
+// first, then the command; prints what it did (counts, addresses, names of settings; never a password or
+// a secret) and closes the database. Exit code 1 on a bad setting or a failure.
+import { ConfigError, loadConfigOrExit } from '../server/config.js';
+import { PasswordHasher } from '../server/security/passwords.js';
+import { SecretBox } from '../server/security/secret-box.js';
+import { createStorage } from '../server/storage.js';
+import { createDb, databaseKind } from '../db/index.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { formatDemoSummary, resetDemo, seedDemo } from './demo.js';
+
+const command = process.argv[2];
+if (command !== 'seed' && command !== 'reset') {
+  console.error('usage: tsx jobs/demo-cli.ts seed|reset   (npm run demo:seed, npm run demo:reset)');
+  process.exit(2);
+}
+
+const { config, warning } = loadConfigOrExit();
+if (warning) console.error(`warning: ${warning}`);
+
+let exitCode = 0;
+const db = await createDb(config, (err) => console.error(`database connection failed: ${err.message}`));
+try {
+  const applied = await migrateToLatest(db);
+  console.log(`database: ${databaseKind(config)}${applied.length ? `, ${applied.length} migration(s) applied` : ''}`);
+  const deps = {
+    db,
+    config,
+    passwords: new PasswordHasher(config.BCRYPT_COST),
+    secrets: new SecretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY),
+    storage: createStorage(config),
+  };
+  const summary = command === 'seed' ? await seedDemo(deps) : await resetDemo(deps, { via: 'command' });
+  for (const line of formatDemoSummary(summary)) console.log(line);
+} catch (err) {
+  exitCode = 1;
+  // A configuration problem names the setting; anything else is reported by its message only.
+  console.error(err instanceof ConfigError ? err.message : `demo:${command} failed: ${err instanceof Error ? err.message : String(err)}`);
+} finally {
+  await db.destroy();
+}
+process.exit(exitCode);
