@@ -4,6 +4,17 @@ import { z } from 'zod';
 import { router, workspaceProcedure } from '../../server/trpc.js';
 import { usage } from '../ai/service.js';
 
+const DAYS = 30;
+
+/** One entry per day from `start` (oldest first), 0 on days without generations. */
+function everyDaySince(start: Date, counted: Array<{ day: string; n: string | number | bigint }>) {
+  const byDay = new Map(counted.map((d) => [d.day, Number(d.n)]));
+  return Array.from({ length: DAYS }, (_, i) => {
+    const day = new Date(start.getTime() + i * 86_400_000).toISOString().slice(0, 10);
+    return { day, generations: byDay.get(day) ?? 0 };
+  });
+}
+
 export const insightsRouter = router({
   insights: workspaceProcedure('workspace.read', { orActiveWorkspace: true })
     .meta({ openapi: { method: 'GET', path: '/dashboard/insights', tags: ['Dashboard'], summary: 'Members, plan, AI usage, API keys, webhooks and recent activity of a workspace' } })
@@ -21,7 +32,9 @@ export const insightsRouter = router({
     .query(async ({ ctx }) => {
       const { db } = ctx;
       const id = ctx.workspace.id;
-      const since30 = new Date(Date.now() - 30 * 86_400_000);
+      // The last 30 UTC calendar days, today included.
+      const now = new Date();
+      const since30 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (DAYS - 1)));
       const count = (n: { n: string | number | bigint } | undefined) => Number(n?.n ?? 0);
       const [workspace, members, aiUsage, perDay, keys, hooks, deliveries, activity] = await Promise.all([
         db.selectFrom('workspaces as w').leftJoin('plans as p', 'p.id', 'w.plan_id').select(['w.id', 'w.name', 'w.edition', 'p.name as plan']).where('w.id', '=', id).executeTakeFirstOrThrow(),
@@ -52,7 +65,7 @@ export const insightsRouter = router({
       return {
         workspace: { id: workspace.id, name: workspace.name, edition: workspace.edition, plan: workspace.plan },
         members: count(members),
-        ai: { used: aiUsage.used, limit: aiUsage.limit, remaining: aiUsage.remaining, perDay: perDay.map((d) => ({ day: d.day, generations: Number(d.n) })) },
+        ai: { used: aiUsage.used, limit: aiUsage.limit, remaining: aiUsage.remaining, perDay: everyDaySince(since30, perDay) },
         apiKeys: count(keys),
         webhooks: { active: count(hooks), deliveries30d: finished, successRate: finished ? Math.round((Number(deliveries.ok) / finished) * 10_000) / 10_000 : null },
         recentActivity: activity.map((a) => ({ action: a.action, createdAt: a.created_at.toISOString() })),
