@@ -8,6 +8,8 @@ import type { Config } from '../server/config.js';
 export const WEBHOOK_QUEUE = 'webhooks';
 export const DELIVER_WEBHOOK = 'deliver_webhook';
 export const MAINTENANCE_QUEUE = 'maintenance';
+/** How long an enqueue waits for a Redis connection that is not ready. */
+const ENQUEUE_WAIT_MS = 2_000;
 
 export interface DeliverWebhookJob {
   deliveryId: string;
@@ -34,13 +36,31 @@ export function createWebhookQueue(config: Config) {
     /* reported by the callers whose commands fail */
   });
   const queue = new Queue<DeliverWebhookJob>(WEBHOOK_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+  queue.on('error', () => {
+    /* connection errors: the enqueue that meets one fails, and its caller logs it */
+  });
   return {
     queue,
     async enqueue(deliveryId: string, retry?: number) {
-      await queue.add(DELIVER_WEBHOOK, { deliveryId }, deliverJobOptions(config, deliveryId, retry));
+      // BullMQ waits for a connection that is not ready yet; a request must not wait long. On a timeout
+      // the delivery stays pending and the sweep queues it (same job id: a late add is not a second job).
+      const added = queue.add(DELIVER_WEBHOOK, { deliveryId }, deliverJobOptions(config, deliveryId, retry));
+      if (connection.status === 'ready') return void (await added);
+      added.catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`Redis is not ready (${connection.status}): the delivery stays pending`)), ENQUEUE_WAIT_MS);
+      });
+      try {
+        await Promise.race([added, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
     async close() {
-      await queue.close();
+      // BullMQ's close waits for a connection that never came; without one there is nothing to flush.
+      if (connection.status !== 'ready') connection.disconnect();
+      await queue.close().catch(() => undefined);
       connection.disconnect();
     },
   };

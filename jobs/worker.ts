@@ -77,6 +77,7 @@ if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
   // events no API instance picked up.
   const runner = new WebhookRunner(deliveryDeps, createWebhookQueue(config));
   maintenanceQueue = new Queue(MAINTENANCE_QUEUE, { connection: workerConnection(), prefix: config.QUEUE_PREFIX });
+  maintenanceQueue.on('error', (err) => logger.warn({ err }, 'maintenance queue: Redis error'));
   if (config.MAINTENANCE_SCHEDULER_ENABLED) {
     await maintenanceQueue.upsertJobScheduler('sweep-deliveries', { every: 60_000 }, { name: 'sweep-deliveries' });
     await maintenanceQueue.upsertJobScheduler('clean-up-tokens', { pattern: '17 3 * * *' }, { name: 'clean-up-tokens' });

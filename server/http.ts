@@ -103,7 +103,7 @@ export const TRPC_MAX_BATCH_SIZE = 10;
 
 /** The same router for the first-party TypeScript client, with the same error mapping. */
 export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandler {
-  return createExpressMiddleware({
+  const handler = createExpressMiddleware({
     router,
     createContext: contextFactory(deps),
     // A batch is charged per call by the rate limiter; this bounds how much one request can carry.
@@ -115,6 +115,12 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
       logIfServerError(deps.logger, api, causeOf(error), (req as Request).id);
     },
   });
+  return (req, res, next) => {
+    // A mutation without input arrives with an empty JSON body, which the JSON parser turned into {}:
+    // for tRPC it is no input at all.
+    if (req.rawBody?.length === 0) req.body = undefined;
+    return handler(req, res, next);
+  };
 }
 
 export const notFound: RequestHandler = (req, res) => {

@@ -7,7 +7,7 @@
 import type { Request, RequestHandler } from 'express';
 import type { Config } from './config.js';
 import type { ApiError } from './errors.js';
-import type { RouteTemplates } from './route-templates.js';
+import { UNMATCHED_ROUTE, type RouteTemplates } from './route-templates.js';
 import { METRICS_PATH, type Metrics } from './metrics.js';
 
 export class RingBuffer<T> {
@@ -86,6 +86,16 @@ const sanitizePath = (path: string) =>
     .map((s) => (s.length >= 16 ? ':redacted' : s))
     .join('/');
 
+/** A known /trpc procedure by its name (`/trpc/monitoring.status`); anything else sanitized. */
+function routeLabelOrRedacted(routes: RouteTemplates, method: string, path: string) {
+  const label = routes.label(method, path, undefined);
+  return label === UNMATCHED_ROUTE ? sanitizePath(path) : label;
+}
+
+/** Values shaped like this service's secrets (and JWTs), should a message ever echo one. */
+const SECRET_SHAPES = /\b(?:whsec_|wsk_|rt_|sk_(?:live|test)_|eyJ)[A-Za-z0-9._-]{8,}/g;
+const redactSecrets = (message: string) => message.replace(SECRET_SHAPES, '[redacted]');
+
 export class Monitor {
   readonly requests: RingBuffer<RequestRecord>;
   readonly errors: RingBuffer<ErrorRecord>;
@@ -119,7 +129,7 @@ export class Monitor {
         const record: RequestRecord = {
           requestId: req.id,
           method: req.method,
-          path: route?.template ?? sanitizePath(path),
+          path: route?.template ?? routeLabelOrRedacted(routes, req.method, path),
           status: res.statusCode,
           durationMs,
           slow: durationMs >= config.REQUEST_LOG_SLOW_MS,
@@ -133,7 +143,7 @@ export class Monitor {
             ...record,
             code: facts.error?.code ?? String(res.statusCode),
             name: facts.errorName ?? (res.statusCode >= 500 ? 'ServerError' : 'ClientError'),
-            message: res.statusCode >= 500 ? FRIENDLY_5XX : (facts.error?.message ?? 'The request was refused.'),
+            message: res.statusCode >= 500 ? FRIENDLY_5XX : redactSecrets(facts.error?.message ?? 'The request was refused.'),
           });
         }
       });
@@ -152,7 +162,7 @@ export class Monitor {
     const byStatus: Record<string, number> = {};
     const byClass: Record<string, number> = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 };
     const byRoute = new Map<string, number[]>();
-    const byMinute = new Map<string, { requests: number; errors: number }>();
+    const byMinute = new Map<string, { requests: number; errors: number; serverErrors: number }>();
     for (const r of requests) {
       byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
       const cls = `${Math.floor(r.status / 100)}xx`;
@@ -162,9 +172,10 @@ export class Monitor {
       if (durations) durations.push(r.durationMs);
       else byRoute.set(route, [r.durationMs]);
       const minute = `${r.timestamp.slice(0, 16)}:00.000Z`;
-      const m = byMinute.get(minute) ?? { requests: 0, errors: 0 };
+      const m = byMinute.get(minute) ?? { requests: 0, errors: 0, serverErrors: 0 };
       m.requests += 1;
-      if (r.status >= 500) m.errors += 1;
+      if (r.status >= 400) m.errors += 1;
+      if (r.status >= 500) m.serverErrors += 1;
       byMinute.set(minute, m);
     }
     const routes = [...byRoute].map(([route, durations]) => {

@@ -24,7 +24,8 @@ export function connectRedis(url: string | undefined, logger: Logger): RedisConn
     commands,
     subscriber,
     async close() {
-      await Promise.allSettled([commands.quit(), subscriber.quit()]);
+      // QUIT lets pending replies arrive; on a connection that is not up it would wait for one forever.
+      await Promise.allSettled([commands, subscriber].map((c) => (c.status === 'ready' ? c.quit() : c.disconnect())));
     },
   };
 }

@@ -31,7 +31,9 @@ export class PlanCatalog {
     subscriber.on('message', (channel) => {
       if (channel === PLANS_CHANNEL) this.drop();
     });
-    await subscriber.subscribe(PLANS_CHANNEL).catch((err: Error) => logger.warn({ err }, 'plan cache: Redis subscribe failed, TTL only'));
+    // Not awaited: with Redis away at start-up the call would wait for it (the server must start anyway);
+    // ioredis subscribes again on every reconnect, and the TTL covers the time in between.
+    void subscriber.subscribe(PLANS_CHANNEL).catch((err: Error) => logger.warn({ err }, 'plan cache: Redis subscribe failed, TTL only'));
   }
 
   /** Changes whenever the catalog may have changed: caches of what it answered compare it. */

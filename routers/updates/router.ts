@@ -24,9 +24,16 @@ const releaseOutput = z.object({
 const listOutput = z.object({ items: z.array(releaseOutput) });
 const versionInput = z.object({ version: z.string().max(40) });
 
+const VERSION_LIKE = /^[A-Za-z0-9.+-]{1,20}$/;
+
 function findRelease(version: string): Release {
   const release = RELEASES.find((r) => r.version === version);
-  if (!release) throw new AppError('NOT_FOUND', `There is no release ${version.slice(0, 40)} in the catalog. GET /updates/releases lists the releases.`);
+  if (!release) {
+    // Only something shaped like a version is repeated back: anything else the caller put in the path
+    // (a pasted token, say) stays out of answers, logs and monitoring records.
+    const named = VERSION_LIKE.test(version) ? `release ${version}` : 'such release';
+    throw new AppError('NOT_FOUND', `There is no ${named} in the catalog. GET /updates/releases lists the releases.`);
+  }
   return release;
 }
 

@@ -1,0 +1,329 @@
+// Fixtures of the queue-mode tests (queue.test.ts): the real worker (`jobs/worker.ts`) as a child process
+// with its output captured, a webhook receiver whose answers may wait or never come, a TCP proxy in front
+// of Redis that the test can cut and restore, and dumps of the Redis keys under a prefix.
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import type { ReceivedRequest } from '../helpers/webhook-receiver.js';
+
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+// ---------------------------------------------------------------- the worker as a child process
+
+export interface WorkerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  at: number;
+}
+
+/** `node --import tsx jobs/worker.ts`, as `npm run worker` runs it, with stdout and stderr kept. */
+export class WorkerProcess {
+  /** stdout and stderr, in arrival order. */
+  private readonly chunks: string[] = [];
+  private readonly listeners = new Set<() => void>();
+  readonly exited: Promise<WorkerExit>;
+  exit: WorkerExit | undefined;
+
+  private constructor(
+    readonly label: string,
+    readonly child: ChildProcess,
+  ) {
+    const collect = (chunk: Buffer) => {
+      this.chunks.push(chunk.toString('utf8'));
+      this.notify();
+    };
+    child.stdout!.on('data', collect);
+    child.stderr!.on('data', collect);
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.exit = { code, signal, at: Date.now() };
+        this.notify();
+        resolve(this.exit);
+      });
+    });
+  }
+
+  static start(label: string, env: Record<string, string>): WorkerProcess {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/worker.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    return new WorkerProcess(label, child);
+  }
+
+  /** Everything the process wrote, stdout and stderr. */
+  get output(): string {
+    return this.chunks.join('');
+  }
+
+  /** The JSON log lines of the output (pino); other lines are skipped. */
+  logs(): Array<Record<string, unknown>> {
+    return this.output
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .flatMap((l) => {
+        try {
+          return [JSON.parse(l) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      });
+  }
+
+  get running(): boolean {
+    return this.exit === undefined;
+  }
+
+  /** Waits for a log line whose `msg` matches; fails at once when the process exits first. */
+  async waitForLog(msg: string | RegExp, timeoutMs = 20_000): Promise<Record<string, unknown>> {
+    const matches = (m: unknown) => typeof m === 'string' && (typeof msg === 'string' ? m === msg : msg.test(m));
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const line = this.logs().find((l) => matches(l.msg));
+      if (line) return line;
+      if (this.exit) throw new Error(`worker ${this.label} exited (${JSON.stringify(this.exit)}) before logging ${msg}; output:\n${this.output.slice(-4000)}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`worker ${this.label} did not log ${msg} within ${timeoutMs} ms; output:\n${this.output.slice(-4000)}`);
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.listeners.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, Math.min(left, 250));
+        this.listeners.add(done);
+      });
+    }
+  }
+
+  /** Sends `signal` (if the process still runs) and waits for it to exit. */
+  async stop(signal: NodeJS.Signals = 'SIGKILL'): Promise<WorkerExit> {
+    if (this.running) this.child.kill(signal);
+    return this.exited;
+  }
+
+  private notify() {
+    for (const l of [...this.listeners]) l();
+  }
+}
+
+// ---------------------------------------------------------------- a receiver that can take its time
+
+/** One answer: a status (after `delayMs`), or 'hang' (no answer until the connection goes away). */
+export type SlowReply = { status: number; body?: string; delayMs?: number } | 'hang';
+
+/** Like tests/helpers/webhook-receiver.ts, but an answer may wait, and the time of each answer is kept. */
+export class SlowReceiver {
+  readonly requests: ReceivedRequest[] = [];
+  /** When the answer to request i was written (undefined: not answered). */
+  readonly answeredAt: Array<number | undefined> = [];
+  private responder: (req: ReceivedRequest, index: number) => SlowReply = () => ({ status: 200, body: 'ok' });
+  private readonly open = new Set<http.ServerResponse>();
+
+  private constructor(private readonly server: http.Server) {}
+
+  static async start(): Promise<SlowReceiver> {
+    let receiver!: SlowReceiver;
+    const server = http.createServer((req, res) => receiver.handle(req, res));
+    receiver = new SlowReceiver(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return receiver;
+  }
+
+  get port(): number {
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  url(path = '/hook'): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  /** One reply for every request, a sequence (the last one repeats), or a function of the request. */
+  reply(how: SlowReply | SlowReply[] | ((req: ReceivedRequest, index: number) => SlowReply)): this {
+    if (typeof how === 'function') this.responder = how;
+    else if (Array.isArray(how)) this.responder = (_req, i) => how[Math.min(i, how.length - 1)]!;
+    else this.responder = () => how;
+    return this;
+  }
+
+  async waitForRequests(n: number, timeoutMs = 10_000): Promise<ReceivedRequest[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.requests.length < n) {
+      if (Date.now() > deadline) throw new Error(`receiver: expected ${n} requests within ${timeoutMs} ms, got ${this.requests.length}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return this.requests.slice(0, n);
+  }
+
+  async close(): Promise<void> {
+    for (const res of this.open) res.destroy();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse) {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const received: ReceivedRequest = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        receivedAt: Date.now(),
+      };
+      const index = this.requests.push(received) - 1;
+      this.answeredAt[index] = undefined;
+      const reply = this.responder(received, index);
+      this.open.add(res);
+      res.on('close', () => this.open.delete(res));
+      if (reply === 'hang') return;
+      const answer = () => {
+        if (res.destroyed) return;
+        this.answeredAt[index] = Date.now();
+        res.writeHead(reply.status, { 'content-type': 'text/plain' });
+        res.end(reply.body ?? '');
+      };
+      if (reply.delayMs) setTimeout(answer, reply.delayMs);
+      else answer();
+    });
+  }
+}
+
+// ---------------------------------------------------------------- Redis behind a switch
+
+/** A TCP proxy to Redis: `cut()` closes it and every connection through it (Redis is away), `restore()` listens again on the same port. */
+export class TcpProxy {
+  private server: net.Server | undefined;
+  private readonly sockets = new Set<net.Socket>();
+  /** Connections through the proxy that got bytes back from Redis. */
+  answered = 0;
+  port = 0;
+
+  private constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  static async start(target: URL): Promise<TcpProxy> {
+    const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
+    await proxy.listen();
+    return proxy;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  private async listen() {
+    const server = net.createServer((client) => {
+      const upstream = net.connect(this.targetPort, this.targetHost);
+      let counted = false;
+      upstream.on('data', () => {
+        if (!counted) this.answered++;
+        counted = true;
+      });
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    this.port = (server.address() as net.AddressInfo).port;
+    this.server = server;
+  }
+
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  async restore(): Promise<void> {
+    if (!this.server) await this.listen();
+  }
+
+  close(): Promise<void> {
+    return this.cut();
+  }
+}
+
+/** A loopback port nothing listens on. */
+export async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+// ---------------------------------------------------------------- what Redis holds
+
+export interface KeyDump {
+  type: string;
+  /** Hash fields (hashes only). */
+  fields?: Record<string, string>;
+  /** Every value of the key as text. */
+  text: string;
+}
+
+async function keysUnder(redis: Redis, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', '500');
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return [...new Set(keys)];
+}
+
+/** Every key under `prefix:` with all its values. */
+export async function dumpKeys(redis: Redis, prefix: string): Promise<Map<string, KeyDump>> {
+  const out = new Map<string, KeyDump>();
+  for (const key of await keysUnder(redis, prefix)) {
+    const type = await redis.type(key);
+    let text = '';
+    let fields: Record<string, string> | undefined;
+    if (type === 'string') text = (await redis.get(key)) ?? '';
+    else if (type === 'hash') {
+      fields = await redis.hgetall(key);
+      text = JSON.stringify(fields);
+    } else if (type === 'list') text = JSON.stringify(await redis.lrange(key, 0, -1));
+    else if (type === 'set') text = JSON.stringify(await redis.smembers(key));
+    else if (type === 'zset') text = JSON.stringify(await redis.zrange(key, '0', '-1', 'WITHSCORES'));
+    else if (type === 'stream') text = JSON.stringify(await redis.xrange(key, '-', '+'));
+    out.set(key, { type, fields, text });
+  }
+  return out;
+}
+
+/** Deletes every key under `prefix:`; answers how many there were. */
+export async function deleteKeys(redis: Redis, prefix: string): Promise<number> {
+  const keys = await keysUnder(redis, prefix);
+  for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
+  return keys.length;
+}
+
+/** Resolves as `promise`, or rejects naming `what` after `ms`. */
+export async function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
