@@ -10,23 +10,7 @@ import type { TestApp } from '../helpers/app.js';
 import type { ApiResponse, RequestOptions } from '../helpers/http.js';
 import { ledger, trackBody } from '../helpers/secret-ledger.js';
 
-export interface RequestRecord {
-  requestId: string;
-  method: string;
-  path: string;
-  status: number;
-  durationMs: number;
-  slow: boolean;
-  timestamp: string;
-  userId: string | null;
-  workspaceId: string | null;
-}
-
-export interface ErrorRecord extends RequestRecord {
-  code: string;
-  name: string;
-  message: string;
-}
+export type { ErrorRecord, RequestRecord } from '../../server/monitoring.js';
 
 export interface Page<T> {
   items: T[];
