@@ -1,6 +1,6 @@
 // Queue throughput, measured in the same run: raw BullMQ jobs that do nothing (bench/raw-worker.ts)
 // against `deliver_webhook` jobs of the webhook worker (jobs/worker.ts) delivering signed webhooks to a
-// loopback receiver (the bare server's POST /hook). Both workers run in child processes at concurrency 10;
+// loopback receiver (the bare server's POST /hook). Both workers run in child processes at the same concurrency;
 // jobs are enqueued first, then timed from the worker's start to the last completion.
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -21,7 +21,7 @@ const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, what: s
 };
 
 /** No-op jobs: with the worker ready, enqueue `n` and time until every job completed. */
-export async function measureRawJobs(opts: { redisUrl: string; n: number; startWorker: (env: Record<string, string>) => Promise<() => Promise<void>> }): Promise<QueueMeasurement> {
+export async function measureRawJobs(opts: { redisUrl: string; n: number; concurrency: number; startWorker: (env: Record<string, string>) => Promise<() => Promise<void>> }): Promise<QueueMeasurement> {
   const name = `bench-raw-${Date.now()}`;
   const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue(name, { connection });
@@ -29,7 +29,7 @@ export async function measureRawJobs(opts: { redisUrl: string; n: number; startW
   await events.waitUntilReady();
   let done = 0;
   events.on('completed', () => (done += 1));
-  const stop = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name });
+  const stop = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name, BENCH_CONCURRENCY: String(opts.concurrency) });
   const started = performance.now();
   await queue.addBulk(Array.from({ length: opts.n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
   await waitFor(async () => done >= opts.n, 120_000, 'raw jobs');

@@ -16,7 +16,8 @@
 //
 // Environment: BENCH_POSTGRES_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
 // BENCH_DURATION (seconds per measured run, default 10), BENCH_CONNECTIONS (JSON routes, default 50),
-// BENCH_BCRYPT_CONNECTIONS (login and bcrypt, default 8).
+// BENCH_BCRYPT_CONNECTIONS (login and bcrypt, default 8), BENCH_JOBS (queued jobs per queue run, default
+// 3000), BENCH_QUEUE_CONCURRENCY (both queue workers, default 25 as WEBHOOK_WORKER_CONCURRENCY).
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -379,7 +380,15 @@ const cleanups: Array<() => Promise<void>> = [];
 let cleaning: Promise<void> | undefined;
 const cleanUp = () =>
   (cleaning ??= (async () => {
-    for (const undo of cleanups.reverse()) await undo().catch((err: Error) => console.error(`clean-up: ${err.message}`));
+    // Each step is bounded: a stuck step is reported and the rest still run.
+    for (const undo of cleanups.reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<void>((resolve) => {
+        timer = setTimeout(() => resolve(console.error(`clean-up: a step took over 15 s (${undo.toString().slice(0, 80)})`)), 15_000);
+      });
+      await Promise.race([undo().catch((err: Error) => console.error(`clean-up: ${err.message}`)), stuck]);
+      clearTimeout(timer);
+    }
   })());
 
 /** Authenticated JSON call; fails the run on any other answer than `expect`. */
@@ -485,14 +494,16 @@ async function main(): Promise<void> {
     measured.push(m);
   }
 
-  // Queues: raw no-op jobs against deliver_webhook jobs, both workers at concurrency 10.
+  // Queues: raw no-op jobs against deliver_webhook jobs, both workers at the same concurrency (the
+  // webhook worker's default).
   const queueRedis = `${redisBase}/8`;
   const JOBS = positiveInt('BENCH_JOBS', 3000);
+  const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 25);
   process.stdout.write(`  raw BullMQ no-op jobs (${JOBS}) ...`);
-  const raw = await measureRawJobs({ redisUrl: queueRedis, n: JOBS, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
+  const raw = await measureRawJobs({ redisUrl: queueRedis, n: JOBS, concurrency: CONCURRENCY, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
   console.log(` ${raw.jobsPerSec.toFixed(0)} jobs/s`);
   process.stdout.write(`  deliver_webhook jobs (${JOBS}) ...`);
-  const workerEnv = { ...shared, REDIS_URL: queueRedis, QUEUES_ENABLED: 'true', WEBHOOK_QUEUE_ENABLED: 'true', LOG_LEVEL: 'info' };
+  const workerEnv = { ...shared, REDIS_URL: queueRedis, QUEUES_ENABLED: 'true', WEBHOOK_QUEUE_ENABLED: 'true', WEBHOOK_WORKER_CONCURRENCY: String(CONCURRENCY), LOG_LEVEL: 'info' };
   const producer = new Queue(WEBHOOK_QUEUE, { connection: new Redis(queueRedis, { maxRetriesPerRequest: null }) });
   cleanups.push(async () => void (await producer.close()));
   const deliveries = await measureWebhookDeliveries({
@@ -511,7 +522,7 @@ async function main(): Promise<void> {
     name,
     method: 'QUEUE',
     url: '',
-    connections: 10,
+    connections: CONCURRENCY,
     durationS: q.seconds,
     reqPerSec: q.jobsPerSec,
     p50Ms: 0,
@@ -544,6 +555,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 try {
   await main();
   await cleanUp();
+  // Whatever handle a client library keeps open, the run is over.
+  process.exit(0);
 } catch (err) {
   console.error('bench crashed:', err);
   await cleanUp();

@@ -50,7 +50,7 @@ const deliveries = new Worker<DeliverWebhookJob>(
     if (outcome.status === 'failed' && outcome.permanent) throw new UnrecoverableError('the delivery cannot succeed');
     return outcome.status;
   },
-  { connection: workerConnection(), prefix: config.QUEUE_PREFIX, concurrency: 10 },
+  { connection: workerConnection(), prefix: config.QUEUE_PREFIX, concurrency: config.WEBHOOK_WORKER_CONCURRENCY },
 );
 deliveries.on('failed', (job, err) => logger.info({ deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message }, 'delivery attempt failed'));
 deliveries.on('error', (err) => logger.error({ err }, 'delivery worker error'));
