@@ -462,6 +462,11 @@ async function main(): Promise<void> {
   await call(`${apis.api.url}/billing/checkout`, 'POST', accessToken, { planCode: 'enterprise' }, 200);
   const current = await call(`${apis.api.url}/billing/current`, 'GET', accessToken, undefined, 200);
   const workspaceId = String(current.workspaceId);
+  // Enterprise allows 5,000 generations a month, fewer than a 10 s generate run can make: lift the
+  // workspace's copy of its plan limits so every answer of the run is a generation.
+  await withAdminOn(db.url, (client) =>
+    client.query(`update workspaces set limits = limits || '{"aiMonthlyGenerations": 1000000000}'::jsonb where id = $1`, [workspaceId]),
+  );
   const key = await call(`${apis.api.url}/workspaces/${workspaceId}/api-keys`, 'POST', accessToken, { name: 'bench', scopes: ['read'] }, 201);
   const hook = await call(`${apis.api.url}/workspaces/${workspaceId}/webhooks`, 'POST', accessToken, { name: 'bench', url: `${bare.url}/hook`, events: ['billing.updated'] }, 201);
   const history = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench history' }, 201);
