@@ -11,6 +11,7 @@ import type { SecretBox } from '../server/security/secret-box.js';
 import type { Storage } from '../server/storage.js';
 import { estimateTokens } from '../routers/ai/providers/mock.js';
 import { envelope } from '../routers/webhooks/service.js';
+import { recordAudit } from '../routers/audit/service.js';
 
 type Db = Kysely<Database>;
 
@@ -587,16 +588,13 @@ export async function resetDemo(deps: DemoDeps, opts: { via?: 'command' | 'sched
     written.deliveries = deliveries.length;
 
     const removedTotal = Object.values(removed).reduce((a, b) => a + b, 0);
-    await trx
-      .insertInto('audit_logs')
-      .values({
-        action: 'demo.reset',
-        target_type: 'workspace',
-        target_id: ws,
-        workspace_id: ws,
-        metadata: JSON.stringify({ via: opts.via ?? 'command', removedRows: removedTotal, accounts: managed.map((a) => a.email) }),
-      })
-      .execute();
+    await recordAudit(trx, { userId: null, email: null, requestId: null, ip: null }, {
+      action: 'demo.reset',
+      targetType: 'workspace',
+      targetId: ws,
+      workspaceId: ws,
+      metadata: { via: opts.via ?? 'command', removedRows: removedTotal, accounts: managed.map((a) => a.email) },
+    });
   });
 
   const failedObjects: string[] = [];

@@ -39,7 +39,8 @@ export type AuditAction =
   | 'webhook.updated'
   | 'webhook.deleted'
   | 'webhook.secret_rotated'
-  | 'webhook.disabled';
+  | 'webhook.disabled'
+  | 'demo.reset';
 
 /** Who acted, and from where. `userId` is null for anonymous events (a failed sign-in). */
 export interface Actor {
