@@ -2,7 +2,6 @@
 // settings name, a demo workspace with one member per role, sample AI history, and a webhook with a few
 // deliveries. Every row has a fixed id (DEMO_IDS) and tenant rows hang off the demo workspace's id: that is
 // how seed and reset find the demo data, and why they never touch anything else.
-import crypto from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, DeliveryStatus, PlanLimits, PlatformRole, WebhookEvent, WorkspaceRole } from '../db/schema.js';
 import { ConfigError, type Config } from '../server/config.js';
@@ -10,7 +9,8 @@ import { passwordPolicyViolation, type PasswordHasher } from '../server/security
 import type { SecretBox } from '../server/security/secret-box.js';
 import type { Storage } from '../server/storage.js';
 import { estimateTokens } from '../routers/ai/providers/mock.js';
-import { envelope } from '../routers/webhooks/service.js';
+import { envelope, newSecret } from '../routers/webhooks/service.js';
+import { defaultPlan } from '../routers/billing/service.js';
 import { recordAudit } from '../routers/audit/service.js';
 
 type Db = Kysely<Database>;
@@ -179,10 +179,6 @@ async function resolveAccounts(db: Db, planned: PlannedAccount[]): Promise<Resol
 
 // ---------------------------------------------------------------- rows
 
-async function defaultPlan(db: Db) {
-  return db.selectFrom('plans').select(['id', 'edition', 'limits']).where('is_default', '=', true).executeTakeFirst();
-}
-
 async function workspaceValues(db: Db, memberCount: number) {
   const plan = await defaultPlan(db);
   const limits: PlanLimits = { ...(plan?.limits ?? {}) };
@@ -234,7 +230,7 @@ function webhookValues(secrets: SecretBox, owner: ResolvedAccount | undefined) {
     url: WEBHOOK.url,
     events: JSON.stringify(WEBHOOK.events),
     // A fresh secret nobody has seen: it is never shown or printed (a demo account cannot rotate it).
-    secret_encrypted: secrets.seal(`whsec_${crypto.randomBytes(32).toString('base64url')}`),
+    secret_encrypted: secrets.seal(newSecret()),
     previous_secret_encrypted: null,
     previous_secret_expires_at: null,
     is_active: true,

@@ -58,11 +58,9 @@ deliveries.on('error', (err) => logger.error({ err }, 'delivery worker error'));
 // Demo reset (DEMO_RESET_CRON): jobs/demo.ts's resetDemo as a repeatable job of the maintenance queue.
 // Its scheduler is removed when the setting is emptied, so switching it off takes effect.
 const DEMO_RESET = 'demo-reset';
+const demoDeps = { db, config, passwords: new PasswordHasher(config.BCRYPT_COST), secrets: deliveryDeps.secrets, storage: createStorage(config) };
 const demoReset = async () => {
-  const summary = await resetDemo(
-    { db, config, passwords: new PasswordHasher(config.BCRYPT_COST), secrets: deliveryDeps.secrets, storage: createStorage(config) },
-    { via: 'schedule' },
-  ).catch((err: unknown) => {
+  const summary = await resetDemo(demoDeps, { via: 'schedule' }).catch((err: unknown) => {
     logger.error({ err }, 'demo reset failed');
     throw err;
   });

@@ -13,6 +13,7 @@ import { errorBody, httpError } from './errors.js';
 import type { Tier } from './rate-limit.js';
 import { bearerToken } from './security/jwt.js';
 import { WEBHOOK_QUEUE } from '../jobs/queue.js';
+import { errorResponse } from '../openapi/error-response.js';
 
 export const METRICS_PATH = '/metrics';
 
@@ -184,7 +185,6 @@ export function metricsRoute(token: string, metrics: Metrics): RequestHandler {
   };
 }
 
-const errorRef = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
 /** The /openapi.json entry of GET /metrics (a plain Express route). */
 export const metricsOpenApiPaths: ZodOpenApiPathsObject = {
@@ -200,8 +200,8 @@ export const metricsOpenApiPaths: ZodOpenApiPathsObject = {
       security: [{ bearerAuth: [] }],
       responses: {
         200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } },
-        401: errorRef('Missing or wrong metrics token'),
-        404: errorRef('Metrics are off (METRICS_TOKEN unset)'),
+        401: errorResponse('Missing or wrong metrics token'),
+        404: errorResponse('Metrics are off (METRICS_TOKEN unset)'),
       },
     },
   },

@@ -86,12 +86,6 @@ const sanitizePath = (path: string) =>
     .map((s) => (s.length >= 16 ? ':redacted' : s))
     .join('/');
 
-/** A known /trpc procedure by its name (`/trpc/monitoring.status`); anything else sanitized. */
-function routeLabelOrRedacted(routes: RouteTemplates, method: string, path: string) {
-  const label = routes.label(method, path, undefined);
-  return label === UNMATCHED_ROUTE ? sanitizePath(path) : label;
-}
-
 /** Values shaped like this service's secrets (and JWTs), should a message ever echo one. */
 const SECRET_SHAPES = /\b(?:whsec_|wsk_|rt_|sk_(?:live|test)_|eyJ)[A-Za-z0-9._-]{8,}/g;
 const redactSecrets = (message: string) => message.replace(SECRET_SHAPES, '[redacted]');
@@ -121,15 +115,16 @@ export class Monitor {
       const started = performance.now();
       res.once('finish', () => {
         const elapsedMs = performance.now() - started;
-        const route = routes.match(req.method, path);
-        metrics?.observeRequest(req.method, routes.label(req.method, path, route), res.statusCode, elapsedMs / 1000);
+        // The route template, or `/trpc/{procedure}`: the same name for metrics and for the record.
+        const label = routes.label(req.method, path);
+        metrics?.observeRequest(req.method, label, res.statusCode, elapsedMs / 1000);
         if (!recording) return;
         const durationMs = Math.round(elapsedMs * 10) / 10;
         const facts = notes.get(req) ?? {};
         const record: RequestRecord = {
           requestId: req.id,
           method: req.method,
-          path: route?.template ?? routeLabelOrRedacted(routes, req.method, path),
+          path: label === UNMATCHED_ROUTE ? sanitizePath(path) : label,
           status: res.statusCode,
           durationMs,
           slow: durationMs >= config.REQUEST_LOG_SLOW_MS,

@@ -131,16 +131,14 @@ export function rateLimiter(deps: {
         ),
       ),
     );
-    let shown: { tier: Tier; result: RateLimiterRes; rejected: boolean } | undefined;
-    for (const outcome of outcomes) {
-      if (!(outcome.result instanceof RateLimiterRes)) {
-        // Neither Redis nor the insurance limiter answered: serve rather than fail the request.
-        deps.logger.error({ err: outcome.result }, 'rate limiter failed');
-        continue;
-      }
-      const current = outcome as { tier: Tier; result: RateLimiterRes; rejected: boolean };
-      if (!shown || (current.rejected && !shown.rejected) || (current.rejected === shown.rejected && current.result.remainingPoints < shown.result.remainingPoints)) shown = current;
+    const answered: Array<{ tier: Tier; result: RateLimiterRes; rejected: boolean }> = [];
+    for (const { tier, result, rejected } of outcomes) {
+      if (result instanceof RateLimiterRes) answered.push({ tier, result, rejected });
+      // Neither Redis nor the insurance limiter answered: serve rather than fail the request.
+      else deps.logger.error({ err: result }, 'rate limiter failed');
     }
+    // The tightest tier speaks for the answer: a refusing one first, else the one with the fewest points left.
+    const shown = answered.sort((a, b) => Number(b.rejected) - Number(a.rejected) || a.result.remainingPoints - b.result.remainingPoints)[0];
     if (!shown) return next();
     const limit = points(config, shown.tier);
     const h = headers(limit, config.RATE_LIMIT_WINDOW_SECONDS, shown.result);

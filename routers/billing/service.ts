@@ -149,8 +149,9 @@ async function moveWorkspaceToPlan(trx: Trx, workspaceId: string, plan: Pick<Pla
     .execute();
 }
 
-async function defaultPlan(trx: Trx) {
-  return trx.selectFrom('plans').select(['id', 'edition', 'limits']).where('is_default', '=', true).executeTakeFirst();
+/** The plan new workspaces start on (`isDefault`), if one is marked. */
+export async function defaultPlan(db: Db) {
+  return db.selectFrom('plans').select(['id', 'edition', 'limits']).where('is_default', '=', true).executeTakeFirst();
 }
 
 async function emit(trx: Trx, workspaceId: string, type: string, payload: Record<string, unknown>) {

@@ -7,6 +7,7 @@ import { AppError, fromZodError } from '../../server/errors.js';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { applyProviderEvent, mockCheckoutChanges, findPurchasablePlan } from './service.js';
 import type { ProcessorName, ProviderEvent } from './processors/types.js';
+import { errorResponse } from '../../openapi/error-response.js';
 
 const rawJson = express.raw({ type: () => true, limit: '1mb' });
 
@@ -102,7 +103,6 @@ const received = {
     },
   },
 };
-const errorRef = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
 export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
   '/billing/webhooks/processor-a': {
@@ -113,7 +113,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       security: [],
       parameters: [{ in: 'header', name: 'Stripe-Signature', required: true, schema: { type: 'string' } }],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
-      responses: { 200: received, 400: errorRef('INVALID_SIGNATURE: missing, stale or wrong signature'), 503: errorRef('BILLING_NOT_CONFIGURED: no webhook secret') },
+      responses: { 200: received, 400: errorResponse('INVALID_SIGNATURE: missing, stale or wrong signature'), 503: errorResponse('BILLING_NOT_CONFIGURED: no webhook secret') },
     },
   },
   '/billing/webhooks/processor-b': {
@@ -124,7 +124,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       security: [],
       parameters: [{ in: 'header', name: 'X-Signature', required: true, schema: { type: 'string' } }],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
-      responses: { 200: received, 400: errorRef('INVALID_SIGNATURE: missing or wrong signature'), 503: errorRef('BILLING_NOT_CONFIGURED: no webhook secret') },
+      responses: { 200: received, 400: errorResponse('INVALID_SIGNATURE: missing or wrong signature'), 503: errorResponse('BILLING_NOT_CONFIGURED: no webhook secret') },
     },
   },
   '/billing/webhooks/mock': {
@@ -134,7 +134,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Billing webhooks'],
       security: [],
       requestBody: { required: true, content: { 'application/json': { schema: mockEventInput } } },
-      responses: { 200: received, 400: errorRef('Malformed event'), 404: errorRef('Not MOCK') },
+      responses: { 200: received, 400: errorResponse('Malformed event'), 404: errorResponse('Not MOCK') },
     },
   },
 };

@@ -15,6 +15,7 @@ import { resolveWorkspaceAccess } from '../../server/access.js';
 import type { WorkspacePermission } from '../../server/permissions.js';
 import { noteRequest } from '../../server/monitoring.js';
 import { authenticate } from '../auth/sessions.js';
+import { errorResponse } from '../../openapi/error-response.js';
 
 const MiB = 1024 * 1024;
 /** Avatars and logos: still images, re-encoded to WebP. */
@@ -241,7 +242,6 @@ export function uploadRoutes(deps: Deps): Router {
   return routes;
 }
 
-const errorRef = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 const multipart = (field: string, description: string) => ({
   required: true,
   content: {
@@ -252,14 +252,14 @@ const multipart = (field: string, description: string) => ({
 });
 const secured = { security: [{ bearerAuth: [] }] };
 const storageFailures = {
-  502: errorRef('STORAGE_PROVIDER_ERROR: the storage provider failed (nothing was saved)'),
-  503: errorRef('STORAGE_NOT_CONFIGURED: the selected storage provider lacks its settings'),
+  502: errorResponse('STORAGE_PROVIDER_ERROR: the storage provider failed (nothing was saved)'),
+  503: errorResponse('STORAGE_NOT_CONFIGURED: the selected storage provider lacks its settings'),
 };
 const refusals = {
-  400: errorRef('Missing or unreadable file'),
-  401: errorRef('No valid access token'),
-  413: errorRef('File too large'),
-  415: errorRef('Type not accepted (checked by content)'),
+  400: errorResponse('Missing or unreadable file'),
+  401: errorResponse('No valid access token'),
+  413: errorResponse('File too large'),
+  415: errorResponse('Type not accepted (checked by content)'),
   ...storageFailures,
 };
 
@@ -292,7 +292,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       ...secured,
       parameters: [{ in: 'path', name: 'workspaceId', required: true, schema: { type: 'string', format: 'uuid' } }],
       requestBody: multipart('logo', 'PNG, JPEG or WebP, at most 1 MiB'),
-      responses: { 200: { description: 'Stored: logoUrl' }, ...refusals, 403: errorRef('Lacks branding.manage') },
+      responses: { 200: { description: 'Stored: logoUrl' }, ...refusals, 403: errorResponse('Lacks branding.manage') },
     },
   },
   '/storage/files/{fileId}': {
@@ -302,7 +302,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Storage'],
       ...secured,
       parameters: [{ in: 'path', name: 'fileId', required: true, schema: { type: 'string', format: 'uuid' } }],
-      responses: { 200: { description: 'The file, with X-Content-Type-Options: nosniff' }, 404: errorRef('No such file in my workspaces'), ...storageFailures },
+      responses: { 200: { description: 'The file, with X-Content-Type-Options: nosniff' }, 404: errorResponse('No such file in my workspaces'), ...storageFailures },
     },
   },
   '/users/{userId}/avatar': {
@@ -312,7 +312,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Profile'],
       ...secured,
       parameters: [{ in: 'path', name: 'userId', required: true, schema: { type: 'string', format: 'uuid' } }],
-      responses: { 200: { description: 'image/webp' }, 404: errorRef('No avatar'), ...storageFailures },
+      responses: { 200: { description: 'image/webp' }, 404: errorResponse('No avatar'), ...storageFailures },
     },
   },
 };

@@ -24,7 +24,7 @@ export interface DeliveryStarter {
   start(deliveryIds: string[], opts?: { wait?: boolean }): Promise<void>;
 }
 
-const newSecret = () => `whsec_${crypto.randomBytes(32).toString('base64url')}`;
+export const newSecret = () => `whsec_${crypto.randomBytes(32).toString('base64url')}`;
 const notFound = () => new AppError('NOT_FOUND', 'Webhook not found.');
 
 export function toWebhook(h: Selectable<WebhooksTable>) {
