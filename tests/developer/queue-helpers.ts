@@ -2,11 +2,9 @@
 // with its output captured, a webhook receiver whose answers may wait or never come, a TCP proxy in front
 // of Redis that the test can cut and restore, and dumps of the Redis keys under a prefix.
 import { spawn, type ChildProcess } from 'node:child_process';
-import http from 'node:http';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
-import type { ReceivedRequest } from '../helpers/webhook-receiver.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -103,89 +101,6 @@ export class WorkerProcess {
 
   private notify() {
     for (const l of [...this.listeners]) l();
-  }
-}
-
-// ---------------------------------------------------------------- a receiver that can take its time
-
-/** One answer: a status (after `delayMs`), or 'hang' (no answer until the connection goes away). */
-export type SlowReply = { status: number; body?: string; delayMs?: number } | 'hang';
-
-/** Like tests/helpers/webhook-receiver.ts, but an answer may wait, and the time of each answer is kept. */
-export class SlowReceiver {
-  readonly requests: ReceivedRequest[] = [];
-  /** When the answer to request i was written (undefined: not answered). */
-  readonly answeredAt: Array<number | undefined> = [];
-  private responder: (req: ReceivedRequest, index: number) => SlowReply = () => ({ status: 200, body: 'ok' });
-  private readonly open = new Set<http.ServerResponse>();
-
-  private constructor(private readonly server: http.Server) {}
-
-  static async start(): Promise<SlowReceiver> {
-    let receiver!: SlowReceiver;
-    const server = http.createServer((req, res) => receiver.handle(req, res));
-    receiver = new SlowReceiver(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return receiver;
-  }
-
-  get port(): number {
-    return (this.server.address() as net.AddressInfo).port;
-  }
-
-  url(path = '/hook'): string {
-    return `http://127.0.0.1:${this.port}${path}`;
-  }
-
-  /** One reply for every request, a sequence (the last one repeats), or a function of the request. */
-  reply(how: SlowReply | SlowReply[] | ((req: ReceivedRequest, index: number) => SlowReply)): this {
-    if (typeof how === 'function') this.responder = how;
-    else if (Array.isArray(how)) this.responder = (_req, i) => how[Math.min(i, how.length - 1)]!;
-    else this.responder = () => how;
-    return this;
-  }
-
-  async waitForRequests(n: number, timeoutMs = 10_000): Promise<ReceivedRequest[]> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.requests.length < n) {
-      if (Date.now() > deadline) throw new Error(`receiver: expected ${n} requests within ${timeoutMs} ms, got ${this.requests.length}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    return this.requests.slice(0, n);
-  }
-
-  async close(): Promise<void> {
-    for (const res of this.open) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  private handle(req: http.IncomingMessage, res: http.ServerResponse) {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const received: ReceivedRequest = {
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
-        receivedAt: Date.now(),
-      };
-      const index = this.requests.push(received) - 1;
-      this.answeredAt[index] = undefined;
-      const reply = this.responder(received, index);
-      this.open.add(res);
-      res.on('close', () => this.open.delete(res));
-      if (reply === 'hang') return;
-      const answer = () => {
-        if (res.destroyed) return;
-        this.answeredAt[index] = Date.now();
-        res.writeHead(reply.status, { 'content-type': 'text/plain' });
-        res.end(reply.body ?? '');
-      };
-      if (reply.delayMs) setTimeout(answer, reply.delayMs);
-      else answer();
-    });
   }
 }
 

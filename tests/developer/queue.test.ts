@@ -16,10 +16,10 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { TEST_JWT_ACCESS_SECRET, TEST_JWT_REFRESH_SECRET, testEnv, type TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
-import { expectedSignature, signaturesOf, type ReceivedRequest } from '../helpers/webhook-receiver.js';
+import { WebhookReceiver, expectedSignature, signaturesOf, type ReceivedRequest, type Reply } from '../helpers/webhook-receiver.js';
 import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
 import { createKey, createWebhook, hex, ownDatabase, ownerOn, sleep, startAppOn, waitFor, type OwnDatabase } from './helpers.js';
-import { SlowReceiver, TcpProxy, WorkerProcess, closedPort, deleteKeys, dumpKeys, within, type SlowReply } from './queue-helpers.js';
+import { TcpProxy, WorkerProcess, closedPort, deleteKeys, dumpKeys, within } from './queue-helpers.js';
 
 const REDIS_URL = inject('redisUrl');
 const PREFIX = `test-q-${hex(6)}`;
@@ -51,7 +51,7 @@ let inspect: Queue;
 let inspectConnection: Redis;
 const workers: WorkerProcess[] = [];
 const queueOff: WorkerProcess[] = [];
-const receivers: SlowReceiver[] = [];
+const receivers: WebhookReceiver[] = [];
 const extraApps: TestApp[] = [];
 const proxies: TcpProxy[] = [];
 /** App start-ups that did not finish in time: closed if they ever do. */
@@ -136,8 +136,8 @@ afterAll(async () => {
   // console.error stays captured: an instance whose start-up never finished may still be retrying Redis.
 });
 
-async function receiver(reply?: SlowReply | SlowReply[] | ((req: ReceivedRequest, i: number) => SlowReply)) {
-  const r = await SlowReceiver.start();
+async function receiver(reply?: Reply | Reply[] | ((req: ReceivedRequest, i: number) => Reply)) {
+  const r = await WebhookReceiver.start();
   receivers.push(r);
   if (reply) r.reply(reply);
   return r;
@@ -149,7 +149,7 @@ async function owner(plan: 'lite' | 'pro', prefix: string) {
   return s;
 }
 
-async function hookTo(s: Session, r: SlowReceiver, events: string[] = ['webhook.test']) {
+async function hookTo(s: Session, r: WebhookReceiver, events: string[] = ['webhook.test']) {
   const name = `queued hook ${hex(4)}`;
   const hook = await createWebhook(app, s, { url: r.url(), events, name });
   seen.secrets.push(hook.secret);

@@ -15,12 +15,14 @@ export interface ReceivedRequest {
   receivedAt: number;
 }
 
-/** How the receiver answers one request: a status (and body, headers), or 'hang' (never answer). */
-export type Reply = { status: number; body?: string; headers?: Record<string, string> } | 'hang';
+/** How the receiver answers one request: a status (and body, headers; after `delayMs`), or 'hang' (never answer). */
+export type Reply = { status: number; body?: string; headers?: Record<string, string>; delayMs?: number } | 'hang';
 export type Responder = (req: ReceivedRequest, index: number) => Reply;
 
 export class WebhookReceiver {
   readonly requests: ReceivedRequest[] = [];
+  /** When the answer to request i was written (undefined: not answered). */
+  readonly answeredAt: Array<number | undefined> = [];
   private responder: Responder = () => ({ status: 200, body: 'ok' });
   private readonly hanging = new Set<http.ServerResponse>();
   private readonly waiters = new Set<() => void>();
@@ -96,14 +98,20 @@ export class WebhookReceiver {
       const index = this.requests.push(received) - 1;
       for (const w of this.waiters) w();
       this.waiters.clear();
+      this.answeredAt[index] = undefined;
       const reply = this.responder(received, index);
-      if (reply === 'hang') {
-        this.hanging.add(res);
-        res.on('close', () => this.hanging.delete(res));
-        return;
-      }
-      res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
-      res.end(reply.body ?? '');
+      // Unanswered requests (hanging or waiting out a delay) are dropped by releaseHanging() and close().
+      this.hanging.add(res);
+      res.on('close', () => this.hanging.delete(res));
+      if (reply === 'hang') return;
+      const answer = () => {
+        if (res.destroyed) return;
+        this.answeredAt[index] = Date.now();
+        res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
+        res.end(reply.body ?? '');
+      };
+      if (reply.delayMs) setTimeout(answer, reply.delayMs);
+      else answer();
     });
   }
 }
