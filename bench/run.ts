@@ -17,7 +17,9 @@
 // Environment: BENCH_POSTGRES_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
 // BENCH_DURATION (seconds per measured run, default 10), BENCH_CONNECTIONS (JSON routes, default 50),
 // BENCH_BCRYPT_CONNECTIONS (login and bcrypt, default 8), BENCH_JOBS (queued jobs per queue run, default
-// 3000), BENCH_QUEUE_CONCURRENCY (both queue workers, default 25 as WEBHOOK_WORKER_CONCURRENCY).
+// 3000), BENCH_QUEUE_CONCURRENCY (both queue workers, default 25 as WEBHOOK_WORKER_CONCURRENCY),
+// BENCH_ONLY (a regular expression: run only the scenarios whose name matches it, with their baselines;
+// the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ").
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -42,6 +44,7 @@ const BCRYPT_CONNECTIONS = positiveInt('BENCH_BCRYPT_CONNECTIONS', 8);
 // bcrypt-bound runs answer about 7 requests a second: twice as long keeps their ratio from being noise.
 const BCRYPT_DURATION_S = 2 * DURATION_S;
 const WARM_UP_S = 2;
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, 'i') : undefined;
 const READY_TIMEOUT_MS = 60_000;
 const USER = { email: 'bench@example.com', password: 'bench-Password-42', name: 'Bench User' };
 
@@ -292,6 +295,13 @@ function scenarios(t: Targets): Scenario[] {
   ];
 }
 
+/** The scenarios BENCH_ONLY names, each with the baseline it is compared with; all without it. */
+function selected(all: Scenario[]): Scenario[] {
+  if (!ONLY) return all;
+  const wanted = new Set(all.filter((s) => ONLY.test(s.name)).flatMap((s) => [s.name, s.baseline ?? '']));
+  return all.filter((s) => wanted.has(s.name));
+}
+
 function load(s: Scenario, durationS: number): Promise<autocannon.Result> {
   return autocannon({ url: s.url, method: s.method, headers: s.headers, body: s.body, connections: s.connections, duration: durationS });
 }
@@ -491,7 +501,7 @@ async function main(): Promise<void> {
     historyWorkspace: String(history.id),
   };
   const measured: Measurement[] = [];
-  for (const s of scenarios(targets)) {
+  for (const s of selected(scenarios(targets))) {
     process.stdout.write(`  ${s.name} ...`);
     const m = await measure(s);
     assertAlive(...Object.values(apis), bare);
@@ -502,6 +512,7 @@ async function main(): Promise<void> {
   // Queues: raw no-op jobs against deliver_webhook jobs, both workers at the same concurrency (the
   // webhook worker's default).
   const queueRedis = `${redisBase}/8`;
+  if (ONLY && !ONLY.test('deliver_webhook via BullMQ') && !ONLY.test('raw BullMQ no-op jobs')) return report(measured);
   const JOBS = positiveInt('BENCH_JOBS', 3000);
   const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 25);
   process.stdout.write(`  raw BullMQ no-op jobs (${JOBS}) ...`);
@@ -541,13 +552,16 @@ async function main(): Promise<void> {
     verdict: '-',
   });
   measured.push(asMeasurement('raw BullMQ no-op jobs', raw), asMeasurement('deliver_webhook via BullMQ', deliveries, 'raw BullMQ no-op jobs', 0.5));
+  await report(measured);
+}
 
+async function report(measured: Measurement[]): Promise<void> {
   const results = compare(measured);
   console.log(`\n${table(results)}\n`);
-  await writeResults(results);
+  if (!ONLY) await writeResults(results);
   const missed = results.filter((m) => m.verdict === 'FAIL' || m.verdict === 'ERROR').map((m) => `${m.name} ${m.verdict}`);
   console.log(missed.length ? `verdict: ${missed.join(', ')}` : 'verdict: all targets met');
-  console.log(`results written to ${path.relative(ROOT, RESULTS_FILE)}`);
+  console.log(ONLY ? 'a partial run (BENCH_ONLY): results not written' : `results written to ${path.relative(ROOT, RESULTS_FILE)}`);
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

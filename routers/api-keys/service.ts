@@ -2,9 +2,10 @@
 // SHA-256 and its first 12 characters are stored. The plan's `limits.apiKeys` is checked under a lock of
 // the workspace row, so concurrent creations cannot pass it.
 import crypto from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { ApiKeysTable, ApiKeyScope, Database, Edition, PlanLimits } from '../../db/schema.js';
 import { compiledOnce } from '../../db/compiled.js';
+import { batchedLookup } from '../../db/batched.js';
 import { AppError } from '../../server/errors.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 
@@ -207,7 +208,7 @@ export async function rotateKey(db: Db, actor: Actor, workspaceId: string, keyId
 
 // ---------------------------------------------------------------- authentication
 
-const keyLookup = compiledOnce((db, keyHash: string) =>
+const keyQuery = compiledOnce((db, keyHashes: string[]) =>
   db
     .selectFrom('api_keys as k')
     .innerJoin('workspaces as w', 'w.id', 'k.workspace_id')
@@ -215,8 +216,11 @@ const keyLookup = compiledOnce((db, keyHash: string) =>
       'k.id', 'k.workspace_id', 'k.name', 'k.prefix', 'k.scopes', 'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'k.created_at', 'k.updated_at',
       'k.key_hash', 'k.created_by', 'w.name as workspace_name', 'w.status as workspace_status', 'w.deleted_at as workspace_deleted_at',
     ])
-    .where('k.key_hash', '=', keyHash),
+    .where(sql<boolean>`k.key_hash = any(${keyHashes})`),
 );
+
+/** The key lookup of every public-API request, batched under load (db/batched.ts). */
+const keyLookup = batchedLookup(keyQuery, (row) => row.key_hash);
 
 /** Last time this process wrote last_used_at of a key: one write a minute per key at most. */
 const lastUsedWrites = new Map<string, number>();
@@ -232,7 +236,7 @@ export async function authenticateApiKey(db: Db, raw: string | undefined) {
   const unauthorized = new AppError('UNAUTHORIZED', 'Send a valid API key in X-API-Key (or Authorization: Bearer).');
   if (!raw || !API_KEY_FORMAT.test(raw)) throw unauthorized;
   const hash = hashKey(raw);
-  const [key] = await keyLookup(db, hash);
+  const key = await keyLookup(db, hash);
   const now = Date.now();
   if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= now) || key.workspace_deleted_at) throw unauthorized;
   if (key.workspace_status !== 'ACTIVE') {

@@ -2,13 +2,14 @@
 // one sign-in). Refresh tokens are opaque; the database keeps HMAC-SHA256(JWT_REFRESH_SECRET, token), so
 // changing the secret invalidates every refresh token, and a database leak yields no usable token.
 import crypto from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { AppDeps, RequestMeta } from '../../server/context.js';
 import { AppError } from '../../server/errors.js';
 import { bearerToken, signAccessToken, verifyAccessToken } from '../../server/security/jwt.js';
 import { hmacSha256Hex, randomToken } from '../../server/security/tokens.js';
 import { compiledOnce } from '../../db/compiled.js';
+import { batchedLookup } from '../../db/batched.js';
 import { recordAudit } from '../audit/service.js';
 import { membershipsColumn, type WorkspaceAccess } from '../workspaces/access.js';
 import { USER_COLUMNS, type UserRow } from './schemas.js';
@@ -31,23 +32,26 @@ export interface Principal {
   memberships: WorkspaceAccess[];
 }
 
-const principalQuery = compiledOnce((db, userId: string) =>
+const principalQuery = compiledOnce((db, userIds: string[]) =>
   db
     .selectFrom('users')
     .select((eb) => [...USER_COLUMNS, 'tokens_valid_after', membershipsColumn(eb)])
-    .where('id', '=', userId),
+    .where(sql<boolean>`id = any(${userIds})`),
 );
 
+/** The principal lookup of every authenticated request, batched under load (db/batched.ts). */
+const principalOf = batchedLookup(principalQuery, (row) => row.id);
+
 /**
- * The ACTIVE user behind an `Authorization: Bearer` header, with their memberships, in one query; or an
- * UNAUTHORIZED / USER_SUSPENDED error. Runs on every authenticated request, so a suspension or a password
+ * The ACTIVE user behind an `Authorization: Bearer` header, with their memberships, in one query (shared
+ * with the requests that arrived meanwhile); or an UNAUTHORIZED / USER_SUSPENDED error. Runs on every authenticated request, so a suspension or a password
  * reset applies to the very next request of any token.
  */
 export async function authenticate(deps: Deps, authorization: string | undefined): Promise<Principal> {
   const token = bearerToken(authorization);
   const claims = token ? verifyAccessToken(deps.config, token) : null;
   if (!claims) throw unauthorized();
-  const [row] = await principalQuery(deps.db, claims.userId);
+  const row = await principalOf(deps.db, claims.userId);
   if (!row) throw unauthorized();
   if (row.tokens_valid_after && claims.issuedAt < Math.floor(row.tokens_valid_after.getTime() / 1000)) throw unauthorized();
   if (row.status !== 'ACTIVE') throw suspended();

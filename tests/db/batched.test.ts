@@ -1,0 +1,127 @@
+// db/batched.ts against the run's real Postgres: lookups that arrive together share one query, every
+// answer comes from a query sent after the lookup was asked for, and the app's authentication built on it
+// still answers each caller with their own account and sees a suspension at once.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchedLookup } from '../../db/batched.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { expectError, registerAndLogin, type Session } from '../helpers/http.js';
+
+let app: TestApp;
+const table = `batched_${Date.now().toString(36)}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  app = await startTestApp();
+  await sql`create table ${sql.table(table)} (k text primary key, v int not null)`.execute(app.deps.db);
+  await sql`insert into ${sql.table(table)} select 'k' || i, i from generate_series(1, 50) as i`.execute(app.deps.db);
+});
+afterAll(async () => {
+  await sql`drop table if exists ${sql.table(table)}`.execute(app.deps.db);
+  await app.close();
+});
+
+type Row = { k: string; v: number };
+
+/** A lookup over the test table that records the keys of every query it runs; `hold` delays answers. */
+function lookupWithLog(opts: { hold?: (call: number) => number; fail?: boolean } = {}) {
+  const queries: string[][] = [];
+  const lookup = batchedLookup<string, Row>(async (db, keys) => {
+    const call = queries.push(keys);
+    if (opts.fail) throw new Error('the database went away');
+    const { rows } = await sql<Row>`select k, v from ${sql.table(table)} where k = any(${keys})`.execute(db);
+    const hold = opts.hold?.(call) ?? 0;
+    if (hold) await sleep(hold);
+    return rows;
+  }, (row) => row.k);
+  return { lookup, queries };
+}
+
+describe('batchedLookup', () => {
+  it('answers lookups asked for together with one query, each with its own row', async () => {
+    const { lookup, queries } = lookupWithLog();
+    const keys = Array.from({ length: 30 }, (_, i) => `k${i + 1}`);
+    const rows = await Promise.all(keys.map((k) => lookup(app.deps.db, k)));
+    expect(rows.map((r) => r?.v)).toEqual(keys.map((_, i) => i + 1));
+    expect(queries).toHaveLength(1);
+    expect(queries[0]).toHaveLength(30);
+  });
+
+  it('asks for a key once per query however many requests want it, and answers all of them', async () => {
+    const { lookup, queries } = lookupWithLog();
+    const rows = await Promise.all(Array.from({ length: 20 }, () => lookup(app.deps.db, 'k7')));
+    expect(rows.every((r) => r?.v === 7)).toBe(true);
+    expect(queries).toEqual([['k7']]);
+  });
+
+  it('answers undefined for a key without a row, without failing the others of its batch', async () => {
+    const { lookup } = lookupWithLog();
+    const [missing, present] = await Promise.all([lookup(app.deps.db, 'nope'), lookup(app.deps.db, 'k2')]);
+    expect(missing).toBeUndefined();
+    expect(present?.v).toBe(2);
+  });
+
+  it('never answers from a query sent before the lookup was asked for', async () => {
+    // The first query reads the old value, then takes 300 ms to come back. A change committed meanwhile
+    // must be seen by a lookup asked for after the commit, although a query for the same key is in flight.
+    const { lookup, queries } = lookupWithLog({ hold: (call) => (call === 1 ? 300 : 0) });
+    const early = lookup(app.deps.db, 'k10');
+    await sleep(50);
+    await sql`update ${sql.table(table)} set v = 1000 where k = 'k10'`.execute(app.deps.db);
+    const late = await lookup(app.deps.db, 'k10');
+    expect(late?.v).toBe(1000);
+    expect((await early)?.v).toBe(10);
+    expect(queries).toEqual([['k10'], ['k10']]);
+  });
+
+  it('lets lookups that arrive while queries are running wait and go together in the next query', async () => {
+    // Two slow queries fill the running slots; the lookups asked for meanwhile, over several event-loop
+    // turns, share the third query.
+    const { lookup, queries } = lookupWithLog({ hold: (call) => (call <= 2 ? 200 : 0) });
+    const first = lookup(app.deps.db, 'k1');
+    await sleep(20);
+    const second = lookup(app.deps.db, 'k2');
+    await sleep(20);
+    const later: Promise<Row | undefined>[] = [];
+    for (let i = 3; i <= 12; i++) {
+      later.push(lookup(app.deps.db, `k${i}`));
+      await sleep(5);
+    }
+    const rows = await Promise.all([first, second, ...later]);
+    expect(rows.map((r) => r?.k)).toEqual(Array.from({ length: 12 }, (_, i) => `k${i + 1}`));
+    expect(queries).toEqual([['k1'], ['k2'], ['k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9', 'k10', 'k11', 'k12']]);
+  });
+
+  it('fails every lookup of a batch whose query fails, and the next batch runs', async () => {
+    const failing = lookupWithLog({ fail: true });
+    const results = await Promise.allSettled([failing.lookup(app.deps.db, 'k1'), failing.lookup(app.deps.db, 'k2')]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect((results[0] as PromiseRejectedResult).reason.message).toBe('the database went away');
+    const { lookup } = lookupWithLog();
+    expect((await lookup(app.deps.db, 'k3'))?.v).toBe(3);
+  });
+});
+
+describe('authentication on batched lookups', () => {
+  let sessions: Session[];
+  beforeAll(async () => {
+    sessions = await Promise.all(Array.from({ length: 8 }, (_, i) => registerAndLogin(app.api, { prefix: `batch${i}` })));
+  });
+
+  it('answers each of many concurrent callers with their own account', async () => {
+    const calls = sessions.flatMap((s) => Array.from({ length: 5 }, () => ({ s, res: app.api('GET', '/auth/me', { token: s.accessToken }) })));
+    for (const { s, res } of calls) {
+      const answer = await res;
+      expect(answer.status).toBe(200);
+      expect(answer.body.user.email).toBe(s.email);
+    }
+  });
+
+  it('refuses a suspended user on the very next request while other requests keep the lookups busy', async () => {
+    const [victim, ...others] = sessions;
+    const busy = others.flatMap((s) => Array.from({ length: 10 }, () => app.api('GET', '/auth/me', { token: s.accessToken })));
+    await app.deps.db.updateTable('users').set({ status: 'SUSPENDED' }).where('email', '=', victim!.email).execute();
+    expectError(await app.api('GET', '/auth/me', { token: victim!.accessToken }), 403, 'USER_SUSPENDED');
+    expect((await Promise.all(busy)).every((r) => r.status === 200)).toBe(true);
+  });
+});
