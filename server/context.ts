@@ -13,6 +13,7 @@ import type { SecretBox } from './security/secret-box.js';
 import type { WebhookRunner } from '../jobs/webhook-runner.js';
 import type { Monitor } from './monitoring.js';
 import type { Storage } from './storage.js';
+import type { InFlight } from './in-flight.js';
 
 /** Long-lived services, built once at start-up (server/index.ts) and shared by every request. */
 export interface AppDeps {
@@ -32,6 +33,8 @@ export interface AppDeps {
   webhooks: WebhookRunner;
   monitor: Monitor;
   storage: Storage;
+  /** Requests and procedures not finished yet: a shutdown waits for them before it closes the pool. */
+  inFlight: InFlight;
   startedAt: Date;
 }
 

@@ -23,6 +23,7 @@ import { WebhookRunner } from '../jobs/webhook-runner.js';
 import { createWebhookQueue, webhookQueueEnabled } from '../jobs/queue.js';
 import { Monitor } from './monitoring.js';
 import { createStorage } from './storage.js';
+import { InFlight } from './in-flight.js';
 
 export interface RunningServer {
   url: string;
@@ -56,6 +57,7 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
       webhooks: new WebhookRunner({ db, config, logger, secrets, mailer }, queue),
       monitor: new Monitor(config),
       storage: createStorage(config),
+      inFlight: new InFlight(),
       startedAt: new Date(),
     };
     await Promise.all([seedPlatformAdmins(deps), passwords.warmUp(), plans.listen()]);
@@ -98,6 +100,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   // While closing, every answer ends its keep-alive connection, so clients stop sending on it.
   const server = http.createServer((req, res) => {
     if (closing) res.setHeader('Connection', 'close');
+    res.once('close', deps.inFlight.begin());
     app(req, res);
   });
   answerClientErrors(server);
@@ -111,6 +114,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
 
   const close = () =>
     (closing ??= (async () => {
+      const deadline = Date.now() + config.SHUTDOWN_TIMEOUT_MS;
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => server.closeAllConnections(), config.SHUTDOWN_TIMEOUT_MS);
         server.close(() => {
@@ -119,6 +123,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         });
         server.closeIdleConnections();
       });
+      // Connections are closed; a procedure whose client went away may still be running.
+      if (!(await deps.inFlight.drained(Math.max(0, deadline - Date.now())))) {
+        logger.warn({ inFlight: deps.inFlight.size }, 'shutdown: requests still running after SHUTDOWN_TIMEOUT_MS; closing anyway');
+      }
       await deps.webhooks.stop();
       await deps.mailer.close();
       await deps.redis?.close();

@@ -42,9 +42,10 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
+/** Every procedure: its success status, and its run counted until it settles (server/in-flight.ts). */
 export const publicProcedure = t.procedure.use(({ ctx, meta, next }) => {
   if (meta?.successStatus) ctx.response.status = meta.successStatus;
-  return next();
+  return ctx.inFlight.run(() => next());
 });
 
 /** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */

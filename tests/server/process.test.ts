@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { STRONG_PASSWORD, apiClient, uniqueEmail } from '../helpers/http.js';
 
@@ -56,5 +57,43 @@ describe('server/index.ts', () => {
     expect(await run.exited).toBe(0);
     expect(run.output()).toContain('shutdown complete');
     await expect(api('GET', '/health')).rejects.toThrow();
+  }, 60_000);
+
+  it('on SIGTERM lets a request whose client went away finish its writes before the pool closes', async () => {
+    const run = startEntry({
+      NODE_ENV: 'test',
+      DATABASE_URL: inject('databaseUrl'),
+      HOST: '127.0.0.1',
+      PORT: '0',
+      BCRYPT_COST: '12',
+      JWT_ACCESS_SECRET: 'process-test-access-secret-0123456789abcdef',
+      JWT_REFRESH_SECRET: 'process-test-refresh-secret-0123456789abcdef',
+    });
+    await waitFor(() => /"msg":"listening"/.test(run.output()), 30_000);
+    const port = Number(/"port":(\d+)/.exec(run.output())![1]);
+    const email = uniqueEmail('abandoned');
+
+    // A registration hashes at cost 12 (about 200 ms) before it writes; its client gives up after 50 ms,
+    // which closes the connection, and SIGTERM follows at once.
+    const abandoned = fetch(`http://127.0.0.1:${port}/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: STRONG_PASSWORD, name: 'A' }),
+      signal: AbortSignal.timeout(50),
+    });
+    await expect(abandoned).rejects.toThrow();
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(run.output()).toContain('shutdown complete');
+    expect(run.output()).not.toContain('"level":50');
+
+    const client = new pg.Client({ connectionString: inject('databaseUrl') });
+    await client.connect();
+    try {
+      const { rows } = await client.query('select count(*)::int as n from users where email = $1', [email]);
+      expect(rows[0].n).toBe(1);
+    } finally {
+      await client.end();
+    }
   }, 60_000);
 });
