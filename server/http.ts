@@ -4,7 +4,8 @@ import crypto from 'node:crypto';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
-import type { AnyTRPCRouter } from '@trpc/server';
+import type { AnyProcedure, AnyTRPCRouter } from '@trpc/server';
+import type { Meta } from './trpc.js';
 import { contextFactory, type AppDeps, type Context } from './context.js';
 import { errorBody, httpError, toApiError, type ApiError } from './errors.js';
 import { safeUrl, type Logger } from './logger.js';
@@ -69,9 +70,10 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
   const handler = createOpenApiNodeHttpHandler<AnyTRPCRouter, Request, Response>({
     router,
     createContext: contextFactory(deps),
-    responseMeta: ({ ctx, errors: errs }) => {
+    responseMeta: ({ ctx, paths, errors: errs }) => {
       if (errs[0]) return { status: toApiError(errs[0]).status };
-      return { status: (ctx as Context | undefined)?.response.status ?? 200 };
+      const status = (ctx as Context | undefined)?.response.status ?? successStatus(router, paths?.[0]);
+      return { status };
     },
     onError: ({ error, req }) => {
       const api = toApiError(error);
@@ -94,8 +96,14 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
       if (api) args[0] = JSON.stringify(errorBody(api, req.id));
       return end(...args);
     }) as Response['end'];
-    void handler(req, res, next);
+    void deps.inFlight.run(() => handler(req, res, next));
   };
+}
+
+/** The success status a procedure declares in its meta (201, 202), else 200. */
+function successStatus(router: AnyTRPCRouter, path: string | undefined): number {
+  const procedure = path === undefined ? undefined : (router._def.procedures as Record<string, AnyProcedure | undefined>)[path];
+  return (procedure?._def.meta as Meta | undefined)?.successStatus ?? 200;
 }
 
 /** The most calls one `/trpc` batch may carry (set the client's `maxItems` to this or less). */
@@ -119,7 +127,7 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     // A mutation without input arrives with an empty JSON body, which the JSON parser turned into {}:
     // for tRPC it is no input at all.
     if (req.rawBody?.length === 0) req.body = undefined;
-    return handler(req, res, next);
+    void deps.inFlight.run(async () => handler(req, res, next));
   };
 }
 

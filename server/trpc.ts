@@ -42,11 +42,12 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
-/** Every procedure: its success status, and its run counted until it settles (server/in-flight.ts). */
-export const publicProcedure = t.procedure.use(({ ctx, meta, next }) => {
-  if (meta?.successStatus) ctx.response.status = meta.successStatus;
-  return ctx.inFlight.run(() => next());
-});
+/**
+ * Every procedure. Its success status (meta.successStatus) is applied by the REST handler (server/http.ts),
+ * which also counts it in flight until it settles: no per-procedure middleware, as each one costs two
+ * copies of the call's options on every request.
+ */
+export const publicProcedure = t.procedure;
 
 /** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */
 export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
