@@ -1,47 +1,44 @@
-// Point lookups of the hottest paths (the authentication of every request), batched: lookups asked for
-// while earlier ones are on their way to the database wait, and then go together as ONE query over all
-// their keys (`where key = any($1)`). Under load, one round trip answers dozens of requests; alone, a
-// lookup waits for nothing but the end of the current event-loop turn.
+// Database work of the hottest paths, batched: the lookups of authentication (the user behind a token,
+// the key behind an API key) and the writes of a generation. Requests asking while earlier batches are on
+// their way to the database wait, and then go together as ONE statement (`where key = any($1)`, one
+// multi-row insert). Under load, one round trip serves dozens of requests; alone, a request waits for
+// nothing but the end of the current event-loop turn.
 //
-// Freshness is that of an unbatched lookup: every answer comes from a query sent AFTER the lookup was
-// asked for (a lookup never joins a query already on its way), so a suspension or a revoked key committed
+// Freshness is that of unbatched work: every answer comes from a statement sent AFTER the request asked
+// (a request never joins a statement already on its way), so a suspension or a revoked key committed
 // before a request arrives is seen by that request. Nothing is cached between batches.
 //
-// Built on DataLoader (cache off): it gathers the keys of one batch; `batchScheduleFn` below holds a new
-// batch back while MAX_IN_FLIGHT batches of the same lookup are running, which is what makes batches grow
-// with the load instead of one query per request.
+// Built on DataLoader (cache off): it gathers the inputs of one batch; `batchScheduleFn` holds a new batch
+// back while MAX_IN_FLIGHT batches of the same work are running, which is what makes batches grow with
+// the load instead of one statement per request.
 import DataLoader from 'dataloader';
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
-/** Batches of one lookup running at once, per database. More would mean smaller batches, fewer would
+/** Batches of one kind of work running at once, per database. More would mean smaller batches, fewer would
  * make one slow query hold up every request behind it. */
 const MAX_IN_FLIGHT = 2;
-/** Keys per query at most; a larger batch is split. */
+/** Requests per batch at most; a larger batch is split. */
 const MAX_BATCH_SIZE = 200;
 
 /**
- * A lookup of one row by key, batched per database. `query` answers the rows of any subset of `keys` (in
- * any order; keys without a row are simply absent); `keyOf` tells a row's key.
+ * A piece of database work done for many requests at once: `run` gets the inputs of every request of the
+ * batch, in arrival order, and answers one result per input in the same order (an Error fails that
+ * request alone). The batch is made per database.
  */
-export function batchedLookup<K extends string, R>(
-  query: (db: Kysely<Database>, keys: K[]) => Promise<R[]>,
-  keyOf: (row: R) => K,
-): (db: Kysely<Database>, key: K) => Promise<R | undefined> {
-  const loaders = new WeakMap<Kysely<Database>, DataLoader<K, R | undefined>>();
+export function batched<I, O>(run: (db: Kysely<Database>, inputs: readonly I[]) => Promise<Array<O | Error>>): (db: Kysely<Database>, input: I) => Promise<O> {
+  const loaders = new WeakMap<Kysely<Database>, DataLoader<I, O>>();
 
-  function loaderOf(db: Kysely<Database>): DataLoader<K, R | undefined> {
+  function loaderOf(db: Kysely<Database>): DataLoader<I, O> {
     let loader = loaders.get(db);
     if (loader) return loader;
     let inFlight = 0;
     const held: Array<() => void> = [];
-    loader = new DataLoader<K, R | undefined>(
-      async (keys) => {
+    loader = new DataLoader<I, O>(
+      async (inputs) => {
         inFlight += 1;
         try {
-          const rows = await query(db, [...new Set(keys)]);
-          const byKey = new Map(rows.map((row) => [keyOf(row), row]));
-          return keys.map((key) => byKey.get(key));
+          return await run(db, inputs);
         } finally {
           inFlight -= 1;
           held.shift()?.();
@@ -60,5 +57,20 @@ export function batchedLookup<K extends string, R>(
     return loader;
   }
 
-  return (db, key) => loaderOf(db).load(key);
+  return (db, input) => loaderOf(db).load(input);
+}
+
+/**
+ * A lookup of one row by key, batched. `query` answers the rows of any subset of `keys` (in any order;
+ * keys without a row are simply absent); `keyOf` tells a row's key. Each key is asked for once per query.
+ */
+export function batchedLookup<K extends string, R>(
+  query: (db: Kysely<Database>, keys: K[]) => Promise<R[]>,
+  keyOf: (row: R) => K,
+): (db: Kysely<Database>, key: K) => Promise<R | undefined> {
+  return batched<K, R | undefined>(async (db, keys) => {
+    const rows = await query(db, [...new Set(keys)]);
+    const byKey = new Map(rows.map((row) => [keyOf(row), row]));
+    return keys.map((key) => byKey.get(key));
+  });
 }

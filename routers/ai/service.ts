@@ -1,7 +1,10 @@
 // AI text generation: templates, generation under limits, history, usage. Limits are reserved in the
 // database before the provider is called (one conditional upsert each, so concurrent requests never pass
 // a limit) and released again when the provider fails, so a failure costs no quota.
-import { sql, type Kysely, type Selectable } from 'kysely';
+import crypto from 'node:crypto';
+import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
+import { batched, batchedLookup } from '../../db/batched.js';
+import { compiledOnce } from '../../db/compiled.js';
 import type { AiGenerationsTable, Database, Edition, PlanLimits } from '../../db/schema.js';
 import { isDemoAccount, isTestAccount } from '../../server/accounts.js';
 import type { Config } from '../../server/config.js';
@@ -77,34 +80,151 @@ export interface EffectiveLimit {
   source: 'PLAN' | 'SYSTEM' | 'TEST_ACCOUNT';
 }
 
+/** The plan limits of a workspace: read for every generation, so batched under load (db/batched.ts). */
+const workspacePlan = batchedLookup(
+  compiledOnce((db, ids: string[]) => db.selectFrom('workspaces').select(['id', 'edition', 'limits']).where(sql<boolean>`id = any(${ids})`)),
+  (row) => row.id,
+);
+
 async function workspaceLimit(deps: Pick<AiDeps, 'db' | 'config'>, workspaceId: string): Promise<EffectiveLimit> {
-  const w = await deps.db.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId).executeTakeFirstOrThrow();
+  const w = await workspacePlan(deps.db, workspaceId);
+  if (!w) throw new AppError('NOT_FOUND', 'Workspace not found.');
   const plan = (w.limits as PlanLimits).aiMonthlyGenerations ?? EDITION_GENERATIONS[w.edition];
   const system = deps.config.AI_MONTHLY_GENERATION_LIMIT;
   return plan !== undefined && plan < system ? { limit: plan, source: 'PLAN' } : { limit: system, source: 'SYSTEM' };
 }
 
+type CounterTable = 'ai_usage_counters' | 'ai_user_usage_counters';
+
+interface Reservation {
+  table: CounterTable;
+  /** The workspace (ai_usage_counters) or the user (ai_user_usage_counters). */
+  key: string;
+  period: string;
+  limit: number;
+}
+
 /**
- * Counts one generation against a monthly counter if it stays within `limit`, in one statement: the
- * conditional upsert takes the row lock, so concurrent requests see each other's counts.
+ * Counts `n` generations against a monthly counter if all of them stay within the limit, in one
+ * statement: the conditional upsert takes the row lock, so concurrent statements see each other's counts.
+ * Answers the count including them, or undefined (and counts nothing) when they do not all fit.
  */
-async function reserve(db: Db, table: 'ai_usage_counters' | 'ai_user_usage_counters', key: string, period: string, limit: number) {
-  if (limit <= 0) return undefined;
-  const keyColumn = table === 'ai_usage_counters' ? 'workspace_id' : 'user_id';
+async function reserveMany(db: Db, r: Reservation, n: number): Promise<number | undefined> {
+  const keyColumn = r.table === 'ai_usage_counters' ? 'workspace_id' : 'user_id';
   const { rows } = await sql<{ generations: number }>`
-    insert into ${sql.table(table)} (${sql.ref(keyColumn)}, period, generations) values (${key}, ${period}, 1)
-    on conflict (${sql.ref(keyColumn)}, period) do update set generations = ${sql.table(table)}.generations + 1
-    where ${sql.table(table)}.generations < ${limit}
+    insert into ${sql.table(r.table)} (${sql.ref(keyColumn)}, period, generations) values (${r.key}, ${r.period}, ${n})
+    on conflict (${sql.ref(keyColumn)}, period) do update set generations = ${sql.table(r.table)}.generations + ${n}
+    where ${sql.table(r.table)}.generations + ${n} <= ${r.limit}
     returning generations`.execute(db);
-  // The count including this generation, or undefined when the limit is reached.
   return rows[0]?.generations;
 }
 
-async function release(db: Db, table: 'ai_usage_counters' | 'ai_user_usage_counters', key: string, period: string) {
+/**
+ * Reserves one generation per request against its counter, batched: the requests of a batch that count
+ * against the same counter are reserved together by one statement when they all fit. When they do not
+ * (the limit is near), they are reserved one at a time, so exactly the room left is granted, and once
+ * one is refused the rest of the batch is too (the counter is full). Each granted request gets its own
+ * count, as if they had come one after another.
+ */
+const reserveOne = batched<Reservation, number | undefined>(async (db, inputs) => {
+  const groups = new Map<string, number[]>();
+  inputs.forEach((r, i) => {
+    const group = `${r.table}|${r.key}|${r.period}|${r.limit}`;
+    groups.set(group, [...(groups.get(group) ?? []), i]);
+  });
+  const results: Array<number | undefined | Error> = new Array(inputs.length);
+  await Promise.all(
+    [...groups.values()].map(async (members) => {
+      const r = inputs[members[0]!]!;
+      try {
+        const n = members.length;
+        const top = r.limit <= 0 || n > r.limit ? undefined : await reserveMany(db, r, n);
+        if (top !== undefined) {
+          members.forEach((i, j) => (results[i] = top - n + 1 + j));
+          return;
+        }
+        let full = r.limit <= 0 || n === 1;
+        for (const i of members) {
+          results[i] = full ? undefined : await reserveMany(db, r, 1);
+          full ||= results[i] === undefined;
+        }
+      } catch (err) {
+        for (const i of members) results[i] ??= err as Error;
+      }
+    }),
+  );
+  return results;
+});
+
+/** Counts one generation against a monthly counter if it stays within `limit`: the count including it,
+ * or undefined when the limit is reached. */
+function reserve(db: Db, table: CounterTable, key: string, period: string, limit: number) {
+  return reserveOne(db, { table, key, period, limit });
+}
+
+async function release(db: Db, table: CounterTable, key: string, period: string) {
   const keyColumn = table === 'ai_usage_counters' ? 'workspace_id' : 'user_id';
   await sql`update ${sql.table(table)} set generations = greatest(generations - 1, 0)
     where ${sql.ref(keyColumn)} = ${key} and period = ${period}`.execute(db);
 }
+
+type NewGeneration = Insertable<AiGenerationsTable> & { id: string; workspace_id: string; prompt_tokens: number; completion_tokens: number };
+
+/**
+ * Stores succeeded generations in one statement (atomic without a transaction's extra round trips): the
+ * generations, their tokens on their month's counters, and their ai.generation.completed domain events.
+ */
+function storeSucceeded(db: Db, items: ReadonlyArray<{ row: NewGeneration; period: string }>) {
+  const totals = new Map<string, { workspaceId: string; period: string; tokens: number }>();
+  for (const { row, period } of items) {
+    const key = `${row.workspace_id}|${period}`;
+    const total = totals.get(key) ?? { workspaceId: row.workspace_id, period, tokens: 0 };
+    total.tokens += row.prompt_tokens + row.completion_tokens;
+    totals.set(key, total);
+  }
+  const t = [...totals.values()];
+  return db
+    .with('generation', (q) => q.insertInto('ai_generations').values(items.map((i) => i.row)).returningAll())
+    .with('tokens', (q) =>
+      q
+        .updateTable('ai_usage_counters as c')
+        .from(
+          sql<{ workspace_id: string; period: string; tokens: number }>`(select
+            unnest(${t.map((x) => x.workspaceId)}::uuid[]) as workspace_id,
+            unnest(${t.map((x) => x.period)}::date[]) as period,
+            unnest(${t.map((x) => x.tokens)}::bigint[]) as tokens)`.as('t'),
+        )
+        .set({ tokens: sql<number>`c.tokens + t.tokens` })
+        .whereRef('c.workspace_id', '=', 't.workspace_id')
+        .whereRef('c.period', '=', 't.period'),
+    )
+    .with('event', (q) =>
+      q.insertInto('domain_events').columns(['workspace_id', 'type', 'payload']).expression((eb) =>
+        eb
+          .selectFrom('generation')
+          .select([
+            'workspace_id',
+            sql.lit('ai.generation.completed').as('type'),
+            sql<string>`jsonb_build_object('generationId', id, 'model', model, 'provider', provider, 'totalTokens', prompt_tokens + completion_tokens)`.as('payload'),
+          ]),
+      ),
+    )
+    .selectFrom('generation')
+    .selectAll()
+    .execute();
+}
+
+/** storeSucceeded for many requests at once. If the batch's statement fails, each is stored on its own,
+ * so only a generation that cannot be stored fails its request. */
+const recordSucceeded = batched<{ row: NewGeneration; period: string }, Selectable<AiGenerationsTable>>(async (db, inputs) => {
+  try {
+    const rows = new Map((await storeSucceeded(db, inputs)).map((row) => [row.id, row]));
+    return inputs.map((i) => rows.get(i.row.id) ?? new Error('the generation was not stored'));
+  } catch (err) {
+    if (inputs.length === 1) return [err as Error];
+    return Promise.all(inputs.map((i) => storeSucceeded(db, [i]).then(([row]) => row!, (e: Error) => e)));
+  }
+});
 
 // ---------------------------------------------------------------- generation
 
@@ -185,36 +305,18 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
   };
   try {
     const result = await deps.ai.generate({ prompt, systemPrompt: input.systemPrompt, model, temperature: input.temperature, maxTokens: input.maxTokens ?? DEFAULT_MAX_TOKENS });
-    // One statement (atomic without a transaction's extra round trips): the generation, its tokens on the
-    // month's counter, and the ai.generation.completed domain event.
-    const row = await db
-      .with('generation', (q) =>
-        q
-          .insertInto('ai_generations')
-          .values({ ...base, output: result.output, status: 'SUCCEEDED', prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, duration_ms: Math.round(performance.now() - started) })
-          .returningAll(),
-      )
-      .with('tokens', (q) =>
-        q
-          .updateTable('ai_usage_counters')
-          .set({ tokens: sql<number>`tokens + ${result.promptTokens + result.completionTokens}` })
-          .where('workspace_id', '=', workspace.id)
-          .where('period', '=', period),
-      )
-      .with('event', (q) =>
-        q.insertInto('domain_events').columns(['workspace_id', 'type', 'payload']).expression((eb) =>
-          eb
-            .selectFrom('generation')
-            .select([
-              'workspace_id',
-              sql.lit('ai.generation.completed').as('type'),
-              sql<string>`jsonb_build_object('generationId', id, 'model', model, 'provider', provider, 'totalTokens', prompt_tokens + completion_tokens)`.as('payload'),
-            ]),
-        ),
-      )
-      .selectFrom('generation')
-      .selectAll()
-      .executeTakeFirstOrThrow();
+    const row = await recordSucceeded(db, {
+      period,
+      row: {
+        ...base,
+        id: crypto.randomUUID(),
+        output: result.output,
+        status: 'SUCCEEDED',
+        prompt_tokens: result.promptTokens,
+        completion_tokens: result.completionTokens,
+        duration_ms: Math.round(performance.now() - started),
+      },
+    });
     return { ...toGeneration(row), usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) } };
   } catch (err) {
     await release(db, 'ai_usage_counters', workspace.id, period);

@@ -73,6 +73,31 @@ describe('workspace monthly limit', () => {
     expect(Math.max(...responses.filter((r) => r.status === 200).map((r) => r.body.usage.used))).toBe(20);
   });
 
+  it('holds each limit when several workspaces race at once, each success with its own usage figure and its tokens counted', async () => {
+    // Three fresh Lite workspaces (limit 20), 30 concurrent generations each, all at the same time: the
+    // requests of different workspaces share batched statements but never one another's quota.
+    const owners = await Promise.all([register('ai-race-a'), register('ai-race-b'), register('ai-race-c')]);
+    const responses = await Promise.all(
+      owners.map((o) =>
+        Promise.all(Array.from({ length: 30 }, (_, i) => generate(app, o.accessToken, { prompt: uniquePrompt(`Many ${i}`), workspaceId: o.workspaceId }))),
+      ),
+    );
+    for (const [i, owner] of owners.entries()) {
+      const mine = responses[i]!;
+      expect(tally(mine)).toEqual({ '200': 20, '403 AI_MONTHLY_LIMIT_REACHED': 10 });
+      const used = mine.filter((r) => r.status === 200).map((r) => r.body.usage.used as number);
+      expect(used.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, n) => n + 1));
+      expect(mine.filter((r) => r.status === 200).every((r) => r.body.workspaceId === owner.workspaceId)).toBe(true);
+      expect(await workspaceCounter(app, owner.workspaceId)).toBe(20);
+      const rows = await generationRows(app, owner.workspaceId);
+      expect(rows).toHaveLength(20);
+      const usage = await usageOf(app, owner.accessToken);
+      const tokens = rows.reduce((sum, r) => sum + r.prompt_tokens + r.completion_tokens, 0);
+      expect(usage).toMatchObject({ used: 20, remaining: 0 });
+      expect(usage.tokens).toBe(tokens);
+    }
+  });
+
   it('refuses the next generation once the limit is used up, with a message naming the limit', async () => {
     const owner = await register('ai-full');
     await app.deps.db
