@@ -20,6 +20,9 @@ export const UNMATCHED_ROUTE = '(unmatched)';
 export const TRPC_BATCH_ROUTE = '/trpc/(batch)';
 
 export class RouteTemplates {
+  /** `GET /auth/me` -> its route: templates without parameters, found without a scan. */
+  private readonly exact = new Map<string, RouteTemplate>();
+  /** Templates with parameters, per method, in declaration order. */
   private readonly byMethod = new Map<string, RouteTemplate[]>();
   private readonly byProcedure = new Map<string, RouteTemplate>();
   /** `auth.login` -> `/trpc/auth.login`, built once so labelling a call allocates nothing. */
@@ -36,15 +39,26 @@ export class RouteTemplates {
   }
 
   private add(route: RouteTemplate) {
+    if (route.procedure) this.byProcedure.set(route.procedure, route);
+    if (!route.template.includes('{')) {
+      const key = `${route.method} ${route.template.toLowerCase()}`;
+      if (!this.exact.has(key)) this.exact.set(key, route);
+      return;
+    }
     const list = this.byMethod.get(route.method) ?? [];
     list.push(route);
     this.byMethod.set(route.method, list);
-    if (route.procedure) this.byProcedure.set(route.procedure, route);
   }
 
-  /** The route of a REST request (path without query), or undefined. */
+  /**
+   * The route of a REST request (path without query), or undefined. A static template wins over a
+   * parameterised one (`/ai/templates` is never `/ai/templates/{templateId}`), as trpc-to-openapi decides;
+   * the route test of DESIGN.md's inventory checks that no parameterised path is declared before a static
+   * path it would shadow.
+   */
   match(method: string, path: string): RouteTemplate | undefined {
-    return this.byMethod.get(method)?.find((r) => r.regexp.test(path));
+    const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+    return this.exact.get(`${method} ${trimmed.toLowerCase()}`) ?? this.byMethod.get(method)?.find((r) => r.regexp.test(path));
   }
 
   /**
