@@ -19,7 +19,8 @@
 // BENCH_BCRYPT_CONNECTIONS (login and bcrypt, default 8), BENCH_JOBS (queued jobs per queue run, default
 // 3000), BENCH_QUEUE_CONCURRENCY (both queue workers, default 25 as WEBHOOK_WORKER_CONCURRENCY),
 // BENCH_ONLY (a regular expression: run only the scenarios whose name matches it, with their baselines;
-// the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ").
+// the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ"), BENCH_PROFILE_DIR (every
+// child process writes a V8 CPU profile there when it exits, for `node --cpu-prof` analysis).
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -44,6 +45,8 @@ const BCRYPT_CONNECTIONS = positiveInt('BENCH_BCRYPT_CONNECTIONS', 8);
 // bcrypt-bound runs answer about 7 requests a second: twice as long keeps their ratio from being noise.
 const BCRYPT_DURATION_S = 2 * DURATION_S;
 const WARM_UP_S = 2;
+/** `node` options of every child process: CPU profiles when BENCH_PROFILE_DIR is set. */
+const CHILD_NODE_ARGS = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`] : [];
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, 'i') : undefined;
 const READY_TIMEOUT_MS = 60_000;
 const USER = { email: 'bench@example.com', password: 'bench-Password-42', name: 'Bench User' };
@@ -131,7 +134,7 @@ async function freePort(): Promise<number> {
 /** `node --import tsx <script>` in the repository root; its output goes to this process's output. */
 async function startChild(name: string, script: string, env: Record<string, string>): Promise<Child> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawn(process.execPath, [...CHILD_NODE_ARGS, '--import', 'tsx', script], {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -412,7 +415,7 @@ async function call(url: string, method: string, token: string, body: unknown, e
 /** A child process that has no HTTP port (workers): ready once it prints `readyLine`. */
 function startWorker(name: string, script: string, env: Record<string, string>, readyLine: RegExp): Promise<() => Promise<void>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...CHILD_NODE_ARGS, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     const stop = async () => {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));

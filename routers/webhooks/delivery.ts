@@ -5,7 +5,9 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { batched, batchedLookup } from '../../db/batched.js';
+import { isDemoAccount } from '../../server/accounts.js';
 import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/config.js';
 import { AppError } from '../../server/errors.js';
@@ -46,8 +48,8 @@ interface HttpAnswer {
  * to an address that was checked; a later delivery reuses it only for the same host name and port.
  */
 const agents = {
-  'http:': new http.Agent({ keepAlive: true, maxSockets: 50, maxFreeSockets: 10, timeout: 30_000 }),
-  'https:': new https.Agent({ keepAlive: true, maxSockets: 50, maxFreeSockets: 10, timeout: 30_000 }),
+  'http:': new http.Agent({ keepAlive: true, maxSockets: 50, maxFreeSockets: 50, timeout: 30_000 }),
+  'https:': new https.Agent({ keepAlive: true, maxSockets: 50, maxFreeSockets: 50, timeout: 30_000 }),
 };
 
 /** POSTs `body` to the checked address of `url`; reads at most the preview of the answer. */
@@ -90,36 +92,57 @@ function retryDelayMs(config: Config, attempts: number) {
 }
 
 /**
+ * A delivery with its webhook and the emails of its workspace's owners (a demo workspace's deliveries may
+ * be switched off). Read for every attempt, so batched under load (db/batched.ts).
+ */
+const deliveryOf = batchedLookup(
+  (db: Kysely<Database>, ids: string[]) =>
+    db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
+      .select([
+        'd.id', 'd.workspace_id', 'd.event', 'd.payload', 'd.status', 'd.attempts',
+        'h.id as webhook_id', 'h.url', 'h.is_active', 'h.secret_encrypted', 'h.previous_secret_encrypted', 'h.previous_secret_expires_at',
+        'h.consecutive_failures',
+        sql<string[] | null>`(select array_agg(u.email) from workspace_members m join users u on u.id = m.user_id
+          where m.workspace_id = d.workspace_id and m.role = 'OWNER')`.as('owner_emails'),
+      ])
+      .where(sql<boolean>`d.id = any(${ids})`)
+      .execute(),
+  (row) => row.id,
+);
+
+interface AttemptRecord {
+  id: string;
+  status: AttemptOutcome['status'];
+  attempts: number;
+  request_headers: Record<string, string>;
+  response_status: number | null;
+  response_preview: string | null;
+  duration_ms: number;
+  next_retry_at: string | null;
+  last_error: string | null;
+}
+
+/** Records attempts, batched: one statement for every attempt that ended while the previous one ran. */
+const recordAttempt = batched<AttemptRecord, void>(async (db, records) => {
+  await sql`
+    update webhook_deliveries d set status = v.status, attempts = v.attempts, request_headers = v.request_headers,
+      response_status = v.response_status, response_preview = v.response_preview, duration_ms = v.duration_ms,
+      next_retry_at = v.next_retry_at, last_error = v.last_error, updated_at = now()
+    from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as v(id uuid, status text, attempts int, request_headers jsonb,
+      response_status int, response_preview text, duration_ms int, next_retry_at timestamptz, last_error text)
+    where d.id = v.id`.execute(db);
+  return records.map(() => undefined);
+});
+
+/**
  * Makes one attempt of the delivery (unless it is already final) and records it. Safe to call twice for
  * the same delivery: a delivery already `success`, `failed` or `disabled` is left as it is.
  */
 export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): Promise<AttemptOutcome> {
   const { db, config } = deps;
-  const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? config.AI_DEMO_RESTRICTED_EMAILS : [];
-  const row = await db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
-    .select((eb) => [
-      'd.id', 'd.workspace_id', 'd.event', 'd.payload', 'd.status', 'd.attempts',
-      'h.id as webhook_id', 'h.url', 'h.is_active', 'h.secret_encrypted', 'h.previous_secret_encrypted', 'h.previous_secret_expires_at',
-      'h.consecutive_failures',
-      // A demo delivery: the workspace is owned by a demo account.
-      demoEmails.length
-        ? eb
-            .exists(
-              eb
-                .selectFrom('workspace_members as m')
-                .innerJoin('users as u', 'u.id', 'm.user_id')
-                .select('m.user_id')
-                .whereRef('m.workspace_id', '=', 'd.workspace_id')
-                .where('m.role', '=', 'OWNER')
-                .where('u.email', 'in', demoEmails),
-            )
-            .as('demo')
-        : eb.lit(false).as('demo'),
-    ])
-    .where('d.id', '=', deliveryId)
-    .executeTakeFirst();
+  const row = await deliveryOf(db, deliveryId);
   if (!row) return { status: 'failed', permanent: true };
   if (row.status === 'success' || row.status === 'failed' || row.status === 'disabled') {
     return row.status === 'failed' ? { status: 'failed', permanent: true } : { status: row.status };
@@ -129,7 +152,7 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): P
     ? 'Delivery is switched off (WEBHOOK_DELIVERY_ENABLED=false).'
     : !row.is_active
       ? 'The webhook is disabled.'
-      : row.demo
+      : config.WEBHOOK_DEMO_DELIVERY_DISABLED && row.owner_emails?.some((email) => isDemoAccount(config, email))
         ? 'Deliveries of demo workspaces are disabled (WEBHOOK_DEMO_DELIVERY_DISABLED).'
         : undefined;
   if (reasonDisabled) {
@@ -182,21 +205,17 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): P
         : { status: 'failed', permanent };
   }
 
-  await db
-    .updateTable('webhook_deliveries')
-    .set({
-      status: outcome.status,
-      attempts,
-      request_headers: JSON.stringify(headers),
-      response_status: answer?.status ?? null,
-      response_preview: answer ? answer.preview : null,
-      duration_ms: durationMs,
-      next_retry_at: outcome.status === 'retrying' ? outcome.retryAt : null,
-      last_error: outcome.status === 'success' ? null : (error ?? null),
-      updated_at: new Date(),
-    })
-    .where('id', '=', deliveryId)
-    .execute();
+  await recordAttempt(db, {
+    id: deliveryId,
+    status: outcome.status,
+    attempts,
+    request_headers: headers,
+    response_status: answer?.status ?? null,
+    response_preview: answer ? answer.preview : null,
+    duration_ms: durationMs,
+    next_retry_at: outcome.status === 'retrying' ? outcome.retryAt.toISOString() : null,
+    last_error: outcome.status === 'success' ? null : (error ?? null),
+  });
   // A success of a healthy endpoint changes nothing: no query.
   if (!(outcome.status === 'success' && row.consecutive_failures === 0)) await trackEndpointHealth(deps, row.webhook_id, row.workspace_id, outcome);
   return outcome;

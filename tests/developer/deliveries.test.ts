@@ -200,6 +200,30 @@ describe('a test delivery', () => {
     expect(JSON.stringify(row)).not.toContain(hook.secret);
   });
 
+  it('records each of many deliveries made at once with its own answer (attempts are stored in shared statements)', async () => {
+    // 24 test deliveries in flight together; the receiver answers each with a status and body derived from
+    // its X-Service-Delivery, so a record mixed up between deliveries would show.
+    const s = await ownerOn(app, 'lite', 'deliv-many');
+    const statusOf = (id: string) => [200, 201, 202, 410][parseInt(id.slice(-1), 16) % 4]!;
+    const r = await receiver();
+    r.reply((req) => {
+      const id = String(req.headers['x-service-delivery']);
+      return { status: statusOf(id), body: `answer for ${id}` };
+    });
+    const hook = await hookTo(s, r);
+    const sent = await Promise.all(Array.from({ length: 24 }, () => sendTest(s, hook.id)));
+    await r.waitForRequests(24);
+    for (const delivery of sent) {
+      const row = await deliveryRow(delivery.id);
+      const status = statusOf(delivery.id);
+      expect(row).toMatchObject({ response_status: status, response_preview: `answer for ${delivery.id}`, attempts: 1 });
+      expect(row.status).toBe(status === 410 ? 'failed' : 'success');
+      expect((row.request_headers as Record<string, string>)['X-Service-Delivery']).toBe(delivery.id);
+      expect(row.last_error).toBe(status === 410 ? 'The endpoint answered HTTP 410.' : null);
+      expect(row.next_retry_at).toBeNull();
+    }
+  });
+
   it('paginates the delivery log newest first, and filters it by webhook and status', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-page');
     const ok = await receiver({ status: 200 });
