@@ -17,7 +17,8 @@
 // Environment: BENCH_POSTGRES_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
 // BENCH_DURATION (seconds per measured run, default 10), BENCH_CONNECTIONS (JSON routes, default 50),
 // BENCH_BCRYPT_CONNECTIONS (login and bcrypt, default 8), BENCH_JOBS (queued jobs per queue run, default
-// 3000), BENCH_QUEUE_CONCURRENCY (both queue workers, default 25 as WEBHOOK_WORKER_CONCURRENCY),
+// 10000), BENCH_QUEUE_CONCURRENCY (both queue workers, default 25 as WEBHOOK_WORKER_CONCURRENCY),
+// BENCH_ROUNDS (rounds over the scenario list, default 3: each scenario's time is split over them),
 // BENCH_ONLY (a regular expression: run only the scenarios whose name matches it, with their baselines;
 // the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ"), BENCH_PROFILE_DIR (every
 // child process writes a V8 CPU profile there when it exits, for `node --cpu-prof` analysis).
@@ -47,6 +48,8 @@ const BCRYPT_DURATION_S = 2 * DURATION_S;
 const WARM_UP_S = 2;
 /** `node` options of every child process: CPU profiles when BENCH_PROFILE_DIR is set. */
 const CHILD_NODE_ARGS = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`] : [];
+/** Rounds over the scenario list; each round runs every scenario for its duration / ROUNDS. */
+const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, 'i') : undefined;
 const READY_TIMEOUT_MS = 60_000;
 const USER = { email: 'bench@example.com', password: 'bench-Password-42', name: 'Bench User' };
@@ -309,14 +312,25 @@ function load(s: Scenario, durationS: number): Promise<autocannon.Result> {
   return autocannon({ url: s.url, method: s.method, headers: s.headers, body: s.body, connections: s.connections, duration: durationS });
 }
 
-async function measure(s: Scenario): Promise<Measurement> {
-  if (s.warmUp) await load(s, WARM_UP_S);
+/** One measured run of a scenario (after its warm-up, the first time). */
+async function measureRound(s: Scenario, round: number): Promise<autocannon.Result> {
+  if (s.warmUp && round === 1) await load(s, WARM_UP_S);
+  return load(s, (s.durationS ?? DURATION_S) / ROUNDS);
+}
+
+/** A scenario's rounds as one measurement: requests summed over the rounds, the median p50 and p99. */
+function combine(s: Scenario, rounds: autocannon.Result[]): Measurement {
   const durationS = s.durationS ?? DURATION_S;
-  const r = await load(s, durationS);
+  const sum = (f: (r: autocannon.Result) => number) => rounds.reduce((n, r) => n + f(r), 0);
+  const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const requests = sum((r) => r.requests.total);
+  const non2xx = sum((r) => r.non2xx);
+  const errors = sum((r) => r.errors);
+  const timeouts = sum((r) => r.timeouts);
   const problems = [
-    r.non2xx ? `${r.non2xx} non-2xx answers` : '',
-    r.errors ? `${r.errors} connection errors (${r.timeouts} timeouts)` : '',
-    r.requests.total === 0 ? 'no answer at all' : '',
+    non2xx ? `${non2xx} non-2xx answers` : '',
+    errors ? `${errors} connection errors (${timeouts} timeouts)` : '',
+    requests === 0 ? 'no answer at all' : '',
   ].filter(Boolean);
   return {
     name: s.name,
@@ -325,13 +339,13 @@ async function measure(s: Scenario): Promise<Measurement> {
     connections: s.connections,
     durationS,
     // Total over time rather than the mean of per-second samples, which is coarse at a few requests a second.
-    reqPerSec: r.requests.total / durationS,
-    p50Ms: r.latency.p50,
-    p99Ms: r.latency.p99,
-    requests: r.requests.total,
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
+    reqPerSec: requests / durationS,
+    p50Ms: median(rounds.map((r) => r.latency.p50)),
+    p99Ms: median(rounds.map((r) => r.latency.p99)),
+    requests,
+    non2xx,
+    errors,
+    timeouts,
     error: problems.length ? problems.join(', ') : undefined,
     baseline: s.baseline,
     target: s.target,
@@ -377,7 +391,7 @@ async function writeResults(results: Measurement[]): Promise<void> {
     finishedAt: new Date().toISOString(),
     node: process.version,
     cpus: os.cpus().length,
-    settings: { durationS: DURATION_S, warmUpS: WARM_UP_S, jsonConnections: JSON_CONNECTIONS, bcryptConnections: BCRYPT_CONNECTIONS, bcryptCost: BCRYPT_COST },
+    settings: { durationS: DURATION_S, rounds: ROUNDS, warmUpS: WARM_UP_S, jsonConnections: JSON_CONNECTIONS, bcryptConnections: BCRYPT_CONNECTIONS, bcryptCost: BCRYPT_COST },
     results,
   };
   await fs.mkdir(path.dirname(RESULTS_FILE), { recursive: true });
@@ -503,20 +517,28 @@ async function main(): Promise<void> {
     apiKey: String(key.rawKey),
     historyWorkspace: String(history.id),
   };
-  const measured: Measurement[] = [];
-  for (const s of selected(scenarios(targets))) {
-    process.stdout.write(`  ${s.name} ...`);
-    const m = await measure(s);
-    assertAlive(...Object.values(apis), bare);
-    console.log(` ${m.reqPerSec.toFixed(1)} req/s, p99 ${m.p99Ms} ms${m.error ? ` (ERROR: ${m.error})` : ''}`);
-    measured.push(m);
+  // Every scenario runs in BENCH_ROUNDS rounds over the whole list, so that a slow minute of a shared
+  // machine weighs on every scenario and its baseline alike instead of on whichever ran then.
+  const list = selected(scenarios(targets));
+  const rounds = new Map<string, autocannon.Result[]>(list.map((s) => [s.name, []]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    console.log(`  round ${round} of ${ROUNDS}`);
+    for (const s of list) {
+      process.stdout.write(`    ${s.name} ...`);
+      const r = await measureRound(s, round);
+      assertAlive(...Object.values(apis), bare);
+      rounds.get(s.name)!.push(r);
+      console.log(` ${(r.requests.total / ((s.durationS ?? DURATION_S) / ROUNDS)).toFixed(1)} req/s, p99 ${r.latency.p99} ms`);
+    }
   }
+  const measured: Measurement[] = list.map((s) => combine(s, rounds.get(s.name)!));
+  for (const m of measured) if (m.error) console.log(`  ERROR ${m.name}: ${m.error}`);
 
   // Queues: raw no-op jobs against deliver_webhook jobs, both workers at the same concurrency (the
   // webhook worker's default).
   const queueRedis = `${redisBase}/8`;
   if (ONLY && !ONLY.test('deliver_webhook via BullMQ') && !ONLY.test('raw BullMQ no-op jobs')) return report(measured);
-  const JOBS = positiveInt('BENCH_JOBS', 3000);
+  const JOBS = positiveInt('BENCH_JOBS', 10000);
   const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 25);
   process.stdout.write(`  raw BullMQ no-op jobs (${JOBS}) ...`);
   const raw = await measureRawJobs({ redisUrl: queueRedis, n: JOBS, concurrency: CONCURRENCY, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
