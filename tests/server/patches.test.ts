@@ -20,4 +20,19 @@ describe('patched dependencies', () => {
     }
     expect(require.resolve('patch-package')).toBeTruthy();
   });
+
+  it('@trpc/server is the version its patch was made for, with the patch applied', () => {
+    const patches = fs.readdirSync('patches').filter((f) => f.startsWith('@trpc+server+'));
+    expect(patches).toEqual(['@trpc+server+11.25.2.patch']);
+    expect(JSON.parse(fs.readFileSync('node_modules/@trpc/server/package.json', 'utf8')).version).toBe('11.25.2');
+    // Middleware calls copy their options with Object.assign, not the per-property _objectSpread2 helper.
+    const files = fs.readdirSync('node_modules/@trpc/server/dist').filter((f) => /^initTRPC-.*\.(mjs|cjs)$/.test(f));
+    expect(files).toHaveLength(2);
+    for (const file of files) {
+      const source = fs.readFileSync(`node_modules/@trpc/server/dist/${file}`, 'utf8');
+      expect(source).toContain('async function callRecursive');
+      expect(source).toContain('Patched (patches/@trpc+server+11.25.2.patch)');
+      expect(source).toContain('Object.assign({}, opts, {');
+    }
+  });
 });
