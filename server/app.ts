@@ -12,7 +12,7 @@ import { responseCache } from './response-cache.js';
 import { TIERS, rateLimiter } from './rate-limit.js';
 import { uploadRoutes } from '../routers/files/uploads.js';
 import { verifiedApiKeyId } from '../routers/api-keys/service.js';
-import { RouteTemplates } from './route-templates.js';
+import { RouteTemplates, type RouteTemplate } from './route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, webhookQueueCounts } from './metrics.js';
 import { webhookQueueEnabled } from '../jobs/queue.js';
 
@@ -57,13 +57,16 @@ export function createApp(deps: AppDeps): express.Express {
       rateLimiter({ ...deps, redis: deps.redis?.commands, routes, verifiedApiKeyId, onRejected: metrics && ((tier) => metrics.rateLimited(tier)) }),
     );
   }
-  app.use(openApiRoutes(appRouter, deps.config.SERVICE_VERSION));
+  const docs = openApiRoutes(appRouter, deps.config.SERVICE_VERSION);
+  app.use(only((req) => req.path === '/openapi.json' || req.path.startsWith('/docs'), docs));
 
   // The public catalog is the same for everyone: kept as bytes until the catalog changes.
   app.use(responseCache({ '/billing/plans': { version: () => deps.plans.version, maxAgeMs: deps.plans.ttlMs } }));
-  // Before the JSON parser: provider signatures are checked over the raw bytes.
-  app.use(billingWebhookRoutes(deps));
-  app.use(uploadRoutes(deps));
+  // Before the JSON parser: provider signatures are checked over the raw bytes, uploads are multipart.
+  // Entered only by requests for one of their paths (the plain routes of `routes`), so the procedures'
+  // requests do not walk their route lists.
+  const plain = express.Router().use(billingWebhookRoutes(deps), uploadRoutes(deps));
+  app.use(only((req) => isPlainRoute(routes.matchRequest(req)), plain));
   app.use(
     express.json({
       limit: JSON_BODY_LIMIT,
@@ -79,4 +82,12 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;
+}
+
+/** A route of the plain Express routers (listed in `routes` without a procedure). */
+const isPlainRoute = (route: RouteTemplate | undefined) => route !== undefined && route.procedure === undefined;
+
+/** `handler` for the requests `wanted` picks; every other request goes straight on. */
+function only(wanted: (req: express.Request) => boolean, handler: express.RequestHandler): express.RequestHandler {
+  return (req, res, next) => (wanted(req) ? handler(req, res, next) : next());
 }

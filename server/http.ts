@@ -66,7 +66,6 @@ const causeOf = (err: unknown) => (err instanceof Error && err.cause ? err.cause
  * carry the domain code at the top level.
  */
 export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandler {
-  const errors = new WeakMap<Request, ApiError>();
   const handler = createOpenApiNodeHttpHandler<AnyTRPCRouter, Request, Response>({
     router,
     createContext: contextFactory(deps),
@@ -77,7 +76,12 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     },
     onError: ({ error, req }) => {
       const api = toApiError(error);
-      errors.set(req, api);
+      // The library writes its own body next: ours replaces it as it is written.
+      const res = req.res;
+      if (res) {
+        const end = res.end.bind(res) as (...args: unknown[]) => Response;
+        res.end = ((...args: unknown[]) => end(JSON.stringify(errorBody(api, req.id)), ...args.slice(1))) as Response['end'];
+      }
       noteRequest(req, { error: api, errorName: errorName(error) });
       logIfServerError(deps.logger, api, causeOf(error), req.id);
     },
@@ -90,12 +94,6 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
       req.headers['content-type'] = 'application/json';
       req.body = {};
     }
-    const end = res.end.bind(res) as (...args: unknown[]) => Response;
-    res.end = ((...args: unknown[]) => {
-      const api = errors.get(req);
-      if (api) args[0] = JSON.stringify(errorBody(api, req.id));
-      return end(...args);
-    }) as Response['end'];
     void deps.inFlight.run(() => handler(req, res, next));
   };
 }

@@ -107,7 +107,7 @@ export function rateLimiter(deps: {
     };
     const path = req.path;
     if (!path.startsWith('/trpc/')) {
-      const route = routes.match(req.method, path);
+      const route = routes.matchRequest(req, path);
       add(route?.method ?? req.method, route?.template ?? path);
       return charged;
     }

@@ -25,6 +25,8 @@ export class RouteTemplates {
   /** Templates with parameters, per method, in declaration order. */
   private readonly byMethod = new Map<string, RouteTemplate[]>();
   private readonly byProcedure = new Map<string, RouteTemplate>();
+  /** Each request's match, found once however many middlewares ask. */
+  private readonly matched = new WeakMap<object, RouteTemplate | null>();
   /** `auth.login` -> `/trpc/auth.login`, built once so labelling a call allocates nothing. */
   private readonly trpcLabels = new Map<string, string>();
 
@@ -59,6 +61,19 @@ export class RouteTemplates {
   match(method: string, path: string): RouteTemplate | undefined {
     const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
     return this.exact.get(`${method} ${trimmed.toLowerCase()}`) ?? this.byMethod.get(method)?.find((r) => r.regexp.test(path));
+  }
+
+  /**
+   * match() of a request, remembered for the request: the rate limiter, monitoring and the plain-route
+   * guard all ask. `path` is the full path (mounted routers strip their prefix from req.path).
+   */
+  matchRequest(req: { method: string; path: string }, path = req.path): RouteTemplate | undefined {
+    let route = this.matched.get(req);
+    if (route === undefined) {
+      route = this.match(req.method, path) ?? null;
+      this.matched.set(req, route);
+    }
+    return route ?? undefined;
   }
 
   /**
