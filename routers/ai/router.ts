@@ -55,7 +55,7 @@ export const aiRouter = router({
     .meta({ openapi: { method: 'GET', path: '/ai/usage', tags, summary: 'This month: used, limit and its source, remaining, reset date, tokens, by model' } })
     .input(z.object({ workspaceId: z.uuid().optional() }))
     .output(usageOutput)
-    .query(({ ctx }) => ai.usage(ctx, ctx.workspace.id, ctx.user)),
+    .query(({ ctx }) => ai.usage(ctx, ctx.workspace, ctx.user)),
 
   workspaceGenerate: workspaceProcedure('ai.generate')
     .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/ai/generate', tags, summary: 'Generate text in this workspace' } })
@@ -73,7 +73,7 @@ export const aiRouter = router({
     .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/ai/usage', tags, summary: "This workspace's usage this month" } })
     .input(workspaceInput)
     .output(usageOutput)
-    .query(({ ctx }) => ai.usage(ctx, ctx.workspace.id, ctx.user)),
+    .query(({ ctx }) => ai.usage(ctx, ctx.workspace, ctx.user)),
 
   adminUsage: platformProcedure('admin.ai_usage.view')
     .meta({ openapi: { method: 'GET', path: '/admin/ai-usage', tags: ['Admin'], summary: 'Platform AI usage: totals, by provider and model, by workspace, recent' } })

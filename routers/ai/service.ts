@@ -3,8 +3,7 @@
 // a limit) and released again when the provider fails, so a failure costs no quota.
 import crypto from 'node:crypto';
 import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
-import { batched, batchedLookup } from '../../db/batched.js';
-import { compiledOnce } from '../../db/compiled.js';
+import { batched } from '../../db/batched.js';
 import type { AiGenerationsTable, Database, Edition, PlanLimits } from '../../db/schema.js';
 import { isDemoAccount, isTestAccount } from '../../server/accounts.js';
 import type { Config } from '../../server/config.js';
@@ -80,17 +79,11 @@ export interface EffectiveLimit {
   source: 'PLAN' | 'SYSTEM' | 'TEST_ACCOUNT';
 }
 
-/** The plan limits of a workspace: read for every generation, so batched under load (db/batched.ts). */
-const workspacePlan = batchedLookup(
-  compiledOnce((db, ids: string[]) => db.selectFrom('workspaces').select(['id', 'edition', 'limits']).where(sql<boolean>`id = any(${ids})`)),
-  (row) => row.id,
-);
-
-async function workspaceLimit(deps: Pick<AiDeps, 'db' | 'config'>, workspaceId: string): Promise<EffectiveLimit> {
-  const w = await workspacePlan(deps.db, workspaceId);
-  if (!w) throw new AppError('NOT_FOUND', 'Workspace not found.');
-  const plan = (w.limits as PlanLimits).aiMonthlyGenerations ?? EDITION_GENERATIONS[w.edition];
-  const system = deps.config.AI_MONTHLY_GENERATION_LIMIT;
+/** The effective monthly limit of a workspace: its plan's (from the membership loaded with the caller)
+ * or the service's AI_MONTHLY_GENERATION_LIMIT, whichever is smaller. */
+function workspaceLimit(config: Pick<Config, 'AI_MONTHLY_GENERATION_LIMIT'>, workspace: Pick<WorkspaceAccess, 'edition' | 'limits'>): EffectiveLimit {
+  const plan = workspace.limits.aiMonthlyGenerations ?? EDITION_GENERATIONS[workspace.edition];
+  const system = config.AI_MONTHLY_GENERATION_LIMIT;
   return plan !== undefined && plan < system ? { limit: plan, source: 'PLAN' } : { limit: system, source: 'SYSTEM' };
 }
 
@@ -282,7 +275,7 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
       `The test account limit is reached: test accounts may generate ${config.AI_TEST_USER_MONTHLY_LIMIT} times a month.`,
     );
   }
-  const limit = await workspaceLimit(deps, workspace.id);
+  const limit = workspaceLimit(config, workspace);
   const used = await reserve(db, 'ai_usage_counters', workspace.id, period, limit.limit);
   if (used === undefined) {
     if (testAccount) await release(db, 'ai_user_usage_counters', user.id, period);
@@ -382,10 +375,11 @@ export async function history(deps: Pick<AiDeps, 'db' | 'config'>, workspaceId: 
   return pageOf(rows.map(toGeneration), Number(count.total), page);
 }
 
-export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspaceId: string, user: Caller) {
+export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspace: WorkspaceAccess, user: Caller) {
+  const workspaceId = workspace.id;
+  const limit = workspaceLimit(deps.config, workspace);
   const { period, start, resetsAt } = monthOf();
-  const [limit, counter, byModel, userCounter] = await Promise.all([
-    workspaceLimit(deps, workspaceId),
+  const [counter, byModel, userCounter] = await Promise.all([
     deps.db.selectFrom('ai_usage_counters').select(['generations', 'tokens']).where('workspace_id', '=', workspaceId).where('period', '=', period).executeTakeFirst(),
     deps.db
       .selectFrom('ai_generations')

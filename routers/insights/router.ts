@@ -39,7 +39,7 @@ export const insightsRouter = router({
       const [workspace, members, aiUsage, perDay, keys, hooks, deliveries, activity] = await Promise.all([
         db.selectFrom('workspaces as w').leftJoin('plans as p', 'p.id', 'w.plan_id').select(['w.id', 'w.name', 'w.edition', 'p.name as plan']).where('w.id', '=', id).executeTakeFirstOrThrow(),
         db.selectFrom('workspace_members').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).executeTakeFirst(),
-        usage(ctx, id, ctx.user),
+        usage(ctx, ctx.workspace, ctx.user),
         db
           .selectFrom('ai_generations')
           .select((eb) => [sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'), eb.fn.countAll<string>().as('n')])

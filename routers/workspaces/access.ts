@@ -3,13 +3,15 @@
 // (the first ACTIVE workspace, or why there is none).
 import type { ExpressionBuilder, Kysely } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
-import type { Database, Edition, WorkspaceRole, WorkspaceStatus } from '../../db/schema.js';
+import type { Database, Edition, PlanLimits, WorkspaceRole, WorkspaceStatus } from '../../db/schema.js';
 
 export interface WorkspaceAccess {
   id: string;
   name: string;
   status: WorkspaceStatus;
   edition: Edition;
+  /** The workspace's copy of its plan limits (AI generations, API keys, ...). */
+  limits: PlanLimits;
   role: WorkspaceRole;
 }
 
@@ -22,7 +24,7 @@ export const membershipsColumn = (eb: ExpressionBuilder<Database, 'users'>) =>
     eb
       .selectFrom('workspace_members as m')
       .innerJoin('workspaces as w', 'w.id', 'm.workspace_id')
-      .select(['w.id', 'w.name', 'w.status', 'w.edition', 'm.role'])
+      .select(['w.id', 'w.name', 'w.status', 'w.edition', 'w.limits', 'm.role'])
       .whereRef('m.user_id', '=', 'users.id')
       .where('w.deleted_at', 'is', null)
       .orderBy('m.created_at')

@@ -107,7 +107,7 @@ export async function insertWorkspace(db: Db, opts: { name: string; ownerId: str
       edition: plan?.edition ?? 'LITE',
       limits: JSON.stringify(plan?.limits ?? {}),
     })
-    .returning(['id', 'name', 'status', 'edition'])
+    .returning(['id', 'name', 'status', 'edition', 'limits'])
     .executeTakeFirstOrThrow();
   await db.insertInto('workspace_members').values({ workspace_id: workspace.id, user_id: opts.ownerId, role: 'OWNER' }).execute();
   return { ...workspace, role: 'OWNER' };
