@@ -9,6 +9,7 @@ import * as m0003 from './migrations/0003_billing.js';
 import * as m0004 from './migrations/0004_ai.js';
 import * as m0005 from './migrations/0005_developer.js';
 import * as m0006 from './migrations/0006_content.js';
+import * as m0007 from './migrations/0007_ai_counter_tokens.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -17,6 +18,7 @@ export const migrations: Record<string, Migration> = {
   '0004_ai': m0004,
   '0005_developer': m0005,
   '0006_content': m0006,
+  '0007_ai_counter_tokens': m0007,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -264,7 +264,6 @@ export interface AiUsageCountersTable {
   /** First day of the calendar month (UTC), as YYYY-MM-DD. */
   period: ColumnType<string, string, string>;
   generations: ColumnType<number, number | undefined, number>;
-  tokens: ColumnType<string, number | undefined, number>;
 }
 
 export interface AiUserUsageCountersTable {

@@ -161,36 +161,17 @@ async function release(db: Db, table: CounterTable, key: string, period: string)
     where ${sql.ref(keyColumn)} = ${key} and period = ${period}`.execute(db);
 }
 
-type NewGeneration = Insertable<AiGenerationsTable> & { id: string; workspace_id: string; prompt_tokens: number; completion_tokens: number };
+type NewGeneration = Insertable<AiGenerationsTable> & { id: string; workspace_id: string };
 
 /**
  * Stores succeeded generations in one statement (atomic without a transaction's extra round trips): the
- * generations, their tokens on their month's counters, and their ai.generation.completed domain events.
+ * generations and their ai.generation.completed domain events. Token totals are summed from the
+ * generations when read, so this statement does not touch the month's counter row, whose lock the
+ * reservations of other requests are waiting for.
  */
-function storeSucceeded(db: Db, items: ReadonlyArray<{ row: NewGeneration; period: string }>) {
-  const totals = new Map<string, { workspaceId: string; period: string; tokens: number }>();
-  for (const { row, period } of items) {
-    const key = `${row.workspace_id}|${period}`;
-    const total = totals.get(key) ?? { workspaceId: row.workspace_id, period, tokens: 0 };
-    total.tokens += row.prompt_tokens + row.completion_tokens;
-    totals.set(key, total);
-  }
-  const t = [...totals.values()];
+function storeSucceeded(db: Db, items: readonly NewGeneration[]) {
   return db
-    .with('generation', (q) => q.insertInto('ai_generations').values(items.map((i) => i.row)).returningAll())
-    .with('tokens', (q) =>
-      q
-        .updateTable('ai_usage_counters as c')
-        .from(
-          sql<{ workspace_id: string; period: string; tokens: number }>`(select
-            unnest(${t.map((x) => x.workspaceId)}::uuid[]) as workspace_id,
-            unnest(${t.map((x) => x.period)}::date[]) as period,
-            unnest(${t.map((x) => x.tokens)}::bigint[]) as tokens)`.as('t'),
-        )
-        .set({ tokens: sql<number>`c.tokens + t.tokens` })
-        .whereRef('c.workspace_id', '=', 't.workspace_id')
-        .whereRef('c.period', '=', 't.period'),
-    )
+    .with('generation', (q) => q.insertInto('ai_generations').values([...items]).returningAll())
     .with('event', (q) =>
       q.insertInto('domain_events').columns(['workspace_id', 'type', 'payload']).expression((eb) =>
         eb
@@ -209,10 +190,10 @@ function storeSucceeded(db: Db, items: ReadonlyArray<{ row: NewGeneration; perio
 
 /** storeSucceeded for many requests at once. If the batch's statement fails, each is stored on its own,
  * so only a generation that cannot be stored fails its request. */
-const recordSucceeded = batched<{ row: NewGeneration; period: string }, Selectable<AiGenerationsTable>>(async (db, inputs) => {
+const recordSucceeded = batched<NewGeneration, Selectable<AiGenerationsTable>>(async (db, inputs) => {
   try {
     const rows = new Map((await storeSucceeded(db, inputs)).map((row) => [row.id, row]));
-    return inputs.map((i) => rows.get(i.row.id) ?? new Error('the generation was not stored'));
+    return inputs.map((i) => rows.get(i.id) ?? new Error('the generation was not stored'));
   } catch (err) {
     if (inputs.length === 1) return [err as Error];
     return Promise.all(inputs.map((i) => storeSucceeded(db, [i]).then(([row]) => row!, (e: Error) => e)));
@@ -299,16 +280,13 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
   try {
     const result = await deps.ai.generate({ prompt, systemPrompt: input.systemPrompt, model, temperature: input.temperature, maxTokens: input.maxTokens ?? DEFAULT_MAX_TOKENS });
     const row = await recordSucceeded(db, {
-      period,
-      row: {
-        ...base,
-        id: crypto.randomUUID(),
-        output: result.output,
-        status: 'SUCCEEDED',
-        prompt_tokens: result.promptTokens,
-        completion_tokens: result.completionTokens,
-        duration_ms: Math.round(performance.now() - started),
-      },
+      ...base,
+      id: crypto.randomUUID(),
+      output: result.output,
+      status: 'SUCCEEDED',
+      prompt_tokens: result.promptTokens,
+      completion_tokens: result.completionTokens,
+      duration_ms: Math.round(performance.now() - started),
     });
     return { ...toGeneration(row), usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) } };
   } catch (err) {
@@ -380,7 +358,7 @@ export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspace: Work
   const limit = workspaceLimit(deps.config, workspace);
   const { period, start, resetsAt } = monthOf();
   const [counter, byModel, userCounter] = await Promise.all([
-    deps.db.selectFrom('ai_usage_counters').select(['generations', 'tokens']).where('workspace_id', '=', workspaceId).where('period', '=', period).executeTakeFirst(),
+    deps.db.selectFrom('ai_usage_counters').select(['generations']).where('workspace_id', '=', workspaceId).where('period', '=', period).executeTakeFirst(),
     deps.db
       .selectFrom('ai_generations')
       .select((eb) => ['provider', 'model', eb.fn.countAll<string>().as('generations'), sql<string>`coalesce(sum(prompt_tokens + completion_tokens), 0)`.as('tokens')])
@@ -408,7 +386,7 @@ export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspace: Work
     limit: effective.limit,
     limitSource: effective.source,
     remaining: Math.max(0, effective.limit - effective.used),
-    tokens: Number(counter?.tokens ?? 0),
+    tokens: byModel.reduce((sum, m) => sum + Number(m.tokens), 0),
     byModel: byModel.map((m) => ({ provider: m.provider, model: m.model, generations: Number(m.generations), tokens: Number(m.tokens) })),
   };
 }
