@@ -2,7 +2,7 @@
 // database before the provider is called (one conditional upsert each, so concurrent requests never pass
 // a limit) and released again when the provider fails, so a failure costs no quota.
 import crypto from 'node:crypto';
-import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { batched } from '../../db/batched.js';
 import type { AiGenerationsTable, Database, Edition, PlanLimits } from '../../db/schema.js';
 import { isDemoAccount, isTestAccount } from '../../server/accounts.js';
@@ -161,7 +161,10 @@ async function release(db: Db, table: CounterTable, key: string, period: string)
     where ${sql.ref(keyColumn)} = ${key} and period = ${period}`.execute(db);
 }
 
-type NewGeneration = Insertable<AiGenerationsTable> & { id: string; workspace_id: string };
+type NewGeneration = Pick<
+  Selectable<AiGenerationsTable>,
+  'id' | 'workspace_id' | 'user_id' | 'template_id' | 'provider' | 'model' | 'prompt' | 'system_prompt' | 'temperature' | 'output' | 'status' | 'prompt_tokens' | 'completion_tokens' | 'duration_ms'
+>;
 
 /**
  * Stores succeeded generations in one statement (atomic without a transaction's extra round trips): the
@@ -169,23 +172,26 @@ type NewGeneration = Insertable<AiGenerationsTable> & { id: string; workspace_id
  * generations when read, so this statement does not touch the month's counter row, whose lock the
  * reservations of other requests are waiting for.
  */
-function storeSucceeded(db: Db, items: readonly NewGeneration[]) {
-  return db
-    .with('generation', (q) => q.insertInto('ai_generations').values([...items]).returningAll())
-    .with('event', (q) =>
-      q.insertInto('domain_events').columns(['workspace_id', 'type', 'payload']).expression((eb) =>
-        eb
-          .selectFrom('generation')
-          .select([
-            'workspace_id',
-            sql.lit('ai.generation.completed').as('type'),
-            sql<string>`jsonb_build_object('generationId', id, 'model', model, 'provider', provider, 'totalTokens', prompt_tokens + completion_tokens)`.as('payload'),
-          ]),
-      ),
+async function storeSucceeded(db: Db, items: readonly NewGeneration[]) {
+  // The rows travel as one JSON parameter: the statement's text is the same for any number of rows.
+  const { rows } = await sql<Selectable<AiGenerationsTable>>`
+    with generation as (
+      insert into ai_generations (id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
+        status, prompt_tokens, completion_tokens, duration_ms)
+      select id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
+        status, prompt_tokens, completion_tokens, duration_ms
+      from jsonb_to_recordset(${JSON.stringify(items)}::jsonb) as g(id uuid, workspace_id uuid, user_id uuid, template_id uuid,
+        provider text, model text, prompt text, system_prompt text, temperature real, output text, status text,
+        prompt_tokens int, completion_tokens int, duration_ms int)
+      returning *
+    ), event as (
+      insert into domain_events (workspace_id, type, payload)
+      select workspace_id, 'ai.generation.completed',
+        jsonb_build_object('generationId', id, 'model', model, 'provider', provider, 'totalTokens', prompt_tokens + completion_tokens)
+      from generation
     )
-    .selectFrom('generation')
-    .selectAll()
-    .execute();
+    select * from generation`.execute(db);
+  return rows;
 }
 
 /** storeSucceeded for many requests at once. If the batch's statement fails, each is stored on its own,
