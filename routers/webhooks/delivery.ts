@@ -7,6 +7,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { sql, type Kysely } from 'kysely';
 import { batched, batchedLookup } from '../../db/batched.js';
+import { compiledOnce } from '../../db/compiled.js';
 import { isDemoAccount } from '../../server/accounts.js';
 import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/config.js';
@@ -96,7 +97,7 @@ function retryDelayMs(config: Config, attempts: number) {
  * be switched off). Read for every attempt, so batched under load (db/batched.ts).
  */
 const deliveryOf = batchedLookup(
-  (db: Kysely<Database>, ids: string[]) =>
+  compiledOnce((db, ids: string[]) =>
     db
       .selectFrom('webhook_deliveries as d')
       .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
@@ -107,8 +108,8 @@ const deliveryOf = batchedLookup(
         sql<string[] | null>`(select array_agg(u.email) from workspace_members m join users u on u.id = m.user_id
           where m.workspace_id = d.workspace_id and m.role = 'OWNER')`.as('owner_emails'),
       ])
-      .where(sql<boolean>`d.id = any(${ids})`)
-      .execute(),
+      .where(sql<boolean>`d.id = any(${ids})`),
+  ),
   (row) => row.id,
 );
 
