@@ -24,6 +24,21 @@ async function waitFor(check: () => boolean, timeoutMs: number) {
   }
 }
 
+/** The entry point on the run's database at bcrypt cost 12 (a login or registration takes ~200 ms), listening. */
+async function startListening() {
+  const run = startEntry({
+    NODE_ENV: 'test',
+    DATABASE_URL: inject('databaseUrl'),
+    HOST: '127.0.0.1',
+    PORT: '0',
+    BCRYPT_COST: '12',
+    JWT_ACCESS_SECRET: 'process-test-access-secret-0123456789abcdef',
+    JWT_REFRESH_SECRET: 'process-test-refresh-secret-0123456789abcdef',
+  });
+  await waitFor(() => /"msg":"listening"/.test(run.output()), 30_000);
+  return { run, port: Number(/"port":(\d+)/.exec(run.output())![1]) };
+}
+
 describe('server/index.ts', () => {
   it('stops at start-up with exit code 1 and a message naming each bad variable', async () => {
     const run = startEntry({ DATABASE_URL: 'memory://', BCRYPT_COST: 'abc', RATE_LIMIT_ENABLED: 'maybe' });
@@ -34,17 +49,7 @@ describe('server/index.ts', () => {
   }, 30_000);
 
   it('on SIGTERM finishes the request in flight, then closes and exits 0', async () => {
-    const run = startEntry({
-      NODE_ENV: 'test',
-      DATABASE_URL: inject('databaseUrl'),
-      HOST: '127.0.0.1',
-      PORT: '0',
-      BCRYPT_COST: '12',
-      JWT_ACCESS_SECRET: 'process-test-access-secret-0123456789abcdef',
-      JWT_REFRESH_SECRET: 'process-test-refresh-secret-0123456789abcdef',
-    });
-    await waitFor(() => /"msg":"listening"/.test(run.output()), 30_000);
-    const port = Number(/"port":(\d+)/.exec(run.output())![1]);
+    const { run, port } = await startListening();
     const api = apiClient(`http://127.0.0.1:${port}`);
     const email = uniqueEmail('sigterm');
     expect((await api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'S' } })).status).toBe(201);
@@ -60,17 +65,7 @@ describe('server/index.ts', () => {
   }, 60_000);
 
   it('on SIGTERM lets a request whose client went away finish its writes before the pool closes', async () => {
-    const run = startEntry({
-      NODE_ENV: 'test',
-      DATABASE_URL: inject('databaseUrl'),
-      HOST: '127.0.0.1',
-      PORT: '0',
-      BCRYPT_COST: '12',
-      JWT_ACCESS_SECRET: 'process-test-access-secret-0123456789abcdef',
-      JWT_REFRESH_SECRET: 'process-test-refresh-secret-0123456789abcdef',
-    });
-    await waitFor(() => /"msg":"listening"/.test(run.output()), 30_000);
-    const port = Number(/"port":(\d+)/.exec(run.output())![1]);
+    const { run, port } = await startListening();
     const email = uniqueEmail('abandoned');
 
     // A registration hashes at cost 12 (about 200 ms) before it writes; its client gives up after 50 ms,
