@@ -22,15 +22,18 @@ const MAX_IN_FLIGHT = 2;
 const MAX_BATCH_SIZE = 200;
 
 /**
- * A piece of database work done for many requests at once: `run` gets the inputs of every request of the
- * batch, in arrival order, and answers one result per input in the same order (an Error fails that
- * request alone). The batch is made per database.
+ * A piece of work done for many requests at once: `run` gets the inputs of every request of the batch, in
+ * arrival order, and answers one result per input in the same order (an Error fails that request alone).
+ * Batches are made per owner: the database (a Kysely instance) by default, or whatever object the work
+ * runs against (the rate limiter passes its limiters).
  */
-export function batched<I, O>(run: (db: Kysely<Database>, inputs: readonly I[]) => Promise<Array<O | Error>>): (db: Kysely<Database>, input: I) => Promise<O> {
-  const loaders = new WeakMap<Kysely<Database>, DataLoader<I, O>>();
+export function batched<I, O, D extends object = Kysely<Database>>(
+  run: (owner: D, inputs: readonly I[]) => Promise<Array<O | Error>>,
+): (owner: D, input: I) => Promise<O> {
+  const loaders = new WeakMap<D, DataLoader<I, O>>();
 
-  function loaderOf(db: Kysely<Database>): DataLoader<I, O> {
-    let loader = loaders.get(db);
+  function loaderOf(owner: D): DataLoader<I, O> {
+    let loader = loaders.get(owner);
     if (loader) return loader;
     let inFlight = 0;
     const held: Array<() => void> = [];
@@ -38,7 +41,7 @@ export function batched<I, O>(run: (db: Kysely<Database>, inputs: readonly I[]) 
       async (inputs) => {
         inFlight += 1;
         try {
-          return await run(db, inputs);
+          return await run(owner, inputs);
         } finally {
           inFlight -= 1;
           held.shift()?.();
@@ -53,11 +56,11 @@ export function batched<I, O>(run: (db: Kysely<Database>, inputs: readonly I[]) 
         },
       },
     );
-    loaders.set(db, loader);
+    loaders.set(owner, loader);
     return loader;
   }
 
-  return (db, input) => loaderOf(db).load(input);
+  return (owner, input) => loaderOf(owner).load(input);
 }
 
 /**

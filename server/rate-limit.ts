@@ -13,6 +13,7 @@ import type { Logger } from './logger.js';
 import type { RouteTemplates } from './route-templates.js';
 import { noteRequest } from './monitoring.js';
 import { bearerToken, verifyAccessToken } from './security/jwt.js';
+import { batched } from '../db/batched.js';
 
 export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook'] as const;
 export type Tier = (typeof TIERS)[number];
@@ -76,6 +77,54 @@ function buildLimiters(config: Config, redis: Redis | undefined): Record<Tier, R
   ) as Record<Tier, RateLimiterAbstract>;
 }
 
+type Limiters = Record<Tier, RateLimiterAbstract>;
+
+interface Charge {
+  tier: Tier;
+  /** The limiter key: client and tier. */
+  key: string;
+  cost: number;
+  /** The tier's points per window. */
+  limit: number;
+}
+
+/**
+ * Charges requests, batched (db/batched.ts): the charges of requests that arrive while earlier ones are on
+ * their way to Redis wait, and the charges of one key in a batch go as ONE consume of their total. That
+ * keeps the count exact: the key's counter moves by the same points, in one atomic step, and each request
+ * learns its own place in it, as if they had come one after another: it is refused when its place is
+ * past the limit, and its remaining points are those left after it. Different keys are consumed side by
+ * side (auto-pipelined). An error (Redis and the insurance limiter both failing) fails that key's requests.
+ */
+const chargeTogether = batched<Charge, { result: RateLimiterRes; rejected: boolean }, Limiters>(async (limiters, charges) => {
+  const byKey = new Map<string, number[]>();
+  charges.forEach((c, i) => byKey.set(c.key, [...(byKey.get(c.key) ?? []), i]));
+  const outcomes: Array<{ result: RateLimiterRes; rejected: boolean } | Error> = new Array(charges.length);
+  await Promise.all(
+    [...byKey.values()].map(async (members) => {
+      const { tier, key, limit } = charges[members[0]!]!;
+      const total = members.reduce((sum, i) => sum + charges[i]!.cost, 0);
+      let after: RateLimiterRes;
+      try {
+        after = await limiters[tier].consume(key, total);
+      } catch (rejection) {
+        if (!(rejection instanceof RateLimiterRes)) {
+          for (const i of members) outcomes[i] = rejection instanceof Error ? rejection : new Error(String(rejection));
+          return;
+        }
+        after = rejection;
+      }
+      let place = after.consumedPoints - total;
+      for (const i of members) {
+        place += charges[i]!.cost;
+        const result = new RateLimiterRes(Math.max(0, limit - place), after.msBeforeNext, place, after.isFirstInDuration && place === charges[i]!.cost);
+        outcomes[i] = { result, rejected: place > limit };
+      }
+    }),
+  );
+  return outcomes;
+});
+
 function headers(limit: number, windowSeconds: number, res: RateLimiterRes) {
   const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
   return {
@@ -125,9 +174,9 @@ export function rateLimiter(deps: {
     // Every tier is charged; the answer's headers describe the tightest one.
     const outcomes = await Promise.all(
       [...charged].map(([tier, cost]) =>
-        limiters[tier].consume(`${client}:${tier}`, cost).then(
-          (result) => ({ tier, result, rejected: false }),
-          (rejection: unknown) => ({ tier, result: rejection, rejected: true }),
+        chargeTogether(limiters, { tier, key: `${client}:${tier}`, cost, limit: points(config, tier) }).then(
+          ({ result, rejected }) => ({ tier, result, rejected }),
+          (err: unknown) => ({ tier, result: err, rejected: true }),
         ),
       ),
     );

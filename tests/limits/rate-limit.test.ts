@@ -227,6 +227,18 @@ describe('tiers', () => {
   });
 });
 
+describe('many requests of one client at once (in memory)', () => {
+  it('serve exactly the limit, each with its own remaining count, and refuse the rest', async () => {
+    const u = await newUser('rl-burst-memory');
+    const answers = await Promise.all(Array.from({ length: 12 }, () => send(tiers.url, 'GET', '/auth/me', { token: u.accessToken, from: freshLoopback() })));
+    const served = answers.filter((r) => r.status === 200);
+    expect(served).toHaveLength(LIMIT.default);
+    for (const r of answers.filter((x) => x.status !== 200)) expectRateLimited(r, LIMIT.default, WINDOW);
+    const remaining = served.map((r) => Number(/remaining=(\d+)/.exec(String(r.headers.ratelimit))![1])).sort((x, y) => x - y);
+    expect(remaining).toEqual([0, 1, 2]);
+  });
+});
+
 describe('skipped routes', () => {
   const SKIPPED: Array<[string, string, Record<string, string>?]> = [
     ['GET', '/health'],
@@ -499,6 +511,31 @@ describe('Redis', () => {
     expectRateLimited(await onB('GET', '/auth/me', { token: u.accessToken }), 4, WINDOW);
     await Promise.all([a.close(), b.close()]);
     await redis.stop();
+  });
+
+  it('many requests of one client at once: exactly the limit is served across two instances, each with its own remaining count', async () => {
+    // Concurrent charges of one key are sent to Redis together (server/rate-limit.ts): the count must stay
+    // exact, and every answer must carry its own place in it.
+    const redis = await RedisServer.start();
+    const limit = 25;
+    const settings = { ...LIMITED, RATE_LIMIT_WINDOW_SECONDS: '30', RATE_LIMIT_MAX_REQUESTS: String(limit), TRUST_PROXY: 'false', REDIS_URL: redis.url };
+    const [a, b] = await Promise.all([startApp(settings), startApp(settings)]);
+    try {
+      const u = await newUser('rl-burst');
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => send(i % 2 ? b.url : a.url, 'GET', '/auth/me', { token: u.accessToken, from: freshLoopback() })),
+      );
+      const served = answers.filter((r) => r.status === 200);
+      const refused = answers.filter((r) => r.status !== 200);
+      expect(served).toHaveLength(limit);
+      for (const r of refused) expectRateLimited(r, limit, 30);
+      const remaining = served.map((r) => Number(/remaining=(\d+)/.exec(String(r.headers.ratelimit))![1])).sort((x, y) => x - y);
+      expect(remaining).toEqual(Array.from({ length: limit }, (_, i) => i));
+      expectRateLimited(await send(a.url, 'GET', '/auth/me', { token: u.accessToken }), limit, 30);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await redis.stop();
+    }
   });
 
   /** Requests on an app whose Redis has failed: served, fast, and still limited by the in-memory insurance. */
