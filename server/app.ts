@@ -15,6 +15,7 @@ import { verifiedApiKeyId } from '../routers/api-keys/service.js';
 import { RouteTemplates, type RouteTemplate } from './route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, webhookQueueCounts } from './metrics.js';
 import { webhookQueueEnabled } from '../jobs/queue.js';
+import { startAuthentication } from './trpc.js';
 
 export const JSON_BODY_LIMIT = '1mb';
 
@@ -52,6 +53,7 @@ export function createApp(deps: AppDeps): express.Express {
   }
 
   if (metricsToken && metrics) app.get(METRICS_PATH, metricsRoute(metricsToken, metrics));
+  app.use(startAuthentication(deps));
   if (deps.config.RATE_LIMIT_ENABLED) {
     app.use(
       rateLimiter({ ...deps, redis: deps.redis?.commands, routes, verifiedApiKeyId, onRejected: metrics && ((tier) => metrics.rateLimited(tier)) }),

@@ -2,11 +2,12 @@
 // builders every router uses. Authentication and permission checks happen here and nowhere else.
 import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import type { Context } from './context.js';
+import type { Request, RequestHandler } from 'express';
+import type { AppDeps, Context } from './context.js';
 import { AppError, toApiError } from './errors.js';
 import { platformRoleHas, type PlatformPermission, type WorkspacePermission } from './permissions.js';
-import { authenticate } from '../routers/auth/sessions.js';
-import { API_KEY_PREFIX, authenticateApiKey } from '../routers/api-keys/service.js';
+import { authenticate, type Principal } from '../routers/auth/sessions.js';
+import { API_KEY_PREFIX, authenticateApiKey, verifiedApiKeyId, type ApiKeyPrincipal } from '../routers/api-keys/service.js';
 import type { ApiKeyScope } from '../db/schema.js';
 import { resolveWorkspaceAccess, type AccessOptions } from './access.js';
 import { bearerToken } from './security/jwt.js';
@@ -49,9 +50,37 @@ export const createCallerFactory = t.createCallerFactory;
  */
 export const publicProcedure = t.procedure;
 
+/**
+ * Authentication started as soon as a request arrives (server/app.ts mounts this before the rate limiter),
+ * so its lookup runs while the limiter asks Redis and the body is parsed; the procedures take the answer.
+ * Only for credentials that can be known without the database: an access token whose signature verifies
+ * (authenticate() refuses anything else before its lookup), an API key this instance has verified before.
+ * A request that is then refused (429) or whose procedure is public simply never reads it.
+ */
+const principals = new WeakMap<Request, Promise<Principal>>();
+const apiKeys = new WeakMap<Request, Promise<ApiKeyPrincipal>>();
+const quietly = <T>(p: Promise<T>) => (p.catch(() => undefined), p);
+
+export function startAuthentication(deps: Pick<AppDeps, 'config' | 'db'>): RequestHandler {
+  return (req, _res, next) => {
+    const key = apiKeyOf(req);
+    if (key !== undefined) {
+      if (verifiedApiKeyId(key)) apiKeys.set(req, quietly(authenticateApiKey(deps.db, key)));
+    } else if (req.headers.authorization) {
+      principals.set(req, quietly(authenticate(deps, req.headers.authorization)));
+    }
+    next();
+  };
+}
+
+/** The principal behind a request's access token: the authentication started on arrival, else a new one. */
+export function authenticateRequest(deps: Pick<AppDeps, 'config' | 'db'>, req: Request): Promise<Principal> {
+  return principals.get(req) ?? authenticate(deps, req.headers.authorization);
+}
+
 /** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */
 export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
-  const { user, memberships } = await authenticate(ctx, ctx.req.headers.authorization);
+  const { user, memberships } = await authenticateRequest(ctx, ctx.req);
   noteRequest(ctx.req, { userId: user.id });
   return next({ ctx: { user, memberships } });
 });
@@ -95,7 +124,7 @@ export const workspaceProcedure = (permission: WorkspacePermission, opts: Access
   });
 
 /** The raw API key of a request: X-API-Key, else a Bearer value that looks like one. */
-function apiKeyOf(req: Context['req']): string | undefined {
+function apiKeyOf(req: Request): string | undefined {
   const header = req.headers['x-api-key'];
   if (typeof header === 'string') return header.trim();
   const bearer = bearerToken(req.headers.authorization);
@@ -108,7 +137,7 @@ function apiKeyOf(req: Context['req']): string | undefined {
  */
 export const apiKeyProcedure = (scopes: ApiKeyScope[] = []) =>
   publicProcedure.use(async ({ ctx, next }) => {
-    const apiKey = await authenticateApiKey(ctx.db, apiKeyOf(ctx.req));
+    const apiKey = await (apiKeys.get(ctx.req) ?? authenticateApiKey(ctx.db, apiKeyOf(ctx.req)));
     noteRequest(ctx.req, { workspaceId: apiKey.workspace_id });
     if (scopes.length && !scopes.some((s) => apiKey.scopes.includes(s))) {
       throw new AppError('PERMISSION_DENIED', `This API key lacks the scope this route needs (one of: ${scopes.join(', ')}).`);

@@ -1,8 +1,7 @@
 // Product analytics: event intake (anonymous allowed; rate limited like every route) and the admin summary.
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { adminProcedure, publicProcedure, router } from '../../server/trpc.js';
-import { authenticate } from '../auth/sessions.js';
+import { adminProcedure, authenticateRequest, publicProcedure, router } from '../../server/trpc.js';
 
 const MAX_PROPERTIES_BYTES = 2048;
 
@@ -23,7 +22,7 @@ export const analyticsRouter = router({
     .output(z.object({ accepted: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
       // Signed-in callers are attributed; a workspace counts only if they belong to it.
-      const principal = ctx.req.headers.authorization ? await authenticate(ctx, ctx.req.headers.authorization).catch(() => undefined) : undefined;
+      const principal = ctx.req.headers.authorization ? await authenticateRequest(ctx, ctx.req).catch(() => undefined) : undefined;
       const workspaceId = input.workspaceId && principal?.memberships.some((m) => m.id === input.workspaceId) ? input.workspaceId : null;
       await ctx.db
         .insertInto('analytics_events')

@@ -14,7 +14,7 @@ import { AppError } from '../../server/errors.js';
 import { resolveWorkspaceAccess } from '../../server/access.js';
 import type { WorkspacePermission } from '../../server/permissions.js';
 import { noteRequest } from '../../server/monitoring.js';
-import { authenticate } from '../auth/sessions.js';
+import { authenticateRequest } from '../../server/trpc.js';
 import { errorResponse } from '../../openapi/error-response.js';
 
 const MiB = 1024 * 1024;
@@ -51,7 +51,7 @@ function requireMultipart(field: string): RequestHandler {
 
 /** The signed-in caller, and the workspace they act on with `permission` when one is asked for. */
 async function caller(deps: Deps, req: Request, permission?: WorkspacePermission, workspaceId?: unknown) {
-  const principal = await authenticate(deps, req.headers.authorization);
+  const principal = await authenticateRequest(deps, req);
   noteRequest(req, { userId: principal.user.id });
   if (!permission) return { ...principal, workspace: undefined };
   const workspace = resolveWorkspaceAccess({ email: principal.user.email, memberships: principal.memberships }, workspaceId, permission, {
