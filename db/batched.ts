@@ -1,8 +1,9 @@
-// Database work of the hottest paths, batched: the lookups of authentication (the user behind a token,
-// the key behind an API key) and the writes of a generation. Requests asking while earlier batches are on
-// their way to the database wait, and then go together as ONE statement (`where key = any($1)`, one
-// multi-row insert). Under load, one round trip serves dozens of requests; alone, a request waits for
-// nothing but the end of the current event-loop turn.
+// Work of the hottest paths, batched: the lookups of authentication (the user behind a token, the key
+// behind an API key), the writes of a generation, the reads and records of webhook deliveries, and the
+// rate limiter's charges in Redis. Requests asking while earlier batches are on their way wait, and then
+// go together as ONE statement (`where key = any($1)`, one JSON parameter of rows, one consume of a total).
+// Under load, one round trip serves dozens of requests; alone, a request waits for nothing but the end of
+// the current event-loop turn.
 //
 // Freshness is that of unbatched work: every answer comes from a statement sent AFTER the request asked
 // (a request never joins a statement already on its way), so a suspension or a revoked key committed
@@ -15,8 +16,8 @@ import DataLoader from 'dataloader';
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
-/** Batches of one kind of work running at once, per database. More would mean smaller batches, fewer would
- * make one slow query hold up every request behind it. */
+/** Batches of one kind of work running at once, per owner. More would mean smaller batches, fewer would
+ * make one slow statement hold up every request behind it. */
 const MAX_IN_FLIGHT = 2;
 /** Requests per batch at most; a larger batch is split. */
 const MAX_BATCH_SIZE = 200;
