@@ -64,6 +64,18 @@ export function batched<I, O, D extends object = Kysely<Database>>(
   return (owner, input) => loaderOf(owner).load(input);
 }
 
+/** The positions of a batch's inputs, grouped by `keyOf` (in arrival order within each group). */
+export function groupPositions<I>(inputs: readonly I[], keyOf: (input: I) => string): number[][] {
+  const groups = new Map<string, number[]>();
+  inputs.forEach((input, i) => {
+    const key = keyOf(input);
+    const group = groups.get(key);
+    if (group) group.push(i);
+    else groups.set(key, [i]);
+  });
+  return [...groups.values()];
+}
+
 /**
  * A lookup of one row by key, batched. `query` answers the rows of any subset of `keys` (in any order;
  * keys without a row are simply absent); `keyOf` tells a row's key. Each key is asked for once per query.

@@ -1,5 +1,6 @@
 // GET /openapi.json and the docs UI at /docs (swagger-ui-express serves its assets from node_modules: no
 // CDN at run time). The document is built once at start-up.
+import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { Router } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import type { AnyTRPCRouter } from '@trpc/server';
@@ -8,8 +9,14 @@ import { billingWebhookOpenApiPaths } from '../routers/billing/webhooks.js';
 import { uploadOpenApiPaths } from '../routers/files/uploads.js';
 import { metricsOpenApiPaths } from '../server/metrics.js';
 
+/**
+ * The plain Express routes (inbound provider webhooks, uploads), as their OpenAPI entries: documented here,
+ * and the list by which the app matches a request to them (server/app.ts, server/route-templates.ts).
+ */
+export const plainRoutePaths: ZodOpenApiPathsObject = { ...billingWebhookOpenApiPaths, ...uploadOpenApiPaths };
+
 export function openApiRoutes(appRouter: AnyTRPCRouter, version: string): Router {
-  const document = buildOpenApiDocument(appRouter, { version, extraPaths: { ...billingWebhookOpenApiPaths, ...uploadOpenApiPaths, ...metricsOpenApiPaths } });
+  const document = buildOpenApiDocument(appRouter, { version, extraPaths: { ...plainRoutePaths, ...metricsOpenApiPaths } });
   const routes = Router();
   routes.get('/openapi.json', (_req, res) => {
     res.json(document);

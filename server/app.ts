@@ -6,7 +6,7 @@ import cors from 'cors';
 import type { AppDeps } from './context.js';
 import { errorHandler, notFound, requestId, requestLogger, restHandler, trpcHandler } from './http.js';
 import { appRouter } from '../routers/index.js';
-import { openApiRoutes } from '../openapi/routes.js';
+import { openApiRoutes, plainRoutePaths } from '../openapi/routes.js';
 import { billingWebhookRoutes } from '../routers/billing/webhooks.js';
 import { responseCache } from './response-cache.js';
 import { TIERS, rateLimiter } from './rate-limit.js';
@@ -24,16 +24,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.TRUST_PROXY);
 
-  const routes = new RouteTemplates(appRouter, [
-    { method: 'POST', template: '/billing/webhooks/processor-a' },
-    { method: 'POST', template: '/billing/webhooks/processor-b' },
-    { method: 'POST', template: '/billing/webhooks/mock' },
-    { method: 'POST', template: '/storage/upload' },
-    { method: 'POST', template: '/profile/avatar' },
-    { method: 'POST', template: '/workspaces/{workspaceId}/branding/logo' },
-    { method: 'GET', template: '/storage/files/{fileId}' },
-    { method: 'GET', template: '/users/{userId}/avatar' },
-  ]);
+  const routes = new RouteTemplates(appRouter, plainRoutePaths);
   // Prometheus metrics only when METRICS_TOKEN is set: otherwise /metrics is an unknown route (404).
   const { config, redis } = deps;
   const metricsToken = config.METRICS_TOKEN;
@@ -86,7 +77,7 @@ export function createApp(deps: AppDeps): express.Express {
   return app;
 }
 
-/** A route of the plain Express routers (listed in `routes` without a procedure). */
+/** A route of the plain Express routers (known to `routes` by their OpenAPI entries, without a procedure). */
 const isPlainRoute = (route: RouteTemplate | undefined) => route !== undefined && route.procedure === undefined;
 
 /** `handler` for the requests `wanted` picks; every other request goes straight on. */

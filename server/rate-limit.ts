@@ -13,7 +13,7 @@ import type { Logger } from './logger.js';
 import type { RouteTemplates } from './route-templates.js';
 import { noteRequest } from './monitoring.js';
 import { bearerToken, verifyAccessToken } from './security/jwt.js';
-import { batched } from '../db/batched.js';
+import { batched, groupPositions } from '../db/batched.js';
 
 export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook'] as const;
 export type Tier = (typeof TIERS)[number];
@@ -64,7 +64,9 @@ function clientOf(config: Config, req: Request, verifiedApiKeyId: ((raw: string)
   return `ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
 }
 
-function buildLimiters(config: Config, redis: Redis | undefined): Record<Tier, RateLimiterAbstract> {
+type Limiters = Record<Tier, RateLimiterAbstract>;
+
+function buildLimiters(config: Config, redis: Redis | undefined): Limiters {
   const duration = config.RATE_LIMIT_WINDOW_SECONDS;
   return Object.fromEntries(
     TIERS.map((tier) => {
@@ -74,10 +76,8 @@ function buildLimiters(config: Config, redis: Redis | undefined): Record<Tier, R
       const shared = new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true });
       return [tier, new RLWrapperTimeouts({ limiter: shared, timeoutMs: 100, insuranceLimiter: memory })];
     }),
-  ) as Record<Tier, RateLimiterAbstract>;
+  ) as Limiters;
 }
-
-type Limiters = Record<Tier, RateLimiterAbstract>;
 
 interface Charge {
   tier: Tier;
@@ -97,11 +97,9 @@ interface Charge {
  * side (auto-pipelined). An error (Redis and the insurance limiter both failing) fails that key's requests.
  */
 const chargeTogether = batched<Charge, { result: RateLimiterRes; rejected: boolean }, Limiters>(async (limiters, charges) => {
-  const byKey = new Map<string, number[]>();
-  charges.forEach((c, i) => byKey.set(c.key, [...(byKey.get(c.key) ?? []), i]));
   const outcomes: Array<{ result: RateLimiterRes; rejected: boolean } | Error> = new Array(charges.length);
   await Promise.all(
-    [...byKey.values()].map(async (members) => {
+    groupPositions(charges, (c) => c.key).map(async (members) => {
       const { tier, key, limit } = charges[members[0]!]!;
       const total = members.reduce((sum, i) => sum + charges[i]!.cost, 0);
       let after: RateLimiterRes;

@@ -14,6 +14,8 @@ export interface RouteTemplate {
 
 const toRegExp = (template: string) => new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i');
 
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
+
 /** The label of requests that match no route (a raw path could hold ids or tokens, and is unbounded). */
 export const UNMATCHED_ROUTE = '(unmatched)';
 /** The label of a /trpc call of several procedures at once. */
@@ -30,14 +32,22 @@ export class RouteTemplates {
   /** `auth.login` -> `/trpc/auth.login`, built once so labelling a call allocates nothing. */
   private readonly trpcLabels = new Map<string, string>();
 
-  constructor(router: AnyTRPCRouter, plainRoutes: Array<{ method: string; template: string }> = []) {
+  /**
+   * The procedures' REST routes, from their OpenAPI meta, and the plain Express routes, from their OpenAPI
+   * path entries (`{ '/storage/upload': { post: ... } }`).
+   */
+  constructor(router: AnyTRPCRouter, plainPaths: Record<string, object | undefined> = {}) {
     const procedures = router._def.procedures as Record<string, { _def: { meta?: Meta } }>;
     for (const [path, procedure] of Object.entries(procedures)) {
       this.trpcLabels.set(path, `/trpc/${path}`);
       const openapi = procedure._def.meta?.openapi;
       if (openapi) this.add({ method: openapi.method, template: openapi.path, procedure: path, regexp: toRegExp(openapi.path) });
     }
-    for (const r of plainRoutes) this.add({ ...r, regexp: toRegExp(r.template) });
+    for (const [template, operations] of Object.entries(plainPaths)) {
+      for (const method of Object.keys(operations ?? {}).filter((key) => HTTP_METHODS.has(key))) {
+        this.add({ method: method.toUpperCase(), template, regexp: toRegExp(template) });
+      }
+    }
   }
 
   private add(route: RouteTemplate) {

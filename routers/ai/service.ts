@@ -3,7 +3,7 @@
 // a limit) and released again when the provider fails, so a failure costs no quota.
 import crypto from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { batched } from '../../db/batched.js';
+import { batched, groupPositions } from '../../db/batched.js';
 import type { AiGenerationsTable, Database, Edition, PlanLimits } from '../../db/schema.js';
 import { isDemoAccount, isTestAccount } from '../../server/accounts.js';
 import type { Config } from '../../server/config.js';
@@ -120,14 +120,9 @@ async function reserveMany(db: Db, r: Reservation, n: number): Promise<number | 
  * count, as if they had come one after another.
  */
 const reserveOne = batched<Reservation, number | undefined>(async (db, inputs) => {
-  const groups = new Map<string, number[]>();
-  inputs.forEach((r, i) => {
-    const group = `${r.table}|${r.key}|${r.period}|${r.limit}`;
-    groups.set(group, [...(groups.get(group) ?? []), i]);
-  });
   const results: Array<number | undefined | Error> = new Array(inputs.length);
   await Promise.all(
-    [...groups.values()].map(async (members) => {
+    groupPositions(inputs, (r) => `${r.table}|${r.key}|${r.period}|${r.limit}`).map(async (members) => {
       const r = inputs[members[0]!]!;
       try {
         const n = members.length;

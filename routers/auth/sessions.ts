@@ -44,8 +44,8 @@ const principalOf = batchedLookup(principalQuery, (row) => row.id);
 
 /**
  * The ACTIVE user behind an `Authorization: Bearer` header, with their memberships, in one query (shared
- * with the requests that arrived meanwhile); or an UNAUTHORIZED / USER_SUSPENDED error. Runs on every authenticated request, so a suspension or a password
- * reset applies to the very next request of any token.
+ * with the requests that arrived meanwhile); or an UNAUTHORIZED / USER_SUSPENDED error. Runs on every
+ * authenticated request, so a suspension or a password reset applies to the very next request of any token.
  */
 export async function authenticate(deps: Deps, authorization: string | undefined): Promise<Principal> {
   const token = bearerToken(authorization);

@@ -309,7 +309,7 @@ export async function applyProviderEvent(db: Db, provider: BillingProvider, even
     const outcomes: EventOutcome[] = [];
     for (const change of event.changes) outcomes.push(await applyChange(trx, provider, event, change));
     const outcome = outcomes.length === 0 ? 'ignored' : outcomes.includes('applied') ? 'applied' : outcomes[0]!;
-    const workspaceId = event.changes.map((c) => (c.kind === 'refund' ? undefined : c.workspaceId)).find(Boolean) ?? (await workspaceOfSubscription(trx, provider, event.changes));
+    const workspaceId = event.changes.map((c) => (c.kind === 'refund' ? undefined : c.workspaceId)).find(Boolean) ?? (await workspaceOfChanges(trx, provider, event.changes));
     // One billing.updated per event that changed something, whatever it changed.
     if (outcome === 'applied' && workspaceId) {
       const current = await trx.selectFrom('workspaces').select(['edition', 'plan_id']).where('id', '=', workspaceId).executeTakeFirst();
@@ -353,8 +353,8 @@ const paymentOf = (trx: Trx, provider: BillingProvider, providerPaymentIds: stri
     .where('provider_payment_id', 'in', providerPaymentIds)
     .executeTakeFirst();
 
-/** The workspace an event concerns when its changes name only a provider subscription or payment. */
-async function workspaceOfSubscription(trx: Trx, provider: BillingProvider, changes: BillingChange[]) {
+/** The workspace an event concerns when its changes name only a provider subscription or a refunded payment. */
+async function workspaceOfChanges(trx: Trx, provider: BillingProvider, changes: BillingChange[]) {
   const refund = changes.find((c) => c.kind === 'refund');
   if (refund) return (await paymentOf(trx, provider, refund.providerPaymentIds))?.workspace_id ?? null;
   const ref = changes.map((c) => (c.kind === 'refund' ? undefined : c.providerSubscriptionId)).find(Boolean);
