@@ -22,12 +22,6 @@ app.get('/json', (_req, res) => {
   res.json({ hello: 'world' });
 });
 
-// The loopback receiver of the webhook benchmark.
-app.post('/hook', (req, res) => {
-  req.resume();
-  req.on('end', () => res.status(200).end('ok'));
-});
-
 app.post('/bcrypt', express.json(), async (req, res) => {
   const candidate: unknown = req.body?.password;
   const ok = typeof candidate === 'string' && (await bcrypt.compare(candidate, hash));

@@ -1,7 +1,7 @@
 // Queue throughput, measured in the same run: raw BullMQ jobs that do nothing (bench/raw-worker.ts)
 // against `deliver_webhook` jobs of the webhook worker (jobs/worker.ts) delivering signed webhooks to a
-// loopback receiver (the bare server's POST /hook). Both workers run in child processes at the same concurrency;
-// jobs are enqueued first, then timed from the worker's start to the last completion.
+// loopback receiver (bench/receiver.ts). Both workers run in child processes at the same concurrency;
+// with the worker ready, jobs are enqueued and timed until the queue has none left waiting or running.
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -11,6 +11,9 @@ export interface QueueMeasurement {
   seconds: number;
   jobsPerSec: number;
 }
+
+/** Jobs of `queue` still waiting, delayed or running. */
+const jobsLeft = async (queue: Queue) => Object.values(await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active')).reduce((a, b) => a + b, 0);
 
 const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, what: string) => {
   const deadline = Date.now() + timeoutMs;
@@ -31,8 +34,7 @@ export async function measureRawJobs(opts: { redisUrl: string; n: number; concur
   const stop = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name, BENCH_CONCURRENCY: String(opts.concurrency) });
   const started = performance.now();
   await queue.addBulk(Array.from({ length: opts.n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
-  const left = async () => Object.values(await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active')).reduce((a, b) => a + b, 0);
-  await waitFor(async () => (await left()) === 0, 120_000, 'raw jobs');
+  await waitFor(async () => (await jobsLeft(queue)) === 0, 120_000, 'raw jobs');
   const seconds = (performance.now() - started) / 1000;
   await stop();
   await queue.obliterate({ force: true });
@@ -43,13 +45,15 @@ export async function measureRawJobs(opts: { redisUrl: string; n: number; concur
 
 /**
  * Webhook deliveries: `n` pending delivery rows of one webhook; with the webhook worker ready, they are
- * queued as deliver_webhook jobs and timed until every row is `success`.
+ * queued as deliver_webhook jobs on `queue` and timed as the raw jobs are, until none is left waiting or
+ * running; then every row must be `success` (each job recorded its delivery before it completed).
  */
 export async function measureWebhookDeliveries(opts: {
   databaseUrl: string;
   webhookId: string;
   workspaceId: string;
   n: number;
+  queue: Queue;
   enqueue: (deliveryIds: string[]) => Promise<void>;
   startWorker: () => Promise<() => Promise<void>>;
 }): Promise<QueueMeasurement> {
@@ -64,11 +68,15 @@ export async function measureWebhookDeliveries(opts: {
   const stop = await opts.startWorker();
   const started = performance.now();
   await opts.enqueue(rows.map((r) => r.id));
-  const count = async () =>
-    Number((await client.query<{ n: string }>(`select count(*) as n from webhook_deliveries where webhook_id = $1 and status = 'success'`, [opts.webhookId])).rows[0]!.n);
-  await waitFor(async () => (await count()) >= opts.n, 180_000, 'webhook deliveries');
+  await waitFor(async () => (await jobsLeft(opts.queue)) === 0, 180_000, 'webhook deliveries');
   const seconds = (performance.now() - started) / 1000;
   await stop();
+  const { rows: outcomes } = await client.query<{ status: string; n: number }>(
+    `select status, count(*)::int as n from webhook_deliveries where id = any($1::uuid[]) group by status`,
+    [rows.map((r) => r.id)],
+  );
+  const succeeded = outcomes.find((o) => o.status === 'success')?.n ?? 0;
+  if (succeeded !== opts.n) throw new Error(`webhook deliveries: ${succeeded} of ${opts.n} succeeded (${JSON.stringify(outcomes)})`);
   await client.end();
   return { jobs: opts.n, seconds, jobsPerSec: opts.n / seconds };
 }

@@ -1,7 +1,7 @@
 // `npm run bench`: throughput and p99 latency of the API against baselines measured in the same run.
 //
-// One run does: create a throw-away Postgres database; start the API (server/index.ts) and a bare
-// Express server (bench/bare-server.ts) as child processes, so that autocannon, which runs here, does not
+// One run does: create a throw-away Postgres database; start the API (server/index.ts), a bare
+// Express server (bench/bare-server.ts) and a webhook receiver (bench/receiver.ts) as child processes, so that autocannon, which runs here, does not
 // share their event loop; register and sign in one user; run each scenario with autocannon; print a table
 // and write bench/results/latest.json; stop both children and drop the database (also on error and
 // Ctrl-C). Scenarios and their targets:
@@ -17,7 +17,7 @@
 // Environment: BENCH_POSTGRES_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
 // BENCH_DURATION (seconds per measured run, default 10), BENCH_CONNECTIONS (JSON routes, default 50),
 // BENCH_BCRYPT_CONNECTIONS (login and bcrypt, default 8), BENCH_JOBS (queued jobs per queue run, default
-// 10000), BENCH_QUEUE_CONCURRENCY (both queue workers, default 25 as WEBHOOK_WORKER_CONCURRENCY),
+// 20000), BENCH_QUEUE_CONCURRENCY (both queue workers, default 100 as WEBHOOK_WORKER_CONCURRENCY),
 // BENCH_ROUNDS (rounds over the scenario list, default 3: each scenario's time is split over them),
 // BENCH_ONLY (a regular expression: run only the scenarios whose name matches it, with their baselines;
 // the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ"), BENCH_PROFILE_DIR (every
@@ -478,7 +478,9 @@ async function main(): Promise<void> {
   for (const child of Object.values(apis)) cleanups.push(() => stopChild(child));
   const bare = await startChild('bare server', 'bench/bare-server.ts', { NODE_ENV: 'production', BCRYPT_COST: String(BCRYPT_COST), BENCH_PASSWORD: USER.password });
   cleanups.push(() => stopChild(bare));
-  await Promise.all([...Object.values(apis).map((a) => waitUntilReady(a, '/health')), waitUntilReady(bare, '/json')]);
+  const receiver = await startChild('webhook receiver', 'bench/receiver.ts', {});
+  cleanups.push(() => stopChild(receiver));
+  await Promise.all([...Object.values(apis).map((a) => waitUntilReady(a, '/health')), waitUntilReady(bare, '/json'), waitUntilReady(receiver, '/ready')]);
 
   const accessToken = await signIn(apis.api.url);
   const apiCost = await storedHashCost(db, USER.email);
@@ -495,7 +497,7 @@ async function main(): Promise<void> {
     client.query(`update workspaces set limits = limits || '{"aiMonthlyGenerations": 1000000000}'::jsonb where id = $1`, [workspaceId]),
   );
   const key = await call(`${apis.api.url}/workspaces/${workspaceId}/api-keys`, 'POST', accessToken, { name: 'bench', scopes: ['read'] }, 201);
-  const hook = await call(`${apis.api.url}/workspaces/${workspaceId}/webhooks`, 'POST', accessToken, { name: 'bench', url: `${bare.url}/hook`, events: ['billing.updated'] }, 201);
+  const hook = await call(`${apis.api.url}/workspaces/${workspaceId}/webhooks`, 'POST', accessToken, { name: 'bench', url: `${receiver.url}/hook`, events: ['billing.updated'] }, 201);
   const history = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench history' }, 201);
   await withAdminOn(db.url, (client) =>
     client.query(
@@ -538,8 +540,8 @@ async function main(): Promise<void> {
   // webhook worker's default).
   const queueRedis = `${redisBase}/8`;
   if (ONLY && !ONLY.test('deliver_webhook via BullMQ') && !ONLY.test('raw BullMQ no-op jobs')) return report(measured);
-  const JOBS = positiveInt('BENCH_JOBS', 10000);
-  const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 25);
+  const JOBS = positiveInt('BENCH_JOBS', 20000);
+  const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 100);
   process.stdout.write(`  raw BullMQ no-op jobs (${JOBS}) ...`);
   const raw = await measureRawJobs({ redisUrl: queueRedis, n: JOBS, concurrency: CONCURRENCY, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
   console.log(` ${raw.jobsPerSec.toFixed(0)} jobs/s`);
@@ -552,6 +554,7 @@ async function main(): Promise<void> {
     webhookId: String(hook.id),
     workspaceId,
     n: JOBS,
+    queue: producer,
     enqueue: async (ids) => {
       const options = { WEBHOOK_MAX_RETRIES: 3, WEBHOOK_RETRY_BACKOFF_SECONDS: 30 };
       await producer.addBulk(ids.map((deliveryId) => ({ name: DELIVER_WEBHOOK, data: { deliveryId }, opts: deliverJobOptions(options, deliveryId) })));
