@@ -1,6 +1,7 @@
 // AI text generation: templates, generation under limits, history, usage. Limits are reserved in the
 // database before the provider is called (one conditional upsert each, so concurrent requests never pass
-// a limit) and released again when the provider fails, so a failure costs no quota.
+// a limit) and released again when the provider fails, so a failure costs no quota. An in-process
+// provider (MOCK) answers first, and the statement that reserves also stores its generation.
 import crypto from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { batched, groupPositions } from '../../db/batched.js';
@@ -12,7 +13,7 @@ import type { Logger } from '../../server/logger.js';
 import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import { estimateTokens } from './providers/mock.js';
-import type { TextProvider } from './providers/types.js';
+import type { GenerationResult, TextProvider } from './providers/types.js';
 import type { GenerateInput } from './schemas.js';
 
 type Db = Kysely<Database>;
@@ -89,65 +90,126 @@ function workspaceLimit(config: Pick<Config, 'AI_MONTHLY_GENERATION_LIMIT'>, wor
 
 type CounterTable = 'ai_usage_counters' | 'ai_user_usage_counters';
 
+type NewGeneration = Pick<
+  Selectable<AiGenerationsTable>,
+  'id' | 'workspace_id' | 'user_id' | 'template_id' | 'provider' | 'model' | 'prompt' | 'system_prompt' | 'temperature' | 'output' | 'status' | 'prompt_tokens' | 'completion_tokens' | 'duration_ms'
+>;
+
+/** What the database adds to a stored generation (the temperature as the real column holds it). */
+type Stored = Pick<Selectable<AiGenerationsTable>, 'id' | 'temperature' | 'created_at'>;
+
 interface Reservation {
   table: CounterTable;
   /** The workspace (ai_usage_counters) or the user (ai_user_usage_counters). */
   key: string;
   period: string;
   limit: number;
+  /** A generation already made (by an in-process provider), stored by the statement that reserves. */
+  generation?: NewGeneration;
+}
+
+interface Granted {
+  /** The month's count including this generation. */
+  used: number;
+  /** Set when the reservation stored a generation. */
+  stored?: Stored;
 }
 
 /**
- * Counts `n` generations against a monthly counter if all of them stay within the limit, in one
- * statement: the conditional upsert takes the row lock, so concurrent statements see each other's counts.
- * Answers the count including them, or undefined (and counts nothing) when they do not all fit.
+ * The CTE `generation` that inserts succeeded generations (the rows travel as one JSON parameter, so the
+ * statement's text is the same for any number of rows), with their ai.generation.completed domain
+ * events. With `whenReserved`, nothing is inserted unless the CTE `reserved` answered a row.
  */
-async function reserveMany(db: Db, r: Reservation, n: number): Promise<number | undefined> {
+function insertGenerations(items: readonly NewGeneration[], whenReserved = false) {
+  return sql`generation as (
+      insert into ai_generations (id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
+        status, prompt_tokens, completion_tokens, duration_ms)
+      select id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
+        status, prompt_tokens, completion_tokens, duration_ms
+      from jsonb_to_recordset(${JSON.stringify(items)}::jsonb) as g(id uuid, workspace_id uuid, user_id uuid, template_id uuid,
+        provider text, model text, prompt text, system_prompt text, temperature real, output text, status text,
+        prompt_tokens int, completion_tokens int, duration_ms int)
+      ${whenReserved ? sql`where exists (select 1 from reserved)` : sql``}
+      returning id, workspace_id, model, provider, prompt_tokens, completion_tokens, temperature, created_at
+    ), event as (
+      insert into domain_events (workspace_id, type, payload)
+      select workspace_id, 'ai.generation.completed',
+        jsonb_build_object('generationId', id, 'model', model, 'provider', provider, 'totalTokens', prompt_tokens + completion_tokens)
+      from generation
+    )`;
+}
+
+/**
+ * Counts `members.length` generations against a monthly counter if all of them stay within the limit,
+ * in one statement: the conditional upsert takes the row lock, so concurrent statements see each other's
+ * counts. The generations some members bring are stored by the same statement, only when the count is
+ * granted. Answers the count including them (and what was stored), or undefined when they do not all fit
+ * (then nothing is counted or stored).
+ */
+async function reserveMany(db: Db, r: Reservation, members: readonly Reservation[]): Promise<{ used: number; stored: Map<string, Stored> } | undefined> {
+  const n = members.length;
   const keyColumn = r.table === 'ai_usage_counters' ? 'workspace_id' : 'user_id';
-  const { rows } = await sql<{ generations: number }>`
-    insert into ${sql.table(r.table)} (${sql.ref(keyColumn)}, period, generations) values (${r.key}, ${r.period}, ${n})
+  const upsert = sql`insert into ${sql.table(r.table)} (${sql.ref(keyColumn)}, period, generations) values (${r.key}, ${r.period}, ${n})
     on conflict (${sql.ref(keyColumn)}, period) do update set generations = ${sql.table(r.table)}.generations + ${n}
     where ${sql.table(r.table)}.generations + ${n} <= ${r.limit}
-    returning generations`.execute(db);
-  return rows[0]?.generations;
+    returning generations`;
+  const generations = members.flatMap((m) => (m.generation ? [m.generation] : []));
+  if (generations.length === 0) {
+    const { rows } = await sql<{ generations: number }>`${upsert}`.execute(db);
+    return rows[0] && { used: rows[0].generations, stored: new Map() };
+  }
+  const { rows } = await sql<Stored & { used: number }>`
+    with reserved as (${upsert}), ${insertGenerations(generations, true)}
+    select g.id, g.temperature, g.created_at, r.generations as used from generation g, reserved r`.execute(db);
+  return rows[0] && { used: rows[0].used, stored: new Map(rows.map(({ used: _, ...stored }) => [stored.id, stored])) };
 }
 
 /**
  * Reserves one generation per request against its counter, batched: the requests of a batch that count
  * against the same counter are reserved together by one statement when they all fit. When they do not
- * (the limit is near), they are reserved one at a time, so exactly the room left is granted, and once
- * one is refused the rest of the batch is too (the counter is full). Each granted request gets its own
- * count, as if they had come one after another.
+ * (the limit is near) or that statement fails, they are reserved one at a time, so exactly the room left
+ * is granted (and a failure is only its own request's), and once one is refused the rest of the batch is
+ * too (the counter is full). Each granted request gets its own count, as if they had come one after
+ * another.
  */
-const reserveOne = batched<Reservation, number | undefined>(async (db, inputs) => {
-  const results: Array<number | undefined | Error> = new Array(inputs.length);
+const reserveOne = batched<Reservation, Granted | undefined>(async (db, inputs) => {
+  // Refused unless granted below (DataLoader wants an answer in every position).
+  const results: Array<Granted | undefined | Error> = inputs.map(() => undefined);
+  const grant = (i: number, used: number, stored: Map<string, Stored>) => {
+    const id = inputs[i]!.generation?.id;
+    results[i] = id === undefined ? { used } : { used, stored: stored.get(id) };
+  };
   await Promise.all(
-    groupPositions(inputs, (r) => `${r.table}|${r.key}|${r.period}|${r.limit}`).map(async (members) => {
-      const r = inputs[members[0]!]!;
-      try {
-        const n = members.length;
-        const top = r.limit <= 0 || n > r.limit ? undefined : await reserveMany(db, r, n);
-        if (top !== undefined) {
-          members.forEach((i, j) => (results[i] = top - n + 1 + j));
-          return;
-        }
-        let full = r.limit <= 0 || n === 1;
-        for (const i of members) {
-          results[i] = full ? undefined : await reserveMany(db, r, 1);
-          full ||= results[i] === undefined;
-        }
-      } catch (err) {
-        for (const i of members) results[i] ??= err as Error;
+    groupPositions(inputs, (r) => `${r.table}|${r.key}|${r.period}|${r.limit}`).map(async (positions) => {
+      const r = inputs[positions[0]!]!;
+      const n = positions.length;
+      const members = positions.map((i) => inputs[i]!);
+      const together = r.limit <= 0 || n > r.limit ? undefined : await reserveMany(db, r, members).catch((err: Error) => err);
+      if (together && !(together instanceof Error)) {
+        positions.forEach((i, j) => grant(i, together.used - n + 1 + j, together.stored));
+        return;
+      }
+      if (n === 1) {
+        results[positions[0]!] = together;
+        return;
+      }
+      let full = r.limit <= 0;
+      for (const i of positions) {
+        if (full) continue;
+        const one = await reserveMany(db, r, [inputs[i]!]).catch((err: Error) => err);
+        if (one instanceof Error) results[i] = one;
+        else if (one) grant(i, one.used, one.stored);
+        else full = true;
       }
     }),
   );
   return results;
 });
 
-/** Counts one generation against a monthly counter if it stays within `limit`: the count including it,
- * or undefined when the limit is reached. */
-function reserve(db: Db, table: CounterTable, key: string, period: string, limit: number) {
-  return reserveOne(db, { table, key, period, limit });
+/** Counts one generation against a monthly counter if it stays within `limit` (storing `generation` with
+ * it when given): the count including it, or undefined when the limit is reached. */
+function reserve(db: Db, table: CounterTable, key: string, period: string, limit: number, generation?: NewGeneration) {
+  return reserveOne(db, { table, key, period, limit, generation });
 }
 
 async function release(db: Db, table: CounterTable, key: string, period: string) {
@@ -156,42 +218,20 @@ async function release(db: Db, table: CounterTable, key: string, period: string)
     where ${sql.ref(keyColumn)} = ${key} and period = ${period}`.execute(db);
 }
 
-type NewGeneration = Pick<
-  Selectable<AiGenerationsTable>,
-  'id' | 'workspace_id' | 'user_id' | 'template_id' | 'provider' | 'model' | 'prompt' | 'system_prompt' | 'temperature' | 'output' | 'status' | 'prompt_tokens' | 'completion_tokens' | 'duration_ms'
->;
-
 /**
  * Stores succeeded generations in one statement (atomic without a transaction's extra round trips): the
- * generations and their ai.generation.completed domain events. Token totals are summed from the
- * generations when read, so this statement does not touch the month's counter row, whose lock the
- * reservations of other requests are waiting for.
+ * generations and their domain events. Token totals are summed from the generations when read, so this
+ * statement does not touch the month's counter row, whose lock the reservations of other requests are
+ * waiting for.
  */
 async function storeSucceeded(db: Db, items: readonly NewGeneration[]) {
-  // The rows travel as one JSON parameter: the statement's text is the same for any number of rows.
-  const { rows } = await sql<Selectable<AiGenerationsTable>>`
-    with generation as (
-      insert into ai_generations (id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
-        status, prompt_tokens, completion_tokens, duration_ms)
-      select id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
-        status, prompt_tokens, completion_tokens, duration_ms
-      from jsonb_to_recordset(${JSON.stringify(items)}::jsonb) as g(id uuid, workspace_id uuid, user_id uuid, template_id uuid,
-        provider text, model text, prompt text, system_prompt text, temperature real, output text, status text,
-        prompt_tokens int, completion_tokens int, duration_ms int)
-      returning *
-    ), event as (
-      insert into domain_events (workspace_id, type, payload)
-      select workspace_id, 'ai.generation.completed',
-        jsonb_build_object('generationId', id, 'model', model, 'provider', provider, 'totalTokens', prompt_tokens + completion_tokens)
-      from generation
-    )
-    select * from generation`.execute(db);
+  const { rows } = await sql<Stored>`with ${insertGenerations(items)} select id, temperature, created_at from generation`.execute(db);
   return rows;
 }
 
 /** storeSucceeded for many requests at once. If the batch's statement fails, each is stored on its own,
  * so only a generation that cannot be stored fails its request. */
-const recordSucceeded = batched<NewGeneration, Selectable<AiGenerationsTable>>(async (db, inputs) => {
+const recordSucceeded = batched<NewGeneration, Stored>(async (db, inputs) => {
   try {
     const rows = new Map((await storeSucceeded(db, inputs)).map((row) => [row.id, row]));
     return inputs.map((i) => rows.get(i.id) ?? new Error('the generation was not stored'));
@@ -225,10 +265,17 @@ const toGeneration = (g: Selectable<AiGenerationsTable>) => ({
   createdAt: g.created_at.toISOString(),
 });
 
+const limitReached = (limit: EffectiveLimit) =>
+  new AppError(
+    'AI_MONTHLY_LIMIT_REACHED',
+    `This workspace has used its ${limit.limit} AI generations for this month (${limit.source === 'PLAN' ? 'plan limit' : 'service limit'}). Upgrade the plan or wait for the next month.`,
+  );
+
 /**
  * Generates text for the workspace: demo and test-account rules first, then the provider's key, then
  * the limits (reserved atomically), then the provider call. The generation is stored either way; only a
- * success counts.
+ * success counts. An in-process provider (MOCK) answers first instead, since its answer costs nothing
+ * and cannot fail on the network: then one statement reserves and stores it.
  */
 export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: Caller, input: GenerateInput) {
   const { config, db } = deps;
@@ -248,26 +295,7 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
       ? fillTemplate(template, undefined, input.prompt)
       : `${fillTemplate(template, input.variables, input.prompt)}\n\n${input.prompt}`;
   const model = input.model ?? config.AI_DEFAULT_MODEL ?? deps.ai.defaultModel;
-
-  const { period } = monthOf();
-  const testAccount = isTestAccount(config, user.email);
-  if (testAccount && (await reserve(db, 'ai_user_usage_counters', user.id, period, config.AI_TEST_USER_MONTHLY_LIMIT)) === undefined) {
-    throw new AppError(
-      'TEST_ACCOUNT_LIMIT_REACHED',
-      `The test account limit is reached: test accounts may generate ${config.AI_TEST_USER_MONTHLY_LIMIT} times a month.`,
-    );
-  }
-  const limit = workspaceLimit(config, workspace);
-  const used = await reserve(db, 'ai_usage_counters', workspace.id, period, limit.limit);
-  if (used === undefined) {
-    if (testAccount) await release(db, 'ai_user_usage_counters', user.id, period);
-    throw new AppError(
-      'AI_MONTHLY_LIMIT_REACHED',
-      `This workspace has used its ${limit.limit} AI generations for this month (${limit.source === 'PLAN' ? 'plan limit' : 'service limit'}). Upgrade the plan or wait for the next month.`,
-    );
-  }
-
-  const started = performance.now();
+  const request = { prompt, systemPrompt: input.systemPrompt, model, temperature: input.temperature, maxTokens: input.maxTokens ?? DEFAULT_MAX_TOKENS };
   const base = {
     workspace_id: workspace.id,
     user_id: user.id,
@@ -278,21 +306,57 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
     system_prompt: input.systemPrompt ?? null,
     temperature: input.temperature ?? null,
   };
+  const succeeded = (result: GenerationResult, started: number): NewGeneration => ({
+    ...base,
+    id: crypto.randomUUID(),
+    output: result.output,
+    status: 'SUCCEEDED',
+    prompt_tokens: result.promptTokens,
+    completion_tokens: result.completionTokens,
+    duration_ms: Math.round(performance.now() - started),
+  });
+  const limit = workspaceLimit(config, workspace);
+  const answer = (generation: NewGeneration, stored: Stored, used: number) => ({
+    ...toGeneration({ ...generation, ...stored, error_code: null, is_sample: false }),
+    usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) },
+  });
+
+  const { period } = monthOf();
+  const testAccount = isTestAccount(config, user.email);
+  if (testAccount && (await reserve(db, 'ai_user_usage_counters', user.id, period, config.AI_TEST_USER_MONTHLY_LIMIT)) === undefined) {
+    throw new AppError(
+      'TEST_ACCOUNT_LIMIT_REACHED',
+      `The test account limit is reached: test accounts may generate ${config.AI_TEST_USER_MONTHLY_LIMIT} times a month.`,
+    );
+  }
+  const releaseTestAccount = () => (testAccount ? release(db, 'ai_user_usage_counters', user.id, period) : undefined);
+
+  if (deps.ai.inProcess) {
+    let granted: Granted | undefined;
+    let generation: NewGeneration;
+    try {
+      const started = performance.now();
+      generation = succeeded(await deps.ai.generate(request), started);
+      granted = await reserve(db, 'ai_usage_counters', workspace.id, period, limit.limit, generation);
+    } finally {
+      if (!granted) await releaseTestAccount();
+    }
+    if (!granted) throw limitReached(limit);
+    return answer(generation, granted.stored!, granted.used);
+  }
+
+  const granted = await reserve(db, 'ai_usage_counters', workspace.id, period, limit.limit);
+  if (!granted) {
+    await releaseTestAccount();
+    throw limitReached(limit);
+  }
+  const started = performance.now();
   try {
-    const result = await deps.ai.generate({ prompt, systemPrompt: input.systemPrompt, model, temperature: input.temperature, maxTokens: input.maxTokens ?? DEFAULT_MAX_TOKENS });
-    const row = await recordSucceeded(db, {
-      ...base,
-      id: crypto.randomUUID(),
-      output: result.output,
-      status: 'SUCCEEDED',
-      prompt_tokens: result.promptTokens,
-      completion_tokens: result.completionTokens,
-      duration_ms: Math.round(performance.now() - started),
-    });
-    return { ...toGeneration(row), usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) } };
+    const generation = succeeded(await deps.ai.generate(request), started);
+    return answer(generation, await recordSucceeded(db, generation), granted.used);
   } catch (err) {
     await release(db, 'ai_usage_counters', workspace.id, period);
-    if (testAccount) await release(db, 'ai_user_usage_counters', user.id, period);
+    await releaseTestAccount();
     if (err instanceof AppError && err.status === ERROR_STATUS.AI_PROVIDER_ERROR) {
       deps.logger.warn({ provider: deps.ai.name, model, cause: (err as { detail?: unknown }).detail }, 'AI provider failed');
       await db

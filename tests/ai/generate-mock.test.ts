@@ -134,6 +134,16 @@ describe('what a generation stores', () => {
     expect(row.temperature).toBeCloseTo(0.7, 5);
   });
 
+  it('answers exactly what history shows of it afterwards, time and stored temperature included', async () => {
+    // MOCK answers first and is reserved and stored by one statement: the answer must still be the row.
+    const g = await generateOk(app, user.accessToken, { prompt: uniquePrompt('Name a bakery'), temperature: 0.123456789, systemPrompt: 'Be brief.' });
+    const res = await app.api('GET', '/ai/history?limit=1', { token: user.accessToken });
+    expect(res.status, res.text).toBe(200);
+    const { usage, ...answered } = g;
+    expect(usage.used).toBeGreaterThan(0);
+    expect(res.body.items[0]).toEqual(answered);
+  });
+
   it('stores null for the optional fields the request leaves out', async () => {
     const g = await generateOk(app, user.accessToken, { prompt: uniquePrompt() });
     expect(g).toMatchObject({ systemPrompt: null, temperature: null, templateId: null });

@@ -199,6 +199,16 @@ for (const p of PROVIDERS) {
       expect(events.some((e) => (e.payload as Record<string, unknown>).generationId === res.body.id)).toBe(true);
     });
 
+    it('answers exactly what history shows of the generation afterwards', async () => {
+      fake.setMode('ok');
+      const res = await generate(app, user.accessToken, { prompt: uniquePrompt('Name a bakery'), temperature: 0.123456789 });
+      expect(res.status, res.text).toBe(200);
+      const history = await app.api('GET', '/ai/history?limit=1', { token: user.accessToken });
+      expect(history.status, history.text).toBe(200);
+      const { usage: _, ...answered } = res.body;
+      expect(history.body.items[0]).toEqual(answered);
+    });
+
     it(`uses AI_${p.name}_MODEL when the request names no model, and sends no system prompt or temperature it was not given`, async () => {
       fake.setMode('ok');
       const prompt = uniquePrompt('Say hello to');

@@ -25,6 +25,7 @@ export function createMockProvider(): TextProvider {
     name: 'MOCK',
     configured: true,
     defaultModel: 'mock-writer-1',
+    inProcess: true,
     async generate(req: GenerationRequest): Promise<GenerationResult> {
       const digest = crypto
         .createHash('sha256')

@@ -22,6 +22,9 @@ export interface TextProvider {
   readonly configured: boolean;
   /** The model used when neither the request nor AI_DEFAULT_MODEL names one. */
   readonly defaultModel: string;
+  /** Answers in this process, without a network call (MOCK): its answer may be made before the limits
+   * are checked, and is then stored by the statement that counts it. */
+  readonly inProcess?: boolean;
   /** Throws AppError('AI_PROVIDER_ERROR') with a friendly message when the provider fails. */
   generate(request: GenerationRequest): Promise<GenerationResult>;
 }
