@@ -39,9 +39,20 @@ export function createWebhookQueue(config: Config) {
   queue.on('error', () => {
     /* connection errors: the enqueue that meets one fails, and its caller logs it */
   });
+  /** Promotes the delivery's own job if it waits out a backoff; false when that job has ended (or is gone). */
+  async function runOwnJobNow(deliveryId: string): Promise<boolean> {
+    const job = await queue.getJob(deliveryId);
+    const state = job ? await job.getState() : 'unknown';
+    if (state === 'delayed') await job!.promote().catch(() => undefined); // it may have just moved on by itself
+    return state === 'delayed' || state === 'waiting' || state === 'prioritized' || state === 'active';
+  }
+
   return {
     queue,
     async enqueue(deliveryId: string, retry?: number) {
+      // A manual retry of a delivery whose own job has not ended (it waits out its backoff, or is about to
+      // run) runs that job now instead of adding a second one beside it.
+      if (retry !== undefined && connection.status === 'ready' && (await runOwnJobNow(deliveryId))) return;
       // BullMQ waits for a connection that is not ready yet; a request must not wait long. On a timeout
       // the delivery stays pending and the sweep queues it (same job id: a late add is not a second job).
       const added = queue.add(DELIVER_WEBHOOK, { deliveryId }, deliverJobOptions(config, deliveryId, retry));

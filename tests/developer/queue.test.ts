@@ -332,6 +332,64 @@ describe.concurrent(`retries by BullMQ (WEBHOOK_MAX_RETRIES=${MAX_RETRIES}, back
   });
 });
 
+describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
+  const retryPath = (s: Session, id: string) => `/workspaces/${s.workspaceId}/webhook-deliveries/${id}/retry`;
+
+  it('sends a delivery that waits out its backoff now, by running its own job: no second job, one more attempt', async () => {
+    // An app whose deliveries back off for a minute: without the retry route nothing would happen soon.
+    const patient = await startAppOn(db, { ...queueSettings(), WEBHOOK_RETRY_BACKOFF_SECONDS: '60' });
+    extraApps.push(patient);
+    const s = await owner('lite', 'q-manual');
+    const r = await receiver([{ status: 500, body: 'not yet' }, { status: 200, body: 'now' }]);
+    const hook = await hookTo(s, r);
+    const d = await sendTest(s, hook.id, patient);
+    await waitForJobState(d.id, ['delayed']);
+    expect(await deliveryRow(d.id)).toMatchObject({ status: 'retrying', attempts: 1, response_status: 500 });
+
+    const res = await patient.api('POST', retryPath(s, d.id), { token: s.accessToken });
+    expect(res.status, res.text).toBe(200);
+    const done = await until(d.id, 'success');
+    expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'now', next_retry_at: null, last_error: null });
+    const reqs = await r.waitForRequests(2);
+    for (const req of reqs) expectSigned(req, hook.secret, 'webhook.test', d.id);
+    expect(await waitForJobState(d.id, ['completed'])).toBe('completed');
+    expect(await inspect.getJob(`${d.id}-retry-1`)).toBeUndefined();
+    await sleep(500);
+    expect(r.requests).toHaveLength(2);
+  });
+
+  it('sends a failed delivery again as a job of its own, which ends it success', async () => {
+    const s = await owner('lite', 'q-manual-failed');
+    const r = await receiver([{ status: 410, body: 'gone for now' }, { status: 200, body: 'back' }]);
+    const hook = await hookTo(s, r);
+    const d = await sendTest(s, hook.id);
+    await until(d.id, 'failed');
+    expect(await waitForJobState(d.id, ['failed'])).toBe('failed');
+
+    const res = await app.api('POST', retryPath(s, d.id), { token: s.accessToken });
+    expect(res.status, res.text).toBe(200);
+    const done = await until(d.id, 'success');
+    expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'back' });
+    expect((await inspect.getJob(`${d.id}-retry-1`))?.data).toEqual({ deliveryId: d.id });
+    await sleep(300);
+    expect(r.requests).toHaveLength(2);
+  });
+
+  it('refuses a delivery that already succeeded with 409 INVALID_STATE, and queues nothing', async () => {
+    const s = await owner('lite', 'q-manual-done');
+    const r = await receiver({ status: 200, body: 'fine' });
+    const hook = await hookTo(s, r);
+    const d = await sendTest(s, hook.id);
+    await until(d.id, 'success');
+    const res = await app.api('POST', retryPath(s, d.id), { token: s.accessToken });
+    expect(res.status, res.text).toBe(409);
+    expect(res.body.code).toBe('INVALID_STATE');
+    expect(await inspect.getJob(`${d.id}-retry-1`)).toBeUndefined();
+    await sleep(300);
+    expect(r.requests).toHaveLength(1);
+  });
+});
+
 describe('what Redis holds', () => {
   it('every job carries the delivery id only: no secret, URL, payload or webhook name under the prefix', async () => {
     const keys = await dumpKeys(redis, PREFIX);
