@@ -50,7 +50,15 @@ const deliveries = new Worker<DeliverWebhookJob>(
     if (outcome.status === 'failed' && outcome.permanent) throw new UnrecoverableError('the delivery cannot succeed');
     return outcome.status;
   },
-  { connection: workerConnection(), prefix: config.QUEUE_PREFIX, concurrency: config.WEBHOOK_WORKER_CONCURRENCY },
+  {
+    connection: workerConnection(),
+    prefix: config.QUEUE_PREFIX,
+    concurrency: config.WEBHOOK_WORKER_CONCURRENCY,
+    // A running job's lock is renewed every half of it; a job whose worker died is found stalled once its
+    // lock has expired, by a check that runs as often (so recovery takes one to two of them).
+    lockDuration: config.WEBHOOK_JOB_LOCK_MS,
+    stalledInterval: config.WEBHOOK_JOB_LOCK_MS,
+  },
 );
 deliveries.on('failed', (job, err) => logger.info({ deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message }, 'delivery attempt failed'));
 deliveries.on('error', (err) => logger.error({ err }, 'delivery worker error'));

@@ -213,6 +213,7 @@ export const configSchema = z.object({
   WEBHOOK_RETRY_BACKOFF_SECONDS: int(30, 1),
   WEBHOOK_TIMEOUT_MS: int(10_000, 100),
   WEBHOOK_WORKER_CONCURRENCY: int(100, 1, 1000),
+  WEBHOOK_JOB_LOCK_MS: int(30_000, 1_000, 600_000),
   WEBHOOK_USER_AGENT: str('WorkspaceSaaS-Webhooks/1.0'),
   WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
   WEBHOOK_SECRET_ENCRYPTION_KEY: optionalStr(),

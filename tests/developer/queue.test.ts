@@ -26,6 +26,7 @@ const PREFIX = `test-q-${hex(6)}`;
 const USER_AGENT = `QueueTests-Hooks/${hex(2)}`;
 const MAX_RETRIES = 2;
 const BACKOFF_SECONDS = 1;
+const JOB_LOCK_MS = 2_000;
 const DELIVERY_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The queue settings of every app and worker of this file (REDIS_URL aside). */
@@ -39,6 +40,8 @@ const queueSettings = (redisUrl = REDIS_URL): Record<string, string> => ({
   WEBHOOK_MAX_RETRIES: String(MAX_RETRIES),
   WEBHOOK_TIMEOUT_MS: '5000',
   WEBHOOK_USER_AGENT: USER_AGENT,
+  // A killed worker's job is found stalled within seconds (the default is 30 s).
+  WEBHOOK_JOB_LOCK_MS: String(JOB_LOCK_MS),
   MAINTENANCE_SCHEDULER_ENABLED: 'false',
   RATE_LIMIT_ENABLED: 'false',
 });
@@ -438,14 +441,14 @@ describe('a worker killed in the middle of a delivery', () => {
     expect(await deliveryRow(d.id)).toMatchObject({ status: 'pending', attempts: 0 });
     expect(await jobState(d.id)).toBe('active');
 
-    // BullMQ finds a stalled job in two checks `stalledInterval` (30 s, the worker has no setting for it)
-    // apart, and a queue-wide key throttles the checks to one per interval. Deleting that throttle key
-    // lets the second worker's first check run at its start instead of up to 30 s later; the job's lock
-    // (lockDuration 30 s) still has to expire on its own, so recovery takes about 30 s.
-    await redis.del(`${PREFIX}:${WEBHOOK_QUEUE}:stalled-check`);
+    // The job's lock (WEBHOOK_JOB_LOCK_MS, 2 s here) expires on its own; the second worker's stalled-job
+    // check (as often) then finds the job and runs it again: within a few seconds, where the defaults
+    // would take 30 to 60.
+    const killedAt = Date.now();
     await startWorker('second');
 
-    const reqs = await r.waitForRequests(2, 40_000);
+    const reqs = await r.waitForRequests(2, 20_000);
+    expect(reqs[1]!.receivedAt - killedAt).toBeLessThan(6 * JOB_LOCK_MS);
     expectSigned(reqs[1]!, hook.secret, 'webhook.test', d.id);
     const done = await until(d.id, 'success', 10_000);
     // The killed attempt never got an answer, so only the second worker's attempt is recorded.
