@@ -42,8 +42,9 @@ export function createWebhookQueue(config: Config) {
   /** Promotes the delivery's own job if it waits out a backoff; false when that job has ended (or is gone). */
   async function runOwnJobNow(deliveryId: string): Promise<boolean> {
     const job = await queue.getJob(deliveryId);
-    const state = job ? await job.getState() : 'unknown';
-    if (state === 'delayed') await job!.promote().catch(() => undefined); // it may have just moved on by itself
+    if (!job) return false;
+    const state = await job.getState();
+    if (state === 'delayed') await job.promote().catch(() => undefined); // it may have just moved on by itself
     return state === 'delayed' || state === 'waiting' || state === 'prioritized' || state === 'active';
   }
 

@@ -185,7 +185,6 @@ export function metricsRoute(token: string, metrics: Metrics): RequestHandler {
   };
 }
 
-
 /** The /openapi.json entry of GET /metrics (a plain Express route). */
 export const metricsOpenApiPaths: ZodOpenApiPathsObject = {
   [METRICS_PATH]: {

@@ -78,6 +78,11 @@ export function authenticateRequest(deps: Pick<AppDeps, 'config' | 'db'>, req: R
   return principals.get(req) ?? authenticate(deps, req.headers.authorization);
 }
 
+/** The key behind a request's API key: the lookup started on arrival, else a new one. */
+function authenticateApiKeyRequest(deps: Pick<AppDeps, 'db'>, req: Request): Promise<ApiKeyPrincipal> {
+  return apiKeys.get(req) ?? authenticateApiKey(deps.db, apiKeyOf(req));
+}
+
 /** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */
 export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
   const { user, memberships } = await authenticateRequest(ctx, ctx.req);
@@ -137,7 +142,7 @@ function apiKeyOf(req: Request): string | undefined {
  */
 export const apiKeyProcedure = (scopes: ApiKeyScope[] = []) =>
   publicProcedure.use(async ({ ctx, next }) => {
-    const apiKey = await (apiKeys.get(ctx.req) ?? authenticateApiKey(ctx.db, apiKeyOf(ctx.req)));
+    const apiKey = await authenticateApiKeyRequest(ctx, ctx.req);
     noteRequest(ctx.req, { workspaceId: apiKey.workspace_id });
     if (scopes.length && !scopes.some((s) => apiKey.scopes.includes(s))) {
       throw new AppError('PERMISSION_DENIED', `This API key lacks the scope this route needs (one of: ${scopes.join(', ')}).`);

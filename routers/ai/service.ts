@@ -90,6 +90,9 @@ function workspaceLimit(config: Pick<Config, 'AI_MONTHLY_GENERATION_LIMIT'>, wor
 
 type CounterTable = 'ai_usage_counters' | 'ai_user_usage_counters';
 
+/** The column a counter table is keyed by, besides the period. */
+const keyColumnOf = (table: CounterTable) => (table === 'ai_usage_counters' ? 'workspace_id' : 'user_id');
+
 type NewGeneration = Pick<
   Selectable<AiGenerationsTable>,
   'id' | 'workspace_id' | 'user_id' | 'template_id' | 'provider' | 'model' | 'prompt' | 'system_prompt' | 'temperature' | 'output' | 'status' | 'prompt_tokens' | 'completion_tokens' | 'duration_ms'
@@ -148,7 +151,7 @@ function insertGenerations(items: readonly NewGeneration[], whenReserved = false
  */
 async function reserveMany(db: Db, r: Reservation, members: readonly Reservation[]): Promise<{ used: number; stored: Map<string, Stored> } | undefined> {
   const n = members.length;
-  const keyColumn = r.table === 'ai_usage_counters' ? 'workspace_id' : 'user_id';
+  const keyColumn = keyColumnOf(r.table);
   const upsert = sql`insert into ${sql.table(r.table)} (${sql.ref(keyColumn)}, period, generations) values (${r.key}, ${r.period}, ${n})
     on conflict (${sql.ref(keyColumn)}, period) do update set generations = ${sql.table(r.table)}.generations + ${n}
     where ${sql.table(r.table)}.generations + ${n} <= ${r.limit}
@@ -184,7 +187,8 @@ const reserveOne = batched<Reservation, Granted | undefined>(async (db, inputs) 
       const r = inputs[positions[0]!]!;
       const n = positions.length;
       const members = positions.map((i) => inputs[i]!);
-      const together = r.limit <= 0 || n > r.limit ? undefined : await reserveMany(db, r, members).catch((err: Error) => err);
+      if (r.limit <= 0) return; // nothing fits: all refused
+      const together = n > r.limit ? undefined : await reserveMany(db, r, members).catch((err: Error) => err);
       if (together && !(together instanceof Error)) {
         positions.forEach((i, j) => grant(i, together.used - n + 1 + j, together.stored));
         return;
@@ -193,7 +197,7 @@ const reserveOne = batched<Reservation, Granted | undefined>(async (db, inputs) 
         results[positions[0]!] = together;
         return;
       }
-      let full = r.limit <= 0;
+      let full = false;
       for (const i of positions) {
         if (full) continue;
         const one = await reserveMany(db, r, [inputs[i]!]).catch((err: Error) => err);
@@ -213,9 +217,8 @@ function reserve(db: Db, table: CounterTable, key: string, period: string, limit
 }
 
 async function release(db: Db, table: CounterTable, key: string, period: string) {
-  const keyColumn = table === 'ai_usage_counters' ? 'workspace_id' : 'user_id';
   await sql`update ${sql.table(table)} set generations = greatest(generations - 1, 0)
-    where ${sql.ref(keyColumn)} = ${key} and period = ${period}`.execute(db);
+    where ${sql.ref(keyColumnOf(table))} = ${key} and period = ${period}`.execute(db);
 }
 
 /**
