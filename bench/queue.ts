@@ -2,6 +2,7 @@
 // against `deliver_webhook` jobs of the webhook worker (jobs/worker.ts) delivering signed webhooks to a
 // loopback receiver (bench/receiver.ts). Both workers run in child processes at the same concurrency;
 // with the worker ready, jobs are enqueued and timed until the queue has none left waiting or running.
+import fs from 'node:fs/promises';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -10,6 +11,48 @@ export interface QueueMeasurement {
   jobs: number;
   seconds: number;
   jobsPerSec: number;
+  /**
+   * CPU time per job of the worker process and of the Redis server over the timed run (µs; undefined where
+   * /proc cannot be read). Unlike the rate, CPU time leaves out what a shared machine's other guests take.
+   */
+  workerCpuUs?: number;
+  redisCpuUs?: number;
+}
+
+export interface StartedWorker {
+  pid: number;
+  stop: () => Promise<void>;
+}
+
+/** User + system CPU seconds of a process so far (Linux), or undefined. */
+async function cpuSecondsOf(pid: number): Promise<number | undefined> {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (!stat) return undefined;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+/** Linux's USER_HZ, which /proc/<pid>/stat counts in. */
+const CLOCK_TICKS = 100;
+
+type RedisInfo = { info(section: 'cpu'): Promise<string> };
+
+/** CPU seconds the Redis server has used so far (its INFO cpu section). */
+async function redisCpuSeconds(redis: RedisInfo): Promise<number | undefined> {
+  const info = await redis.info('cpu');
+  const read = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1]);
+  const total = read('used_cpu_sys') + read('used_cpu_user');
+  return Number.isFinite(total) ? total : undefined;
+}
+
+/** Times `run` (which ends when the queue is empty) and the CPU the worker and Redis spent meanwhile. */
+async function timed(n: number, worker: StartedWorker, redis: RedisInfo, run: () => Promise<void>): Promise<QueueMeasurement> {
+  const [worker0, redis0] = await Promise.all([cpuSecondsOf(worker.pid), redisCpuSeconds(redis)]);
+  const started = performance.now();
+  await run();
+  const seconds = (performance.now() - started) / 1000;
+  const [worker1, redis1] = await Promise.all([cpuSecondsOf(worker.pid), redisCpuSeconds(redis)]);
+  const perJob = (a?: number, b?: number) => (a === undefined || b === undefined ? undefined : ((b - a) * 1e6) / n);
+  return { jobs: n, seconds, jobsPerSec: n / seconds, workerCpuUs: perJob(worker0, worker1), redisCpuUs: perJob(redis0, redis1) };
 }
 
 /** Jobs of `queue` still waiting, delayed or running. */
@@ -27,20 +70,20 @@ const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, what: s
  * No-op jobs: with the worker ready, enqueue `n` and time until none is left waiting or running. (Counting
  * QueueEvents 'completed' events loses some once the events stream is trimmed to its 10,000 entries.)
  */
-export async function measureRawJobs(opts: { redisUrl: string; n: number; concurrency: number; startWorker: (env: Record<string, string>) => Promise<() => Promise<void>> }): Promise<QueueMeasurement> {
+export async function measureRawJobs(opts: { redisUrl: string; n: number; concurrency: number; startWorker: (env: Record<string, string>) => Promise<StartedWorker> }): Promise<QueueMeasurement> {
   const name = `bench-raw-${Date.now()}`;
   const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue(name, { connection });
-  const stop = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name, BENCH_CONCURRENCY: String(opts.concurrency) });
-  const started = performance.now();
-  await queue.addBulk(Array.from({ length: opts.n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
-  await waitFor(async () => (await jobsLeft(queue)) === 0, 120_000, 'raw jobs');
-  const seconds = (performance.now() - started) / 1000;
-  await stop();
+  const worker = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name, BENCH_CONCURRENCY: String(opts.concurrency) });
+  const measured = await timed(opts.n, worker, connection, async () => {
+    await queue.addBulk(Array.from({ length: opts.n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
+    await waitFor(async () => (await jobsLeft(queue)) === 0, 120_000, 'raw jobs');
+  });
+  await worker.stop();
   await queue.obliterate({ force: true });
   await queue.close();
   connection.disconnect();
-  return { jobs: opts.n, seconds, jobsPerSec: opts.n / seconds };
+  return measured;
 }
 
 /**
@@ -54,8 +97,10 @@ export async function measureWebhookDeliveries(opts: {
   workspaceId: string;
   n: number;
   queue: Queue;
+  /** A connection to the queue's Redis, for its CPU figures. */
+  redis: RedisInfo;
   enqueue: (deliveryIds: string[]) => Promise<void>;
-  startWorker: () => Promise<() => Promise<void>>;
+  startWorker: () => Promise<StartedWorker>;
 }): Promise<QueueMeasurement> {
   const client = new pg.Client({ connectionString: opts.databaseUrl });
   await client.connect();
@@ -65,12 +110,12 @@ export async function measureWebhookDeliveries(opts: {
      select $1, $2, 'billing.updated', $3::jsonb, 'pending' from generate_series(1, $4) returning id`,
     [opts.webhookId, opts.workspaceId, payload, opts.n],
   );
-  const stop = await opts.startWorker();
-  const started = performance.now();
-  await opts.enqueue(rows.map((r) => r.id));
-  await waitFor(async () => (await jobsLeft(opts.queue)) === 0, 180_000, 'webhook deliveries');
-  const seconds = (performance.now() - started) / 1000;
-  await stop();
+  const worker = await opts.startWorker();
+  const measured = await timed(opts.n, worker, opts.redis, async () => {
+    await opts.enqueue(rows.map((r) => r.id));
+    await waitFor(async () => (await jobsLeft(opts.queue)) === 0, 180_000, 'webhook deliveries');
+  });
+  await worker.stop();
   const { rows: outcomes } = await client.query<{ status: string; n: number }>(
     `select status, count(*)::int as n from webhook_deliveries where id = any($1::uuid[]) group by status`,
     [rows.map((r) => r.id)],
@@ -78,5 +123,5 @@ export async function measureWebhookDeliveries(opts: {
   const succeeded = outcomes.find((o) => o.status === 'success')?.n ?? 0;
   if (succeeded !== opts.n) throw new Error(`webhook deliveries: ${succeeded} of ${opts.n} succeeded (${JSON.stringify(outcomes)})`);
   await client.end();
-  return { jobs: opts.n, seconds, jobsPerSec: opts.n / seconds };
+  return measured;
 }

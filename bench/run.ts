@@ -34,7 +34,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { DELIVER_WEBHOOK, WEBHOOK_QUEUE, deliverJobOptions } from '../jobs/queue.js';
-import { measureRawJobs, measureWebhookDeliveries, type QueueMeasurement } from './queue.js';
+import { measureRawJobs, measureWebhookDeliveries, type QueueMeasurement, type StartedWorker } from './queue.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
@@ -426,8 +426,12 @@ async function call(url: string, method: string, token: string, body: unknown, e
   return json;
 }
 
+/** CPU per job of the worker and of Redis, where it could be read. */
+const cpuNote = (q: QueueMeasurement) =>
+  q.workerCpuUs === undefined ? '' : ` (CPU a job: worker ${q.workerCpuUs.toFixed(0)} µs, Redis ${q.redisCpuUs?.toFixed(0) ?? '?'} µs)`;
+
 /** A child process that has no HTTP port (workers): ready once it prints `readyLine`. */
-function startWorker(name: string, script: string, env: Record<string, string>, readyLine: RegExp): Promise<() => Promise<void>> {
+function startWorker(name: string, script: string, env: Record<string, string>, readyLine: RegExp): Promise<StartedWorker> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...CHILD_NODE_ARGS, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     const stop = async () => {
@@ -440,7 +444,7 @@ function startWorker(name: string, script: string, env: Record<string, string>, 
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();
-      if (readyLine.test(out)) resolve(stop);
+      if (readyLine.test(out)) resolve({ pid: child.pid!, stop });
     });
     child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it was ready: ${out.slice(-500)}`)));
   });
@@ -544,24 +548,29 @@ async function main(): Promise<void> {
   const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 100);
   process.stdout.write(`  raw BullMQ no-op jobs (${JOBS}) ...`);
   const raw = await measureRawJobs({ redisUrl: queueRedis, n: JOBS, concurrency: CONCURRENCY, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
-  console.log(` ${raw.jobsPerSec.toFixed(0)} jobs/s`);
+  console.log(` ${raw.jobsPerSec.toFixed(0)} jobs/s${cpuNote(raw)}`);
   process.stdout.write(`  deliver_webhook jobs (${JOBS}) ...`);
   const workerEnv = { ...shared, REDIS_URL: queueRedis, QUEUES_ENABLED: 'true', WEBHOOK_QUEUE_ENABLED: 'true', WEBHOOK_WORKER_CONCURRENCY: String(CONCURRENCY), LOG_LEVEL: 'info' };
-  const producer = new Queue(WEBHOOK_QUEUE, { connection: new Redis(queueRedis, { maxRetriesPerRequest: null }) });
-  cleanups.push(async () => void (await producer.close()));
+  const producerConnection = new Redis(queueRedis, { maxRetriesPerRequest: null });
+  const producer = new Queue(WEBHOOK_QUEUE, { connection: producerConnection });
+  cleanups.push(async () => {
+    await producer.close();
+    producerConnection.disconnect();
+  });
   const deliveries = await measureWebhookDeliveries({
     databaseUrl: db.url,
     webhookId: String(hook.id),
     workspaceId,
     n: JOBS,
     queue: producer,
+    redis: producerConnection,
     enqueue: async (ids) => {
       const options = { WEBHOOK_MAX_RETRIES: 3, WEBHOOK_RETRY_BACKOFF_SECONDS: 30 };
       await producer.addBulk(ids.map((deliveryId) => ({ name: DELIVER_WEBHOOK, data: { deliveryId }, opts: deliverJobOptions(options, deliveryId) })));
     },
     startWorker: () => startWorker('webhook worker', 'jobs/worker.ts', workerEnv, /worker ready/),
   });
-  console.log(` ${deliveries.jobsPerSec.toFixed(0)} deliveries/s`);
+  console.log(` ${deliveries.jobsPerSec.toFixed(0)} deliveries/s${cpuNote(deliveries)}`);
   const asMeasurement = (name: string, q: QueueMeasurement, baseline?: string, target?: number): Measurement => ({
     name,
     method: 'QUEUE',
