@@ -3,9 +3,9 @@
 // to that address), no redirects, a timeout, and every attempt recorded. The same function serves the
 // direct path, the sweeper and the BullMQ worker; callers decide when to try again from the outcome.
 import crypto from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
+import type { Readable } from 'node:stream';
 import { sql, type Kysely } from 'kysely';
+import { Agent, type Dispatcher } from 'undici';
 import { batched, batchedLookup } from '../../db/batched.js';
 import { compiledOnce } from '../../db/compiled.js';
 import { isDemoAccount } from '../../server/accounts.js';
@@ -45,46 +45,55 @@ interface HttpAnswer {
 }
 
 /**
- * Connections are kept alive between deliveries to the same host and port. A socket is only ever opened
- * to an address that was checked; a later delivery reuses it only for the same host name and port.
+ * Outbound HTTP (undici): a request goes to the checked address itself (the origin is that address and
+ * port), so no later DNS answer can move it. The Host header and, over https, the TLS server name that the
+ * certificate is verified against are the URL's own host. Connections are kept alive per address and port,
+ * at most 50 at once; an https connection is reused only for the same server name. Redirects are never
+ * followed. One dispatcher per timeout (in practice one per process): its connect timeout is the delivery's.
  */
-const agents = {
-  'http:': new http.Agent({ keepAlive: true, maxSockets: 50, maxFreeSockets: 50, timeout: 30_000 }),
-  'https:': new https.Agent({ keepAlive: true, maxSockets: 50, maxFreeSockets: 50, timeout: 30_000 }),
+const dispatchers = new Map<number, Agent>();
+const dispatcherFor = (timeoutMs: number) => {
+  let agent = dispatchers.get(timeoutMs);
+  if (!agent) dispatchers.set(timeoutMs, (agent = new Agent({ connections: 50, keepAliveTimeout: 30_000, connect: { timeout: timeoutMs } })));
+  return agent;
 };
 
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
 /** POSTs `body` to the checked address of `url`; reads at most the preview of the answer. */
-function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Record<string, string>, body: string, timeoutMs: number): Promise<HttpAnswer> {
-  const client = url.protocol === 'https:' ? https : http;
-  return new Promise((resolve, reject) => {
-    const req = client.request(
-      url,
-      {
-        method: 'POST',
-        headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
-        agent: agents[url.protocol as 'http:' | 'https:'],
-        // The connection goes to the address that was checked, whatever DNS says now. Node asks for
-        // every address (`all: true`) when it may try several families, and for one otherwise.
-        lookup: (_host, opts, cb) =>
-          opts.all ? cb(null, [{ address: address.address, family: address.family }]) : cb(null, address.address, address.family),
-        timeout: timeoutMs,
-      },
-      (res) => {
-        let preview = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          if (preview.length < RESPONSE_PREVIEW_CHARS) preview += chunk;
-          if (preview.length >= RESPONSE_PREVIEW_CHARS) res.destroy();
-        });
-        const done = () => resolve({ status: res.statusCode ?? 0, preview: preview.slice(0, RESPONSE_PREVIEW_CHARS) });
-        res.on('end', done);
-        res.on('close', done);
-        res.on('error', done);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', reject);
-    req.end(body);
+async function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Record<string, string>, body: string, timeoutMs: number): Promise<HttpAnswer> {
+  const host = address.family === 6 ? `[${address.address}]` : address.address;
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await dispatcherFor(timeoutMs).request({
+      origin: `${url.protocol}//${host}${url.port ? `:${url.port}` : ''}`,
+      path: `${url.pathname}${url.search}`,
+      method: 'POST',
+      headers: { ...headers, host: url.host },
+      body,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+  } catch (err) {
+    if (TIMEOUT_CODES.has((err as { code?: string }).code ?? '')) throw new Error(`no answer within ${timeoutMs} ms`);
+    throw err;
+  }
+  return { status: res.statusCode, preview: await readPreview(res.body) };
+}
+
+/** The first RESPONSE_PREVIEW_CHARS characters of an answer; the rest is not read. */
+function readPreview(body: Readable): Promise<string> {
+  return new Promise((resolve) => {
+    let preview = '';
+    body.setEncoding('utf8');
+    body.on('data', (chunk: string) => {
+      preview += chunk;
+      if (preview.length >= RESPONSE_PREVIEW_CHARS) body.destroy();
+    });
+    const done = () => resolve(preview.slice(0, RESPONSE_PREVIEW_CHARS));
+    body.on('end', done);
+    body.on('close', done);
+    body.on('error', done);
   });
 }
 

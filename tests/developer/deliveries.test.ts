@@ -71,8 +71,8 @@ async function extraApp(overrides: Record<string, string>) {
   return quiet(a);
 }
 
-async function receiver(reply?: Reply | Reply[]) {
-  const r = await WebhookReceiver.start();
+async function receiver(reply?: Reply | Reply[], opts: { tls?: boolean } = {}) {
+  const r = await WebhookReceiver.start(opts);
   receivers.push(r);
   if (reply) r.reply(reply);
   return r;
@@ -343,6 +343,18 @@ describe('retries in direct mode', () => {
     await sleep(300);
     expect(r.requests).toHaveLength(1);
     expect(elsewhere.requests).toHaveLength(0);
+    expect((await deleteHook(s, hook.id)).status).toBe(200);
+  });
+
+  it('https: a certificate the server does not trust is a failure, and nothing is sent', async () => {
+    const s = await ownerOn(app, 'lite', 'deliv-tls');
+    // Issued by the test CA, which this process does not trust (only the queue tests' workers do).
+    const r = await receiver({ status: 200, body: 'should not be read' }, { tls: true });
+    const hook = await hookTo(s, r);
+    const d = await sendTest(s, hook.id);
+    expect(d).toMatchObject({ status: 'retrying', attempts: 1, responseStatus: null, responsePreview: null });
+    expect(d.error).toMatch(/certificate/i);
+    expect(r.requests).toHaveLength(0);
     expect((await deleteHook(s, hook.id)).status).toBe(200);
   });
 

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { TEST_JWT_ACCESS_SECRET, TEST_JWT_REFRESH_SECRET, testEnv, type TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
-import { WebhookReceiver, expectedSignature, signaturesOf, type ReceivedRequest, type Reply } from '../helpers/webhook-receiver.js';
+import { TEST_CA_FILE, WebhookReceiver, expectedSignature, signaturesOf, type ReceivedRequest, type Reply } from '../helpers/webhook-receiver.js';
 import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
 import { createKey, createWebhook, hex, ownDatabase, ownerOn, sleep, startAppOn, waitFor, type OwnDatabase } from './helpers.js';
 import { TcpProxy, WorkerProcess, closedPort, deleteKeys, dumpKeys, within } from './queue-helpers.js';
@@ -74,6 +74,8 @@ function workerEnv(overrides: Record<string, string> = {}): Record<string, strin
   const env: Record<string, string | undefined> = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
+    // Workers trust the test CA of the https receiver (tests/fixtures/tls).
+    NODE_EXTRA_CA_CERTS: TEST_CA_FILE,
     ...testEnv({ DATABASE_URL: db.url, ...queueSettings(), ...overrides }),
   };
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string'));
@@ -139,8 +141,8 @@ afterAll(async () => {
   // console.error stays captured: an instance whose start-up never finished may still be retrying Redis.
 });
 
-async function receiver(reply?: Reply | Reply[] | ((req: ReceivedRequest, i: number) => Reply)) {
-  const r = await WebhookReceiver.start();
+async function receiver(reply?: Reply | Reply[] | ((req: ReceivedRequest, i: number) => Reply), opts: { tls?: boolean } = {}) {
+  const r = await WebhookReceiver.start(opts);
   receivers.push(r);
   if (reply) r.reply(reply);
   return r;
@@ -152,9 +154,9 @@ async function owner(plan: 'lite' | 'pro', prefix: string) {
   return s;
 }
 
-async function hookTo(s: Session, r: WebhookReceiver, events: string[] = ['webhook.test']) {
+async function hookTo(s: Session, r: WebhookReceiver, events: string[] = ['webhook.test'], url = r.url()) {
   const name = `queued hook ${hex(4)}`;
-  const hook = await createWebhook(app, s, { url: r.url(), events, name });
+  const hook = await createWebhook(app, s, { url, events, name });
   seen.secrets.push(hook.secret);
   seen.urls.push(hook.url);
   seen.hookNames.push(name);
@@ -267,6 +269,36 @@ describe('deliveries go through the queue', () => {
     await sleep(300);
     expect(await deliveriesOf(hook.id)).toHaveLength(1);
     expect(r.requests).toHaveLength(1);
+  });
+});
+
+describe('https', () => {
+  it('delivers to a host name over TLS: the certificate is checked against that name, on a connection to the checked address', async () => {
+    const s = await owner('lite', 'q-tls');
+    const r = await receiver({ status: 200, body: 'secure' }, { tls: true });
+    // The receiver's certificate names `localhost` only; the worker trusts its CA (NODE_EXTRA_CA_CERTS).
+    const hook = await hookTo(s, r);
+    expect(hook.url).toBe(`https://localhost:${r.port}/hook`);
+
+    const answered = await sendTest(s, hook.id);
+    const [req] = await r.waitForRequests(1);
+    expectSigned(req!, hook.secret, 'webhook.test', answered.id);
+    expect(req!.headers.host).toBe(`localhost:${r.port}`);
+    const done = await until(answered.id, 'success');
+    expect(done).toMatchObject({ attempts: 1, response_status: 200, response_preview: 'secure', last_error: null });
+  });
+
+  it('refuses a certificate that does not name the host of the URL: the same endpoint by its address is a failure, and nothing is sent', async () => {
+    const s = await owner('lite', 'q-tls-ip');
+    const r = await receiver({ status: 200, body: 'should not be read' }, { tls: true });
+    const hook = await hookTo(s, r, ['webhook.test'], r.url('/hook', '127.0.0.1'));
+
+    const answered = await sendTest(s, hook.id);
+    const row = await until(answered.id, 'retrying');
+    expect(row).toMatchObject({ attempts: 1, response_status: null, response_preview: null });
+    expect(row.last_error).toMatch(/certificate|altnames/i);
+    expect(r.requests).toHaveLength(0);
+    expect((await app.api('DELETE', `/workspaces/${s.workspaceId}/webhooks/${hook.id}`, { token: s.accessToken })).status).toBe(200);
   });
 });
 

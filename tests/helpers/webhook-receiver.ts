@@ -1,9 +1,18 @@
 // A local HTTP endpoint for outbound webhook tests: records every request (headers and the exact raw body)
 // and answers as the test says (a status and body, a sequence of them, or no answer at all), and checks
-// signatures independently of the service's code (node:crypto, from the documented rule).
+// signatures independently of the service's code (node:crypto, from the documented rule). With `tls` it
+// serves https with the certificate of tests/fixtures/tls (for the name `localhost` only, issued by a test
+// CA that only processes started with NODE_EXTRA_CA_CERTS=TEST_CA_FILE trust).
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url));
+/** The test CA that issued the receiver's certificate (for NODE_EXTRA_CA_CERTS of a child process). */
+export const TEST_CA_FILE = fixture('ca.pem');
 
 export interface ReceivedRequest {
   method: string;
@@ -27,13 +36,27 @@ export class WebhookReceiver {
   private readonly hanging = new Set<http.ServerResponse>();
   private readonly waiters = new Set<() => void>();
 
-  private constructor(private readonly server: http.Server) {}
+  private constructor(
+    private readonly server: http.Server,
+    private readonly tls: boolean,
+  ) {}
 
-  static async start(): Promise<WebhookReceiver> {
+  static async start(opts: { tls?: boolean } = {}): Promise<WebhookReceiver> {
     let receiver!: WebhookReceiver;
-    const server = http.createServer((req, res) => receiver.handle(req, res));
-    receiver = new WebhookReceiver(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const handle: http.RequestListener = (req, res) => receiver.handle(req, res);
+    const server = opts.tls ? https.createServer({ key: fs.readFileSync(fixture('localhost.key')), cert: fs.readFileSync(fixture('localhost.pem')) }, handle) : http.createServer(handle);
+    receiver = new WebhookReceiver(server, Boolean(opts.tls));
+    // `localhost` may resolve to ::1 first: the https receiver listens on both loopbacks where it can.
+    const listen = (host: string) =>
+      new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    if (opts.tls) await listen('::').catch(() => listen('127.0.0.1'));
+    else await listen('127.0.0.1');
     return receiver;
   }
 
@@ -41,9 +64,9 @@ export class WebhookReceiver {
     return (this.server.address() as AddressInfo).port;
   }
 
-  /** http://127.0.0.1:<port><path> */
-  url(path = '/hook'): string {
-    return `http://127.0.0.1:${this.port}${path}`;
+  /** http://127.0.0.1:<port><path>, or with `tls` https://localhost:<port><path> (the name its certificate is for). */
+  url(path = '/hook', host = this.tls ? 'localhost' : '127.0.0.1'): string {
+    return `${this.tls ? 'https' : 'http'}://${host}:${this.port}${path}`;
   }
 
   /** One reply for every request, a sequence (the last one repeats), or a function of the request. */
