@@ -17,6 +17,9 @@ export interface QueueMeasurement {
    */
   workerCpuUs?: number;
   redisCpuUs?: number;
+  /** The same for every Postgres server process of the machine, and for the webhook receiver. */
+  postgresCpuUs?: number;
+  receiverCpuUs?: number;
 }
 
 export interface StartedWorker {
@@ -30,6 +33,17 @@ async function cpuSecondsOf(pid: number): Promise<number | undefined> {
   if (!stat) return undefined;
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+/** User + system CPU seconds of every process named `command` (Linux), or undefined. */
+async function cpuSecondsOfCommand(command: string): Promise<number | undefined> {
+  const pids = await fs.readdir('/proc').catch(() => undefined);
+  if (!pids) return undefined;
+  let total = 0;
+  for (const pid of pids.filter((p) => /^\d+$/.test(p))) {
+    const comm = await fs.readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '');
+    if (comm.trim() === command) total += (await cpuSecondsOf(Number(pid))) ?? 0;
+  }
+  return total;
 }
 /** Linux's USER_HZ, which /proc/<pid>/stat counts in. */
 const CLOCK_TICKS = 100;
@@ -45,14 +59,19 @@ async function redisCpuSeconds(redis: RedisInfo): Promise<number | undefined> {
 }
 
 /** Times `run` (which ends when the queue is empty) and the CPU the worker and Redis spent meanwhile. */
-async function timed(n: number, worker: StartedWorker, redis: RedisInfo, run: () => Promise<void>): Promise<QueueMeasurement> {
-  const [worker0, redis0] = await Promise.all([cpuSecondsOf(worker.pid), redisCpuSeconds(redis)]);
+async function timed(n: number, worker: StartedWorker, redis: RedisInfo, receiverPid: number | undefined, run: () => Promise<void>): Promise<QueueMeasurement> {
+  const cpu = () =>
+    Promise.all([cpuSecondsOf(worker.pid), redisCpuSeconds(redis), cpuSecondsOfCommand('postgres'), receiverPid ? cpuSecondsOf(receiverPid) : undefined]);
+  const before = await cpu();
   const started = performance.now();
   await run();
   const seconds = (performance.now() - started) / 1000;
-  const [worker1, redis1] = await Promise.all([cpuSecondsOf(worker.pid), redisCpuSeconds(redis)]);
-  const perJob = (a?: number, b?: number) => (a === undefined || b === undefined ? undefined : ((b - a) * 1e6) / n);
-  return { jobs: n, seconds, jobsPerSec: n / seconds, workerCpuUs: perJob(worker0, worker1), redisCpuUs: perJob(redis0, redis1) };
+  const after = await cpu();
+  const perJob = (i: number) => {
+    const [a, b] = [before[i], after[i]];
+    return a === undefined || b === undefined ? undefined : ((b - a) * 1e6) / n;
+  };
+  return { jobs: n, seconds, jobsPerSec: n / seconds, workerCpuUs: perJob(0), redisCpuUs: perJob(1), postgresCpuUs: perJob(2), receiverCpuUs: perJob(3) };
 }
 
 /** Jobs of `queue` still waiting, delayed or running. */
@@ -75,7 +94,7 @@ export async function measureRawJobs(opts: { redisUrl: string; n: number; concur
   const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue(name, { connection });
   const worker = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name, BENCH_CONCURRENCY: String(opts.concurrency) });
-  const measured = await timed(opts.n, worker, connection, async () => {
+  const measured = await timed(opts.n, worker, connection, undefined, async () => {
     await queue.addBulk(Array.from({ length: opts.n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
     await waitFor(async () => (await jobsLeft(queue)) === 0, 120_000, 'raw jobs');
   });
@@ -99,6 +118,8 @@ export async function measureWebhookDeliveries(opts: {
   queue: Queue;
   /** A connection to the queue's Redis, for its CPU figures. */
   redis: RedisInfo;
+  /** The receiver's process, for its CPU figure. */
+  receiverPid?: number;
   enqueue: (deliveryIds: string[]) => Promise<void>;
   startWorker: () => Promise<StartedWorker>;
 }): Promise<QueueMeasurement> {
@@ -111,7 +132,7 @@ export async function measureWebhookDeliveries(opts: {
     [opts.webhookId, opts.workspaceId, payload, opts.n],
   );
   const worker = await opts.startWorker();
-  const measured = await timed(opts.n, worker, opts.redis, async () => {
+  const measured = await timed(opts.n, worker, opts.redis, opts.receiverPid, async () => {
     await opts.enqueue(rows.map((r) => r.id));
     await waitFor(async () => (await jobsLeft(opts.queue)) === 0, 180_000, 'webhook deliveries');
   });

@@ -428,7 +428,10 @@ async function call(url: string, method: string, token: string, body: unknown, e
 
 /** CPU per job of the worker and of Redis, where it could be read. */
 const cpuNote = (q: QueueMeasurement) =>
-  q.workerCpuUs === undefined ? '' : ` (CPU a job: worker ${q.workerCpuUs.toFixed(0)} µs, Redis ${q.redisCpuUs?.toFixed(0) ?? '?'} µs)`;
+  q.workerCpuUs === undefined
+    ? ''
+    : ` (CPU a job: worker ${us(q.workerCpuUs)}, Redis ${us(q.redisCpuUs)}, Postgres ${us(q.postgresCpuUs)}${q.receiverCpuUs === undefined ? '' : `, receiver ${us(q.receiverCpuUs)}`})`;
+const us = (x: number | undefined) => (x === undefined ? '?' : `${x.toFixed(0)} µs`);
 
 /** A child process that has no HTTP port (workers): ready once it prints `readyLine`. */
 function startWorker(name: string, script: string, env: Record<string, string>, readyLine: RegExp): Promise<StartedWorker> {
@@ -564,6 +567,7 @@ async function main(): Promise<void> {
     n: JOBS,
     queue: producer,
     redis: producerConnection,
+    receiverPid: receiver.process.pid,
     enqueue: async (ids) => {
       const options = { WEBHOOK_MAX_RETRIES: 3, WEBHOOK_RETRY_BACKOFF_SECONDS: 30 };
       await producer.addBulk(ids.map((deliveryId) => ({ name: DELIVER_WEBHOOK, data: { deliveryId }, opts: deliverJobOptions(options, deliveryId) })));
