@@ -6,9 +6,8 @@ import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { sql, type Kysely } from 'kysely';
 import { Agent, type Dispatcher } from 'undici';
-import { batched, batchedLookup } from '../../db/batched.js';
-import { compiledOnce } from '../../db/compiled.js';
-import { isDemoAccount } from '../../server/accounts.js';
+import { batched, groupPositions } from '../../db/batched.js';
+import { compilable, compiledOnce } from '../../db/compiled.js';
 import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/config.js';
 import { AppError } from '../../server/errors.js';
@@ -27,6 +26,7 @@ export interface DeliveryDeps {
 }
 
 export const RESPONSE_PREVIEW_CHARS = 1024;
+const NO_EMAILS: string[] = [];
 /** An endpoint failing this many deliveries in a row, over at least this long, is switched off. */
 export const AUTO_DISABLE_AFTER_FAILURES = 15;
 export const AUTO_DISABLE_AFTER_MS = 3 * 86_400_000;
@@ -97,30 +97,60 @@ function readPreview(body: Readable): Promise<string> {
   });
 }
 
+/**
+ * Signing secrets, decrypted once per sealed value instead of once per delivery. A sealed value stands for
+ * one secret forever (a rotation seals a new one under a new IV), so an entry never goes stale. The
+ * plaintexts stay in this process's memory, beside the key that decrypts them all; at most
+ * OPENED_SECRETS_KEPT per box.
+ */
+const openedSecrets = new WeakMap<SecretBox, Map<string, string>>();
+const OPENED_SECRETS_KEPT = 1000;
+function openSecret(box: SecretBox, sealed: string): string {
+  let opened = openedSecrets.get(box);
+  if (!opened) openedSecrets.set(box, (opened = new Map()));
+  let secret = opened.get(sealed);
+  if (secret === undefined) {
+    secret = box.open(sealed);
+    if (opened.size >= OPENED_SECRETS_KEPT) opened.delete(opened.keys().next().value!);
+    opened.set(sealed, secret);
+  }
+  return secret;
+}
+
 function retryDelayMs(config: Config, attempts: number) {
   return config.WEBHOOK_RETRY_BACKOFF_SECONDS * 1000 * 2 ** Math.max(0, attempts - 1);
 }
 
 /**
- * A delivery with its webhook and the emails of its workspace's owners (a demo workspace's deliveries may
- * be switched off). Read for every attempt, so batched under load (db/batched.ts).
+ * A delivery with its webhook, and whether its workspace is a demo workspace (one of its owners is a demo
+ * account of `demoEmails`; a demo workspace's deliveries may be switched off). Read for every attempt, so
+ * batched under load (db/batched.ts); the demo workspaces are looked up once per statement.
  */
-const deliveryOf = batchedLookup(
-  compiledOnce((db, ids: string[]) =>
-    db
-      .selectFrom('webhook_deliveries as d')
-      .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
-      .select([
-        'd.id', 'd.workspace_id', 'd.event', 'd.payload', 'd.status', 'd.attempts',
-        'h.id as webhook_id', 'h.url', 'h.is_active', 'h.secret_encrypted', 'h.previous_secret_encrypted', 'h.previous_secret_expires_at',
-        'h.consecutive_failures',
-        sql<string[] | null>`(select array_agg(u.email) from workspace_members m join users u on u.id = m.user_id
-          where m.workspace_id = d.workspace_id and m.role = 'OWNER')`.as('owner_emails'),
-      ])
-      .where(sql<boolean>`d.id = any(${ids})`),
-  ),
-  (row) => row.id,
+const deliveriesOf = compiledOnce((db, ids: string[], demoEmails: string[]) =>
+  db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
+    .select([
+      'd.id', 'd.workspace_id', 'd.event', 'd.payload', 'd.status', 'd.attempts',
+      'h.id as webhook_id', 'h.url', 'h.is_active', 'h.secret_encrypted', 'h.previous_secret_encrypted', 'h.previous_secret_expires_at',
+      'h.consecutive_failures',
+      sql<boolean>`d.workspace_id = any(array(select m.workspace_id from users u join workspace_members m on m.user_id = u.id
+        where u.email = any(${demoEmails}) and m.role = 'OWNER'))`.as('demo_workspace'),
+    ])
+    .where(sql<boolean>`d.id = any(${ids})`),
 );
+type DeliveryRow = Awaited<ReturnType<typeof deliveriesOf>>[number];
+
+const deliveryOf = batched<{ id: string; demoEmails: string[] }, DeliveryRow | undefined>(async (db, inputs) => {
+  // One statement per list of demo emails (in practice one: the process's configuration).
+  const results: Array<DeliveryRow | undefined> = inputs.map(() => undefined);
+  for (const group of groupPositions(inputs, (i) => i.demoEmails.join(','))) {
+    const rows = await deliveriesOf(db, [...new Set(group.map((i) => inputs[i]!.id))], inputs[group[0]!]!.demoEmails);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    for (const i of group) results[i] = byId.get(inputs[i]!.id);
+  }
+  return results;
+});
 
 interface AttemptRecord {
   id: string;
@@ -135,14 +165,17 @@ interface AttemptRecord {
 }
 
 /** Records attempts, batched: one statement for every attempt that ended while the previous one ran. */
-const recordAttempt = batched<AttemptRecord, void>(async (db, records) => {
-  await sql`
+const recordAttempts = compiledOnce((db, records: string) =>
+  compilable(db, sql`
     update webhook_deliveries d set status = v.status, attempts = v.attempts, request_headers = v.request_headers,
       response_status = v.response_status, response_preview = v.response_preview, duration_ms = v.duration_ms,
       next_retry_at = v.next_retry_at, last_error = v.last_error, updated_at = now()
-    from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as v(id uuid, status text, attempts int, request_headers jsonb,
+    from jsonb_to_recordset(${records}::jsonb) as v(id uuid, status text, attempts int, request_headers jsonb,
       response_status int, response_preview text, duration_ms int, next_retry_at timestamptz, last_error text)
-    where d.id = v.id`.execute(db);
+    where d.id = v.id`),
+);
+const recordAttempt = batched<AttemptRecord, void>(async (db, records) => {
+  await recordAttempts(db, JSON.stringify(records));
   return records.map(() => undefined);
 });
 
@@ -152,7 +185,8 @@ const recordAttempt = batched<AttemptRecord, void>(async (db, records) => {
  */
 export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): Promise<AttemptOutcome> {
   const { db, config } = deps;
-  const row = await deliveryOf(db, deliveryId);
+  const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? config.AI_DEMO_RESTRICTED_EMAILS : NO_EMAILS;
+  const row = await deliveryOf(db, { id: deliveryId, demoEmails });
   if (!row) return { status: 'failed', permanent: true };
   if (row.status === 'success' || row.status === 'failed' || row.status === 'disabled') {
     return row.status === 'failed' ? { status: 'failed', permanent: true } : { status: row.status };
@@ -162,7 +196,7 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): P
     ? 'Delivery is switched off (WEBHOOK_DELIVERY_ENABLED=false).'
     : !row.is_active
       ? 'The webhook is disabled.'
-      : config.WEBHOOK_DEMO_DELIVERY_DISABLED && row.owner_emails?.some((email) => isDemoAccount(config, email))
+      : row.demo_workspace
         ? 'Deliveries of demo workspaces are disabled (WEBHOOK_DEMO_DELIVERY_DISABLED).'
         : undefined;
   if (reasonDisabled) {
@@ -172,9 +206,9 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): P
 
   const body = JSON.stringify(row.payload);
   const timestamp = Math.floor(Date.now() / 1000);
-  const secrets = [deps.secrets.open(row.secret_encrypted)];
+  const secrets = [openSecret(deps.secrets, row.secret_encrypted)];
   if (row.previous_secret_encrypted && row.previous_secret_expires_at && row.previous_secret_expires_at > new Date()) {
-    secrets.push(deps.secrets.open(row.previous_secret_encrypted));
+    secrets.push(openSecret(deps.secrets, row.previous_secret_encrypted));
   }
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',

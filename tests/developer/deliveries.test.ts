@@ -550,7 +550,7 @@ describe('delivery switches', () => {
     expect((await deliveryRow(d.id)).status).toBe('disabled');
   });
 
-  it('a demo workspace\u2019s deliveries are recorded disabled by default (WEBHOOK_DEMO_DELIVERY_DISABLED), and sent when it is false', async () => {
+  it('a demo workspace\u2019s deliveries are recorded disabled by default (WEBHOOK_DEMO_DELIVERY_DISABLED), and sent when it is false; a demo account as a mere member changes nothing', async () => {
     const demo = await registerDemo(app, DEMO_EMAIL);
     const r = await receiver({ status: 200 });
     // Demo accounts cannot create webhooks (DEMO_READ_ONLY): their webhooks come from the demo seed.
@@ -566,6 +566,14 @@ describe('delivery switches', () => {
     expect(sent.status).toBe('success');
     const [req] = await r.waitForRequests(1);
     expectSignedDelivery(req!, hook.secret, 'webhook.test');
+
+    // A workspace is a demo workspace through its owners: the demo account as a mere member changes nothing.
+    const s = await ownerOn(app, 'lite', 'deliv-demo-member');
+    await app.deps.db.insertInto('workspace_members').values({ workspace_id: s.workspaceId, user_id: demo.userId, role: 'ADMIN' }).execute();
+    const other = await receiver({ status: 200 });
+    const otherHook = await hookTo(s, other);
+    expect((await sendTest(s, otherHook.id)).status).toBe('success');
+    expect(other.requests).toHaveLength(1);
   });
 });
 
