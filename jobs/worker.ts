@@ -39,11 +39,18 @@ const mailer = createMailer(config, db);
 const deliveryDeps = { db, config, logger, mailer, secrets: new SecretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY) };
 const workerConnection = () => new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null });
 
+/**
+ * The number of the attempt a job is starting, as BullMQ counts them: every start of the job so far
+ * (`attemptsStarted`, which also counts starts whose worker died before it could record anything), after
+ * the attempts made before the job was queued (a manual retry's job, `<deliveryId>-retry-<attempts>`).
+ */
+const attemptOf = (job: Job<DeliverWebhookJob>) => Number(/-retry-(\d+)$/.exec(job.id ?? '')?.[1] ?? 0) + job.attemptsStarted;
+
 const deliveries = new Worker<DeliverWebhookJob>(
   WEBHOOK_QUEUE,
   async (job: Job<DeliverWebhookJob>) => {
     if (job.name !== DELIVER_WEBHOOK) return;
-    const outcome = await attemptDelivery(deliveryDeps, job.data.deliveryId);
+    const outcome = await attemptDelivery(deliveryDeps, job.data.deliveryId, { attemptAtLeast: attemptOf(job) });
     // A retryable failure goes back to BullMQ, which waits out the exponential backoff; a blocked URL or a
     // 410 will never succeed.
     if (outcome.status === 'retrying') throw new Error('the endpoint did not accept the delivery');

@@ -182,8 +182,10 @@ const recordAttempt = batched<AttemptRecord, void>(async (db, records) => {
 /**
  * Makes one attempt of the delivery (unless it is already final) and records it. Safe to call twice for
  * the same delivery: a delivery already `success`, `failed` or `disabled` is left as it is.
+ * `attemptAtLeast`: the number this attempt has at least, when the caller knows of attempts that started
+ * but could not be recorded (the queue: a worker killed in the middle of one).
  */
-export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): Promise<AttemptOutcome> {
+export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, opts: { attemptAtLeast?: number } = {}): Promise<AttemptOutcome> {
   const { db, config } = deps;
   const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? config.AI_DEMO_RESTRICTED_EMAILS : NO_EMAILS;
   const row = await deliveryOf(db, { id: deliveryId, demoEmails });
@@ -219,7 +221,7 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): P
   };
   const signature = secrets.map((s) => sign(s, timestamp, body)).join(',');
 
-  const attempts = row.attempts + 1;
+  const attempts = Math.max(row.attempts + 1, opts.attemptAtLeast ?? 0);
   const started = performance.now();
   let answer: HttpAnswer | undefined;
   let error: string | undefined;

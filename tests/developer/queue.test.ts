@@ -456,7 +456,7 @@ describe('what Redis holds', () => {
 });
 
 describe('a worker killed in the middle of a delivery', () => {
-  it('SIGKILL while the receiver holds the request: a second worker picks the stalled job up and the delivery ends success, one row, no duplicate', async () => {
+  it('SIGKILL while the receiver holds the request: a second worker picks the stalled job up and the delivery ends success as attempt 2, one row, no duplicate', async () => {
     const first = workers.find((w) => w.label === 'first');
     expect(first?.running).toBe(true);
     const s = await owner('lite', 'q-crash');
@@ -483,8 +483,8 @@ describe('a worker killed in the middle of a delivery', () => {
     expect(reqs[1]!.receivedAt - killedAt).toBeLessThan(6 * JOB_LOCK_MS);
     expectSigned(reqs[1]!, hook.secret, 'webhook.test', d.id);
     const done = await until(d.id, 'success', 10_000);
-    // The killed attempt never got an answer, so only the second worker's attempt is recorded.
-    expect(done).toMatchObject({ attempts: 1, response_status: 200, response_preview: 'second worker', last_error: null, next_retry_at: null });
+    // The killed attempt never got an answer; it still counts: the second worker's attempt is attempt 2.
+    expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'second worker', last_error: null, next_retry_at: null });
     expect(await waitForJobState(d.id, ['completed'])).toBe('completed');
     await sleep(1_000);
     expect(r.requests).toHaveLength(2);
