@@ -100,6 +100,20 @@ async function removeReplaced(deps: Deps, key: string) {
   await deps.storage.delete(key).catch((err: unknown) => deps.logger.warn({ err, key }, 'could not remove a replaced file from storage'));
 }
 
+/**
+ * Stores the object, then runs `save`, the database change that points at it. If that change fails, the
+ * object is removed again (best effort, logged), so a failed request leaves nothing behind in storage.
+ */
+async function storeThenSave<T>(deps: Deps, key: string, data: Buffer, contentType: string, save: () => Promise<T>): Promise<T> {
+  await deps.storage.put(key, data, contentType);
+  try {
+    return await save();
+  } catch (err) {
+    await deps.storage.delete(key).catch((e: unknown) => deps.logger.warn({ err: e, key }, 'could not remove the object of a failed upload from storage'));
+    throw err;
+  }
+}
+
 const newKey = (folder: string, ext: string) => `${folder}/${crypto.randomUUID()}.${ext}`;
 const safeName = (name: string) => name.replace(/[^\w.-]+/g, '_').slice(-120);
 
@@ -123,12 +137,13 @@ export function uploadRoutes(deps: Deps): Router {
             })
         : file.buffer;
       const key = newKey('files', ext);
-      await deps.storage.put(key, data, mime);
-      const row = await deps.db
-        .insertInto('files')
-        .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'upload', storage_key: key, content_type: mime, size_bytes: data.length, original_name: safeName(file.originalname) })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const row = await storeThenSave(deps, key, data, mime, () =>
+        deps.db
+          .insertInto('files')
+          .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'upload', storage_key: key, content_type: mime, size_bytes: data.length, original_name: safeName(file.originalname) })
+          .returningAll()
+          .executeTakeFirstOrThrow(),
+      );
       res.status(201).json({
         id: row.id,
         workspaceId: row.workspace_id,
@@ -173,9 +188,11 @@ export function uploadRoutes(deps: Deps): Router {
       // The client crops to a square; the server makes sure: 512 x 512, re-encoded.
       const data = await reencode(file.buffer, { width: 512, height: 512, fit: 'cover' });
       const key = newKey('avatars', 'webp');
-      await deps.storage.put(key, data, 'image/webp');
-      const previous = await deps.db.selectFrom('users').select('avatar_key').where('id', '=', user.id).executeTakeFirstOrThrow();
-      await deps.db.updateTable('users').set({ avatar_key: key, avatar_updated_at: new Date(), updated_at: new Date() }).where('id', '=', user.id).execute();
+      const previous = await storeThenSave(deps, key, data, 'image/webp', async () => {
+        const previous = await deps.db.selectFrom('users').select('avatar_key').where('id', '=', user.id).executeTakeFirstOrThrow();
+        await deps.db.updateTable('users').set({ avatar_key: key, avatar_updated_at: new Date(), updated_at: new Date() }).where('id', '=', user.id).execute();
+        return previous;
+      });
       if (previous.avatar_key) await removeReplaced(deps, previous.avatar_key);
       res.status(201).json({ avatarUrl: `/users/${user.id}/avatar`, contentType: 'image/webp', width: 512, height: 512, size: data.length });
     }),
@@ -219,21 +236,22 @@ export function uploadRoutes(deps: Deps): Router {
       const { file } = await checkedFile(req, 'logo', IMAGE_TYPES);
       const data = await reencode(file.buffer, { width: 1024, height: 1024, fit: 'inside', withoutEnlargement: true });
       const key = newKey('logos', 'webp');
-      await deps.storage.put(key, data, 'image/webp');
-      const { row, replaced } = await deps.db.transaction().execute(async (trx) => {
-        const previous = await trx.selectFrom('workspaces').select('logo_file_id').where('id', '=', workspace!.id).forUpdate().executeTakeFirstOrThrow();
-        const row = await trx
-          .insertInto('files')
-          .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'logo', storage_key: key, content_type: 'image/webp', size_bytes: data.length, original_name: 'logo.webp' })
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await trx.updateTable('workspaces').set({ logo_file_id: row.id, updated_at: new Date() }).where('id', '=', workspace!.id).execute();
-        // The previous logo goes with its replacement: its row now, its object after the commit.
-        const replaced = previous.logo_file_id
-          ? await trx.deleteFrom('files').where('id', '=', previous.logo_file_id).where('kind', '=', 'logo').returning('storage_key').executeTakeFirst()
-          : undefined;
-        return { row, replaced };
-      });
+      const { row, replaced } = await storeThenSave(deps, key, data, 'image/webp', () =>
+        deps.db.transaction().execute(async (trx) => {
+          const previous = await trx.selectFrom('workspaces').select('logo_file_id').where('id', '=', workspace!.id).forUpdate().executeTakeFirstOrThrow();
+          const row = await trx
+            .insertInto('files')
+            .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'logo', storage_key: key, content_type: 'image/webp', size_bytes: data.length, original_name: 'logo.webp' })
+            .returningAll()
+            .executeTakeFirstOrThrow();
+          await trx.updateTable('workspaces').set({ logo_file_id: row.id, updated_at: new Date() }).where('id', '=', workspace!.id).execute();
+          // The previous logo goes with its replacement: its row now, its object after the commit.
+          const replaced = previous.logo_file_id
+            ? await trx.deleteFrom('files').where('id', '=', previous.logo_file_id).where('kind', '=', 'logo').returning('storage_key').executeTakeFirst()
+            : undefined;
+          return { row, replaced };
+        }),
+      );
       if (replaced) await removeReplaced(deps, replaced.storage_key);
       res.status(200).json({ logoUrl: `/storage/files/${row.id}`, contentType: 'image/webp', size: row.size_bytes });
     }),

@@ -5,6 +5,7 @@
 // friendly 502 STORAGE_PROVIDER_ERROR that repeats nothing it said and records nothing. The secret key
 // and the key id never come back in a response or a log line.
 import crypto from 'node:crypto';
+import { sql } from 'kysely';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../server/config.js';
@@ -186,6 +187,31 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
 
     expect(await s3.keys()).toEqual(bucketBefore);
     expect(await fileRows(app, owner.workspaceId)).toEqual(rowsBefore);
+  });
+});
+
+describe('when the database fails after the object is stored', () => {
+  it('removes the object again: a failed upload, avatar or logo leaves nothing in the bucket', async () => {
+    const victim = await registerAndLogin(app.api, { prefix: 's3-db-fails' });
+    const token = victim.accessToken;
+    // The database refuses this user's rows only (other files share the database).
+    const fn = `refuse_${crypto.randomBytes(4).toString('hex')}`;
+    const run = (statement: string) => sql.raw(statement).execute(app.deps.db);
+    await run(`create function ${fn}() returns trigger language plpgsql as $$ begin raise exception 'refused by the test'; end $$`);
+    await run(`create trigger ${fn} before insert on files for each row when (new.workspace_id = '${victim.workspaceId}') execute function ${fn}()`);
+    await run(`create trigger ${fn} before update of avatar_key on users for each row when (new.id = '${victim.userId}') execute function ${fn}()`);
+    try {
+      const before = await s3.keys();
+      expectError(await app.api('POST', '/storage/upload', { token, form: form('file', PDF, 'report.pdf', 'application/pdf') }), 500, 'INTERNAL_SERVER_ERROR');
+      expectError(await app.api('POST', '/profile/avatar', { token, form: form('avatar', PNG, 'me.png', 'image/png') }), 500, 'INTERNAL_SERVER_ERROR');
+      expectError(await app.api('POST', `/workspaces/${victim.workspaceId}/branding/logo`, { token, form: form('logo', PNG, 'logo.png', 'image/png') }), 500, 'INTERNAL_SERVER_ERROR');
+      expect(await s3.keys()).toEqual(before);
+      expect(await fileRows(app, victim.workspaceId)).toEqual([]);
+    } finally {
+      await run(`drop trigger ${fn} on files`);
+      await run(`drop trigger ${fn} on users`);
+      await run(`drop function ${fn}()`);
+    }
   });
 });
 
