@@ -34,15 +34,24 @@ async function cpuSecondsOf(pid: number): Promise<number | undefined> {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
-/** User + system CPU seconds of every process named `command` (Linux), or undefined. */
-async function cpuSecondsOfCommand(command: string): Promise<number | undefined> {
+/** User + system CPU seconds of each process named `command`, by pid (Linux), or undefined. */
+async function cpuSecondsByPid(command: string): Promise<Map<number, number> | undefined> {
   const pids = await fs.readdir('/proc').catch(() => undefined);
   if (!pids) return undefined;
-  let total = 0;
-  for (const pid of pids.filter((p) => /^\d+$/.test(p))) {
+  const seconds = new Map<number, number>();
+  for (const pid of pids.filter((p) => /^\d+$/.test(p)).map(Number)) {
     const comm = await fs.readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '');
-    if (comm.trim() === command) total += (await cpuSecondsOf(Number(pid))) ?? 0;
+    const cpu = comm.trim() === command ? await cpuSecondsOf(pid) : undefined;
+    if (cpu !== undefined) seconds.set(pid, cpu);
   }
+  return seconds;
+}
+/** CPU seconds such processes spent between two readings: those started meanwhile count from zero, those
+ * that ended meanwhile (a closed connection's backend) are left out. */
+function cpuSecondsBetween(before?: Map<number, number>, after?: Map<number, number>): number | undefined {
+  if (!before || !after) return undefined;
+  let total = 0;
+  for (const [pid, cpu] of after) total += cpu - (before.get(pid) ?? 0);
   return total;
 }
 /** Linux's USER_HZ, which /proc/<pid>/stat counts in. */
@@ -61,17 +70,23 @@ async function redisCpuSeconds(redis: RedisInfo): Promise<number | undefined> {
 /** Times `run` (which ends when the queue is empty) and the CPU the worker and Redis spent meanwhile. */
 async function timed(n: number, worker: StartedWorker, redis: RedisInfo, receiverPid: number | undefined, run: () => Promise<void>): Promise<QueueMeasurement> {
   const cpu = () =>
-    Promise.all([cpuSecondsOf(worker.pid), redisCpuSeconds(redis), cpuSecondsOfCommand('postgres'), receiverPid ? cpuSecondsOf(receiverPid) : undefined]);
+    Promise.all([cpuSecondsOf(worker.pid), redisCpuSeconds(redis), receiverPid ? cpuSecondsOf(receiverPid) : undefined, cpuSecondsByPid('postgres')] as const);
   const before = await cpu();
   const started = performance.now();
   await run();
   const seconds = (performance.now() - started) / 1000;
   const after = await cpu();
-  const perJob = (i: number) => {
-    const [a, b] = [before[i], after[i]];
-    return a === undefined || b === undefined ? undefined : ((b - a) * 1e6) / n;
+  const perJob = (s?: number) => (s === undefined ? undefined : (s * 1e6) / n);
+  const between = (i: 0 | 1 | 2) => (before[i] === undefined || after[i] === undefined ? undefined : after[i] - before[i]);
+  return {
+    jobs: n,
+    seconds,
+    jobsPerSec: n / seconds,
+    workerCpuUs: perJob(between(0)),
+    redisCpuUs: perJob(between(1)),
+    receiverCpuUs: perJob(between(2)),
+    postgresCpuUs: perJob(cpuSecondsBetween(before[3], after[3])),
   };
-  return { jobs: n, seconds, jobsPerSec: n / seconds, workerCpuUs: perJob(0), redisCpuUs: perJob(1), postgresCpuUs: perJob(2), receiverCpuUs: perJob(3) };
 }
 
 /** Jobs of `queue` still waiting, delayed or running. */
