@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import { sql, type Kysely } from 'kysely';
 import { Agent, type Dispatcher } from 'undici';
 import { batched, groupPositions } from '../../db/batched.js';
-import { compilable, compiledOnce } from '../../db/compiled.js';
+import { compiledOnce } from '../../db/compiled.js';
 import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/config.js';
 import { AppError } from '../../server/errors.js';
@@ -121,37 +121,6 @@ function retryDelayMs(config: Config, attempts: number) {
   return config.WEBHOOK_RETRY_BACKOFF_SECONDS * 1000 * 2 ** Math.max(0, attempts - 1);
 }
 
-/**
- * A delivery with its webhook, and whether its workspace is a demo workspace (one of its owners is a demo
- * account of `demoEmails`; a demo workspace's deliveries may be switched off). Read for every attempt, so
- * batched under load (db/batched.ts); the demo workspaces are looked up once per statement.
- */
-const deliveriesOf = compiledOnce((db, ids: string[], demoEmails: string[]) =>
-  db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
-    .select([
-      'd.id', 'd.workspace_id', 'd.event', 'd.payload', 'd.status', 'd.attempts',
-      'h.id as webhook_id', 'h.url', 'h.is_active', 'h.secret_encrypted', 'h.previous_secret_encrypted', 'h.previous_secret_expires_at',
-      'h.consecutive_failures',
-      sql<boolean>`d.workspace_id = any(array(select m.workspace_id from users u join workspace_members m on m.user_id = u.id
-        where u.email = any(${demoEmails}) and m.role = 'OWNER'))`.as('demo_workspace'),
-    ])
-    .where(sql<boolean>`d.id = any(${ids})`),
-);
-type DeliveryRow = Awaited<ReturnType<typeof deliveriesOf>>[number];
-
-const deliveryOf = batched<{ id: string; demoEmails: string[] }, DeliveryRow | undefined>(async (db, inputs) => {
-  // One statement per list of demo emails (in practice one: the process's configuration).
-  const results: Array<DeliveryRow | undefined> = inputs.map(() => undefined);
-  for (const group of groupPositions(inputs, (i) => i.demoEmails.join(','))) {
-    const rows = await deliveriesOf(db, [...new Set(group.map((i) => inputs[i]!.id))], inputs[group[0]!]!.demoEmails);
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    for (const i of group) results[i] = byId.get(inputs[i]!.id);
-  }
-  return results;
-});
-
 interface AttemptRecord {
   id: string;
   status: AttemptOutcome['status'];
@@ -164,20 +133,60 @@ interface AttemptRecord {
   last_error: string | null;
 }
 
-/** Records attempts, batched: one statement for every attempt that ended while the previous one ran. */
-const recordAttempts = compiledOnce((db, records: string) =>
-  compilable(db, sql`
-    update webhook_deliveries d set status = v.status, attempts = v.attempts, request_headers = v.request_headers,
-      response_status = v.response_status, response_preview = v.response_preview, duration_ms = v.duration_ms,
-      next_retry_at = v.next_retry_at, last_error = v.last_error, updated_at = now()
-    from jsonb_to_recordset(${records}::jsonb) as v(id uuid, status text, attempts int, request_headers jsonb,
-      response_status int, response_preview text, duration_ms int, next_retry_at timestamptz, last_error text)
-    where d.id = v.id`),
+/**
+ * The delivery path's one statement: it records the attempts of `records` (a JSON array of AttemptRecord)
+ * and reads the deliveries `ids` with their webhook, and whether their workspace is a demo workspace (one
+ * of its owners is a demo account of `demoEmails`; a demo workspace's deliveries may be switched off).
+ * The demo workspaces are looked up once per statement. A delivery is never read and recorded by the same
+ * statement: its attempt reads it, then records it.
+ */
+const deliveryRoundTrip = compiledOnce((db, ids: string[], demoEmails: string[], records: string) =>
+  db
+    .with('recorded', () =>
+      // A raw statement is not put in parentheses by Kysely: they are part of it.
+      sql`(update webhook_deliveries d set status = v.status, attempts = v.attempts, request_headers = v.request_headers,
+        response_status = v.response_status, response_preview = v.response_preview, duration_ms = v.duration_ms,
+        next_retry_at = v.next_retry_at, last_error = v.last_error, updated_at = now()
+      from jsonb_to_recordset(${records}::jsonb) as v(id uuid, status text, attempts int, request_headers jsonb,
+        response_status int, response_preview text, duration_ms int, next_retry_at timestamptz, last_error text)
+      where d.id = v.id)`,
+    )
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
+    .select([
+      'd.id', 'd.workspace_id', 'd.event', 'd.payload', 'd.status', 'd.attempts',
+      'h.id as webhook_id', 'h.url', 'h.is_active', 'h.secret_encrypted', 'h.previous_secret_encrypted', 'h.previous_secret_expires_at',
+      'h.consecutive_failures',
+      sql<boolean>`d.workspace_id = any(array(select m.workspace_id from users u join workspace_members m on m.user_id = u.id
+        where u.email = any(${demoEmails}) and m.role = 'OWNER'))`.as('demo_workspace'),
+    ])
+    .where(sql<boolean>`d.id = any(${ids})`),
 );
-const recordAttempt = batched<AttemptRecord, void>(async (db, records) => {
-  await recordAttempts(db, JSON.stringify(records));
-  return records.map(() => undefined);
+type DeliveryRow = Awaited<ReturnType<typeof deliveryRoundTrip>>[number];
+
+type RoundTripInput = { read: string; demoEmails: string[] } | { record: AttemptRecord };
+
+/**
+ * Reads and records of every attempt running, batched (db/batched.ts): the attempts that start and those
+ * that end while the previous statement runs share the next one. One statement per list of demo emails
+ * (in practice one, the process's configuration); the records go with the first.
+ */
+const roundTrip = batched<RoundTripInput, DeliveryRow | undefined>(async (db, inputs) => {
+  const results: Array<DeliveryRow | undefined> = inputs.map(() => undefined);
+  const records = inputs.flatMap((i) => ('record' in i ? [i.record] : []));
+  const readGroups = groupPositions(inputs, (i) => ('read' in i ? i.demoEmails.join(',') : '')).filter((g) => 'read' in inputs[g[0]!]!);
+  if (readGroups.length === 0) readGroups.push([]);
+  for (const [n, group] of readGroups.entries()) {
+    const reads = group.map((i) => inputs[i] as { read: string; demoEmails: string[] });
+    const rows = await deliveryRoundTrip(db, [...new Set(reads.map((r) => r.read))], reads[0]?.demoEmails ?? NO_EMAILS, JSON.stringify(n === 0 ? records : []));
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    for (const i of group) results[i] = byId.get((inputs[i] as { read: string }).read);
+  }
+  return results;
 });
+
+const deliveryOf = (db: Kysely<Database>, id: string, demoEmails: string[]) => roundTrip(db, { read: id, demoEmails });
+const recordAttempt = async (db: Kysely<Database>, record: AttemptRecord) => void (await roundTrip(db, { record }));
 
 /**
  * Makes one attempt of the delivery (unless it is already final) and records it. Safe to call twice for
@@ -188,7 +197,7 @@ const recordAttempt = batched<AttemptRecord, void>(async (db, records) => {
 export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, opts: { attemptAtLeast?: number } = {}): Promise<AttemptOutcome> {
   const { db, config } = deps;
   const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? config.AI_DEMO_RESTRICTED_EMAILS : NO_EMAILS;
-  const row = await deliveryOf(db, { id: deliveryId, demoEmails });
+  const row = await deliveryOf(db, deliveryId, demoEmails);
   if (!row) return { status: 'failed', permanent: true };
   if (row.status === 'success' || row.status === 'failed' || row.status === 'disabled') {
     return row.status === 'failed' ? { status: 'failed', permanent: true } : { status: row.status };
