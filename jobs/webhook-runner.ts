@@ -11,6 +11,9 @@ import type { WebhookQueue } from './queue.js';
 
 /** How long a swept delivery is reserved by this instance before another may take it. */
 const SWEEP_LEASE_MS = 60_000;
+/** Domain events one dispatch statement takes, and the batches one run takes at most (a run a second). */
+const DISPATCH_BATCH = 500;
+const DISPATCH_BATCHES_PER_RUN = 20;
 /** Pending deliveries this old were not queued (Redis away): queue mode enqueues them again. */
 const STUCK_PENDING_MS = 30_000;
 
@@ -39,10 +42,25 @@ export class WebhookRunner implements DeliveryStarter {
     if (opts.wait) await Promise.all(runs);
   }
 
-  /** Turns pending domain events into deliveries and starts them. Answers how many events it took. */
+  /**
+   * Turns pending domain events into deliveries and starts them, a batch at a time until none is left (at
+   * most DISPATCH_BATCHES_PER_RUN batches, yielding to other work between them). Answers how many events
+   * it took.
+   */
   dispatchPending(): Promise<number> {
-    this.dispatching ??= this.dispatch().finally(() => (this.dispatching = undefined));
+    this.dispatching ??= this.drain().finally(() => (this.dispatching = undefined));
     return this.dispatching;
+  }
+
+  private async drain(): Promise<number> {
+    let taken = 0;
+    for (let batch = 0; batch < DISPATCH_BATCHES_PER_RUN; batch++) {
+      const n = await this.dispatch();
+      taken += n;
+      if (n < DISPATCH_BATCH) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return taken;
   }
 
   private async dispatch(): Promise<number> {
@@ -53,7 +71,7 @@ export class WebhookRunner implements DeliveryStarter {
         .selectAll()
         .where('dispatched_at', 'is', null)
         .orderBy('created_at')
-        .limit(100)
+        .limit(DISPATCH_BATCH)
         .forUpdate()
         .skipLocked()
         .execute();

@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import dnsPromises from 'node:dns/promises';
 import os from 'node:os';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
@@ -522,6 +523,20 @@ describe('domain events', () => {
     const [req] = await r.waitForRequests(1);
     expect(expectSignedDelivery(req!, hook.secret, 'ai.generation.completed').data).toMatchObject({ generationId: gen.body.id });
   });
+
+  it('a burst of events larger than a dispatch batch is dispatched within a run or two, not at a batch a second', async () => {
+    const s = await ownerOn(app, 'lite', 'deliv-burst');
+    const r = await receiver({ status: 200 });
+    const hook = await hookTo(s, r, ['member.added']);
+    // 1,200 events at once, as a burst of changes writes them (more than two batches of 500).
+    await sql`insert into domain_events (workspace_id, type, payload)
+      select ${s.workspaceId}, 'member.added', jsonb_build_object('n', i) from generate_series(1, 1200) as i`.execute(app.deps.db);
+    const pending = () =>
+      app.deps.db.selectFrom('domain_events').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', s.workspaceId).where('dispatched_at', 'is', null).executeTakeFirstOrThrow();
+    await waitFor('the burst to be dispatched', async () => (Number((await pending()).n) === 0 ? true : undefined), 4_000, 100);
+    expect(await deliveriesOf(hook.id)).toHaveLength(1200);
+    await r.waitForRequests(1200, 20_000);
+  }, 30_000);
 
   it('an inactive webhook gets no delivery for an event it subscribes to', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-inactive');
