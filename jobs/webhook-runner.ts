@@ -66,16 +66,18 @@ export class WebhookRunner implements DeliveryStarter {
   private async dispatch(): Promise<number> {
     const { db } = this.deps;
     const { events, deliveryIds } = await db.transaction().execute(async (trx) => {
+      // Claimed and marked dispatched by one statement (another instance skips the locked rows); the
+      // deliveries are written in the same transaction, so both happen or neither.
       const events = await trx
-        .selectFrom('domain_events')
-        .selectAll()
-        .where('dispatched_at', 'is', null)
-        .orderBy('created_at')
-        .limit(DISPATCH_BATCH)
-        .forUpdate()
-        .skipLocked()
+        .updateTable('domain_events')
+        .set({ dispatched_at: new Date() })
+        .where('id', 'in', (eb) =>
+          eb.selectFrom('domain_events').select('id').where('dispatched_at', 'is', null).orderBy('created_at').limit(DISPATCH_BATCH).forUpdate().skipLocked(),
+        )
+        .returning(['id', 'workspace_id', 'type', 'payload', 'created_at'])
         .execute();
       if (events.length === 0) return { events, deliveryIds: [] as string[] };
+      events.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
       const hooks = await trx
         .selectFrom('webhooks')
         .select(['id', 'workspace_id', 'events'])
@@ -102,7 +104,6 @@ export class WebhookRunner implements DeliveryStarter {
             .returning('id')
             .execute()
         : [];
-      await trx.updateTable('domain_events').set({ dispatched_at: new Date() }).where('id', 'in', events.map((e) => e.id)).execute();
       return { events, deliveryIds: inserted.map((d) => d.id) };
     });
     if (deliveryIds.length) await this.start(deliveryIds);
