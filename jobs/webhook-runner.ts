@@ -74,7 +74,7 @@ export class WebhookRunner implements DeliveryStarter {
         .where('id', 'in', (eb) =>
           eb.selectFrom('domain_events').select('id').where('dispatched_at', 'is', null).orderBy('created_at').limit(DISPATCH_BATCH).forUpdate().skipLocked(),
         )
-        .returning(['id', 'workspace_id', 'type', 'payload', 'created_at'])
+        .returning(['id', 'workspace_id', 'type', 'created_at'])
         .execute();
       if (events.length === 0) return { events, deliveryIds: [] as string[] };
       events.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
@@ -84,17 +84,23 @@ export class WebhookRunner implements DeliveryStarter {
         .where('workspace_id', 'in', [...new Set(events.map((e) => e.workspace_id))])
         .where('is_active', '=', true)
         .execute();
-      const rows = events.flatMap((e) =>
-        hooks
-          .filter((h) => h.workspace_id === e.workspace_id && (h.events as string[]).includes(e.type))
-          .map((h) => ({
-            webhook_id: h.id,
-            workspace_id: e.workspace_id,
-            event: e.type,
-            domain_event_id: e.id,
-            payload: JSON.stringify(envelope(e.type, e.workspace_id, e.payload, e.created_at)),
-            status: 'pending' as const,
-          })),
+      const subscribers = (e: (typeof events)[number]) => hooks.filter((h) => h.workspace_id === e.workspace_id && (h.events as string[]).includes(e.type));
+      // Payloads are read only for the events some webhook wants (most have none).
+      const wanted = events.filter((e) => subscribers(e).length > 0);
+      const payloads = new Map<string, Record<string, unknown>>();
+      if (wanted.length) {
+        const read = await trx.selectFrom('domain_events').select(['id', 'payload']).where('id', 'in', wanted.map((e) => e.id)).execute();
+        for (const e of read) payloads.set(e.id, e.payload as Record<string, unknown>);
+      }
+      const rows = wanted.flatMap((e) =>
+        subscribers(e).map((h) => ({
+          webhook_id: h.id,
+          workspace_id: e.workspace_id,
+          event: e.type,
+          domain_event_id: e.id,
+          payload: JSON.stringify(envelope(e.type, e.workspace_id, payloads.get(e.id)!, e.created_at)),
+          status: 'pending' as const,
+        })),
       );
       const inserted = rows.length
         ? await trx
