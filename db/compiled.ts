@@ -3,7 +3,7 @@
 // authentication of every request): there, Kysely's build and compile and Postgres's planning are most of
 // the cost. Everywhere else, build queries the usual way. Keep such queries to explicit columns (no
 // `select *`), so that a later migration cannot change the result type of a statement already prepared.
-import type { CompiledQuery, Compilable, Kysely, RawBuilder } from 'kysely';
+import type { CompiledQuery, Compilable, Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
 /** SQL text -> statement name, read by the `pg` client of db/index.ts. */
@@ -29,6 +29,3 @@ export function compiledOnce<P extends unknown[], R>(build: (db: Kysely<Database
     return result.rows;
   };
 }
-
-/** A raw `sql` statement as a Compilable, for compiledOnce (raw builders compile against a database). */
-export const compilable = <R>(db: Kysely<Database>, raw: RawBuilder<R>): Compilable<R> => ({ compile: () => raw.compile(db) });

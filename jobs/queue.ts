@@ -30,6 +30,9 @@ export function deliverJobOptions(config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | '
   };
 }
 
+/** The attempts a delivery had before its job was queued: a manual retry's job id carries them. */
+export const attemptsBeforeJob = (jobId: string | undefined) => Number(/-retry-(\d+)$/.exec(jobId ?? '')?.[1] ?? 0);
+
 export function createWebhookQueue(config: Config) {
   const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
   connection.on('error', () => {

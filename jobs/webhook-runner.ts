@@ -84,16 +84,17 @@ export class WebhookRunner implements DeliveryStarter {
         .where('workspace_id', 'in', [...new Set(events.map((e) => e.workspace_id))])
         .where('is_active', '=', true)
         .execute();
-      const subscribers = (e: (typeof events)[number]) => hooks.filter((h) => h.workspace_id === e.workspace_id && (h.events as string[]).includes(e.type));
       // Payloads are read only for the events some webhook wants (most have none).
-      const wanted = events.filter((e) => subscribers(e).length > 0);
+      const wanted = events
+        .map((e) => ({ e, subscribers: hooks.filter((h) => h.workspace_id === e.workspace_id && (h.events as string[]).includes(e.type)) }))
+        .filter((w) => w.subscribers.length > 0);
       const payloads = new Map<string, Record<string, unknown>>();
       if (wanted.length) {
-        const read = await trx.selectFrom('domain_events').select(['id', 'payload']).where('id', 'in', wanted.map((e) => e.id)).execute();
+        const read = await trx.selectFrom('domain_events').select(['id', 'payload']).where('id', 'in', wanted.map((w) => w.e.id)).execute();
         for (const e of read) payloads.set(e.id, e.payload as Record<string, unknown>);
       }
-      const rows = wanted.flatMap((e) =>
-        subscribers(e).map((h) => ({
+      const rows = wanted.flatMap(({ e, subscribers }) =>
+        subscribers.map((h) => ({
           webhook_id: h.id,
           workspace_id: e.workspace_id,
           event: e.type,

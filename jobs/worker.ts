@@ -14,7 +14,7 @@ import { SecretBox } from '../server/security/secret-box.js';
 import { createDb } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { attemptDelivery } from '../routers/webhooks/delivery.js';
-import { DELIVER_WEBHOOK, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, createWebhookQueue, webhookQueueEnabled, type DeliverWebhookJob } from './queue.js';
+import { DELIVER_WEBHOOK, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, attemptsBeforeJob, createWebhookQueue, webhookQueueEnabled, type DeliverWebhookJob } from './queue.js';
 import { WebhookRunner } from './webhook-runner.js';
 import { cleanUpExpiredTokens } from './maintenance.js';
 import { PasswordHasher } from '../server/security/passwords.js';
@@ -44,7 +44,7 @@ const workerConnection = () => new Redis(config.REDIS_URL!, { maxRetriesPerReque
  * (`attemptsStarted`, which also counts starts whose worker died before it could record anything), after
  * the attempts made before the job was queued (a manual retry's job, `<deliveryId>-retry-<attempts>`).
  */
-const attemptOf = (job: Job<DeliverWebhookJob>) => Number(/-retry-(\d+)$/.exec(job.id ?? '')?.[1] ?? 0) + job.attemptsStarted;
+const attemptOf = (job: Job<DeliverWebhookJob>) => attemptsBeforeJob(job.id) + job.attemptsStarted;
 
 const deliveries = new Worker<DeliverWebhookJob>(
   WEBHOOK_QUEUE,

@@ -93,11 +93,11 @@ const asyncRoute =
     void fn(req, res).catch(next);
 
 /**
- * Removes an object the database no longer points at. Best effort: the change the user asked for is
- * saved, so a storage failure here is only logged (an orphaned object is harmless).
+ * Removes an object the database does not (or no longer) point at. Best effort: a storage failure here is
+ * only logged (an orphaned object is harmless).
  */
-async function removeReplaced(deps: Deps, key: string) {
-  await deps.storage.delete(key).catch((err: unknown) => deps.logger.warn({ err, key }, 'could not remove a replaced file from storage'));
+async function removeObject(deps: Deps, key: string, which: 'replaced file' | 'failed upload') {
+  await deps.storage.delete(key).catch((err: unknown) => deps.logger.warn({ err, key }, `could not remove the object of a ${which} from storage`));
 }
 
 /**
@@ -109,7 +109,7 @@ async function storeThenSave<T>(deps: Deps, key: string, data: Buffer, contentTy
   try {
     return await save();
   } catch (err) {
-    await deps.storage.delete(key).catch((e: unknown) => deps.logger.warn({ err: e, key }, 'could not remove the object of a failed upload from storage'));
+    await removeObject(deps, key, 'failed upload');
     throw err;
   }
 }
@@ -193,7 +193,7 @@ export function uploadRoutes(deps: Deps): Router {
         await deps.db.updateTable('users').set({ avatar_key: key, avatar_updated_at: new Date(), updated_at: new Date() }).where('id', '=', user.id).execute();
         return previous;
       });
-      if (previous.avatar_key) await removeReplaced(deps, previous.avatar_key);
+      if (previous.avatar_key) await removeObject(deps, previous.avatar_key, 'replaced file');
       res.status(201).json({ avatarUrl: `/users/${user.id}/avatar`, contentType: 'image/webp', width: 512, height: 512, size: data.length });
     }),
   );
@@ -252,7 +252,7 @@ export function uploadRoutes(deps: Deps): Router {
           return { row, replaced };
         }),
       );
-      if (replaced) await removeReplaced(deps, replaced.storage_key);
+      if (replaced) await removeObject(deps, replaced.storage_key, 'replaced file');
       res.status(200).json({ logoUrl: `/storage/files/${row.id}`, contentType: 'image/webp', size: row.size_bytes });
     }),
   );

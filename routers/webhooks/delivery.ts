@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { sql, type Kysely } from 'kysely';
 import { Agent } from 'undici';
-import { batched, groupPositions } from '../../db/batched.js';
+import { batched } from '../../db/batched.js';
 import { compiledOnce } from '../../db/compiled.js';
 import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/config.js';
@@ -26,7 +26,6 @@ export interface DeliveryDeps {
 }
 
 export const RESPONSE_PREVIEW_CHARS = 1024;
-const NO_EMAILS: string[] = [];
 /** An endpoint failing this many deliveries in a row, over at least this long, is switched off. */
 export const AUTO_DISABLE_AFTER_FAILURES = 15;
 export const AUTO_DISABLE_AFTER_MS = 3 * 86_400_000;
@@ -171,29 +170,21 @@ const deliveryRoundTrip = compiledOnce((db, ids: string[], demoEmails: string[],
 );
 type DeliveryRow = Awaited<ReturnType<typeof deliveryRoundTrip>>[number];
 
-type RoundTripInput = { read: string; demoEmails: string[] } | { record: AttemptRecord };
+type RoundTripInput = { read: string } | { record: AttemptRecord };
 
 /**
- * Reads and records of every attempt running, batched (db/batched.ts): the attempts that start and those
- * that end while the previous statement runs share the next one. One statement per list of demo emails
- * (in practice one, the process's configuration); the records go with the first.
+ * Reads and records of every attempt running, batched (db/batched.ts) per set of delivery dependencies
+ * (one per process): the attempts that start and those that end while the previous statement runs share
+ * the next one.
  */
-const roundTrip = batched<RoundTripInput, DeliveryRow | undefined>(async (db, inputs) => {
-  const results: Array<DeliveryRow | undefined> = inputs.map(() => undefined);
+const roundTrip = batched<RoundTripInput, DeliveryRow | undefined, DeliveryDeps>(async ({ db, config }, inputs) => {
+  const reads = inputs.flatMap((i) => ('read' in i ? [i.read] : []));
   const records = inputs.flatMap((i) => ('record' in i ? [i.record] : []));
-  const readGroups = groupPositions(inputs, (i) => ('read' in i ? i.demoEmails.join(',') : '')).filter((g) => 'read' in inputs[g[0]!]!);
-  if (readGroups.length === 0) readGroups.push([]);
-  for (const [n, group] of readGroups.entries()) {
-    const reads = group.map((i) => inputs[i] as { read: string; demoEmails: string[] });
-    const rows = await deliveryRoundTrip(db, [...new Set(reads.map((r) => r.read))], reads[0]?.demoEmails ?? NO_EMAILS, JSON.stringify(n === 0 ? records : []));
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    for (const i of group) results[i] = byId.get((inputs[i] as { read: string }).read);
-  }
-  return results;
+  const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? config.AI_DEMO_RESTRICTED_EMAILS : [];
+  const rows = await deliveryRoundTrip(db, [...new Set(reads)], demoEmails, JSON.stringify(records));
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return inputs.map((i) => ('read' in i ? byId.get(i.read) : undefined));
 });
-
-const deliveryOf = (db: Kysely<Database>, id: string, demoEmails: string[]) => roundTrip(db, { read: id, demoEmails });
-const recordAttempt = async (db: Kysely<Database>, record: AttemptRecord) => void (await roundTrip(db, { record }));
 
 /**
  * Makes one attempt of the delivery (unless it is already final) and records it. Safe to call twice for
@@ -203,8 +194,7 @@ const recordAttempt = async (db: Kysely<Database>, record: AttemptRecord) => voi
  */
 export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, opts: { attemptAtLeast?: number } = {}): Promise<AttemptOutcome> {
   const { db, config } = deps;
-  const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? config.AI_DEMO_RESTRICTED_EMAILS : NO_EMAILS;
-  const row = await deliveryOf(db, deliveryId, demoEmails);
+  const row = await roundTrip(deps, { read: deliveryId });
   if (!row) return { status: 'failed', permanent: true };
   if (row.status === 'success' || row.status === 'failed' || row.status === 'disabled') {
     return row.status === 'failed' ? { status: 'failed', permanent: true } : { status: row.status };
@@ -267,16 +257,18 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
         : { status: 'failed', permanent };
   }
 
-  await recordAttempt(db, {
-    id: deliveryId,
-    status: outcome.status,
-    attempts,
-    request_headers: headers,
-    response_status: answer?.status ?? null,
-    response_preview: answer ? answer.preview : null,
-    duration_ms: durationMs,
-    next_retry_at: outcome.status === 'retrying' ? outcome.retryAt.toISOString() : null,
-    last_error: outcome.status === 'success' ? null : (error ?? null),
+  await roundTrip(deps, {
+    record: {
+      id: deliveryId,
+      status: outcome.status,
+      attempts,
+      request_headers: headers,
+      response_status: answer?.status ?? null,
+      response_preview: answer ? answer.preview : null,
+      duration_ms: durationMs,
+      next_retry_at: outcome.status === 'retrying' ? outcome.retryAt.toISOString() : null,
+      last_error: outcome.status === 'success' ? null : (error ?? null),
+    },
   });
   // A success of a healthy endpoint changes nothing: no query.
   if (!(outcome.status === 'success' && row.consecutive_failures === 0)) await trackEndpointHealth(deps, row.webhook_id, row.workspace_id, outcome);
