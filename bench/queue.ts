@@ -1,7 +1,9 @@
 // Queue throughput, measured in the same run: raw BullMQ jobs that do nothing (bench/raw-worker.ts)
 // against `deliver_webhook` jobs of the webhook worker (jobs/worker.ts) delivering signed webhooks to a
 // loopback receiver (bench/receiver.ts). Both workers run in child processes at the same concurrency;
-// with the worker ready, jobs are enqueued and timed until the queue has none left waiting or running.
+// with the worker ready, a warm-up batch of jobs runs untimed (as the HTTP scenarios' warm-up: a
+// long-lived worker's code is compiled, its connections open), then jobs are enqueued and timed until the
+// queue has none left waiting or running.
 import fs from 'node:fs/promises';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -104,15 +106,24 @@ const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, what: s
  * No-op jobs: with the worker ready, enqueue `n` and time until none is left waiting or running. (Counting
  * QueueEvents 'completed' events loses some once the events stream is trimmed to its 10,000 entries.)
  */
-export async function measureRawJobs(opts: { redisUrl: string; n: number; concurrency: number; startWorker: (env: Record<string, string>) => Promise<StartedWorker> }): Promise<QueueMeasurement> {
+export async function measureRawJobs(opts: {
+  redisUrl: string;
+  n: number;
+  /** Jobs run untimed first. */
+  warmUp: number;
+  concurrency: number;
+  startWorker: (env: Record<string, string>) => Promise<StartedWorker>;
+}): Promise<QueueMeasurement> {
   const name = `bench-raw-${Date.now()}`;
   const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue(name, { connection });
   const worker = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name, BENCH_CONCURRENCY: String(opts.concurrency) });
-  const measured = await timed(opts.n, worker, connection, undefined, async () => {
-    await queue.addBulk(Array.from({ length: opts.n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
+  const run = async (n: number) => {
+    await queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
     await waitFor(async () => (await jobsLeft(queue)) === 0, 120_000, 'raw jobs');
-  });
+  };
+  await run(opts.warmUp);
+  const measured = await timed(opts.n, worker, connection, undefined, () => run(opts.n));
   await worker.stop();
   await queue.obliterate({ force: true });
   await queue.close();
@@ -121,15 +132,18 @@ export async function measureRawJobs(opts: { redisUrl: string; n: number; concur
 }
 
 /**
- * Webhook deliveries: `n` pending delivery rows of one webhook; with the webhook worker ready, they are
- * queued as deliver_webhook jobs on `queue` and timed as the raw jobs are, until none is left waiting or
- * running; then every row must be `success` (each job recorded its delivery before it completed).
+ * Webhook deliveries: `warmUp` + `n` pending delivery rows of one webhook; with the webhook worker ready,
+ * they are queued as deliver_webhook jobs on `queue`, the warm-up ones first and untimed, then the `n`
+ * timed as the raw jobs are, until none is left waiting or running; then every row must be `success`
+ * (each job recorded its delivery before it completed).
  */
 export async function measureWebhookDeliveries(opts: {
   databaseUrl: string;
   webhookId: string;
   workspaceId: string;
   n: number;
+  /** Deliveries run untimed first. */
+  warmUp: number;
   queue: Queue;
   /** A connection to the queue's Redis, for its CPU figures. */
   redis: RedisInfo;
@@ -144,20 +158,23 @@ export async function measureWebhookDeliveries(opts: {
   const { rows } = await client.query<{ id: string }>(
     `insert into webhook_deliveries (webhook_id, workspace_id, event, payload, status)
      select $1, $2, 'billing.updated', $3::jsonb, 'pending' from generate_series(1, $4) returning id`,
-    [opts.webhookId, opts.workspaceId, payload, opts.n],
+    [opts.webhookId, opts.workspaceId, payload, opts.warmUp + opts.n],
   );
+  const ids = rows.map((r) => r.id);
   const worker = await opts.startWorker();
-  const measured = await timed(opts.n, worker, opts.redis, opts.receiverPid, async () => {
-    await opts.enqueue(rows.map((r) => r.id));
+  const run = async (batch: string[]) => {
+    await opts.enqueue(batch);
     await waitFor(async () => (await jobsLeft(opts.queue)) === 0, 180_000, 'webhook deliveries');
-  });
+  };
+  await run(ids.slice(0, opts.warmUp));
+  const measured = await timed(opts.n, worker, opts.redis, opts.receiverPid, () => run(ids.slice(opts.warmUp)));
   await worker.stop();
   const { rows: outcomes } = await client.query<{ status: string; n: number }>(
     `select status, count(*)::int as n from webhook_deliveries where id = any($1::uuid[]) group by status`,
-    [rows.map((r) => r.id)],
+    [ids],
   );
   const succeeded = outcomes.find((o) => o.status === 'success')?.n ?? 0;
-  if (succeeded !== opts.n) throw new Error(`webhook deliveries: ${succeeded} of ${opts.n} succeeded (${JSON.stringify(outcomes)})`);
+  if (succeeded !== ids.length) throw new Error(`webhook deliveries: ${succeeded} of ${ids.length} succeeded (${JSON.stringify(outcomes)})`);
   await client.end();
   return measured;
 }

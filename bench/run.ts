@@ -17,7 +17,8 @@
 // Environment: BENCH_POSTGRES_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
 // BENCH_DURATION (seconds per measured run, default 10), BENCH_CONNECTIONS (JSON routes, default 50),
 // BENCH_BCRYPT_CONNECTIONS (login and bcrypt, default 8), BENCH_JOBS (queued jobs per queue run, default
-// 20000), BENCH_QUEUE_CONCURRENCY (both queue workers, default 100 as WEBHOOK_WORKER_CONCURRENCY),
+// 20000), BENCH_WARM_UP_JOBS (jobs each queue worker runs untimed first, default 5000),
+// BENCH_QUEUE_CONCURRENCY (both queue workers, default 100 as WEBHOOK_WORKER_CONCURRENCY),
 // BENCH_ROUNDS (rounds over the scenario list, default 3: each scenario's time is split over them),
 // BENCH_ONLY (a regular expression: run only the scenarios whose name matches it, with their baselines;
 // the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ"), BENCH_PROFILE_DIR (every
@@ -50,6 +51,9 @@ const WARM_UP_S = 2;
 const CHILD_NODE_ARGS = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`] : [];
 /** Rounds over the scenario list; each round runs every scenario for its duration / ROUNDS. */
 const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
+const JOBS = positiveInt('BENCH_JOBS', 20000);
+const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 100);
+const WARM_UP_JOBS = positiveInt('BENCH_WARM_UP_JOBS', 5000);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, 'i') : undefined;
 const READY_TIMEOUT_MS = 60_000;
 const USER = { email: 'bench@example.com', password: 'bench-Password-42', name: 'Bench User' };
@@ -400,7 +404,7 @@ async function writeResults(results: Measurement[]): Promise<void> {
     finishedAt: new Date().toISOString(),
     node: process.version,
     cpus: os.cpus().length,
-    settings: { durationS: DURATION_S, rounds: ROUNDS, warmUpS: WARM_UP_S, jsonConnections: JSON_CONNECTIONS, bcryptConnections: BCRYPT_CONNECTIONS, bcryptCost: BCRYPT_COST },
+    settings: { durationS: DURATION_S, rounds: ROUNDS, warmUpS: WARM_UP_S, jsonConnections: JSON_CONNECTIONS, bcryptConnections: BCRYPT_CONNECTIONS, bcryptCost: BCRYPT_COST, queueJobs: JOBS, queueWarmUpJobs: WARM_UP_JOBS, queueConcurrency: CONCURRENCY },
     results,
   };
   await fs.mkdir(path.dirname(RESULTS_FILE), { recursive: true });
@@ -556,10 +560,8 @@ async function main(): Promise<void> {
   // webhook worker's default).
   const queueRedis = `${redisBase}/8`;
   if (ONLY && !ONLY.test('deliver_webhook via BullMQ') && !ONLY.test('raw BullMQ no-op jobs')) return report(measured);
-  const JOBS = positiveInt('BENCH_JOBS', 20000);
-  const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 100);
   process.stdout.write(`  raw BullMQ no-op jobs (${JOBS}) ...`);
-  const raw = await measureRawJobs({ redisUrl: queueRedis, n: JOBS, concurrency: CONCURRENCY, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
+  const raw = await measureRawJobs({ redisUrl: queueRedis, n: JOBS, warmUp: WARM_UP_JOBS, concurrency: CONCURRENCY, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
   console.log(` ${raw.jobsPerSec.toFixed(0)} jobs/s${cpuNote(raw)}`);
   process.stdout.write(`  deliver_webhook jobs (${JOBS}) ...`);
   const workerEnv = { ...shared, REDIS_URL: queueRedis, QUEUES_ENABLED: 'true', WEBHOOK_QUEUE_ENABLED: 'true', WEBHOOK_WORKER_CONCURRENCY: String(CONCURRENCY), LOG_LEVEL: 'info' };
@@ -574,6 +576,7 @@ async function main(): Promise<void> {
     webhookId: String(hook.id),
     workspaceId,
     n: JOBS,
+    warmUp: WARM_UP_JOBS,
     queue: producer,
     redis: producerConnection,
     receiverPid: receiver.process.pid,
