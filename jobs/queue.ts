@@ -19,13 +19,18 @@ export interface DeliverWebhookJob {
 export const webhookQueueEnabled = (config: Pick<Config, 'QUEUES_ENABLED' | 'WEBHOOK_QUEUE_ENABLED' | 'REDIS_URL'>) =>
   config.QUEUES_ENABLED && config.WEBHOOK_QUEUE_ENABLED && Boolean(config.REDIS_URL);
 
-/** How a deliver_webhook job is queued: its id is the delivery id (a manual retry gets its own). */
+/**
+ * How a deliver_webhook job is queued: its id is the delivery id (a manual retry gets its own). A completed
+ * job is removed at once: it holds nothing its delivery row does not (the id, and `success`), and keeping
+ * the last thousand cost Redis a trim with every completion. Failed jobs stay, the last 5,000, with the
+ * reason they failed.
+ */
 export function deliverJobOptions(config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | 'WEBHOOK_RETRY_BACKOFF_SECONDS'>, deliveryId: string, retry?: number) {
   return {
     jobId: retry === undefined ? deliveryId : `${deliveryId}-retry-${retry}`,
     attempts: config.WEBHOOK_MAX_RETRIES + 1,
     backoff: { type: 'exponential', delay: config.WEBHOOK_RETRY_BACKOFF_SECONDS * 1000 },
-    removeOnComplete: { count: 1000 },
+    removeOnComplete: true,
     removeOnFail: { count: 5000 },
   };
 }

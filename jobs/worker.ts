@@ -51,10 +51,11 @@ const deliveries = new Worker<DeliverWebhookJob>(
   async (job: Job<DeliverWebhookJob>) => {
     if (job.name !== DELIVER_WEBHOOK) return;
     const outcome = await attemptDelivery(deliveryDeps, job.data.deliveryId, { attemptAtLeast: attemptOf(job) });
-    // A retryable failure goes back to BullMQ, which waits out the exponential backoff; a blocked URL or a
-    // 410 will never succeed.
+    // A retryable failure goes back to BullMQ, which waits out the exponential backoff. A failed delivery
+    // is over (a blocked URL or a 410 will never succeed; the last attempt failed): its job fails without
+    // another try and is kept, with the reason, among the failed jobs.
     if (outcome.status === 'retrying') throw new Error('the endpoint did not accept the delivery');
-    if (outcome.status === 'failed' && outcome.permanent) throw new UnrecoverableError('the delivery cannot succeed');
+    if (outcome.status === 'failed') throw new UnrecoverableError(outcome.permanent ? 'the delivery cannot succeed' : 'the last attempt of the delivery failed');
     return outcome.status;
   },
   {
