@@ -122,6 +122,11 @@ interface Granted {
  * The CTE `generation` that inserts succeeded generations (the rows travel as one JSON parameter, so the
  * statement's text is the same for any number of rows), with their ai.generation.completed domain
  * events. With `whenReserved`, nothing is inserted unless the CTE `reserved` answered a row.
+ *
+ * A generation's event is written only when an active webhook of its workspace subscribes to
+ * ai.generation.completed: one event per generation is most of the outbox's volume, and an event no
+ * webhook wants would only be dispatched to nobody (a webhook created later does not get the events from
+ * before it; docs/decisions.md, Developer platform).
  */
 function insertGenerations(items: readonly NewGeneration[], whenReserved = false) {
   return sql`generation as (
@@ -136,9 +141,10 @@ function insertGenerations(items: readonly NewGeneration[], whenReserved = false
       returning id, workspace_id, model, provider, prompt_tokens, completion_tokens, temperature, created_at
     ), event as (
       insert into domain_events (workspace_id, type, payload)
-      select workspace_id, 'ai.generation.completed',
-        jsonb_build_object('generationId', id, 'model', model, 'provider', provider, 'totalTokens', prompt_tokens + completion_tokens)
-      from generation
+      select g.workspace_id, 'ai.generation.completed',
+        jsonb_build_object('generationId', g.id, 'model', g.model, 'provider', g.provider, 'totalTokens', g.prompt_tokens + g.completion_tokens)
+      from generation g
+      where exists (select 1 from webhooks h where h.workspace_id = g.workspace_id and h.is_active and h.events ? 'ai.generation.completed')
     )`;
 }
 

@@ -15,6 +15,7 @@ import {
   generationRows,
   GENERATION_FIELDS,
   providerStatusOf,
+  subscribeWebhook,
   thisMonth,
   uniquePrompt,
   usageOf,
@@ -151,14 +152,33 @@ describe('what a generation stores', () => {
     expect(row).toMatchObject({ system_prompt: null, temperature: null, template_id: null });
   });
 
-  it('emits one ai.generation.completed domain event per generation, naming it', async () => {
-    const g = await generateOk(app, user.accessToken, { prompt: uniquePrompt() });
-    const events = await domainEvents(app, user.workspaceId, 'ai.generation.completed');
-    const mine = events.filter((e) => (e.payload as Record<string, unknown>).generationId === g.id);
-    expect(mine).toHaveLength(1);
-    expect(mine[0]!.payload).toMatchObject({ generationId: g.id, model: 'mock-writer-1', provider: 'MOCK', totalTokens: g.totalTokens });
-    const rows = (await generationRows(app, user.workspaceId)).filter((r) => r.status === 'SUCCEEDED');
-    expect(events).toHaveLength(rows.length);
+  it('emits one ai.generation.completed domain event per generation, naming it, once a webhook of the workspace subscribes', async () => {
+    const owner = await registerAndLogin(app.api, { prefix: 'ai-events' });
+    // No webhook: no event (nobody would get it).
+    await generateOk(app, owner.accessToken, { prompt: uniquePrompt() });
+    // A webhook of other events only: still none.
+    await subscribeWebhook(app, owner, ['member.added']);
+    await generateOk(app, owner.accessToken, { prompt: uniquePrompt() });
+    expect(await domainEvents(app, owner.workspaceId, 'ai.generation.completed')).toHaveLength(0);
+
+    await subscribeWebhook(app, owner);
+    const generated = await Promise.all([1, 2, 3].map(() => generateOk(app, owner.accessToken, { prompt: uniquePrompt() })));
+    const events = await domainEvents(app, owner.workspaceId, 'ai.generation.completed');
+    expect(events).toHaveLength(3);
+    for (const g of generated) {
+      const mine = events.filter((e) => (e.payload as Record<string, unknown>).generationId === g.id);
+      expect(mine).toHaveLength(1);
+      expect(mine[0]!.payload).toMatchObject({ generationId: g.id, model: 'mock-writer-1', provider: 'MOCK', totalTokens: g.totalTokens });
+    }
+  });
+
+  it('emits no event for a workspace whose subscribed webhook is switched off', async () => {
+    const owner = await registerAndLogin(app.api, { prefix: 'ai-events-off' });
+    const hook = await subscribeWebhook(app, owner);
+    const off = await app.api('PATCH', `/workspaces/${owner.workspaceId}/webhooks/${hook.id}`, { token: owner.accessToken, body: { isActive: false } });
+    expect(off.status, off.text).toBe(200);
+    await generateOk(app, owner.accessToken, { prompt: uniquePrompt() });
+    expect(await domainEvents(app, owner.workspaceId, 'ai.generation.completed')).toHaveLength(0);
   });
 });
 

@@ -3,7 +3,8 @@
 import crypto from 'node:crypto';
 import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
-import type { ApiResponse } from '../helpers/http.js';
+import type { ApiResponse, Session } from '../helpers/http.js';
+import { createWebhook } from '../developer/helpers.js';
 
 /** The fields of a generation as GET /ai/history and POST /ai/generate answer it. */
 export const GENERATION_FIELDS = [
@@ -104,4 +105,13 @@ export function tally(responses: ApiResponse[]): Record<string, number> {
     out[key] = (out[key] ?? 0) + 1;
   }
   return out;
+}
+
+/**
+ * A webhook of the session's workspace subscribed to `events`: a generation's ai.generation.completed
+ * event is written only when one is. Its host never resolves (.invalid), so its deliveries fail at once
+ * and nothing leaves the machine.
+ */
+export function subscribeWebhook(app: TestApp, s: Session, events = ['ai.generation.completed']) {
+  return createWebhook(app, s, { url: `https://hooks-${tag()}.example.invalid/ai`, events });
 }

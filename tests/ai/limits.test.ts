@@ -12,6 +12,7 @@ import {
   generateOk,
   generationRows,
   providerStatusOf,
+  subscribeWebhook,
   tally,
   thisMonth,
   uniquePrompt,
@@ -56,6 +57,7 @@ const register = (prefix: string) => registerAs(app, uniqueEmail(prefix));
 describe('workspace monthly limit', () => {
   it('lets exactly 20 of 40 concurrent generations through on a fresh Lite workspace (limit 20), refusing the rest with AI_MONTHLY_LIMIT_REACHED', async () => {
     const owner = await register('ai-race');
+    await subscribeWebhook(app, owner);
     const responses = await Promise.all(
       Array.from({ length: 40 }, (_, i) => generate(app, owner.accessToken, { prompt: uniquePrompt(`Race ${i}`), workspaceId: owner.workspaceId })),
     );

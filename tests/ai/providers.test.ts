@@ -12,7 +12,7 @@ import { ledger } from '../helpers/secret-ledger.js';
 import { FAKE_OPENAI_CANARY, startFakeOpenAI, type FakeProviderMode } from '../helpers/fake-openai.js';
 import { FAKE_ANTHROPIC_CANARY, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { registerAs } from '../workspaces/helpers.js';
-import { domainEvents, generate, generationRow, generationRows, providerStatusOf, uniquePrompt, usageOf, userCounter, workspaceCounter } from './helpers.js';
+import { domainEvents, generate, generationRow, generationRows, providerStatusOf, subscribeWebhook, uniquePrompt, usageOf, userCounter, workspaceCounter } from './helpers.js';
 
 const hex = (n: number) => crypto.randomBytes(n).toString('hex');
 
@@ -144,6 +144,7 @@ for (const p of PROVIDERS) {
         startTestApp({ ...common, ...p.env(fake.url, p.wrongKey), AI_REQUEST_TIMEOUT_MS: '10000' }),
       ]);
       user = await registerAndLogin(app.api, { prefix: `ai-${p.name.toLowerCase()}` });
+      await subscribeWebhook(app, user);
     });
     afterAll(async () => {
       await Promise.all([app?.close(), timeoutApp?.close(), wrongKeyApp?.close()]);
