@@ -33,7 +33,8 @@ const HOUSE_MODEL = 'house-model-7';
 
 beforeAll(async () => {
   [app, defaultModelApp, lowCeilingApp] = await Promise.all([
-    startTestApp({ RATE_LIMIT_ENABLED: 'false' }),
+    // Webhooks are subscribed only so that events are written: their deliveries are recorded, not sent.
+    startTestApp({ RATE_LIMIT_ENABLED: 'false', WEBHOOK_DELIVERY_ENABLED: 'false' }),
     startTestApp({ RATE_LIMIT_ENABLED: 'false', AI_DEFAULT_MODEL: HOUSE_MODEL }),
     startTestApp({ RATE_LIMIT_ENABLED: 'false', AI_MONTHLY_GENERATION_LIMIT: '3' }),
   ]);

@@ -109,8 +109,8 @@ export function tally(responses: ApiResponse[]): Record<string, number> {
 
 /**
  * A webhook of the session's workspace subscribed to `events`: a generation's ai.generation.completed
- * event is written only when one is. Its host never resolves (.invalid), so its deliveries fail at once
- * and nothing leaves the machine.
+ * event is written only when one is. The apps of the AI tests record its deliveries without sending them
+ * (WEBHOOK_DELIVERY_ENABLED=false), and its host could not be reached anyway (.invalid never resolves).
  */
 export function subscribeWebhook(app: TestApp, s: Session, events = ['ai.generation.completed']) {
   return createWebhook(app, s, { url: `https://hooks-${tag()}.example.invalid/ai`, events });

@@ -39,6 +39,8 @@ const common = {
   AI_TEST_USER_EMAILS: `${TESTER},${TESTER_MULTI},${TESTER_FULL}`,
   AI_TEST_USER_MONTHLY_LIMIT: '5',
   AI_DEMO_RESTRICTED_EMAILS: `${DEMO},${DEMO_OPEN},${DEMO_RACE}`,
+  // A webhook is subscribed only so that events are written: its deliveries are recorded, not sent.
+  WEBHOOK_DELIVERY_ENABLED: 'false',
 };
 
 beforeAll(async () => {

@@ -137,7 +137,8 @@ for (const p of PROVIDERS) {
     beforeAll(async () => {
       [fake, hangingFake] = await Promise.all([p.startFake(p.apiKey), p.startFake(p.apiKey)]);
       hangingFake.setMode('hang');
-      const common = { RATE_LIMIT_ENABLED: 'false', AI_TEST_USER_EMAILS: tester, AI_TEST_USER_MONTHLY_LIMIT: '5' };
+      // The webhook subscribed so that events are written is never called: deliveries are recorded, not sent.
+      const common = { RATE_LIMIT_ENABLED: 'false', AI_TEST_USER_EMAILS: tester, AI_TEST_USER_MONTHLY_LIMIT: '5', WEBHOOK_DELIVERY_ENABLED: 'false' };
       [app, timeoutApp, wrongKeyApp] = await Promise.all([
         startTestApp({ ...common, ...p.env(fake.url, p.apiKey), AI_REQUEST_TIMEOUT_MS: '10000' }),
         startTestApp({ ...common, ...p.env(hangingFake.url, p.apiKey), AI_REQUEST_TIMEOUT_MS: '300' }),
