@@ -15,7 +15,7 @@ import type { Logger } from '../../server/logger.js';
 import type { Mailer } from '../../server/email/mailer.js';
 import type { SecretBox } from '../../server/security/secret-box.js';
 import { recordAudit } from '../audit/service.js';
-import { checkWebhookUrl, resolveDeliveryAddress } from './url-policy.js';
+import { checkWebhookUrl, resolveDeliveryAddress, type CheckedUrl } from './url-policy.js';
 
 export interface DeliveryDeps {
   db: Kysely<Database>;
@@ -103,24 +103,35 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
   });
 }
 
+/** Entries each of the delivery path's caches keeps at most; the oldest goes first. */
+const CACHED_AT_MOST = 1000;
+function cacheEntry<K, V>(cache: Map<K, V>, key: K, value: V): V {
+  if (cache.size >= CACHED_AT_MOST) cache.delete(cache.keys().next().value!);
+  cache.set(key, value);
+  return value;
+}
+
 /**
  * Signing secrets, decrypted once per sealed value instead of once per delivery. A sealed value stands for
  * one secret forever (a rotation seals a new one under a new IV), so an entry never goes stale. The
- * plaintexts stay in this process's memory, beside the key that decrypts them all; at most
- * OPENED_SECRETS_KEPT per box.
+ * plaintexts stay in this process's memory, beside the key that decrypts them all.
  */
 const openedSecrets = new WeakMap<SecretBox, Map<string, string>>();
-const OPENED_SECRETS_KEPT = 1000;
 function openSecret(box: SecretBox, sealed: string): string {
   let opened = openedSecrets.get(box);
   if (!opened) openedSecrets.set(box, (opened = new Map()));
-  let secret = opened.get(sealed);
-  if (secret === undefined) {
-    secret = box.open(sealed);
-    if (opened.size >= OPENED_SECRETS_KEPT) opened.delete(opened.keys().next().value!);
-    opened.set(sealed, secret);
-  }
-  return secret;
+  return opened.get(sealed) ?? cacheEntry(opened, sealed, box.open(sealed));
+}
+
+/**
+ * Webhook URLs as checked for delivery, once per URL and setting: the check of a URL as written depends on
+ * nothing else. A host name is still resolved, and every address it resolves to checked, at every
+ * delivery (resolveDeliveryAddress). A URL that fails its check is not kept: it is refused again next time.
+ */
+const checkedUrls = new Map<string, CheckedUrl>();
+function checkedUrlOf(url: string, allowPrivate: boolean): CheckedUrl {
+  const key = `${allowPrivate} ${url}`;
+  return checkedUrls.get(key) ?? cacheEntry(checkedUrls, key, checkWebhookUrl(url, { allowPrivate }));
 }
 
 function retryDelayMs(config: Config, attempts: number) {
@@ -160,7 +171,9 @@ const deliveryRoundTrip = compiledOnce((db, ids: string[], demoEmails: string[],
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
     .select([
-      'd.id', 'd.workspace_id', 'd.event', 'd.payload', 'd.status', 'd.attempts',
+      'd.id', 'd.workspace_id', 'd.event', 'd.status', 'd.attempts',
+      // The envelope as the request body: jsonb's own text, not parsed here only to be serialised again.
+      sql<string>`d.payload::text`.as('body'),
       'h.id as webhook_id', 'h.url', 'h.is_active', 'h.secret_encrypted', 'h.previous_secret_encrypted', 'h.previous_secret_expires_at',
       'h.consecutive_failures',
       sql<boolean>`d.workspace_id = any(array(select m.workspace_id from users u join workspace_members m on m.user_id = u.id
@@ -212,7 +225,7 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
     return { status: 'disabled' };
   }
 
-  const body = JSON.stringify(row.payload);
+  const body = row.body;
   const timestamp = Math.floor(Date.now() / 1000);
   const secrets = [openSecret(deps.secrets, row.secret_encrypted)];
   if (row.previous_secret_encrypted && row.previous_secret_expires_at && row.previous_secret_expires_at > new Date()) {
@@ -234,7 +247,7 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
   let permanent = false;
   try {
     const allowPrivate = config.WEBHOOK_ALLOW_PRIVATE_URLS;
-    const checked = checkWebhookUrl(row.url, { allowPrivate });
+    const checked = checkedUrlOf(row.url, allowPrivate);
     const address = await resolveDeliveryAddress(checked, { allowPrivate });
     answer = await post(checked.url, address, { ...headers, 'X-Service-Signature': signature }, body, config.WEBHOOK_TIMEOUT_MS);
   } catch (err) {
