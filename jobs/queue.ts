@@ -19,21 +19,22 @@ export interface DeliverWebhookJob {
 export const webhookQueueEnabled = (config: Pick<Config, 'QUEUES_ENABLED' | 'WEBHOOK_QUEUE_ENABLED' | 'REDIS_URL'>) =>
   config.QUEUES_ENABLED && config.WEBHOOK_QUEUE_ENABLED && Boolean(config.REDIS_URL);
 
-/**
- * How a deliver_webhook job is queued: its id is the delivery id (a manual retry gets its own). A completed
- * job is removed at once: it holds nothing its delivery row does not (the id, and `success`), and keeping
- * the last thousand cost Redis a trim with every completion. Failed jobs stay, the last 5,000, with the
- * reason they failed.
- */
+/** How a deliver_webhook job is queued: its id is the delivery id (a manual retry gets its own). */
 export function deliverJobOptions(config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | 'WEBHOOK_RETRY_BACKOFF_SECONDS'>, deliveryId: string, retry?: number) {
   return {
     jobId: retry === undefined ? deliveryId : `${deliveryId}-retry-${retry}`,
     attempts: config.WEBHOOK_MAX_RETRIES + 1,
     backoff: { type: 'exponential', delay: config.WEBHOOK_RETRY_BACKOFF_SECONDS * 1000 },
-    removeOnComplete: true,
-    removeOnFail: { count: 5000 },
   };
 }
+
+/**
+ * Which ended deliver_webhook jobs the worker keeps (its options, so that no job carries them). A
+ * completed job is removed at once: it holds nothing its delivery row does not (its id), and
+ * keeping the last thousand cost Redis a trim with every completion. Failed jobs stay, the last 5,000, with
+ * the reason they failed.
+ */
+export const KEEP_ENDED_JOBS = { removeOnComplete: { count: 0 }, removeOnFail: { count: 5000 } };
 
 /** The attempts a delivery had before its job was queued: a manual retry's job id carries them. */
 export const attemptsBeforeJob = (jobId: string | undefined) => Number(/-retry-(\d+)$/.exec(jobId ?? '')?.[1] ?? 0);

@@ -14,7 +14,7 @@ import { SecretBox } from '../server/security/secret-box.js';
 import { createDb } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { attemptDelivery } from '../routers/webhooks/delivery.js';
-import { DELIVER_WEBHOOK, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, attemptsBeforeJob, createWebhookQueue, webhookQueueEnabled, type DeliverWebhookJob } from './queue.js';
+import { DELIVER_WEBHOOK, KEEP_ENDED_JOBS, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, attemptsBeforeJob, createWebhookQueue, webhookQueueEnabled, type DeliverWebhookJob } from './queue.js';
 import { WebhookRunner } from './webhook-runner.js';
 import { cleanUpExpiredTokens } from './maintenance.js';
 import { PasswordHasher } from '../server/security/passwords.js';
@@ -56,9 +56,9 @@ const deliveries = new Worker<DeliverWebhookJob>(
     // another try and is kept, with the reason, among the failed jobs.
     if (outcome.status === 'retrying') throw new Error('the endpoint did not accept the delivery');
     if (outcome.status === 'failed') throw new UnrecoverableError(outcome.permanent ? 'the delivery cannot succeed' : 'the last attempt of the delivery failed');
-    return outcome.status;
   },
   {
+    ...KEEP_ENDED_JOBS,
     connection: workerConnection(),
     prefix: config.QUEUE_PREFIX,
     concurrency: config.WEBHOOK_WORKER_CONCURRENCY,

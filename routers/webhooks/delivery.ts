@@ -73,8 +73,9 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
   return new Promise((resolve, reject) => {
     let status = 0;
     let preview = '';
-    const text = new StringDecoder('utf8');
-    const answered = () => resolve({ status, preview: (preview + text.end()).slice(0, RESPONSE_PREVIEW_CHARS) });
+    // Made with the first chunk of an answer: many have no body.
+    let text: StringDecoder | undefined;
+    const answered = () => resolve({ status, preview: text ? (preview + text.end()).slice(0, RESPONSE_PREVIEW_CHARS) : '' });
     dispatcherFor(timeoutMs).dispatch(
       {
         origin: `${url.protocol}//${host}${url.port ? `:${url.port}` : ''}`,
@@ -90,7 +91,7 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
         onRequestStart: () => undefined,
         onResponseStart: (_controller, statusCode) => void (status = statusCode),
         onResponseData: (controller, chunk) => {
-          preview += text.write(chunk);
+          preview += (text ??= new StringDecoder('utf8')).write(chunk);
           if (preview.length >= RESPONSE_PREVIEW_CHARS) controller.abort(new PreviewComplete());
         },
         onResponseEnd: answered,
