@@ -1,6 +1,7 @@
 // A query built and compiled once, then run with new parameter values, and on Postgres as a named
-// prepared statement (parsed and planned once per connection). For the hottest paths only (the
-// authentication of every request): there, Kysely's build and compile and Postgres's planning are most of
+// prepared statement: parsed once per connection, planned for each execution's values (db/index.ts sets
+// plan_cache_mode; docs/decisions.md, Data). For the hottest paths only (the authentication of every
+// request, the delivery round trip): there, Kysely's build and compile and Postgres's parsing are much of
 // the cost. Everywhere else, build queries the usual way. Keep such queries to explicit columns (no
 // `select *`), so that a later migration cannot change the result type of a statement already prepared.
 import type { CompiledQuery, Compilable, Kysely } from 'kysely';

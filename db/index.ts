@@ -35,6 +35,10 @@ export async function createDialect(config: DbConfig, onPoolError?: (err: Error)
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX, Client: PreparingClient });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', (err) => onPoolError?.(err));
+    // The prepared statements are planned for the values of each execution, never by a generic plan: a
+    // generic plan made while a table was small (a seq scan of a new webhook_deliveries) would stay until
+    // the next ANALYZE, however large the table grew meanwhile. Queued before the client's first query.
+    pool.on('connect', (client) => void client.query('set plan_cache_mode = force_custom_plan').catch((err: Error) => onPoolError?.(err)));
     return new PostgresDialect({ pool });
   }
   // Loaded only when used: PGlite costs hundreds of MB of WebAssembly memory.
