@@ -1,9 +1,10 @@
 // Queue throughput, measured in the same run: raw BullMQ jobs that do nothing (bench/raw-worker.ts)
 // against `deliver_webhook` jobs of the webhook worker (jobs/worker.ts) delivering signed webhooks to a
 // loopback receiver (bench/receiver.ts). Both workers run in child processes at the same concurrency;
-// with the worker ready, a warm-up batch of jobs runs untimed (as the HTTP scenarios' warm-up: a
-// long-lived worker's code is compiled, its connections open), then jobs are enqueued and timed until the
-// queue has none left waiting or running.
+// with a worker ready, a warm-up batch of jobs runs untimed (as the HTTP scenarios' warm-up: a long-lived
+// worker's code is compiled, its connections open). Timed runs then enqueue jobs and time them until the
+// queue has none left waiting or running; bench/run.ts alternates the two benchmarks' runs over its
+// rounds, as it does the HTTP scenarios, so a slow minute of the machine weighs on both alike.
 import fs from 'node:fs/promises';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -98,22 +99,46 @@ const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, what: s
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 20));
   }
 };
 
+/** A queue benchmark whose worker stays up between its timed runs. */
+export interface QueueBench {
+  /** Enqueues `n` jobs and times them until none is left waiting or running. */
+  run(n: number): Promise<QueueMeasurement>;
+  /** Stops the worker, checks what the runs left behind, and cleans up. */
+  stop(): Promise<void>;
+}
+
+/** The measurements of several runs as one: their jobs over their time, their CPU over their jobs. */
+export function combined(runs: QueueMeasurement[]): QueueMeasurement {
+  const jobs = runs.reduce((sum, r) => sum + r.jobs, 0);
+  const seconds = runs.reduce((sum, r) => sum + r.seconds, 0);
+  const cpu = (of: (r: QueueMeasurement) => number | undefined) =>
+    runs.some((r) => of(r) === undefined) ? undefined : runs.reduce((sum, r) => sum + of(r)! * r.jobs, 0) / jobs;
+  return {
+    jobs,
+    seconds,
+    jobsPerSec: jobs / seconds,
+    workerCpuUs: cpu((r) => r.workerCpuUs),
+    redisCpuUs: cpu((r) => r.redisCpuUs),
+    postgresCpuUs: cpu((r) => r.postgresCpuUs),
+    receiverCpuUs: cpu((r) => r.receiverCpuUs),
+  };
+}
+
 /**
- * No-op jobs: with the worker ready, enqueue `n` and time until none is left waiting or running. (Counting
- * QueueEvents 'completed' events loses some once the events stream is trimmed to its 10,000 entries.)
+ * No-op jobs: starts the worker and runs `warmUp` jobs untimed; each run then enqueues its jobs and times
+ * them until none is left waiting or running. (Counting QueueEvents 'completed' events loses some once the
+ * events stream is trimmed to its 10,000 entries.)
  */
-export async function measureRawJobs(opts: {
+export async function startRawJobs(opts: {
   redisUrl: string;
-  n: number;
-  /** Jobs run untimed first. */
   warmUp: number;
   concurrency: number;
   startWorker: (env: Record<string, string>) => Promise<StartedWorker>;
-}): Promise<QueueMeasurement> {
+}): Promise<QueueBench> {
   const name = `bench-raw-${Date.now()}`;
   const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue(name, { connection });
@@ -123,25 +148,28 @@ export async function measureRawJobs(opts: {
     await waitFor(async () => (await jobsLeft(queue)) === 0, 120_000, 'raw jobs');
   };
   await run(opts.warmUp);
-  const measured = await timed(opts.n, worker, connection, undefined, () => run(opts.n));
-  await worker.stop();
-  await queue.obliterate({ force: true });
-  await queue.close();
-  connection.disconnect();
-  return measured;
+  return {
+    run: (n) => timed(n, worker, connection, undefined, () => run(n)),
+    async stop() {
+      await worker.stop();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      connection.disconnect();
+    },
+  };
 }
 
 /**
- * Webhook deliveries: `warmUp` + `n` pending delivery rows of one webhook; with the webhook worker ready,
- * they are queued as deliver_webhook jobs on `queue`, the warm-up ones first and untimed, then the `n`
- * timed as the raw jobs are, until none is left waiting or running; then every row must be `success`
- * (each job recorded its delivery before it completed).
+ * Webhook deliveries of one webhook: with the webhook worker ready, `warmUp` of them run untimed; each run
+ * then inserts its pending delivery rows (untimed), queues them as deliver_webhook jobs on `queue` and
+ * times them as the raw jobs are. At the end every row must be `success` (each job recorded its delivery
+ * before it completed). Rows are inserted run by run: a row left pending for 30 s would be taken by an API
+ * instance's sweep.
  */
-export async function measureWebhookDeliveries(opts: {
+export async function startWebhookDeliveries(opts: {
   databaseUrl: string;
   webhookId: string;
   workspaceId: string;
-  n: number;
   /** Deliveries run untimed first. */
   warmUp: number;
   queue: Queue;
@@ -151,30 +179,41 @@ export async function measureWebhookDeliveries(opts: {
   receiverPid?: number;
   enqueue: (deliveryIds: string[]) => Promise<void>;
   startWorker: () => Promise<StartedWorker>;
-}): Promise<QueueMeasurement> {
+}): Promise<QueueBench> {
   const client = new pg.Client({ connectionString: opts.databaseUrl });
   await client.connect();
   const payload = JSON.stringify({ event: 'billing.updated', createdAt: new Date().toISOString(), workspaceId: opts.workspaceId, data: { bench: true } });
-  const { rows } = await client.query<{ id: string }>(
-    `insert into webhook_deliveries (webhook_id, workspace_id, event, payload, status)
-     select $1, $2, 'billing.updated', $3::jsonb, 'pending' from generate_series(1, $4) returning id`,
-    [opts.webhookId, opts.workspaceId, payload, opts.warmUp + opts.n],
-  );
-  const ids = rows.map((r) => r.id);
-  const worker = await opts.startWorker();
+  const ids: string[] = [];
+  const insert = async (n: number) => {
+    const { rows } = await client.query<{ id: string }>(
+      `insert into webhook_deliveries (webhook_id, workspace_id, event, payload, status)
+       select $1, $2, 'billing.updated', $3::jsonb, 'pending' from generate_series(1, $4) returning id`,
+      [opts.webhookId, opts.workspaceId, payload, n],
+    );
+    const batch = rows.map((r) => r.id);
+    ids.push(...batch);
+    return batch;
+  };
   const run = async (batch: string[]) => {
     await opts.enqueue(batch);
     await waitFor(async () => (await jobsLeft(opts.queue)) === 0, 180_000, 'webhook deliveries');
   };
-  await run(ids.slice(0, opts.warmUp));
-  const measured = await timed(opts.n, worker, opts.redis, opts.receiverPid, () => run(ids.slice(opts.warmUp)));
-  await worker.stop();
-  const { rows: outcomes } = await client.query<{ status: string; n: number }>(
-    `select status, count(*)::int as n from webhook_deliveries where id = any($1::uuid[]) group by status`,
-    [ids],
-  );
-  const succeeded = outcomes.find((o) => o.status === 'success')?.n ?? 0;
-  if (succeeded !== ids.length) throw new Error(`webhook deliveries: ${succeeded} of ${ids.length} succeeded (${JSON.stringify(outcomes)})`);
-  await client.end();
-  return measured;
+  const worker = await opts.startWorker();
+  await run(await insert(opts.warmUp));
+  return {
+    async run(n) {
+      const batch = await insert(n);
+      return timed(n, worker, opts.redis, opts.receiverPid, () => run(batch));
+    },
+    async stop() {
+      await worker.stop();
+      const { rows: outcomes } = await client.query<{ status: string; n: number }>(
+        `select status, count(*)::int as n from webhook_deliveries where id = any($1::uuid[]) group by status`,
+        [ids],
+      );
+      await client.end();
+      const succeeded = outcomes.find((o) => o.status === 'success')?.n ?? 0;
+      if (succeeded !== ids.length) throw new Error(`webhook deliveries: ${succeeded} of ${ids.length} succeeded (${JSON.stringify(outcomes)})`);
+    },
+  };
 }

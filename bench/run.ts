@@ -17,7 +17,8 @@
 // Environment: BENCH_POSTGRES_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
 // BENCH_DURATION (seconds per measured run, default 10), BENCH_CONNECTIONS (JSON routes, default 50),
 // BENCH_BCRYPT_CONNECTIONS (login and bcrypt, default 8), BENCH_JOBS (queued jobs per queue run, default
-// 20000), BENCH_WARM_UP_JOBS (jobs each queue worker runs untimed first, default 5000),
+// 20000; each queue runs that many in each round), BENCH_WARM_UP_JOBS (jobs each queue worker runs
+// untimed first, default 5000),
 // BENCH_QUEUE_CONCURRENCY (both queue workers, default 100 as WEBHOOK_WORKER_CONCURRENCY),
 // BENCH_ROUNDS (rounds over the scenario list, default 3: each scenario's time is split over them),
 // BENCH_ONLY (a regular expression: run only the scenarios whose name matches it, with their baselines;
@@ -35,7 +36,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { DELIVER_WEBHOOK, WEBHOOK_QUEUE, deliverJobOptions } from '../jobs/queue.js';
-import { measureRawJobs, measureWebhookDeliveries, type QueueMeasurement, type StartedWorker } from './queue.js';
+import { combined, startRawJobs, startWebhookDeliveries, type QueueMeasurement, type StartedWorker } from './queue.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
@@ -560,10 +561,7 @@ async function main(): Promise<void> {
   // webhook worker's default).
   const queueRedis = `${redisBase}/8`;
   if (ONLY && !ONLY.test('deliver_webhook via BullMQ') && !ONLY.test('raw BullMQ no-op jobs')) return report(measured);
-  process.stdout.write(`  raw BullMQ no-op jobs (${JOBS}) ...`);
-  const raw = await measureRawJobs({ redisUrl: queueRedis, n: JOBS, warmUp: WARM_UP_JOBS, concurrency: CONCURRENCY, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
-  console.log(` ${raw.jobsPerSec.toFixed(0)} jobs/s${cpuNote(raw)}`);
-  process.stdout.write(`  deliver_webhook jobs (${JOBS}) ...`);
+  const raw = await startRawJobs({ redisUrl: queueRedis, warmUp: WARM_UP_JOBS, concurrency: CONCURRENCY, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
   const workerEnv = { ...shared, REDIS_URL: queueRedis, QUEUES_ENABLED: 'true', WEBHOOK_QUEUE_ENABLED: 'true', WEBHOOK_WORKER_CONCURRENCY: String(CONCURRENCY), LOG_LEVEL: 'info' };
   const producerConnection = new Redis(queueRedis, { maxRetriesPerRequest: null });
   const producer = new Queue(WEBHOOK_QUEUE, { connection: producerConnection });
@@ -571,11 +569,10 @@ async function main(): Promise<void> {
     await producer.close();
     producerConnection.disconnect();
   });
-  const deliveries = await measureWebhookDeliveries({
+  const deliveries = await startWebhookDeliveries({
     databaseUrl: db.url,
     webhookId: String(hook.id),
     workspaceId,
-    n: JOBS,
     warmUp: WARM_UP_JOBS,
     queue: producer,
     redis: producerConnection,
@@ -586,7 +583,20 @@ async function main(): Promise<void> {
     },
     startWorker: () => startWorker('webhook worker', 'jobs/worker.ts', workerEnv, /worker ready/),
   });
-  console.log(` ${deliveries.jobsPerSec.toFixed(0)} deliveries/s${cpuNote(deliveries)}`);
+  // The two alternate over the rounds, as the HTTP scenarios do.
+  const rawRuns: QueueMeasurement[] = [];
+  const deliveryRuns: QueueMeasurement[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    console.log(`  queues, round ${round} of ${ROUNDS}`);
+    process.stdout.write(`    raw BullMQ no-op jobs (${JOBS}) ...`);
+    rawRuns.push(await raw.run(JOBS));
+    console.log(` ${rawRuns.at(-1)!.jobsPerSec.toFixed(0)} jobs/s${cpuNote(rawRuns.at(-1)!)}`);
+    process.stdout.write(`    deliver_webhook jobs (${JOBS}) ...`);
+    deliveryRuns.push(await deliveries.run(JOBS));
+    console.log(` ${deliveryRuns.at(-1)!.jobsPerSec.toFixed(0)} deliveries/s${cpuNote(deliveryRuns.at(-1)!)}`);
+  }
+  await raw.stop();
+  await deliveries.stop();
   const asMeasurement = (name: string, q: QueueMeasurement, baseline?: string, target?: number): Measurement => ({
     name,
     method: 'QUEUE',
@@ -604,7 +614,7 @@ async function main(): Promise<void> {
     target,
     verdict: '-',
   });
-  measured.push(asMeasurement('raw BullMQ no-op jobs', raw), asMeasurement('deliver_webhook via BullMQ', deliveries, 'raw BullMQ no-op jobs', 0.5));
+  measured.push(asMeasurement('raw BullMQ no-op jobs', combined(rawRuns)), asMeasurement('deliver_webhook via BullMQ', combined(deliveryRuns), 'raw BullMQ no-op jobs', 0.5));
   await report(measured);
 }
 
