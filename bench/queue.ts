@@ -92,16 +92,15 @@ async function timed(n: number, worker: StartedWorker, redis: RedisInfo, receive
   };
 }
 
-/** Jobs of `queue` still waiting, delayed or running. */
-const jobsLeft = async (queue: Queue) => Object.values(await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active')).reduce((a, b) => a + b, 0);
-
-const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, what: string) => {
+/** Waits until `queue` holds no job waiting, delayed or running (polled every 20 ms). */
+async function untilDrained(queue: Queue, what: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
+  const left = async () => Object.values(await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active')).reduce((a, b) => a + b, 0);
+  while ((await left()) > 0) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-};
+}
 
 /** A queue benchmark whose worker stays up between its timed runs. */
 export interface QueueBench {
@@ -145,7 +144,7 @@ export async function startRawJobs(opts: {
   const worker = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name, BENCH_CONCURRENCY: String(opts.concurrency) });
   const run = async (n: number) => {
     await queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
-    await waitFor(async () => (await jobsLeft(queue)) === 0, 120_000, 'raw jobs');
+    await untilDrained(queue, 'raw jobs', 120_000);
   };
   await run(opts.warmUp);
   return {
@@ -196,7 +195,7 @@ export async function startWebhookDeliveries(opts: {
   };
   const run = async (batch: string[]) => {
     await opts.enqueue(batch);
-    await waitFor(async () => (await jobsLeft(opts.queue)) === 0, 180_000, 'webhook deliveries');
+    await untilDrained(opts.queue, 'webhook deliveries', 180_000);
   };
   const worker = await opts.startWorker();
   await run(await insert(opts.warmUp));

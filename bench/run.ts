@@ -36,7 +36,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { DELIVER_WEBHOOK, WEBHOOK_QUEUE, deliverJobOptions } from '../jobs/queue.js';
-import { combined, startRawJobs, startWebhookDeliveries, type QueueMeasurement, type StartedWorker } from './queue.js';
+import { combined, startRawJobs, startWebhookDeliveries, type QueueBench, type QueueMeasurement, type StartedWorker } from './queue.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
@@ -586,14 +586,16 @@ async function main(): Promise<void> {
   // The two alternate over the rounds, as the HTTP scenarios do.
   const rawRuns: QueueMeasurement[] = [];
   const deliveryRuns: QueueMeasurement[] = [];
+  const timedRun = async (label: string, unit: string, bench: QueueBench, runs: QueueMeasurement[]) => {
+    process.stdout.write(`    ${label} (${JOBS}) ...`);
+    const run = await bench.run(JOBS);
+    runs.push(run);
+    console.log(` ${run.jobsPerSec.toFixed(0)} ${unit}/s${cpuNote(run)}`);
+  };
   for (let round = 1; round <= ROUNDS; round++) {
     console.log(`  queues, round ${round} of ${ROUNDS}`);
-    process.stdout.write(`    raw BullMQ no-op jobs (${JOBS}) ...`);
-    rawRuns.push(await raw.run(JOBS));
-    console.log(` ${rawRuns.at(-1)!.jobsPerSec.toFixed(0)} jobs/s${cpuNote(rawRuns.at(-1)!)}`);
-    process.stdout.write(`    deliver_webhook jobs (${JOBS}) ...`);
-    deliveryRuns.push(await deliveries.run(JOBS));
-    console.log(` ${deliveryRuns.at(-1)!.jobsPerSec.toFixed(0)} deliveries/s${cpuNote(deliveryRuns.at(-1)!)}`);
+    await timedRun('raw BullMQ no-op jobs', 'jobs', raw, rawRuns);
+    await timedRun('deliver_webhook jobs', 'deliveries', deliveries, deliveryRuns);
   }
   await raw.stop();
   await deliveries.stop();

@@ -10,6 +10,7 @@ import { batched } from '../../db/batched.js';
 import { compiledOnce } from '../../db/compiled.js';
 import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/config.js';
+import { demoAccountEmails } from '../../server/accounts.js';
 import { AppError } from '../../server/errors.js';
 import type { Logger } from '../../server/logger.js';
 import type { Mailer } from '../../server/email/mailer.js';
@@ -194,7 +195,7 @@ type RoundTripInput = { read: string } | { record: AttemptRecord };
 const roundTrip = batched<RoundTripInput, DeliveryRow | undefined, DeliveryDeps>(async ({ db, config }, inputs) => {
   const reads = inputs.flatMap((i) => ('read' in i ? [i.read] : []));
   const records = inputs.flatMap((i) => ('record' in i ? [i.record] : []));
-  const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? config.AI_DEMO_RESTRICTED_EMAILS : [];
+  const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? demoAccountEmails(config) : [];
   const rows = await deliveryRoundTrip(db, [...new Set(reads)], demoEmails, JSON.stringify(records));
   const byId = new Map(rows.map((row) => [row.id, row]));
   return inputs.map((i) => ('read' in i ? byId.get(i.read) : undefined));
