@@ -1,16 +1,24 @@
 // `npm run bench`: throughput and p99 latency of the API against baselines measured in the same run.
 //
-// One run does: create a throw-away Postgres database; start the API (server/index.ts), a bare
-// Express server (bench/bare-server.ts) and a webhook receiver (bench/receiver.ts) as child processes, so that autocannon, which runs here, does not
-// share their event loop; register and sign in one user; run each scenario with autocannon; print a table
-// and write bench/results/latest.json; stop both children and drop the database (also on error and
-// Ctrl-C). Scenarios and their targets:
-//   bare GET /json        the baseline of the JSON routes
-//   GET /health           ratio to bare /json, no target
-//   GET /auth/me          ratio to bare /json, target >= 0.45x
-//   GET /billing/plans    ratio to bare /json, target >= 0.6x (the public catalog, served from memory)
-//   bare POST /bcrypt     one bcrypt.compare at the API's cost: the ceiling of login
-//   POST /auth/login      ratio to bare /bcrypt, target >= 0.85x
+// One run does: create a throw-away Postgres database; start three API instances (server/index.ts: plain,
+// with the Redis limiter and monitoring, with both off), a bare Express server (bench/bare-server.ts), a
+// webhook receiver (bench/receiver.ts) and, for the queue runs, the two queue workers, all as child
+// processes, so that autocannon, which runs here, shares no event loop with them; register and sign in one
+// user and make the data; run each scenario with autocannon over BENCH_ROUNDS rounds, then the queue runs
+// (bench/queue.ts: each worker timed alone, its jobs already queued); print a table and write
+// bench/results/latest.json; stop the children and drop the database (also on error and Ctrl-C).
+// Scenarios and their targets:
+//   bare GET /json                        the baseline of the JSON routes
+//   GET /health                           ratio to bare /json, no target
+//   GET /auth/me                          ratio to bare /json, target >= 0.45x
+//   GET /billing/plans                    ratio to bare /json, target >= 0.6x (the public catalog, from memory)
+//   GET /public-api/me                    ratio to bare /json, target >= 0.45x (an API key)
+//   GET /ai/history page 500              ratio to page 1 (100,000 rows), target >= 0.5x
+//   POST /ai/generate (MOCK)              ratio to bare /json, target >= 0.25x
+//   GET /auth/me, Redis limiter + monitoring   ratio to the same with both off, target >= 0.9x
+//   bare POST /bcrypt                     one bcrypt.compare at the API's cost: the ceiling of login
+//   POST /auth/login                      ratio to bare /bcrypt, target >= 0.85x
+//   deliver_webhook via BullMQ            ratio to raw BullMQ no-op jobs, target >= 0.5x
 // The exit code is non-zero only when the run itself crashes; a missed target or a scenario with errors
 // is reported in the table, not in the exit code.
 //
