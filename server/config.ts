@@ -216,6 +216,7 @@ export const configSchema = z.object({
   WEBHOOK_JOB_LOCK_MS: int(30_000, 1_000, 600_000),
   WEBHOOK_USER_AGENT: str('WorkspaceSaaS-Webhooks/1.0'),
   WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
+  WEBHOOK_DNS_CACHE_SECONDS: int(30, 0, 3600),
   WEBHOOK_SECRET_ENCRYPTION_KEY: optionalStr(),
   MAINTENANCE_SCHEDULER_ENABLED: bool(false),
 

@@ -11,6 +11,7 @@ import { compiledOnce } from '../../db/compiled.js';
 import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/config.js';
 import { demoAccountEmails } from '../../server/accounts.js';
+import { remember } from '../../server/bounded-cache.js';
 import { AppError } from '../../server/errors.js';
 import type { Logger } from '../../server/logger.js';
 import type { Mailer } from '../../server/email/mailer.js';
@@ -105,14 +106,6 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
   });
 }
 
-/** Entries each of the delivery path's caches keeps at most; the oldest goes first. */
-const CACHED_AT_MOST = 1000;
-function cacheEntry<K, V>(cache: Map<K, V>, key: K, value: V): V {
-  if (cache.size >= CACHED_AT_MOST) cache.delete(cache.keys().next().value!);
-  cache.set(key, value);
-  return value;
-}
-
 /**
  * Signing secrets, decrypted once per sealed value instead of once per delivery. A sealed value stands for
  * one secret forever (a rotation seals a new one under a new IV), so an entry never goes stale. The
@@ -122,18 +115,18 @@ const openedSecrets = new WeakMap<SecretBox, Map<string, string>>();
 function openSecret(box: SecretBox, sealed: string): string {
   let opened = openedSecrets.get(box);
   if (!opened) openedSecrets.set(box, (opened = new Map()));
-  return opened.get(sealed) ?? cacheEntry(opened, sealed, box.open(sealed));
+  return opened.get(sealed) ?? remember(opened, sealed, box.open(sealed));
 }
 
 /**
  * Webhook URLs as checked for delivery, once per URL and setting: the check of a URL as written depends on
- * nothing else. A host name is still resolved, and every address it resolves to checked, at every
- * delivery (resolveDeliveryAddress). A URL that fails its check is not kept: it is refused again next time.
+ * nothing else. Every address a host name resolves to is still checked at every delivery
+ * (resolveDeliveryAddress). A URL that fails its check is not kept: it is refused again next time.
  */
 const checkedUrls = new Map<string, CheckedUrl>();
 function checkedUrlOf(url: string, allowPrivate: boolean): CheckedUrl {
   const key = `${allowPrivate} ${url}`;
-  return checkedUrls.get(key) ?? cacheEntry(checkedUrls, key, checkWebhookUrl(url, { allowPrivate }));
+  return checkedUrls.get(key) ?? remember(checkedUrls, key, checkWebhookUrl(url, { allowPrivate }));
 }
 
 function retryDelayMs(config: Config, attempts: number) {
@@ -250,7 +243,7 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
   try {
     const allowPrivate = config.WEBHOOK_ALLOW_PRIVATE_URLS;
     const checked = checkedUrlOf(row.url, allowPrivate);
-    const address = await resolveDeliveryAddress(checked, { allowPrivate });
+    const address = await resolveDeliveryAddress(checked, { allowPrivate, keepAnswersMs: config.WEBHOOK_DNS_CACHE_SECONDS * 1000 });
     answer = await post(checked.url, address, { ...headers, 'X-Service-Signature': signature }, body, config.WEBHOOK_TIMEOUT_MS);
   } catch (err) {
     permanent = err instanceof AppError && err.code === 'WEBHOOK_URL_NOT_ALLOWED';

@@ -1,8 +1,11 @@
 // Where webhooks may point: public http(s) addresses only. Checked at creation and update (the URL as
 // written) and again at delivery (every address the host name resolves to; the connection then goes to
-// the address that was checked, so a DNS answer cannot change between check and use).
+// the address that was checked, so a DNS answer cannot change between check and use). A host name's answer
+// serves its deliveries for WEBHOOK_DNS_CACHE_SECONDS, and is checked again at each of them.
+import type { LookupAddress } from 'node:dns';
 import dns from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
+import { remember } from '../../server/bounded-cache.js';
 import { AppError } from '../../server/errors.js';
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
@@ -58,18 +61,54 @@ export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): C
   return { url };
 }
 
+/** A host name's DNS answer as kept: the lookup (shared by the deliveries that ask meanwhile) and its end of life. */
+interface KeptAnswer {
+  addresses: Promise<LookupAddress[]>;
+  until: number;
+}
+/** DNS answers of webhook hosts, by host name, for the deliveries of the next `keepAnswersMs`. */
+const keptAnswers = new Map<string, KeptAnswer>();
+
+/**
+ * Every address `host` resolves to. With `keepAnswersMs`, an answer serves the deliveries to that host for
+ * that long, and the deliveries that ask while a lookup runs share it: a worker running a hundred
+ * deliveries at once would otherwise queue a hundred lookups on the four threads that getaddrinfo shares
+ * with bcrypt and file I/O. A failed or empty lookup is not kept. What is kept is the answer, not a
+ * verdict: its addresses are checked at every delivery.
+ */
+async function lookUp(host: string, keepAnswersMs: number): Promise<LookupAddress[]> {
+  if (keepAnswersMs <= 0) return dns.lookup(host, { all: true, verbatim: true });
+  const now = Date.now();
+  const kept = keptAnswers.get(host);
+  if (kept && kept.until > now) return kept.addresses;
+  const answer: KeptAnswer = { addresses: dns.lookup(host, { all: true, verbatim: true }), until: now + keepAnswersMs };
+  remember(keptAnswers, host, answer);
+  const forget = () => {
+    if (keptAnswers.get(host) === answer) keptAnswers.delete(host);
+  };
+  const addresses = await answer.addresses.catch((err: unknown) => {
+    forget();
+    throw err;
+  });
+  if (addresses.length === 0) forget();
+  return addresses;
+}
+
 /**
  * At delivery: the address to connect to. A literal address was checked with the URL; a host name is
- * resolved here and every address it resolves to must be public (a name with one private address is
- * refused outright).
+ * resolved here (or its answer of the last `keepAnswersMs` reused) and every address it resolves to must
+ * be public (a name with one private address is refused outright).
  */
-export async function resolveDeliveryAddress(checked: CheckedUrl, opts: { allowPrivate: boolean }): Promise<{ address: string; family: 4 | 6 }> {
+export async function resolveDeliveryAddress(
+  checked: CheckedUrl,
+  opts: { allowPrivate: boolean; keepAnswersMs?: number },
+): Promise<{ address: string; family: 4 | 6 }> {
   if (checked.literalAddress) {
     return { address: checked.literalAddress, family: ipaddr.parse(checked.literalAddress).kind() === 'ipv6' ? 6 : 4 };
   }
-  let addresses: Array<{ address: string; family: number }>;
+  let addresses: LookupAddress[];
   try {
-    addresses = await dns.lookup(checked.url.hostname, { all: true, verbatim: true });
+    addresses = await lookUp(checked.url.hostname, opts.keepAnswersMs ?? 0);
   } catch {
     throw urlNotAllowed('its host name does not resolve');
   }

@@ -131,6 +131,13 @@ function expectSignedDelivery(req: ReceivedRequest, secret: string, event: strin
   return envelope as { event: string; createdAt: string; workspaceId: string; data: Record<string, unknown> };
 }
 
+/** A resolver the test controls: `name` resolves to the IPv4 `address`, every other name as usual. */
+function resolving(name: string, address: string) {
+  const original = dnsPromises.lookup.bind(dnsPromises);
+  return vi.spyOn(dnsPromises, 'lookup').mockImplementation((async (host: string, opts: never) =>
+    host === name ? [{ address, family: 4 }] : original(host, opts)) as unknown as typeof dnsPromises.lookup);
+}
+
 describe('a test delivery', () => {
   it('is POSTed with every documented header, the envelope, and a signature that verifies with the secret', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-headers');
@@ -632,9 +639,7 @@ describe('the URL is checked again at delivery (app without WEBHOOK_ALLOW_PRIVAT
     trackSecret(created.body.secret, 'a webhook signing secret');
     secrets.push(created.body.secret);
 
-    const original = dnsPromises.lookup.bind(dnsPromises);
-    const spy = vi.spyOn(dnsPromises, 'lookup').mockImplementation((async (host: string, opts: never) =>
-      host === name ? [{ address: '127.0.0.1', family: 4 }] : original(host, opts)) as unknown as typeof dnsPromises.lookup);
+    const spy = resolving(name, '127.0.0.1');
     try {
       const d = await sendTest(s, created.body.id, strictApp);
       expect(spy.mock.calls.some(([h]) => h === name)).toBe(true);
@@ -647,25 +652,25 @@ describe('the URL is checked again at delivery (app without WEBHOOK_ALLOW_PRIVAT
     }
   });
 
-  it('connects to the address that was checked: a name only the checked lookup knows is delivered to that address, resolved once', async () => {
+  it('connects to the address that was checked: a name only the checked lookup knows is delivered to that address, looked up once for the deliveries of WEBHOOK_DNS_CACHE_SECONDS (30 by default)', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-pinned');
     const r = await receiver({ status: 200 });
     const name = `pinned-${hex()}.example`;
     const hook = await createWebhook(app, s, { url: `http://${name}:${r.port}/hook`, events: ['webhook.test'] });
     secrets.push(hook.secret);
 
-    const original = dnsPromises.lookup.bind(dnsPromises);
-    const spy = vi.spyOn(dnsPromises, 'lookup').mockImplementation((async (host: string, opts: never) =>
-      host === name ? [{ address: '127.0.0.1', family: 4 }] : original(host, opts)) as unknown as typeof dnsPromises.lookup);
+    const spy = resolving(name, '127.0.0.1');
     try {
-      const d = await sendTest(s, hook.id);
-      expect(d.status, d.error).toBe('success');
+      for (let i = 0; i < 3; i++) {
+        const d = await sendTest(s, hook.id);
+        expect(d.status, d.error).toBe('success');
+      }
       expect(spy.mock.calls.filter(([h]) => h === name)).toHaveLength(1);
     } finally {
       spy.mockRestore();
     }
-    const [req] = await r.waitForRequests(1);
-    expect(req!.headers.host).toBe(`${name}:${r.port}`);
+    const requests = await r.waitForRequests(3);
+    expect(requests.map((req) => req.headers.host)).toEqual(Array(3).fill(`${name}:${r.port}`));
   });
 });
 

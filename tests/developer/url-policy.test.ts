@@ -2,8 +2,9 @@
 // and the delivery-time resolution, with the machine's real resolver (/etc/hosts): a host name that
 // resolves to a private address is refused at delivery even though it passed as a name.
 import dns from 'node:dns/promises';
+import crypto from 'node:crypto';
 import os from 'node:os';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../server/errors.js';
 import { checkWebhookUrl, isPublicAddress, resolveDeliveryAddress } from '../../routers/webhooks/url-policy.js';
 
@@ -103,5 +104,88 @@ describe('resolveDeliveryAddress', () => {
   it('refuses "localhost" resolved through /etc/hosts at delivery time too', async () => {
     const err = await asyncRefusal(resolveDeliveryAddress({ url: new URL('http://localhost:8080/hook') }, strict));
     expect(err.code).toBe('WEBHOOK_URL_NOT_ALLOWED');
+  });
+});
+
+describe('resolveDeliveryAddress keeps DNS answers (WEBHOOK_DNS_CACHE_SECONDS)', () => {
+  // A resolver this test controls: it answers `answer` for the names of this block, after `delayMs`, and
+  // counts its lookups per name. Every test uses names of its own: kept answers outlive a test.
+  let delayMs = 0;
+  let answer: () => Array<{ address: string; family: number }> = () => [{ address: '93.184.216.34', family: 4 }];
+  const realLookup = dns.lookup.bind(dns);
+  const named = () => `kept-${crypto.randomBytes(4).toString('hex')}.example`;
+  const control = () =>
+    vi.spyOn(dns, 'lookup').mockImplementation((async (host: string, opts: never) => {
+      if (!host.endsWith('.example')) return realLookup(host, opts);
+      await new Promise((r) => setTimeout(r, delayMs));
+      return answer();
+    }) as unknown as typeof dns.lookup);
+  const lookupsOf = (spy: ReturnType<typeof control>, host: string) => spy.mock.calls.filter(([h]) => h === host).length;
+  const at = (host: string) => ({ url: new URL(`https://${host}/hook`) });
+
+  afterEach(() => {
+    vi.restoreAllMocks();
+    delayMs = 0;
+    answer = () => [{ address: '93.184.216.34', family: 4 }];
+  });
+
+  it('answers the next deliveries to a host from its kept answer, and looks the name up again once it has expired', async () => {
+    const spy = control();
+    const host = named();
+    const keep = { allowPrivate: false, keepAnswersMs: 300 };
+    for (let i = 0; i < 3; i++) await expect(resolveDeliveryAddress(at(host), keep)).resolves.toEqual({ address: '93.184.216.34', family: 4 });
+    expect(lookupsOf(spy, host)).toBe(1);
+
+    answer = () => [{ address: '93.184.216.35', family: 4 }];
+    await new Promise((r) => setTimeout(r, 350));
+    await expect(resolveDeliveryAddress(at(host), keep)).resolves.toEqual({ address: '93.184.216.35', family: 4 });
+    expect(lookupsOf(spy, host)).toBe(2);
+  });
+
+  it('lets the deliveries that ask while a lookup runs share it', async () => {
+    const spy = control();
+    delayMs = 50;
+    const host = named();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => resolveDeliveryAddress(at(host), { allowPrivate: false, keepAnswersMs: 30_000 })));
+    expect(new Set(answers.map((a) => a.address))).toEqual(new Set(['93.184.216.34']));
+    expect(lookupsOf(spy, host)).toBe(1);
+  });
+
+  it('does not keep a failed or empty lookup: the next delivery asks again', async () => {
+    const spy = control();
+    const host = named();
+    const keep = { allowPrivate: false, keepAnswersMs: 30_000 };
+    answer = () => {
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    };
+    expect((await asyncRefusal(resolveDeliveryAddress(at(host), keep))).message).toMatch(/does not resolve/);
+    answer = () => [];
+    expect((await asyncRefusal(resolveDeliveryAddress(at(host), keep))).message).toMatch(/does not resolve/);
+    answer = () => [{ address: '93.184.216.34', family: 4 }];
+    await expect(resolveDeliveryAddress(at(host), keep)).resolves.toEqual({ address: '93.184.216.34', family: 4 });
+    expect(lookupsOf(spy, host)).toBe(3);
+  });
+
+  it('checks a kept answer again at every delivery: one kept while private addresses were allowed is refused where they are not', async () => {
+    const spy = control();
+    const host = named();
+    answer = () => [
+      { address: '93.184.216.34', family: 4 },
+      { address: '10.0.0.7', family: 4 },
+    ];
+    await expect(resolveDeliveryAddress(at(host), { allowPrivate: true, keepAnswersMs: 30_000 })).resolves.toEqual({ address: '93.184.216.34', family: 4 });
+    for (let i = 0; i < 2; i++) {
+      const err = await asyncRefusal(resolveDeliveryAddress(at(host), { allowPrivate: false, keepAnswersMs: 30_000 }));
+      expect(err.code).toBe('WEBHOOK_URL_NOT_ALLOWED');
+      expect(err.message).toMatch(/resolves to a private/);
+    }
+    expect(lookupsOf(spy, host)).toBe(1);
+  });
+
+  it('looks the name up at every delivery when answers are not kept (0 seconds)', async () => {
+    const spy = control();
+    const host = named();
+    for (let i = 0; i < 3; i++) await resolveDeliveryAddress(at(host), { allowPrivate: false, keepAnswersMs: 0 });
+    expect(lookupsOf(spy, host)).toBe(3);
   });
 });
