@@ -211,6 +211,8 @@ export async function startWebhookDeliveries(opts: {
     ids.push(...batch);
     return batch;
   };
+  // A run stopped midway may have left jobs in the queue, or the queue paused.
+  await opts.queue.obliterate({ force: true });
   const worker = await opts.startWorker();
   await opts.enqueue(await insert(opts.warmUp));
   await untilDrained(opts.queue, 'webhook deliveries', 180_000);
