@@ -1,6 +1,7 @@
 // The webhook URL policy as functions (routers/webhooks/url-policy.ts): the check of the URL as written,
 // and the delivery-time resolution, with the machine's real resolver (/etc/hosts): a host name that
-// resolves to a private address is refused at delivery even though it passed as a name.
+// resolves to a private address is refused at delivery even though it passed as a name. The answers kept
+// for WEBHOOK_DNS_CACHE_SECONDS are tested with a resolver the tests control (names under .example).
 import dns from 'node:dns/promises';
 import crypto from 'node:crypto';
 import os from 'node:os';
