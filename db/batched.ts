@@ -16,11 +16,20 @@ import DataLoader from 'dataloader';
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
-/** Batches of one kind of work running at once, per owner. More would mean smaller batches, fewer would
- * make one slow statement hold up every request behind it. */
+/** Batches of one kind of work running at once, per owner, unless the work says otherwise. More would
+ * mean smaller batches; fewer would make one slow statement hold up every request behind it. */
 const MAX_IN_FLIGHT = 2;
 /** Requests per batch at most; a larger batch is split. */
 const MAX_BATCH_SIZE = 200;
+
+export interface BatchOptions {
+  /**
+   * Batches running at once (default 2). One suits background work, where a wait of a statement costs
+   * nothing anyone sees: the batches grow twice as large, and a statement's fixed cost is shared twice as
+   * widely.
+   */
+  inFlight?: number;
+}
 
 /**
  * A piece of work done for many requests at once: `run` gets the inputs of every request of the batch, in
@@ -30,7 +39,9 @@ const MAX_BATCH_SIZE = 200;
  */
 export function batched<I, O, D extends object = Kysely<Database>>(
   run: (owner: D, inputs: readonly I[]) => Promise<Array<O | Error>>,
+  opts: BatchOptions = {},
 ): (owner: D, input: I) => Promise<O> {
+  const maxInFlight = opts.inFlight ?? MAX_IN_FLIGHT;
   const loaders = new WeakMap<D, DataLoader<I, O>>();
 
   function loaderOf(owner: D): DataLoader<I, O> {
@@ -52,7 +63,7 @@ export function batched<I, O, D extends object = Kysely<Database>>(
         cache: false,
         maxBatchSize: MAX_BATCH_SIZE,
         batchScheduleFn: (dispatch) => {
-          if (inFlight < MAX_IN_FLIGHT) setImmediate(dispatch);
+          if (inFlight < maxInFlight) setImmediate(dispatch);
           else held.push(dispatch);
         },
       },
@@ -83,10 +94,11 @@ export function groupPositions<I>(inputs: readonly I[], keyOf: (input: I) => str
 export function batchedLookup<K extends string, R>(
   query: (db: Kysely<Database>, keys: K[]) => Promise<R[]>,
   keyOf: (row: R) => K,
+  opts: BatchOptions = {},
 ): (db: Kysely<Database>, key: K) => Promise<R | undefined> {
   return batched<K, R | undefined>(async (db, keys) => {
     const rows = await query(db, [...new Set(keys)]);
     const byKey = new Map(rows.map((row) => [keyOf(row), row]));
     return keys.map((key) => byKey.get(key));
-  });
+  }, opts);
 }

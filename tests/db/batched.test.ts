@@ -24,7 +24,7 @@ afterAll(async () => {
 type Row = { k: string; v: number };
 
 /** A lookup over the test table that records the keys of every query it runs; `hold` delays answers. */
-function lookupWithLog(opts: { hold?: (call: number) => number; fail?: boolean } = {}) {
+function lookupWithLog(opts: { hold?: (call: number) => number; fail?: boolean; inFlight?: number } = {}) {
   const queries: string[][] = [];
   const lookup = batchedLookup<string, Row>(async (db, keys) => {
     const call = queries.push(keys);
@@ -33,8 +33,18 @@ function lookupWithLog(opts: { hold?: (call: number) => number; fail?: boolean }
     const hold = opts.hold?.(call) ?? 0;
     if (hold) await sleep(hold);
     return rows;
-  }, (row) => row.k);
+  }, (row) => row.k, { inFlight: opts.inFlight });
   return { lookup, queries };
+}
+
+/** Asks for keys k<from> to k<to>, 5 ms apart (each in an event-loop turn of its own); answers the lookups. */
+async function askedOneByOne(lookup: (db: TestApp['deps']['db'], key: string) => Promise<Row | undefined>, from: number, to: number) {
+  const asked: Promise<Row | undefined>[] = [];
+  for (let i = from; i <= to; i++) {
+    asked.push(lookup(app.deps.db, `k${i}`));
+    await sleep(5);
+  }
+  return asked;
 }
 
 describe('batchedLookup', () => {
@@ -82,14 +92,20 @@ describe('batchedLookup', () => {
     await sleep(20);
     const second = lookup(app.deps.db, 'k2');
     await sleep(20);
-    const later: Promise<Row | undefined>[] = [];
-    for (let i = 3; i <= 12; i++) {
-      later.push(lookup(app.deps.db, `k${i}`));
-      await sleep(5);
-    }
+    const later = await askedOneByOne(lookup, 3, 12);
     const rows = await Promise.all([first, second, ...later]);
     expect(rows.map((r) => r?.k)).toEqual(Array.from({ length: 12 }, (_, i) => `k${i + 1}`));
     expect(queries).toEqual([['k1'], ['k2'], ['k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9', 'k10', 'k11', 'k12']]);
+  });
+
+  it('with one query in flight (background work), lets every lookup that arrives while it runs go in the next', async () => {
+    const { lookup, queries } = lookupWithLog({ hold: (call) => (call === 1 ? 200 : 0), inFlight: 1 });
+    const first = lookup(app.deps.db, 'k1');
+    await sleep(20);
+    const later = await askedOneByOne(lookup, 2, 6);
+    const rows = await Promise.all([first, ...later]);
+    expect(rows.map((r) => r?.k)).toEqual(['k1', 'k2', 'k3', 'k4', 'k5', 'k6']);
+    expect(queries).toEqual([['k1'], ['k2', 'k3', 'k4', 'k5', 'k6']]);
   });
 
   it('fails every lookup of a batch whose query fails, and the next batch runs', async () => {
