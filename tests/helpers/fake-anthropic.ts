@@ -5,40 +5,31 @@
 // mode, like tests/helpers/fake-openai.ts: a message, a 429 or a 500 carrying a canary and the prompt, a
 // hanging request, or a 200 that is not a usable message.
 import crypto from 'node:crypto';
-import http, { type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { closeHttpServer, json, readBody, type FakeProviderMode } from './fake-openai.js';
+import http from 'node:http';
+import {
+  closeHttpServer,
+  json,
+  listenOnLoopback,
+  recordedRequest,
+  type ChatMessage,
+  type FakeProvider,
+  type FakeProviderMode,
+  type RecordedProviderRequest,
+} from './fake-openai.js';
 
 export type { FakeProviderMode } from './fake-openai.js';
 
 /** Carried by every error body of the fake; must never reach a response or a log line of the app. */
 export const FAKE_ANTHROPIC_CANARY = 'sk-ant-leak-canary-9d2e6b1f0c4a7e3d5b8f';
 
-export interface AnthropicMessage {
-  role: string;
-  content: unknown;
-}
+export type AnthropicMessage = ChatMessage;
 
-export interface RecordedMessagesRequest {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: Record<string, any> | undefined;
-  model?: string;
+export interface RecordedMessagesRequest extends RecordedProviderRequest {
   system?: unknown;
-  messages?: AnthropicMessage[];
-  temperature?: number;
-  max_tokens?: number;
-  answered?: { output: string; promptTokens: number; completionTokens: number };
 }
 
-export interface FakeAnthropic {
-  /** PROVIDER_B_BASE_URL, e.g. http://127.0.0.1:40123 */
-  url: string;
-  requests: RecordedMessagesRequest[];
-  setMode(mode: FakeProviderMode): void;
-  close(): Promise<void>;
-}
+/** PROVIDER_B_BASE_URL is `url` itself. */
+export type FakeAnthropic = FakeProvider<RecordedMessagesRequest>;
 
 const textOf = (content: unknown): string =>
   typeof content === 'string'
@@ -57,24 +48,9 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
   const error = (type: string, message: string) => ({ type: 'error', error: { type, message }, request_id: `req_${crypto.randomBytes(6).toString('hex')}` });
 
   const server = http.createServer(async (req, res) => {
-    const raw = await readBody(req);
-    let body: Record<string, any> | undefined;
-    try {
-      body = raw ? (JSON.parse(raw) as Record<string, any>) : undefined;
-    } catch {
-      body = undefined;
-    }
-    const record: RecordedMessagesRequest = {
-      method: req.method ?? '',
-      path: (req.url ?? '').split('?')[0]!,
-      headers: req.headers,
-      body,
-      model: body?.model,
-      system: body?.system,
-      messages: body?.messages,
-      temperature: body?.temperature,
-      max_tokens: body?.max_tokens,
-    };
+    const record: RecordedMessagesRequest = await recordedRequest(req);
+    const { body } = record;
+    record.system = body?.system;
     requests.push(record);
 
     if (record.method !== 'POST' || record.path !== '/v1/messages') {
@@ -125,13 +101,8 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
     }
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: await listenOnLoopback(server),
     requests,
     setMode(next) {
       mode = next;

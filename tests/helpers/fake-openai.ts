@@ -21,7 +21,8 @@ export interface ChatMessage {
   content: unknown;
 }
 
-export interface RecordedChatRequest {
+/** A request as a fake provider recorded it (both fakes: the fields their protocols share). */
+export interface RecordedProviderRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
@@ -35,13 +36,19 @@ export interface RecordedChatRequest {
   answered?: { output: string; promptTokens: number; completionTokens: number };
 }
 
-export interface FakeOpenAI {
-  /** Origin of the server, e.g. http://127.0.0.1:40123 (PROVIDER_A_BASE_URL is `${url}/v1`). */
+export type RecordedChatRequest = RecordedProviderRequest;
+
+/** A running fake provider. */
+export interface FakeProvider<R extends RecordedProviderRequest> {
+  /** Origin of the server, e.g. http://127.0.0.1:40123. */
   url: string;
-  requests: RecordedChatRequest[];
+  requests: R[];
   setMode(mode: FakeProviderMode): void;
   close(): Promise<void>;
 }
+
+/** PROVIDER_A_BASE_URL is `${url}/v1`. */
+export type FakeOpenAI = FakeProvider<RecordedChatRequest>;
 
 /** The answer text the fake gives to a user message (also used by tests to predict it). */
 export const fakeOpenAIAnswer = (lastUserMessage: string) => `fake-openai answer #${digest(lastUserMessage)}: ${lastUserMessage.slice(0, 60)}`;
@@ -59,23 +66,8 @@ export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<F
   let mode: FakeProviderMode = 'ok';
 
   const server = http.createServer(async (req, res) => {
-    const raw = await readBody(req);
-    let body: Record<string, any> | undefined;
-    try {
-      body = raw ? (JSON.parse(raw) as Record<string, any>) : undefined;
-    } catch {
-      body = undefined;
-    }
-    const record: RecordedChatRequest = {
-      method: req.method ?? '',
-      path: (req.url ?? '').split('?')[0]!,
-      headers: req.headers,
-      body,
-      model: body?.model,
-      messages: body?.messages,
-      temperature: body?.temperature,
-      max_tokens: body?.max_tokens,
-    };
+    const record: RecordedChatRequest = await recordedRequest(req);
+    const { body } = record;
     requests.push(record);
 
     if (record.method !== 'POST' || record.path !== '/v1/chat/completions') {
@@ -126,19 +118,48 @@ export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<F
     }
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: await listenOnLoopback(server),
     requests,
     setMode(next) {
       mode = next;
     },
     close: () => closeHttpServer(server),
   };
+}
+
+/** Starts `server` on a free loopback port; answers its origin. */
+export async function listenOnLoopback(server: http.Server): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** What a fake provider records of a request: the protocols share these fields. */
+export async function recordedRequest(req: IncomingMessage): Promise<RecordedProviderRequest> {
+  const body = await readJsonBody(req);
+  return {
+    method: req.method ?? '',
+    path: (req.url ?? '').split('?')[0]!,
+    headers: req.headers,
+    body,
+    model: body?.model,
+    messages: body?.messages,
+    temperature: body?.temperature,
+    max_tokens: body?.max_tokens,
+  };
+}
+
+/** A request's body parsed as JSON; undefined when it is empty or does not parse. */
+export async function readJsonBody(req: IncomingMessage): Promise<Record<string, any> | undefined> {
+  const raw = await readBody(req);
+  try {
+    return raw ? (JSON.parse(raw) as Record<string, any>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function readBody(req: IncomingMessage): Promise<string> {
