@@ -71,30 +71,39 @@ async function redisCpuSeconds(redis: RedisInfo): Promise<number | undefined> {
   return Number.isFinite(total) ? total : undefined;
 }
 
+/** What a queue benchmark measures: a worker on its queue, and how jobs are added to that queue. */
+interface QueueUnderTest {
+  queue: Queue;
+  /** Adds `n` jobs to the queue. */
+  fill: (n: number) => Promise<void>;
+  worker: StartedWorker;
+  /** A connection to the queue's Redis, for its CPU figures. */
+  redis: RedisInfo;
+  /** The receiver's process, for its CPU figure. */
+  receiverPid?: number;
+  /** The jobs, as a timeout's message names them. */
+  what: string;
+}
+
+/** Waits for the queue's worker to run all it holds, at most 3 minutes. */
+const drained = (q: QueueUnderTest) => untilDrained(q.queue, q.what, 180_000);
+
 /**
- * Fills `queue` with `n` jobs while it is paused (untimed), then times its workers from the queue's resume
+ * Fills the queue with `n` jobs while it is paused (untimed), then times its worker from the queue's resume
  * until it has no job left waiting or running, with the CPU the worker, Redis, Postgres and the receiver
- * spent meanwhile. The jobs are all there when the timer starts: what is timed is the workers' throughput
+ * spent meanwhile. The jobs are all there when the timer starts: what is timed is the worker's throughput
  * alone. (Timing an enqueue too would add the same second or so of one bulk add to both benchmarks, which
  * flatters the slower one: BullMQ makes a bulk add visible at once, at its end.)
  */
-async function timed(
-  n: number,
-  queue: Queue,
-  fill: () => Promise<void>,
-  worker: StartedWorker,
-  redis: RedisInfo,
-  receiverPid: number | undefined,
-  what: string,
-): Promise<QueueMeasurement> {
-  await queue.pause();
-  await fill();
+async function timed(n: number, q: QueueUnderTest): Promise<QueueMeasurement> {
+  await q.queue.pause();
+  await q.fill(n);
   const cpu = () =>
-    Promise.all([cpuSecondsOf(worker.pid), redisCpuSeconds(redis), receiverPid ? cpuSecondsOf(receiverPid) : undefined, cpuSecondsByPid('postgres')] as const);
+    Promise.all([cpuSecondsOf(q.worker.pid), redisCpuSeconds(q.redis), q.receiverPid ? cpuSecondsOf(q.receiverPid) : undefined, cpuSecondsByPid('postgres')] as const);
   const before = await cpu();
   const started = performance.now();
-  await queue.resume();
-  await untilDrained(queue, what, 180_000);
+  await q.queue.resume();
+  await drained(q);
   const seconds = (performance.now() - started) / 1000;
   const after = await cpu();
   const perJob = (s?: number) => (s === undefined ? undefined : (s * 1e6) / n);
@@ -110,6 +119,13 @@ async function timed(
   };
 }
 
+/** Runs `warmUp` jobs untimed (the worker's code compiled, its connections open), then answers the bench. */
+async function warmedUp(q: QueueUnderTest, warmUp: number, stop: () => Promise<void>): Promise<QueueBench> {
+  await q.fill(warmUp);
+  await drained(q);
+  return { run: (n) => timed(n, q), stop };
+}
+
 /** Waits until `queue` holds no job waiting, delayed or running (polled every 20 ms). */
 async function untilDrained(queue: Queue, what: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -122,7 +138,7 @@ async function untilDrained(queue: Queue, what: string, timeoutMs: number): Prom
 
 /** A queue benchmark whose worker stays up between its timed runs. */
 export interface QueueBench {
-  /** Enqueues `n` jobs and times them until none is left waiting or running. */
+  /** Adds `n` jobs to the paused queue, then times the worker from the resume until none is left (timed). */
   run(n: number): Promise<QueueMeasurement>;
   /** Stops the worker, checks what the runs left behind, and cleans up. */
   stop(): Promise<void>;
@@ -146,9 +162,9 @@ export function combined(runs: QueueMeasurement[]): QueueMeasurement {
 }
 
 /**
- * No-op jobs: starts the worker and runs `warmUp` jobs untimed; each run then enqueues its jobs and times
- * them until none is left waiting or running. (Counting QueueEvents 'completed' events loses some once the
- * events stream is trimmed to its 10,000 entries.)
+ * No-op jobs: starts the worker and runs `warmUp` jobs untimed; each run then times `n` more (timed). (Not
+ * by counting QueueEvents 'completed' events: some are lost once the events stream is trimmed to its
+ * 10,000 entries.)
  */
 export async function startRawJobs(opts: {
   redisUrl: string;
@@ -163,23 +179,18 @@ export async function startRawJobs(opts: {
   const fill = async (n: number) => {
     await queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
   };
-  await fill(opts.warmUp);
-  await untilDrained(queue, 'raw jobs', 120_000);
-  return {
-    run: (n) => timed(n, queue, () => fill(n), worker, connection, undefined, 'raw jobs'),
-    async stop() {
-      await worker.stop();
-      await queue.obliterate({ force: true });
-      await queue.close();
-      connection.disconnect();
-    },
-  };
+  return warmedUp({ queue, fill, worker, redis: connection, what: 'raw jobs' }, opts.warmUp, async () => {
+    await worker.stop();
+    await queue.obliterate({ force: true });
+    await queue.close();
+    connection.disconnect();
+  });
 }
 
 /**
  * Webhook deliveries of one webhook: with the webhook worker ready, `warmUp` of them run untimed; each run
- * then inserts its pending delivery rows (untimed), queues them as deliver_webhook jobs on `queue` and
- * times them as the raw jobs are. At the end every row must be `success` (each job recorded its delivery
+ * then inserts its pending delivery rows and queues them as deliver_webhook jobs on `queue` (both
+ * untimed), and times them as the raw jobs are. At the end every row must be `success` (each job recorded its delivery
  * before it completed). Rows are inserted run by run: a row left pending for 30 s would be taken by an API
  * instance's sweep.
  */
@@ -214,22 +225,15 @@ export async function startWebhookDeliveries(opts: {
   // A run stopped midway may have left jobs in the queue, or the queue paused.
   await opts.queue.obliterate({ force: true });
   const worker = await opts.startWorker();
-  await opts.enqueue(await insert(opts.warmUp));
-  await untilDrained(opts.queue, 'webhook deliveries', 180_000);
-  return {
-    async run(n) {
-      const batch = await insert(n);
-      return timed(n, opts.queue, () => opts.enqueue(batch), worker, opts.redis, opts.receiverPid, 'webhook deliveries');
-    },
-    async stop() {
-      await worker.stop();
-      const { rows: outcomes } = await client.query<{ status: string; n: number }>(
-        `select status, count(*)::int as n from webhook_deliveries where id = any($1::uuid[]) group by status`,
-        [ids],
-      );
-      await client.end();
-      const succeeded = outcomes.find((o) => o.status === 'success')?.n ?? 0;
-      if (succeeded !== ids.length) throw new Error(`webhook deliveries: ${succeeded} of ${ids.length} succeeded (${JSON.stringify(outcomes)})`);
-    },
-  };
+  const fill = async (n: number) => opts.enqueue(await insert(n));
+  return warmedUp({ queue: opts.queue, fill, worker, redis: opts.redis, receiverPid: opts.receiverPid, what: 'webhook deliveries' }, opts.warmUp, async () => {
+    await worker.stop();
+    const { rows: outcomes } = await client.query<{ status: string; n: number }>(
+      `select status, count(*)::int as n from webhook_deliveries where id = any($1::uuid[]) group by status`,
+      [ids],
+    );
+    await client.end();
+    const succeeded = outcomes.find((o) => o.status === 'success')?.n ?? 0;
+    if (succeeded !== ids.length) throw new Error(`webhook deliveries: ${succeeded} of ${ids.length} succeeded (${JSON.stringify(outcomes)})`);
+  });
 }
