@@ -57,27 +57,57 @@ export function createWebhookQueue(config: Config) {
     return state === 'delayed' || state === 'waiting' || state === 'prioritized' || state === 'active';
   }
 
-  return {
-    queue,
-    async enqueue(deliveryId: string, retry?: number) {
-      // A manual retry of a delivery whose own job has not ended (it waits out its backoff, or is about to
-      // run) runs that job now instead of adding a second one beside it.
-      if (retry !== undefined && connection.status === 'ready' && (await runOwnJobNow(deliveryId))) return;
-      // BullMQ waits for a connection that is not ready yet; a request must not wait long. On a timeout
-      // the delivery stays pending and the sweep queues it (same job id: a late add is not a second job).
-      const added = queue.add(DELIVER_WEBHOOK, { deliveryId }, deliverJobOptions(config, deliveryId, retry));
-      if (connection.status === 'ready') return void (await added);
-      added.catch(() => undefined);
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
+  /** Resolves once the connection is ready; rejects after ENQUEUE_WAIT_MS (a request must not wait long). */
+  async function ready(): Promise<void> {
+    if (connection.status === 'ready') return;
+    let timer: NodeJS.Timeout | undefined;
+    let onReady: (() => void) | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        connection.once('ready', (onReady = resolve));
         timer = setTimeout(() => reject(new Error(`Redis is not ready (${connection.status}): the delivery stays pending`)), ENQUEUE_WAIT_MS);
       });
+    } finally {
+      clearTimeout(timer);
+      if (onReady) connection.off('ready', onReady);
+    }
+  }
+
+  /**
+   * Queues the deliveries' jobs: a first attempt's by one bulk add, a manual retry's (`retry`: the attempts
+   * made so far) one by one, each running the delivery's own job now where that job has not ended. Redis
+   * is waited for once, at most ENQUEUE_WAIT_MS, for them all; on a timeout every one of them stays
+   * pending, and the sweep queues it later (the same job id: a delivery queued twice is still one job).
+   * Answers the deliveries that could not be queued, with the reason.
+   */
+  async function enqueueAll(entries: Array<{ deliveryId: string; retry?: number }>): Promise<Array<{ deliveryId: string; error: Error }>> {
+    const failed = (list: typeof entries, error: Error) => list.map(({ deliveryId }) => ({ deliveryId, error }));
+    try {
+      await ready();
+    } catch (err) {
+      return failed(entries, err as Error);
+    }
+    const firsts = entries.filter((e) => e.retry === undefined);
+    const retries = entries.filter((e) => e.retry !== undefined);
+    const failures: Array<{ deliveryId: string; error: Error }> = [];
+    if (firsts.length) {
+      await queue
+        .addBulk(firsts.map(({ deliveryId }) => ({ name: DELIVER_WEBHOOK, data: { deliveryId }, opts: deliverJobOptions(config, deliveryId) })))
+        .catch((err: Error) => failures.push(...failed(firsts, err)));
+    }
+    for (const { deliveryId, retry } of retries) {
       try {
-        await Promise.race([added, timeout]);
-      } finally {
-        clearTimeout(timer);
+        if (!(await runOwnJobNow(deliveryId))) await queue.add(DELIVER_WEBHOOK, { deliveryId }, deliverJobOptions(config, deliveryId, retry));
+      } catch (err) {
+        failures.push({ deliveryId, error: err as Error });
       }
-    },
+    }
+    return failures;
+  }
+
+  return {
+    queue,
+    enqueueAll,
     async close() {
       // BullMQ's close waits for a connection that never came; without one there is nothing to flush.
       if (connection.status !== 'ready') connection.disconnect();

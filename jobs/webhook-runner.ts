@@ -30,11 +30,12 @@ export class WebhookRunner implements DeliveryStarter {
   /** First attempt of new deliveries; with `wait` (test and retry routes) the direct attempt is awaited. */
   async start(deliveryIds: string[], opts: { wait?: boolean } = {}): Promise<void> {
     if (this.queue) {
-      for (const id of deliveryIds) {
-        const attempts = await this.deps.db.selectFrom('webhook_deliveries').select('attempts').where('id', '=', id).executeTakeFirst();
-        await this.queue.enqueue(id, attempts?.attempts ? attempts.attempts : undefined).catch((err: Error) =>
-          this.deps.logger.warn({ err: { message: err.message }, deliveryId: id }, 'enqueue failed: the sweep will retry'),
-        );
+      if (deliveryIds.length === 0) return;
+      // A delivery attempted before (a manual retry, a swept one) is queued as a retry of its attempts.
+      const rows = await this.deps.db.selectFrom('webhook_deliveries').select(['id', 'attempts']).where('id', 'in', deliveryIds).execute();
+      const failures = await this.queue.enqueueAll(rows.map((r) => ({ deliveryId: r.id, retry: r.attempts || undefined })));
+      for (const { deliveryId, error } of failures) {
+        this.deps.logger.warn({ err: { message: error.message }, deliveryId }, 'enqueue failed: the sweep will retry');
       }
       return;
     }

@@ -527,6 +527,36 @@ describe('Redis unreachable when the API queues a delivery', () => {
     }
   });
 
+  it('a sweep of several stuck deliveries waits for the unreachable Redis once, not once per delivery: all stay pending, each one logged', async () => {
+    const s = await owner('lite', 'q-noredis-sweep');
+    const r = await receiver({ status: 200 });
+    const hook = await hookTo(s, r);
+    const starting = startAppOn(db, queueSettings(`redis://127.0.0.1:${await closedPort()}`));
+    hangingStarts.push(starting);
+    const away = await within(6_000, starting, 'an API instance starting while Redis is unreachable');
+    extraApps.push(away);
+    try {
+      // Six deliveries left pending for longer than the sweep's 30 s.
+      const stuck = await sql<{ id: string }>`insert into webhook_deliveries (webhook_id, workspace_id, event, payload, status, created_at)
+        select ${hook.id}, ${s.workspaceId}, 'webhook.test', '{}'::jsonb, 'pending', now() - interval '31 seconds' from generate_series(1, 6) returning id`.execute(away.deps.db);
+      const ids = stuck.rows.map((row) => row.id);
+
+      const started = Date.now();
+      const swept = await within(20_000, away.deps.webhooks.sweep(), 'a sweep while Redis is unreachable');
+      // One wait of 2 s for Redis; one per delivery took 12 s.
+      expect(Date.now() - started).toBeLessThan(4_000);
+      expect(swept).toBeGreaterThanOrEqual(ids.length);
+      for (const id of ids) {
+        expect(away.logs.some((l) => l.includes('enqueue failed') && l.includes(id)), `the failed enqueue of ${id} logged`).toBe(true);
+        expect(await deliveryRow(id)).toMatchObject({ status: 'pending', attempts: 0 });
+        expect(await inspect.getJob(id)).toBeUndefined();
+      }
+      expect(r.requests).toHaveLength(0);
+    } finally {
+      await within(10_000, away.close(), 'closing the instance without Redis');
+    }
+  });
+
   it('Redis going away after start-up: the test delivery is answered 200 `pending` at once; with Redis back, a sweep queues it and the worker delivers it', async () => {
     const proxy = await TcpProxy.start(new URL(REDIS_URL));
     proxies.push(proxy);
