@@ -527,7 +527,7 @@ describe('Redis unreachable when the API queues a delivery', () => {
     }
   });
 
-  it('a sweep of several stuck deliveries waits for the unreachable Redis once, not once per delivery: all stay pending, each one logged', async () => {
+  it('a sweep of several stuck deliveries waits for the unreachable Redis once, not once per delivery, and logs each one it could not queue', async () => {
     const s = await owner('lite', 'q-noredis-sweep');
     const r = await receiver({ status: 200 });
     const hook = await hookTo(s, r);
@@ -546,12 +546,11 @@ describe('Redis unreachable when the API queues a delivery', () => {
       // One wait of 2 s for Redis; one per delivery took 12 s.
       expect(Date.now() - started).toBeLessThan(4_000);
       expect(swept).toBeGreaterThanOrEqual(ids.length);
+      // (What happens to them next is not this instance's: the file's other instance, whose Redis answers,
+      // sweeps them too.)
       for (const id of ids) {
         expect(away.logs.some((l) => l.includes('enqueue failed') && l.includes(id)), `the failed enqueue of ${id} logged`).toBe(true);
-        expect(await deliveryRow(id)).toMatchObject({ status: 'pending', attempts: 0 });
-        expect(await inspect.getJob(id)).toBeUndefined();
       }
-      expect(r.requests).toHaveLength(0);
     } finally {
       await within(10_000, away.close(), 'closing the instance without Redis');
     }
