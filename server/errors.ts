@@ -160,7 +160,9 @@ export function fromZodError(e: ZodError): ApiError {
     return { status: ERROR_STATUS[code], code, message: issues[0]!.message, issues };
   }
   const first = issues[0];
-  const message = first ? `Invalid input: ${first.path ? `${first.path}: ` : ''}${first.message}` : 'Invalid input.';
+  // Zod's own messages may already start with "Invalid input" ("Invalid input: expected string, ..."): said once.
+  const detail = first?.message.replace(/^Invalid input:?\s*/i, '');
+  const message = first ? `Invalid input: ${first.path ? `${first.path}: ` : ''}${detail || 'not valid'}` : 'Invalid input.';
   return { status: 400, code: 'BAD_REQUEST', message, issues };
 }
 
@@ -184,6 +186,8 @@ export function toApiError(err: unknown): ApiError {
     return httpError(status, status === 404 ? 'Not found.' : err.message);
   }
   if (err instanceof ZodError) return fromZodError(err);
+  // Express's router, on a path parameter whose percent-encoding is broken (`/users/%E0%A4%A/avatar`).
+  if (err instanceof URIError && (err as URIError & { status?: number }).status === 400) return httpError(400, 'Malformed percent-encoding in the URL path.');
   const bp = err as BodyParserError | null;
   if (bp && typeof bp === 'object' && typeof bp.type === 'string' && typeof bp.status === 'number' && bp.expose) {
     if (bp.type === 'entity.parse.failed') return httpError(400, 'Malformed JSON in request body.');

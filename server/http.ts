@@ -3,9 +3,10 @@
 import crypto from 'node:crypto';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
+import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import type { AnyProcedure, AnyTRPCRouter } from '@trpc/server';
-import type { Meta } from './trpc.js';
+import { requestIdOfError, type Meta } from './trpc.js';
 import { contextFactory, type AppDeps, type Context } from './context.js';
 import { errorBody, httpError, toApiError, type ApiError } from './errors.js';
 import { safeUrl, type Logger } from './logger.js';
@@ -116,18 +117,38 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     maxBatchSize: TRPC_MAX_BATCH_SIZE,
     responseMeta: ({ errors }) => (errors[0] ? { status: toApiError(errors[0]).status } : {}),
     onError: ({ error, req }) => {
+      requestIdOfError.set(error, (req as Request).id);
       const api = toApiError(error);
       noteRequest(req as Request, { error: api, errorName: errorName(error) });
       logIfServerError(deps.logger, api, causeOf(error), (req as Request).id);
     },
   });
   return (req, res, next) => {
-    // A mutation without input arrives with an empty JSON body, which the JSON parser turned into {}:
-    // for tRPC it is no input at all.
-    if (req.rawBody?.length === 0) req.body = undefined;
+    // tRPC is given the JSON body as it came (the parser kept its bytes; tRPC reads bodies as UTF-8 too),
+    // not the parsed value, which it would serialise again only to parse it: a body nested thousands
+    // deep parses, but overflows the stack of JSON.stringify. A mutation without input arrives with an
+    // empty body: for tRPC no input at all.
+    if (req.rawBody) req.body = req.rawBody.length === 0 ? undefined : req.rawBody.toString('utf8');
     void deps.inFlight.run(async () => handler(req, res, next));
   };
 }
+
+/** tRPC's JSON-RPC error numbers by HTTP status, for errors raised before tRPC has the request. */
+const TRPC_ERROR_BY_STATUS: Record<number, keyof typeof TRPC_ERROR_CODES_BY_KEY> = {
+  400: 'BAD_REQUEST',
+  404: 'NOT_FOUND',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+};
+
+/** An error as tRPC's envelope carries it (server/trpc.ts's errorFormatter), for `/trpc` requests. */
+const trpcErrorBody = (api: ApiError, requestId: string, malformedJson: boolean) => ({
+  error: {
+    message: api.message,
+    code: TRPC_ERROR_CODES_BY_KEY[malformedJson ? 'PARSE_ERROR' : (TRPC_ERROR_BY_STATUS[api.status] ?? 'INTERNAL_SERVER_ERROR')],
+    data: { code: api.code, httpStatus: api.status, requestId, ...(api.issues ? { issues: api.issues } : {}) },
+  },
+});
 
 export const notFound: RequestHandler = (req, res) => {
   const api = httpError(404, 'Route not found.');
@@ -142,6 +163,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const api = toApiError(err);
     noteRequest(req, { error: api, errorName: errorName(err) });
     logIfServerError(logger, api, err, req.id);
-    res.status(api.status).json(errorBody(api, req.id));
+    // A `/trpc` request (its body refused by the JSON parser) is answered in tRPC's envelope, which is
+    // what its client reads.
+    const malformedJson = (err as { type?: unknown } | null)?.type === 'entity.parse.failed';
+    const trpc = req.path === '/trpc' || req.path.startsWith('/trpc/');
+    res.status(api.status).json(trpc ? trpcErrorBody(api, req.id, malformedJson) : errorBody(api, req.id));
   };
 }

@@ -18,6 +18,12 @@ export type Meta = OpenApiMeta<{
   successStatus?: 201 | 202;
 }>;
 
+/**
+ * The request id of errors tRPC raises before it has made the context (a batch too large, a missing
+ * Content-Type): the `/trpc` handler's onError, which tRPC calls first, notes it for the errorFormatter.
+ */
+export const requestIdOfError = new WeakMap<Error, string>();
+
 const t = initTRPC
   .context<Context>()
   .meta<Meta>()
@@ -32,7 +38,7 @@ const t = initTRPC
         data: {
           code: api.code,
           httpStatus: api.status,
-          requestId: ctx?.requestId,
+          requestId: ctx?.requestId ?? requestIdOfError.get(error),
           path: shape.data.path,
           ...(api.issues ? { issues: api.issues } : {}),
         },
