@@ -16,6 +16,7 @@ import { RouteTemplates, type RouteTemplate } from './route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, webhookQueueCounts } from './metrics.js';
 import { webhookQueueEnabled } from '../jobs/queue.js';
 import { startAuthentication } from './trpc.js';
+import { refuseUnstorableText, refuseUnstorableUrl } from './unstorable-text.js';
 
 export const JSON_BODY_LIMIT = '1mb';
 
@@ -50,6 +51,7 @@ export function createApp(deps: AppDeps): express.Express {
       rateLimiter({ ...deps, redis: deps.redis?.commands, routes, verifiedApiKeyId, onRejected: metrics && ((tier) => metrics.rateLimited(tier)) }),
     );
   }
+  app.use(refuseUnstorableUrl);
   const docs = openApiRoutes(appRouter, deps.config.SERVICE_VERSION);
   app.use(only((req) => req.path === '/openapi.json' || req.path.startsWith('/docs'), docs));
 
@@ -63,6 +65,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(
     express.json({
       limit: JSON_BODY_LIMIT,
+      reviver: refuseUnstorableText,
       // Inbound provider webhooks verify signatures over the exact bytes received.
       verify: (req, _res, buf) => {
         (req as express.Request).rawBody = buf;

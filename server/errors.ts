@@ -3,6 +3,7 @@
 // { status, code, message, issues } for REST, /trpc and plain Express routes alike.
 import { TRPCError } from '@trpc/server';
 import { ZodError } from 'zod';
+import { UnstorableText } from './unstorable-text.js';
 
 /** Every code a client can see, with its HTTP status (DESIGN.md "Conventions of the HTTP surface"). */
 export const ERROR_STATUS = {
@@ -186,11 +187,13 @@ export function toApiError(err: unknown): ApiError {
     return httpError(status, status === 404 ? 'Not found.' : err.message);
   }
   if (err instanceof ZodError) return fromZodError(err);
+  if (err instanceof UnstorableText) return httpError(400, err.message);
   // Express's router, on a path parameter whose percent-encoding is broken (`/users/%E0%A4%A/avatar`).
   if (err instanceof URIError && (err as URIError & { status?: number }).status === 400) return httpError(400, 'Malformed percent-encoding in the URL path.');
   const bp = err as BodyParserError | null;
   if (bp && typeof bp === 'object' && typeof bp.type === 'string' && typeof bp.status === 'number' && bp.expose) {
-    if (bp.type === 'entity.parse.failed') return httpError(400, 'Malformed JSON in request body.');
+    // (A body nested thousands deep overflows the stack of the parser's reviver: a RangeError.)
+    if (bp.type === 'entity.parse.failed') return httpError(400, err instanceof RangeError ? 'The JSON body is nested too deeply.' : 'Malformed JSON in request body.');
     if (bp.type === 'entity.too.large') return httpError(413);
     if (bp.type === 'encoding.unsupported' || bp.type === 'charset.unsupported') return httpError(415, 'Unsupported body encoding.');
     return httpError(bp.status);

@@ -10,6 +10,7 @@ import { requestIdOfError, type Meta } from './trpc.js';
 import { contextFactory, type AppDeps, type Context } from './context.js';
 import { errorBody, httpError, toApiError, type ApiError } from './errors.js';
 import { safeUrl, type Logger } from './logger.js';
+import { UnstorableText } from './unstorable-text.js';
 import { noteRequest } from './monitoring.js';
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -165,7 +166,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     logIfServerError(logger, api, err, req.id);
     // A `/trpc` request (its body refused by the JSON parser) is answered in tRPC's envelope, which is
     // what its client reads.
-    const malformedJson = (err as { type?: unknown } | null)?.type === 'entity.parse.failed';
+    const malformedJson = (err as { type?: unknown } | null)?.type === 'entity.parse.failed' && !(err instanceof UnstorableText);
     const trpc = req.path === '/trpc' || req.path.startsWith('/trpc/');
     res.status(api.status).json(trpc ? trpcErrorBody(api, req.id, malformedJson) : errorBody(api, req.id));
   };

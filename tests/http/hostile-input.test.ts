@@ -49,7 +49,7 @@ const HOSTILE_PATH_VALUES = [
 ];
 
 /** Query values a route does not take, for each documented query parameter in turn. */
-const HOSTILE_QUERY_VALUES = ['', '-1', '0', 'abc', '1e400', '99999999999999999999', 'x'.repeat(5_000), '%E0%A4%A', 'null'];
+const HOSTILE_QUERY_VALUES = ['', '-1', '0', 'abc', '1e400', '99999999999999999999', 'x'.repeat(5_000), '%E0%A4%A', '%00', 'a%00b', '%ED%A0%80', 'null'];
 
 /** A value of the wrong type for `schema`. */
 function wrongValue(schema: Schema | undefined): unknown {
@@ -96,6 +96,9 @@ function hostileBodies(op: Operation): RequestOptions[] {
     // Every field of the wrong type at once, then each alone.
     bodies.push({ body: Object.fromEntries(names.map((n) => [n, wrongValue(schema.properties![n])])) });
     for (const n of names) bodies.push({ body: { [n]: wrongValue(schema.properties[n]) } });
+    // Every field a string Postgres cannot store as text (a NUL), or a lone UTF-16 surrogate.
+    bodies.push({ body: Object.fromEntries(names.map((n) => [n, 'a\u0000b'])) });
+    bodies.push({ body: Object.fromEntries(names.map((n) => [n, 'a\ud800b'])) });
     // Every field an absurdly long string, or a deep object.
     bodies.push({ body: Object.fromEntries(names.map((n) => [n, 'x'.repeat(100_000)])) });
     bodies.push({ body: Object.fromEntries(names.map((n) => [n, JSON.parse('{"a":'.repeat(500) + '1' + '}'.repeat(500))])) });
@@ -260,17 +263,48 @@ describe('what the sweeps found, one by one', () => {
     }
   });
 
-  it('/trpc: a JSON body nested 5,000 deep is refused as input like any other (was a 500: tRPC serialised the parsed body again)', async () => {
+  it('a JSON body nested thousands deep is a 400 saying so, on REST and /trpc (on /trpc it was a 500: tRPC serialised the parsed body again)', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'hostile-deep' });
-    const res = await app.api('POST', '/trpc/workspaces.create', { token: s.accessToken, raw: '['.repeat(5_000) + ']'.repeat(5_000), headers: json });
-    expect(res.status, res.text).toBe(400);
-    expect(res.body.error.data).toMatchObject({ code: 'BAD_REQUEST', httpStatus: 400, requestId: res.headers.get('x-request-id') });
-    // Zod's own wording already says "Invalid input": said once.
-    expect(res.body.error.message).toBe('Invalid input: expected object, received array');
-    // A well-formed call still arrives whole: the body tRPC reads is the bytes sent.
-    const created = await app.api('POST', '/trpc/workspaces.create', { token: s.accessToken, raw: JSON.stringify({ name: 'Ünïcode ✓ team' }), headers: json });
+    const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+    const rest = await app.api('POST', '/workspaces', { token: s.accessToken, raw: deep(5_000), headers: json });
+    expect(rest.status, rest.text).toBe(400);
+    expect(rest.body).toMatchObject({ code: 'BAD_REQUEST', message: 'The JSON body is nested too deeply.' });
+    const trpc = await app.api('POST', '/trpc/workspaces.create', { token: s.accessToken, raw: deep(5_000), headers: json });
+    expect(trpc.status, trpc.text).toBe(400);
+    expect(trpc.body.error).toMatchObject({ message: 'The JSON body is nested too deeply.', data: { code: 'BAD_REQUEST', httpStatus: 400, requestId: trpc.headers.get('x-request-id') } });
+    // Less deep, it is input of the wrong shape; Zod's own wording already says "Invalid input": said once.
+    const shallower = await app.api('POST', '/trpc/workspaces.create', { token: s.accessToken, raw: deep(2_000), headers: json });
+    expect(shallower.status, shallower.text).toBe(400);
+    expect(shallower.body.error.message).toBe('Invalid input: expected object, received array');
+    // A well-formed call still arrives whole: tRPC reads the bytes sent.
+    const created = await app.api('POST', '/trpc/workspaces.create', { token: s.accessToken, raw: JSON.stringify({ name: 'Ünïcode ✓ team 😀' }), headers: json });
     expect(created.status, created.text).toBe(200);
-    expect(created.body.result.data).toMatchObject({ name: 'Ünïcode ✓ team' });
+    expect(created.body.result.data).toMatchObject({ name: 'Ünïcode ✓ team 😀' });
+  });
+
+  it('text Postgres cannot store (a NUL, an unpaired surrogate) is a 400 wherever it comes in, and nothing is written (was a 500)', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'hostile-nul' });
+    const workspaces = async () => (await app.api('GET', '/workspaces', { token: s.accessToken })).body;
+    const before = await workspaces();
+    const refused = (res: ApiResponse) => {
+      expect(res.status, res.text).toBe(400);
+      const error = res.body.error ? { code: res.body.error.data.code, message: res.body.error.message } : res.body;
+      expect(error).toMatchObject({ code: 'BAD_REQUEST', message: 'Text may not contain NUL characters or unpaired UTF-16 surrogates.' });
+    };
+    // In a JSON body: a value, a key, a lone surrogate; on REST and /trpc.
+    refused(await app.api('POST', '/workspaces', { token: s.accessToken, raw: '{"name":"a\\u0000b"}', headers: json }));
+    refused(await app.api('POST', '/workspaces', { token: s.accessToken, raw: '{"name":"a\\ud800b"}', headers: json }));
+    refused(await app.api('PATCH', `/workspaces/${s.workspaceId}`, { token: s.accessToken, raw: '{"name":"ok","x\\u0000":1}', headers: json }));
+    refused(await app.api('POST', '/trpc/workspaces.create', { token: s.accessToken, raw: '{"name":"a\\u0000b"}', headers: json }));
+    expect(await workspaces()).toEqual(before);
+    // In the URL: the path or the query; and in the JSON input of a /trpc query.
+    refused(await app.api('GET', '/search?q=a%00b', { token: s.accessToken }));
+    refused(await app.api('GET', `/workspaces/${s.workspaceId}/audit-logs?action=%00`, { token: s.accessToken }));
+    refused(await app.api('GET', `/trpc/search.search?input=${encodeURIComponent('{"q":"a\\u0000b"}')}`, { token: s.accessToken }));
+    // A surrogate pair is one character, and fine.
+    const emoji = await app.api('PATCH', `/workspaces/${s.workspaceId}`, { token: s.accessToken, raw: '{"name":"Team \\ud83d\\ude00"}', headers: json });
+    expect(emoji.status, emoji.text).toBe(200);
+    expect(emoji.body.name).toBe('Team 😀');
   });
 
   it('/trpc: malformed JSON and a body over the limit are answered in tRPC\'s envelope, which its client reads (were REST error bodies)', async () => {

@@ -1,0 +1,36 @@
+// Text that Postgres cannot store, refused where it comes in: a NUL character (text and jsonb refuse it)
+// or an unpaired UTF-16 surrogate (jsonb refuses its escape). Such a string used to reach a statement
+// and fail it, a 500. Checked in every JSON body (keys too), in the URL, and in the JSON `input` of a
+// `/trpc` query; the uploads' file names are checked by their own rules (routers/files/uploads.ts).
+import type { RequestHandler } from 'express';
+
+export class UnstorableText extends Error {
+  constructor() {
+    super('Text may not contain NUL characters or unpaired UTF-16 surrogates.');
+  }
+}
+
+/** A NUL, or a surrogate that is not half of a pair (with the `u` flag, a pair is one code point). */
+const UNSTORABLE = /[\0\p{Cs}]/u;
+
+/** A `JSON.parse` reviver that throws UnstorableText at the first string (value or key) Postgres refuses. */
+export function refuseUnstorableText(key: string, value: unknown): unknown {
+  if (UNSTORABLE.test(key) || (typeof value === 'string' && UNSTORABLE.test(value))) throw new UnstorableText();
+  return value;
+}
+
+/**
+ * Refuses a URL with a NUL in it (`%00`, in the path or the query), and a `/trpc` query whose JSON input
+ * holds such text (`"\u0000"`). A malformed input is left to tRPC, which answers it.
+ */
+export const refuseUnstorableUrl: RequestHandler = (req, _res, next) => {
+  if (req.url.includes('%00')) return next(new UnstorableText());
+  if (req.method === 'GET' && req.path.startsWith('/trpc/') && typeof req.query.input === 'string') {
+    try {
+      JSON.parse(req.query.input, refuseUnstorableText);
+    } catch (err) {
+      if (err instanceof UnstorableText) return next(err);
+    }
+  }
+  next();
+};
