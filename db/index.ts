@@ -9,8 +9,20 @@ import type { Database } from './schema.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { preparedStatements } from './compiled.js';
 
-/** A pg client that runs the SQL of compiledOnce() queries as named prepared statements. */
+/**
+ * A pg client that runs the SQL of compiledOnce() queries as named prepared statements, and that outlives
+ * the loss of its connection while it is checked out of the pool. pg emits 'error' on such a client (a
+ * Postgres restart, a failover, a dropped socket), and the pool listens only to its idle clients: an
+ * 'error' without a listener is an uncaught exception, which would take the whole process down. The
+ * error has already failed the client's queries, which answer 503; the pool drops the dead client when
+ * it is released, and reports idle clients' errors itself (onPoolError).
+ */
 class PreparingClient extends pg.Client {
+  constructor(...args: ConstructorParameters<typeof pg.Client>) {
+    super(...args);
+    this.on('error', () => undefined);
+  }
+
   override query(...args: unknown[]): never {
     const [text, values] = args;
     const name = typeof text === 'string' && Array.isArray(values) ? preparedStatements.get(text) : undefined;

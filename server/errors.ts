@@ -4,6 +4,7 @@
 import { TRPCError } from '@trpc/server';
 import { ZodError } from 'zod';
 import { UnstorableText } from './unstorable-text.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
 
 /** Every code a client can see, with its HTTP status (DESIGN.md "Conventions of the HTTP surface"). */
 export const ERROR_STATUS = {
@@ -65,7 +66,16 @@ export interface ApiError {
   code: string;
   message: string;
   issues?: ApiIssue[];
+  /** Sent as `Retry-After` (seconds): when to try again, for an outage that should pass. */
+  retryAfterSeconds?: number;
 }
+
+/** The database is away (down, restarting, out of connections): 503, to be tried again shortly. */
+const databaseUnavailable = (): ApiError => ({ ...httpError(503), retryAfterSeconds: 5 });
+
+/** The headers of an error answer besides its body: `Retry-After` where the error says when. */
+export const errorHeaders = (api: ApiError): Record<string, string> =>
+  api.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(api.retryAfterSeconds) };
 
 /** The JSON body of every error answer. */
 export interface ErrorBody {
@@ -180,7 +190,7 @@ export function toApiError(err: unknown): ApiError {
     if (err.cause instanceof AppError) return fromAppError(err.cause);
     if (err.code === 'BAD_REQUEST' && err.cause instanceof ZodError) return fromZodError(err.cause);
     if (err.code === 'PARSE_ERROR') return httpError(400, 'Malformed JSON in request body.');
-    if (err.code === 'INTERNAL_SERVER_ERROR') return httpError(500);
+    if (err.code === 'INTERNAL_SERVER_ERROR') return isDatabaseUnavailable(err.cause) ? databaseUnavailable() : httpError(500);
     const status = TRPC_STATUS[err.code];
     if (!status) return httpError(500);
     // Messages of tRPC's own transport errors are safe and specific ("No procedure found ...").
@@ -198,7 +208,7 @@ export function toApiError(err: unknown): ApiError {
     if (bp.type === 'encoding.unsupported' || bp.type === 'charset.unsupported') return httpError(415, 'Unsupported body encoding.');
     return httpError(bp.status);
   }
-  return httpError(500);
+  return isDatabaseUnavailable(err) ? databaseUnavailable() : httpError(500);
 }
 
 export function errorBody(error: ApiError, requestId: string): ErrorBody {

@@ -8,7 +8,7 @@ import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import type { AnyProcedure, AnyTRPCRouter } from '@trpc/server';
 import { requestIdOfError, type Meta } from './trpc.js';
 import { contextFactory, type AppDeps, type Context } from './context.js';
-import { errorBody, httpError, toApiError, type ApiError } from './errors.js';
+import { errorBody, errorHeaders, httpError, toApiError, type ApiError } from './errors.js';
 import { safeUrl, type Logger } from './logger.js';
 import { UnstorableText } from './unstorable-text.js';
 import { noteRequest } from './monitoring.js';
@@ -72,7 +72,10 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     router,
     createContext: contextFactory(deps),
     responseMeta: ({ ctx, paths, errors: errs }) => {
-      if (errs[0]) return { status: toApiError(errs[0]).status };
+      if (errs[0]) {
+        const api = toApiError(errs[0]);
+        return { status: api.status, headers: errorHeaders(api) };
+      }
       const status = (ctx as Context | undefined)?.response.status ?? successStatus(router, paths?.[0]);
       return { status };
     },
@@ -116,7 +119,11 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     createContext: contextFactory(deps),
     // A batch is charged per call by the rate limiter; this bounds how much one request can carry.
     maxBatchSize: TRPC_MAX_BATCH_SIZE,
-    responseMeta: ({ errors }) => (errors[0] ? { status: toApiError(errors[0]).status } : {}),
+    responseMeta: ({ errors }) => {
+      if (!errors[0]) return {};
+      const api = toApiError(errors[0]);
+      return { status: api.status, headers: errorHeaders(api) };
+    },
     onError: ({ error, req }) => {
       requestIdOfError.set(error, (req as Request).id);
       const api = toApiError(error);
@@ -167,6 +174,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     // A `/trpc` request (its body refused by the JSON parser) is answered in tRPC's envelope, which is
     // what its client reads.
     const malformedJson = (err as { type?: unknown } | null)?.type === 'entity.parse.failed' && !(err instanceof UnstorableText);
+    res.set(errorHeaders(api));
     const trpc = req.path === '/trpc' || req.path.startsWith('/trpc/');
     res.status(api.status).json(trpc ? trpcErrorBody(api, req.id, malformedJson) : errorBody(api, req.id));
   };

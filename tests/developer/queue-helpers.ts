@@ -1,6 +1,7 @@
 // Fixtures of the queue-mode tests (queue.test.ts): the real worker (`jobs/worker.ts`) as a child process
 // with its output captured, a webhook receiver whose answers may wait or never come, a TCP proxy in front
-// of Redis that the test can cut and restore, and dumps of the Redis keys under a prefix.
+// of Redis that the test can cut and restore (tests/helpers/tcp-proxy.ts), and dumps of the Redis keys
+// under a prefix.
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -106,70 +107,7 @@ export class WorkerProcess {
 
 // ---------------------------------------------------------------- Redis behind a switch
 
-/** A TCP proxy to Redis: `cut()` closes it and every connection through it (Redis is away), `restore()` listens again on the same port. */
-export class TcpProxy {
-  private server: net.Server | undefined;
-  private readonly sockets = new Set<net.Socket>();
-  /** Connections through the proxy that got bytes back from Redis. */
-  answered = 0;
-  port = 0;
-
-  private constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
-  ) {}
-
-  static async start(target: URL): Promise<TcpProxy> {
-    const proxy = new TcpProxy(target.hostname, Number(target.port || 6379));
-    await proxy.listen();
-    return proxy;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  private async listen() {
-    const server = net.createServer((client) => {
-      const upstream = net.connect(this.targetPort, this.targetHost);
-      let counted = false;
-      upstream.on('data', () => {
-        if (!counted) this.answered++;
-        counted = true;
-      });
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-    this.port = (server.address() as net.AddressInfo).port;
-    this.server = server;
-  }
-
-  async cut(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    for (const s of this.sockets) s.destroy();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-
-  async restore(): Promise<void> {
-    if (!this.server) await this.listen();
-  }
-
-  close(): Promise<void> {
-    return this.cut();
-  }
-}
+export { TcpProxy } from '../helpers/tcp-proxy.js';
 
 /** A loopback port nothing listens on. */
 export async function closedPort(): Promise<number> {

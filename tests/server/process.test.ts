@@ -1,28 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { STRONG_PASSWORD, apiClient, uniqueEmail } from '../helpers/http.js';
-
-// The real entry point (what `npm start` runs), as a child process.
-function startEntry(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/index.ts'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (c) => (out += c));
-  child.stderr!.on('data', (c) => (out += c));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => out, exited };
-}
-
-async function waitFor(check: () => boolean, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { listeningPort, startEntry, waitUntil as waitFor } from '../helpers/entry.js';
 
 /** The entry point on the run's database at bcrypt cost 12 (a login or registration takes ~200 ms), listening. */
 async function startListening() {
@@ -35,8 +14,7 @@ async function startListening() {
     JWT_ACCESS_SECRET: 'process-test-access-secret-0123456789abcdef',
     JWT_REFRESH_SECRET: 'process-test-refresh-secret-0123456789abcdef',
   });
-  await waitFor(() => /"msg":"listening"/.test(run.output()), 30_000);
-  return { run, port: Number(/"port":(\d+)/.exec(run.output())![1]) };
+  return { run, port: await listeningPort(run) };
 }
 
 describe('server/index.ts', () => {
