@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { batched, groupPositions } from '../../db/batched.js';
-import type { AiGenerationsTable, Database, Edition, PlanLimits } from '../../db/schema.js';
+import type { AiGenerationsTable, Database, Edition } from '../../db/schema.js';
 import { isDemoAccount, isTestAccount } from '../../server/accounts.js';
 import type { Config } from '../../server/config.js';
 import { AppError, ERROR_STATUS } from '../../server/errors.js';

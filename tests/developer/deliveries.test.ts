@@ -463,8 +463,6 @@ describe('signing secret rotation', () => {
 });
 
 describe('domain events', () => {
-  const envelopes = (r: WebhookReceiver) => r.requests.map((q) => JSON.parse(q.body) as { event: string; workspaceId: string; data: Record<string, unknown> });
-
   it('a MOCK checkout sends billing.updated, subscription.created and payment.succeeded to a subscribed webhook, and nothing to an unsubscribed one', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-checkout');
     const subscribed = await receiver({ status: 200 });

@@ -1,6 +1,5 @@
 // Reads what EMAIL_PROVIDER=MOCK "sent", straight from email_logs.
 import type { TestApp } from './app.js';
-import { ledger } from './secret-ledger.js';
 
 export async function mailsTo(app: TestApp, to: string) {
   return app.deps.db.selectFrom('email_logs').selectAll().where('to', '=', to.toLowerCase()).orderBy('created_at').execute();

@@ -3,9 +3,7 @@
 // proxy in front of Postgres so a test can take the database away from a running app and bring it back.
 import crypto from 'node:crypto';
 import http from 'node:http';
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { expect, inject } from 'vitest';
+import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import type { ApiResponse, RequestOptions } from '../helpers/http.js';
 import { ledger, trackBody } from '../helpers/secret-ledger.js';
@@ -196,71 +194,3 @@ export function rawGet(agent: http.Agent, url: string): Promise<number> {
 /** The status class of a status code, as the monitoring filters write it. */
 export const classOf = (status: number) => `${Math.floor(status / 100)}xx`;
 
-export interface Proxy {
-  port: number;
-  /** Refuses new connections and cuts the open ones: the database is gone for the app. */
-  down(): Promise<void>;
-  /** Accepts connections again, on the same port. */
-  up(): Promise<void>;
-}
-
-/** A TCP proxy on 127.0.0.1 in front of `target`. */
-export async function tcpProxy(target: { host: string; port: number }): Promise<Proxy> {
-  const sockets = new Set<net.Socket>();
-  let server: net.Server | undefined;
-  let port = 0;
-  const listen = () =>
-    new Promise<void>((resolve, reject) => {
-      if (server) return resolve();
-      const s = net.createServer((client) => {
-        const upstream = net.connect(target.port, target.host);
-        sockets.add(client);
-        sockets.add(upstream);
-        const cut = () => {
-          client.destroy();
-          upstream.destroy();
-          sockets.delete(client);
-          sockets.delete(upstream);
-        };
-        client.on('error', cut).on('close', cut);
-        upstream.on('error', cut).on('close', cut);
-        client.pipe(upstream);
-        upstream.pipe(client);
-      });
-      s.once('error', reject);
-      s.listen(port, '127.0.0.1', () => {
-        port = (s.address() as AddressInfo).port;
-        server = s;
-        resolve();
-      });
-    });
-  await listen();
-  return {
-    get port() {
-      return port;
-    },
-    down: () =>
-      new Promise<void>((resolve) => {
-        const s = server;
-        server = undefined;
-        if (!s) return resolve();
-        s.close(() => resolve());
-        for (const socket of sockets) socket.destroy();
-        sockets.clear();
-      }),
-    up: listen,
-  };
-}
-
-/** The run's database URL, and the same database through a proxy on `port`. */
-export function databaseTarget(): { host: string; port: number } {
-  const url = new URL(inject('databaseUrl'));
-  return { host: url.hostname, port: Number(url.port || 5432) };
-}
-
-export function databaseUrlVia(port: number): string {
-  const url = new URL(inject('databaseUrl'));
-  url.hostname = '127.0.0.1';
-  url.port = String(port);
-  return url.toString();
-}

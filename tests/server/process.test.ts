@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { STRONG_PASSWORD, apiClient, uniqueEmail } from '../helpers/http.js';
-import { listeningPort, startEntry, waitUntil as waitFor } from '../helpers/entry.js';
+import { listeningPort, startEntry } from '../helpers/entry.js';
 
 /** The entry point on the run's database at bcrypt cost 12 (a login or registration takes ~200 ms), listening. */
 async function startListening() {
