@@ -61,6 +61,13 @@ const dispatcherFor = (timeoutMs: number) => {
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
+/**
+ * Text of the endpoint's making (its answer, an error about it) as Postgres can store it: a NUL, which
+ * `text` and `jsonb` refuse, becomes U+FFFD. Unchanged, one such answer failed the statement that records
+ * it, and with it the records of every delivery batched alongside.
+ */
+const storable = (text: string) => text.replaceAll('\0', '\ufffd');
+
 /** Ends the reading of an answer once its preview is complete. */
 class PreviewComplete extends Error {}
 
@@ -77,7 +84,7 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
     let preview = '';
     // Made with the first chunk of an answer: many have no body.
     let text: StringDecoder | undefined;
-    const answered = () => resolve({ status, preview: text ? (preview + text.end()).slice(0, RESPONSE_PREVIEW_CHARS) : '' });
+    const answered = () => resolve({ status, preview: text ? storable((preview + text.end()).slice(0, RESPONSE_PREVIEW_CHARS)) : '' });
     dispatcherFor(timeoutMs).dispatch(
       {
         origin: `${url.protocol}//${host}${url.port ? `:${url.port}` : ''}`,
@@ -278,7 +285,7 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
       response_preview: answer ? answer.preview : null,
       duration_ms: durationMs,
       next_retry_at: outcome.status === 'retrying' ? outcome.retryAt.toISOString() : null,
-      last_error: outcome.status === 'success' ? null : (error ?? null),
+      last_error: outcome.status === 'success' || error === undefined ? null : storable(error),
     },
   });
   // A success of a healthy endpoint changes nothing: no query.

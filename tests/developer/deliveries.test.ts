@@ -379,6 +379,20 @@ describe('retries in direct mode', () => {
     expect(d.responsePreview.length).toBe(1_024);
     expect((await deliveryRow(d.id)).response_preview).toBe(d.responsePreview);
   });
+
+  it('keeps an answer with NUL bytes as a preview with U+FFFD in their place (the delivery stayed pending: Postgres refused the record), beside a delivery of another workspace sent at the same time', async () => {
+    const hostile = await ownerOn(app, 'lite', 'deliv-nul');
+    const hostileHook = await hookTo(hostile, await receiver({ status: 200, body: 'ok\u0000then\u0000more' }));
+    const other = await ownerOn(app, 'lite', 'deliv-nul-other');
+    const otherHook = await hookTo(other, await receiver({ status: 200, body: 'fine' }));
+    // At the same time: the two attempts may be recorded by one statement (db/batched.ts), which one
+    // unstorable answer used to fail for both.
+    const [d, o] = await Promise.all([sendTest(hostile, hostileHook.id), sendTest(other, otherHook.id)]);
+    expect(d).toMatchObject({ status: 'success', responseStatus: 200, responsePreview: 'ok\ufffdthen\ufffdmore' });
+    expect((await deliveryRow(d.id)).response_preview).toBe('ok\ufffdthen\ufffdmore');
+    expect(o).toMatchObject({ status: 'success', responsePreview: 'fine' });
+    expect(await deliveryRow(o.id)).toMatchObject({ status: 'success', response_preview: 'fine', attempts: 1 });
+  });
 });
 
 describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', () => {
