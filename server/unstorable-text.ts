@@ -1,7 +1,9 @@
-// Text that Postgres cannot store, refused where it comes in: a NUL character (text and jsonb refuse it)
-// or an unpaired UTF-16 surrogate (jsonb refuses its escape). Such a string used to reach a statement
-// and fail it, a 500. Checked in every JSON body (keys too), in the URL, and in the JSON `input` of a
-// `/trpc` query; the uploads' file names are checked by their own rules (routers/files/uploads.ts).
+// Text that Postgres cannot store: a NUL character (text and jsonb refuse it) or an unpaired UTF-16
+// surrogate (jsonb refuses its escape). Such a string used to reach a statement and fail it, a 500.
+// Our clients' is refused where it comes in: in every JSON body (keys too), in the URL, and in the JSON
+// `input` of a `/trpc` query (the uploads' file names are checked by their own rules,
+// routers/files/uploads.ts). Text that others make for us (a webhook endpoint's answer, an AI provider's
+// output) is made storable instead (storableText).
 import type { RequestHandler } from 'express';
 
 export class UnstorableText extends Error {
@@ -12,6 +14,12 @@ export class UnstorableText extends Error {
 
 /** A NUL, or a surrogate that is not half of a pair (with the `u` flag, a pair is one code point). */
 const UNSTORABLE = /[\0\p{Cs}]/u;
+
+/**
+ * Text of somebody else's making (a webhook endpoint's answer, an AI provider's output) as Postgres can
+ * store it: each NUL and unpaired surrogate becomes U+FFFD. Input of our own clients is refused instead.
+ */
+export const storableText = (text: string) => (UNSTORABLE.test(text) ? text.replace(/[\0\p{Cs}]/gu, '\ufffd') : text);
 
 /** A `JSON.parse` reviver that throws UnstorableText at the first string (value or key) Postgres refuses. */
 export function refuseUnstorableText(key: string, value: unknown): unknown {

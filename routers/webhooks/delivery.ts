@@ -12,6 +12,7 @@ import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/config.js';
 import { demoAccountEmails } from '../../server/accounts.js';
 import { remember } from '../../server/bounded-cache.js';
+import { storableText } from '../../server/unstorable-text.js';
 import { AppError } from '../../server/errors.js';
 import type { Logger } from '../../server/logger.js';
 import type { Mailer } from '../../server/email/mailer.js';
@@ -61,13 +62,6 @@ const dispatcherFor = (timeoutMs: number) => {
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
-/**
- * Text of the endpoint's making (its answer, an error about it) as Postgres can store it: a NUL, which
- * `text` and `jsonb` refuse, becomes U+FFFD. Unchanged, one such answer failed the statement that records
- * it, and with it the records of every delivery batched alongside.
- */
-const storable = (text: string) => text.replaceAll('\0', '\ufffd');
-
 /** Ends the reading of an answer once its preview is complete. */
 class PreviewComplete extends Error {}
 
@@ -84,7 +78,8 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
     let preview = '';
     // Made with the first chunk of an answer: many have no body.
     let text: StringDecoder | undefined;
-    const answered = () => resolve({ status, preview: text ? storable((preview + text.end()).slice(0, RESPONSE_PREVIEW_CHARS)) : '' });
+    // Made storable (a NUL would fail the statement recording it, and every delivery batched with it).
+    const answered = () => resolve({ status, preview: text ? storableText((preview + text.end()).slice(0, RESPONSE_PREVIEW_CHARS)) : '' });
     dispatcherFor(timeoutMs).dispatch(
       {
         origin: `${url.protocol}//${host}${url.port ? `:${url.port}` : ''}`,
@@ -285,7 +280,7 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
       response_preview: answer ? answer.preview : null,
       duration_ms: durationMs,
       next_retry_at: outcome.status === 'retrying' ? outcome.retryAt.toISOString() : null,
-      last_error: outcome.status === 'success' || error === undefined ? null : storable(error),
+      last_error: outcome.status === 'success' || error === undefined ? null : storableText(error),
     },
   });
   // A success of a healthy endpoint changes nothing: no query.

@@ -201,6 +201,17 @@ for (const p of PROVIDERS) {
       expect(events.some((e) => (e.payload as Record<string, unknown>).generationId === res.body.id)).toBe(true);
     });
 
+    it('keeps an answer with a NUL character, with U+FFFD in its place (Postgres refused it: a 500, nothing stored)', async () => {
+      fake.setMode('ok-with-nul');
+      const res = await generate(app, user.accessToken, { prompt: uniquePrompt('Answer with a NUL for') });
+      fake.setMode('ok');
+      expect(res.status, res.text).toBe(200);
+      const sent = lastRequest().answered!.output;
+      expect(sent).toContain('\u0000');
+      expect(res.body).toMatchObject({ status: 'SUCCEEDED', output: sent.replaceAll('\u0000', '\ufffd') });
+      expect((await generationRow(app, res.body.id)).output).toBe(res.body.output);
+    });
+
     it('answers exactly what history shows of the generation afterwards', async () => {
       fake.setMode('ok');
       const res = await generate(app, user.accessToken, { prompt: uniquePrompt('Name a bakery'), temperature: 0.123456789 });

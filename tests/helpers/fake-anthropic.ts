@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import {
+  answerIn,
   closeHttpServer,
   json,
   listenOnLoopback,
@@ -82,8 +83,9 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
       case 'invalid-json':
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(`{"id": "msg_broken", "content": [ ${FAKE_ANTHROPIC_CANARY}`);
-      case 'ok': {
-        const output = fakeAnthropicAnswer(prompt);
+      case 'ok':
+      case 'ok-with-nul': {
+        const output = answerIn(mode, fakeAnthropicAnswer(prompt));
         const inputTokens = 23 + (textOf(body?.system) + prompt).split(/\s+/).filter(Boolean).length;
         const outputTokens = 3 + output.split(/\s+/).filter(Boolean).length;
         record.answered = { output, promptTokens: inputTokens, completionTokens: outputTokens };

@@ -11,7 +11,11 @@ import type { AddressInfo } from 'node:net';
  * ok: a chat.completion. rate-limit: 429. error: 500. hang: never answered. malformed: 200 with `{}`.
  * invalid-json: 200, JSON content type, a body that does not parse.
  */
-export type FakeProviderMode = 'ok' | 'rate-limit' | 'error' | 'hang' | 'malformed' | 'invalid-json';
+/** 'ok-with-nul': as 'ok', with a NUL character in the answer (which Postgres cannot store as text). */
+export type FakeProviderMode = 'ok' | 'ok-with-nul' | 'rate-limit' | 'error' | 'hang' | 'malformed' | 'invalid-json';
+
+/** The answer of a fake in `mode` ('ok' or 'ok-with-nul'). */
+export const answerIn = (mode: FakeProviderMode, answer: string) => (mode === 'ok-with-nul' ? `${answer}\u0000(after a NUL)` : answer);
 
 /** Carried by every error body of the fake; must never reach a response or a log line of the app. */
 export const FAKE_OPENAI_CANARY = 'sk-leak-canary-openai-3f9a1c7e5b2d4f60a8e1';
@@ -102,8 +106,9 @@ export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<F
       case 'invalid-json':
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(`{"id": "chatcmpl-broken", "choices": [ ${FAKE_OPENAI_CANARY}`);
-      case 'ok': {
-        const output = fakeOpenAIAnswer(prompt);
+      case 'ok':
+      case 'ok-with-nul': {
+        const output = answerIn(mode, fakeOpenAIAnswer(prompt));
         const usage = fakeOpenAIUsage(messages, output);
         record.answered = { output, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
         return json(res, 200, {

@@ -3,10 +3,22 @@ import { createMockProvider } from './mock.js';
 import { createProviderA } from './provider-a.js';
 import { createProviderB } from './provider-b.js';
 import type { TextProvider } from './types.js';
+import { storableText } from '../../../server/unstorable-text.js';
 
 /** The provider AI_PROVIDER selects. Built at start-up; a missing key is reported, never fatal. */
 export function createTextProvider(config: Config): TextProvider {
-  if (config.AI_PROVIDER === 'PROVIDER_A') return createProviderA(config);
-  if (config.AI_PROVIDER === 'PROVIDER_B') return createProviderB(config);
+  if (config.AI_PROVIDER === 'PROVIDER_A') return withStorableOutput(createProviderA(config));
+  if (config.AI_PROVIDER === 'PROVIDER_B') return withStorableOutput(createProviderB(config));
   return createMockProvider();
+}
+
+/** A provider's output as Postgres can store it (a NUL in it failed the generation's insert: a 500). */
+function withStorableOutput(provider: TextProvider): TextProvider {
+  return {
+    ...provider,
+    async generate(request) {
+      const result = await provider.generate(request);
+      return { ...result, output: storableText(result.output) };
+    },
+  };
 }
