@@ -18,6 +18,7 @@ import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import type { BillingChange, PaymentChange, PaymentProcessor, ProcessorName, ProviderEvent, RefundChange, SubscriptionChange } from './processors/types.js';
 import { toPlanOutput } from './schemas.js';
+import { storableText } from '../../server/unstorable-text.js';
 
 type Db = Kysely<Database>;
 type Trx = Transaction<Database>;
@@ -301,7 +302,8 @@ export async function applyProviderEvent(db: Db, provider: BillingProvider, even
   return db.transaction().execute(async (trx) => {
     const recorded = await trx
       .insertInto('billing_events')
-      .values({ provider, event_id: event.id, event_type: event.type, outcome: 'pending' })
+      // A processor's own text, signed by it: made storable, not refused (a NUL would fail the insert).
+      .values({ provider, event_id: storableText(event.id), event_type: storableText(event.type), outcome: 'pending' })
       .onConflict((oc) => oc.columns(['provider', 'event_id']).doNothing())
       .returning('id')
       .executeTakeFirst();

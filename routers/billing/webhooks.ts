@@ -8,6 +8,7 @@ import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { applyProviderEvent, mockCheckoutChanges, findPurchasablePlan } from './service.js';
 import type { ProcessorName, ProviderEvent } from './processors/types.js';
 import { errorResponse } from '../../openapi/error-response.js';
+import { UnstorableText, refuseUnstorableText } from '../../server/unstorable-text.js';
 
 const rawJson = express.raw({ type: () => true, limit: '1mb' });
 
@@ -53,8 +54,9 @@ function mockWebhook(deps: Deps): RequestHandler {
     try {
       let json: unknown;
       try {
-        json = JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '');
-      } catch {
+        json = JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '', refuseUnstorableText);
+      } catch (err) {
+        if (err instanceof UnstorableText) throw err;
         throw new AppError('BAD_REQUEST', 'Malformed JSON in request body.');
       }
       const parsed = mockEventInput.safeParse(json);

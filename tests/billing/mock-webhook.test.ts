@@ -84,6 +84,15 @@ describe('POST /billing/webhooks/mock', () => {
     expect(await app.deps.db.selectFrom('billing_events').select('id').where('event_id', 'like', 'broken%').execute()).toEqual(before);
   });
 
+  it('refuses an event id or type with a NUL character with 400 BAD_REQUEST, and stores nothing (was a 500)', async () => {
+    for (const raw of ['{"id":"nul-1\\u0000","type":"other.thing"}', '{"id":"nul-2","type":"other\\u0000thing"}']) {
+      const res = await sendRaw(raw);
+      expectError(res, 400, 'BAD_REQUEST');
+      expect(res.body.message).toBe('Text may not contain NUL characters or unpaired UTF-16 surrogates.');
+    }
+    expect(await app.deps.db.selectFrom('billing_events').select('id').where('event_id', 'like', 'nul-%').execute()).toEqual([]);
+  });
+
   it.each([
     ['no id', { type: 'checkout.completed' }],
     ['an empty id', { id: '', type: 'checkout.completed' }],

@@ -549,6 +549,18 @@ describe('an app with BILLING_PROVIDER=PROCESSOR_A but no PROCESSOR_A keys', () 
   });
 });
 
+describe('an event whose id and type hold a NUL character (signed: the processor\'s own text)', () => {
+  it('is recorded with U+FFFD in their place and answered 200 (the insert failed: a 500, and the processor would have retried it forever)', async () => {
+    const id = `evt_${randomHex(8)}\u0000x`;
+    const payload = stripeEvent('customer.unknown\u0000thing', { id: `cus_${randomHex(8)}`, object: 'customer' }, { id, created: nowSeconds() });
+    const res = await deliverSigned(payload);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'ignored' });
+    const row = await app.deps.db.selectFrom('billing_events').select(['event_id', 'event_type']).where('event_id', '=', id.replace('\u0000', '\ufffd')).executeTakeFirst();
+    expect(row).toEqual({ event_id: id.replace('\u0000', '\ufffd'), event_type: 'customer.unknown\ufffdthing' });
+  });
+});
+
 describe('charge.refunded', () => {
   const charge = (over: Record<string, unknown>) =>
     stripeEvent('charge.refunded', { id: `ch_${randomHex(10)}`, object: 'charge', amount: 2900, currency: 'usd', ...over }, { id: `evt_${randomHex(10)}`, created: nowSeconds() });
