@@ -3,7 +3,7 @@
 // Our clients' is refused where it comes in: in every JSON body (keys too), in the URL, and in the JSON
 // `input` of a `/trpc` query (the uploads' file names are checked by their own rules,
 // routers/files/uploads.ts). Text that others make for us (a webhook endpoint's answer, an AI provider's
-// output) is made storable instead (storableText).
+// output, a billing processor's event id) is made storable instead (storableText).
 import type { RequestHandler } from 'express';
 
 export class UnstorableText extends Error {
@@ -14,12 +14,13 @@ export class UnstorableText extends Error {
 
 /** A NUL, or a surrogate that is not half of a pair (with the `u` flag, a pair is one code point). */
 const UNSTORABLE = /[\0\p{Cs}]/u;
+const EVERY_UNSTORABLE = new RegExp(UNSTORABLE.source, 'gu');
 
 /**
  * Text of somebody else's making (a webhook endpoint's answer, an AI provider's output) as Postgres can
  * store it: each NUL and unpaired surrogate becomes U+FFFD. Input of our own clients is refused instead.
  */
-export const storableText = (text: string) => (UNSTORABLE.test(text) ? text.replace(/[\0\p{Cs}]/gu, '\ufffd') : text);
+export const storableText = (text: string) => (UNSTORABLE.test(text) ? text.replace(EVERY_UNSTORABLE, '\ufffd') : text);
 
 /** A `JSON.parse` reviver that throws UnstorableText at the first string (value or key) Postgres refuses. */
 export function refuseUnstorableText(key: string, value: unknown): unknown {
