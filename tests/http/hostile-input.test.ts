@@ -207,45 +207,60 @@ const ERROR_BODY_KEYS = ['code', 'message', 'requestId'];
 /** The 503s of DESIGN.md: a feature this server has not configured (the test app configures none). */
 const NOT_CONFIGURED = new Set(['AI_PROVIDER_NOT_CONFIGURED', 'BILLING_NOT_CONFIGURED', 'DOWNLOADS_DISABLED', 'STORAGE_NOT_CONFIGURED']);
 
+/** Every operation of /openapi.json. */
+const operations = () =>
+  Object.entries(doc.paths).flatMap(([template, methods]) => Object.entries(methods).map(([lower, op]) => ({ method: lower.toUpperCase(), template, op })));
+
+/** A workspace owner (registered with `prefix`) and the admin, each signed in. */
+const signedIn = (prefix: string): Caller[] => [
+  sessionCaller('a workspace owner', () => registerAndLogin(app.api, { prefix })),
+  sessionCaller('the admin', () => login(app.api, TEST_ADMIN.email, TEST_ADMIN.password)),
+];
+
+/** `template` with the caller's own values where it has them (its workspace), a random UUID elsewhere. */
+const pathFor = (template: string, caller: Caller, overrides: Record<string, string> = {}) =>
+  template.replace(/\{(\w+)\}/g, (_, name: string) => overrides[name] ?? caller.own(name) ?? crypto.randomUUID());
+
+/** The answers of a sweep: each 5xx (but the not-configured 503s), and each 4xx without the error body. */
+class Verdicts {
+  sent = 0;
+  readonly failures: string[] = [];
+
+  check(what: string, res: ApiResponse): void {
+    this.sent += 1;
+    const body = res.body as Record<string, unknown> | undefined;
+    if (res.status === 503 && NOT_CONFIGURED.has(body?.code as string)) return;
+    if (res.status >= 500) this.failures.push(`${what}: ${res.status} ${res.text.slice(0, 200)}`);
+    else if (res.status >= 400) {
+      const missing = ERROR_BODY_KEYS.filter((k) => typeof body?.[k] !== 'string');
+      if (missing.length) this.failures.push(`${what}: ${res.status} without ${missing.join(', ')}: ${res.text.slice(0, 200)}`);
+    }
+  }
+
+  /** At least `requests` were checked, and none failed. */
+  expectClean(requests: number): void {
+    expect(this.sent).toBeGreaterThan(requests);
+    expect(this.failures, this.failures.slice(0, 30).join('\n')).toEqual([]);
+  }
+}
+
 describe('hostile input on every documented route', () => {
   it('never gets a 5xx, and every 4xx is an error body with code, message and requestId', { timeout: 600_000 }, async () => {
-    const callers: Caller[] = [
-      { name: 'anonymous', token: async () => undefined, own: () => undefined },
-      sessionCaller('a workspace owner', () => registerAndLogin(app.api, { prefix: 'hostile' })),
-      sessionCaller('the admin', () => login(app.api, TEST_ADMIN.email, TEST_ADMIN.password)),
-    ];
-    const failures: string[] = [];
-    let sent = 0;
-    const check = (what: string, res: ApiResponse) => {
-      sent += 1;
-      const code = (res.body as { code?: unknown } | undefined)?.code;
-      if (res.status === 503 && NOT_CONFIGURED.has(code as string)) return;
-      if (res.status >= 500) failures.push(`${what}: ${res.status} ${res.text.slice(0, 200)}`);
-      else if (res.status >= 400) {
-        const body = res.body as Record<string, unknown> | undefined;
-        const missing = ERROR_BODY_KEYS.filter((k) => typeof body?.[k] !== 'string');
-        if (missing.length) failures.push(`${what}: ${res.status} without ${missing.join(', ')}: ${res.text.slice(0, 200)}`);
-      }
-    };
+    const callers: Caller[] = [{ name: 'anonymous', token: async () => undefined, own: () => undefined }, ...signedIn('hostile')];
+    const verdicts = new Verdicts();
+    expect(operations().length).toBeGreaterThan(80);
 
-    const operations = Object.entries(doc.paths).flatMap(([template, methods]) =>
-      Object.entries(methods).map(([method, op]) => ({ method: method.toUpperCase(), template, op })),
-    );
-    expect(operations.length).toBeGreaterThan(80);
-
-    for (const { method, template, op } of operations) {
+    for (const { method, template, op } of operations()) {
       const pathParams = (op.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name);
       const queryParams = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
       for (const caller of callers) {
         const token = await caller.token();
         const send = async (path: string, opts: RequestOptions = {}) => {
           const what = `${caller.name}: ${method} ${path.length > 150 ? `${path.slice(0, 150)}...` : path}${opts.raw !== undefined ? ` raw ${String(opts.raw).slice(0, 40)}` : ''}${opts.body !== undefined ? ` body ${JSON.stringify(opts.body).slice(0, 80)}` : ''}${opts.headers ? ` headers ${JSON.stringify(opts.headers).slice(0, 80)}` : ''}`;
-          check(what, await app.api(method, path, { ...opts, token }));
+          verdicts.check(what, await app.api(method, path, { ...opts, token }));
         };
-        // The caller's own values where it has them (its workspace), a random UUID elsewhere: the
-        // request reaches the route's own checks.
-        const filled = (overrides: Record<string, string> = {}) =>
-          template.replace(/\{(\w+)\}/g, (_, name: string) => overrides[name] ?? caller.own(name) ?? crypto.randomUUID());
+        // The caller's own values where it has them: the request reaches the route's own checks.
+        const filled = (overrides: Record<string, string> = {}) => pathFor(template, caller, overrides);
 
         for (const param of pathParams) {
           for (const value of HOSTILE_PATH_VALUES) await send(filled({ [param]: value }));
@@ -263,8 +278,7 @@ describe('hostile input on every documented route', () => {
         }
       }
     }
-    expect(sent).toBeGreaterThan(5_000);
-    expect(failures, failures.slice(0, 30).join('\n')).toEqual([]);
+    verdicts.expectClean(5_000);
   });
 });
 
@@ -391,76 +405,47 @@ describe('what the sweeps found, one by one', () => {
 
 describe('valid bodies with one field pushed to an extreme, on every documented route', () => {
   it('never get a 5xx, and every 4xx is an error body with code, message and requestId', { timeout: 600_000 }, async () => {
-    const callers: Caller[] = [
-      sessionCaller('a workspace owner', () => registerAndLogin(app.api, { prefix: 'extreme' })),
-      sessionCaller('the admin', () => login(app.api, TEST_ADMIN.email, TEST_ADMIN.password)),
-    ];
-    const failures: string[] = [];
-    let sent = 0;
-    for (const [template, methods] of Object.entries(doc.paths)) {
-      for (const [lower, op] of Object.entries(methods)) {
-        const schema = objectSchemaOf(op);
-        if (!schema?.properties) continue;
-        const method = lower.toUpperCase();
-        for (const caller of callers) {
-          const token = await caller.token();
-          const path = template.replace(/\{(\w+)\}/g, (_, name: string) => caller.own(name) ?? crypto.randomUUID());
-          const base = sampleOf(schema, '', caller.own) as Record<string, unknown>;
-          const bodies: Array<Record<string, unknown>> = [base];
-          for (const [name, field] of Object.entries(schema.properties)) {
-            for (const value of extremesOf(name, field)) bodies.push({ ...base, [name]: value });
-            // One level down: the fields of an object field.
-            for (const [inner, innerField] of Object.entries(field.properties ?? {})) {
-              for (const value of extremesOf(inner, innerField)) bodies.push({ ...base, [name]: { ...(sampleOf(field, name, caller.own) as object), [inner]: value } });
-            }
+    const verdicts = new Verdicts();
+    const callers = signedIn('extreme');
+    for (const { method, template, op } of operations()) {
+      const schema = objectSchemaOf(op);
+      if (!schema?.properties) continue;
+      for (const caller of callers) {
+        const token = await caller.token();
+        const path = pathFor(template, caller);
+        const base = sampleOf(schema, '', caller.own) as Record<string, unknown>;
+        const bodies: Array<Record<string, unknown>> = [base];
+        for (const [name, field] of Object.entries(schema.properties)) {
+          for (const value of extremesOf(name, field)) bodies.push({ ...base, [name]: value });
+          // One level down: the fields of an object field.
+          for (const [inner, innerField] of Object.entries(field.properties ?? {})) {
+            for (const value of extremesOf(inner, innerField)) bodies.push({ ...base, [name]: { ...(sampleOf(field, name, caller.own) as object), [inner]: value } });
           }
-          for (const body of bodies) {
-            const res = await app.api(method, path, { token, body });
-            sent += 1;
-            const what = `${caller.name}: ${method} ${path} ${JSON.stringify(body).slice(0, 160)}`;
-            const code = (res.body as { code?: unknown } | undefined)?.code;
-            if (res.status === 503 && NOT_CONFIGURED.has(code as string)) continue;
-            if (res.status >= 500) failures.push(`${what}: ${res.status} ${res.text.slice(0, 200)}`);
-            else if (res.status >= 400 && ERROR_BODY_KEYS.some((k) => typeof (res.body as Record<string, unknown> | undefined)?.[k] !== 'string')) {
-              failures.push(`${what}: ${res.status} not an error body: ${res.text.slice(0, 200)}`);
-            }
-          }
+        }
+        for (const body of bodies) {
+          verdicts.check(`${caller.name}: ${method} ${path} ${JSON.stringify(body).slice(0, 160)}`, await app.api(method, path, { token, body }));
         }
       }
     }
-    expect(sent).toBeGreaterThan(1_000);
-    expect(failures, failures.slice(0, 30).join('\n')).toEqual([]);
+    verdicts.expectClean(1_000);
   });
 });
 
 describe('the same valid request eight times at once, on every documented route that changes something', () => {
   it('never gets a 5xx: races end in a 2xx and clean 4xx (a unique rule taken, a state already changed)', { timeout: 600_000 }, async () => {
-    const callers: Caller[] = [
-      sessionCaller('a workspace owner', () => registerAndLogin(app.api, { prefix: 'race' })),
-      sessionCaller('the admin', () => login(app.api, TEST_ADMIN.email, TEST_ADMIN.password)),
-    ];
-    const failures: string[] = [];
-    let sent = 0;
-    for (const [template, methods] of Object.entries(doc.paths)) {
-      for (const [lower, op] of Object.entries(methods)) {
-        const method = lower.toUpperCase();
-        if (method === 'GET') continue;
-        for (const caller of callers) {
-          const token = await caller.token();
-          const path = template.replace(/\{(\w+)\}/g, (_, name: string) => caller.own(name) ?? crypto.randomUUID());
-          const schema = objectSchemaOf(op);
-          const body = schema ? sampleOf(schema, '', caller.own) : undefined;
-          const answers = await Promise.all(Array.from({ length: 8 }, () => app.api(method, path, { token, body })));
-          sent += answers.length;
-          for (const res of answers) {
-            const code = (res.body as { code?: unknown } | undefined)?.code;
-            if (res.status === 503 && NOT_CONFIGURED.has(code as string)) continue;
-            if (res.status >= 500) failures.push(`${caller.name}: ${method} ${path} ${JSON.stringify(body ?? null).slice(0, 120)}: ${res.status} ${res.text.slice(0, 200)}`);
-          }
-        }
+    const verdicts = new Verdicts();
+    const callers = signedIn('race');
+    for (const { method, template, op } of operations()) {
+      if (method === 'GET') continue;
+      for (const caller of callers) {
+        const token = await caller.token();
+        const path = pathFor(template, caller);
+        const schema = objectSchemaOf(op);
+        const body = schema ? sampleOf(schema, '', caller.own) : undefined;
+        const answers = await Promise.all(Array.from({ length: 8 }, () => app.api(method, path, { token, body })));
+        for (const res of answers) verdicts.check(`${caller.name}: ${method} ${path} ${JSON.stringify(body ?? null).slice(0, 120)}`, res);
       }
     }
-    expect(sent).toBeGreaterThan(500);
-    expect(failures, failures.slice(0, 30).join('\n')).toEqual([]);
+    verdicts.expectClean(500);
   });
 });
