@@ -57,6 +57,19 @@ export function createWebhookQueue(config: Config) {
     return state === 'delayed' || state === 'waiting' || state === 'prioritized' || state === 'active';
   }
 
+  /**
+   * Runs again a job that has ended although its delivery still waits for an attempt: its attempts were
+   * used up by failures that were not the endpoint's (Postgres away through all of them), and while it
+   * exists, adding a job of the same id does nothing. False when there is no such job.
+   */
+  async function reviveEndedJob(jobId: string): Promise<boolean> {
+    const job = await queue.getJob(jobId);
+    const state = job ? await job.getState() : undefined;
+    if (!job || (state !== 'failed' && state !== 'completed')) return false;
+    await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
+    return true;
+  }
+
   /** Resolves once the connection is ready; rejects after ENQUEUE_WAIT_MS (a request must not wait long). */
   async function ready(): Promise<void> {
     if (connection.status === 'ready') return;
@@ -78,18 +91,23 @@ export function createWebhookQueue(config: Config) {
    * made so far) one by one, each running the delivery's own job now where that job has not ended. Redis
    * is waited for once, at most ENQUEUE_WAIT_MS, for them all; on a timeout every one of them stays
    * pending, and the sweep queues it later (the same job id: a delivery queued twice is still one job).
-   * Answers the deliveries that could not be queued, with the reason.
+   * Answers the deliveries that could not be queued, with the reason. `swept`: the deliveries were found
+   * waiting too long (the sweep), so a job of theirs that has ended is run again rather than added.
    */
-  async function enqueueAll(entries: Array<{ deliveryId: string; retry?: number }>): Promise<Array<{ deliveryId: string; error: Error }>> {
+  async function enqueueAll(entries: Array<{ deliveryId: string; retry?: number }>, opts: { swept?: boolean } = {}): Promise<Array<{ deliveryId: string; error: Error }>> {
     const failed = (list: typeof entries, error: Error) => list.map(({ deliveryId }) => ({ deliveryId, error }));
     try {
       await ready();
     } catch (err) {
       return failed(entries, err as Error);
     }
-    const firsts = entries.filter((e) => e.retry === undefined);
+    let firsts = entries.filter((e) => e.retry === undefined);
     const retries = entries.filter((e) => e.retry !== undefined);
     const failures: Array<{ deliveryId: string; error: Error }> = [];
+    if (opts.swept) {
+      const revived = await Promise.all(firsts.map(({ deliveryId }) => reviveEndedJob(deliveryId).catch(() => false)));
+      firsts = firsts.filter((_, i) => !revived[i]);
+    }
     if (firsts.length) {
       await queue
         .addBulk(firsts.map(({ deliveryId }) => ({ name: DELIVER_WEBHOOK, data: { deliveryId }, opts: deliverJobOptions(config, deliveryId) })))
@@ -97,7 +115,9 @@ export function createWebhookQueue(config: Config) {
     }
     for (const { deliveryId, retry } of retries) {
       try {
-        if (!(await runOwnJobNow(deliveryId))) await queue.add(DELIVER_WEBHOOK, { deliveryId }, deliverJobOptions(config, deliveryId, retry));
+        if (await runOwnJobNow(deliveryId)) continue;
+        const options = deliverJobOptions(config, deliveryId, retry);
+        if (!(await reviveEndedJob(options.jobId))) await queue.add(DELIVER_WEBHOOK, { deliveryId }, options);
       } catch (err) {
         failures.push({ deliveryId, error: err as Error });
       }

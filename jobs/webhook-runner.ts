@@ -27,13 +27,16 @@ export class WebhookRunner implements DeliveryStarter {
     private readonly queue?: WebhookQueue,
   ) {}
 
-  /** First attempt of new deliveries; with `wait` (test and retry routes) the direct attempt is awaited. */
-  async start(deliveryIds: string[], opts: { wait?: boolean } = {}): Promise<void> {
+  /**
+   * First attempt of new deliveries; with `wait` (test and retry routes) the direct attempt is awaited.
+   * `swept`: the deliveries were found waiting too long (the sweep), and their job may have ended.
+   */
+  async start(deliveryIds: string[], opts: { wait?: boolean; swept?: boolean } = {}): Promise<void> {
     if (this.queue) {
       if (deliveryIds.length === 0) return;
       // A delivery attempted before (a manual retry, a swept one) is queued as a retry of its attempts.
       const rows = await this.deps.db.selectFrom('webhook_deliveries').select(['id', 'attempts']).where('id', 'in', deliveryIds).execute();
-      const failures = await this.queue.enqueueAll(rows.map((r) => ({ deliveryId: r.id, retry: r.attempts || undefined })));
+      const failures = await this.queue.enqueueAll(rows.map((r) => ({ deliveryId: r.id, retry: r.attempts || undefined })), { swept: opts.swept });
       for (const { deliveryId, error } of failures) {
         this.deps.logger.warn({ err: { message: error.message }, deliveryId }, 'enqueue failed: the sweep will retry');
       }
@@ -133,7 +136,12 @@ export class WebhookRunner implements DeliveryStarter {
           .select('id')
           .where((eb) =>
             this.queue
-              ? eb.and([eb('status', '=', 'pending'), eb('created_at', '<', new Date(now.getTime() - STUCK_PENDING_MS))])
+              ? // Deliveries whose job should have run by now: not queued (Redis was away), or their job
+                // ended without recording an attempt (Postgres was away through all of its attempts).
+                eb.or([
+                  eb.and([eb('status', '=', 'pending'), eb('created_at', '<', new Date(now.getTime() - STUCK_PENDING_MS))]),
+                  eb.and([eb('status', '=', 'retrying'), eb('next_retry_at', '<', new Date(now.getTime() - STUCK_PENDING_MS))]),
+                ])
               : eb.or([
                   eb.and([eb('status', '=', 'retrying'), eb('next_retry_at', '<=', now)]),
                   eb.and([eb('status', '=', 'pending'), eb('created_at', '<', new Date(now.getTime() - STUCK_PENDING_MS)), eb.or([eb('next_retry_at', 'is', null), eb('next_retry_at', '<=', now)])]),
@@ -146,7 +154,7 @@ export class WebhookRunner implements DeliveryStarter {
       )
       .returning('id')
       .execute();
-    if (claimed.length) await this.start(claimed.map((c) => c.id));
+    if (claimed.length) await this.start(claimed.map((c) => c.id), { swept: true });
     return claimed.length;
   }
 
