@@ -211,6 +211,19 @@ export function toApiError(err: unknown): ApiError {
   return isDatabaseUnavailable(err) ? databaseUnavailable() : httpError(500);
 }
 
+/**
+ * An error as `/trpc` answers it, inside tRPC's envelope (`error`): the values of the REST body under
+ * `data`, and `code`, tRPC's JSON-RPC number. The errorFormatter of server/trpc.ts and the answers of what
+ * is refused before tRPC has the request (server/http.ts) both build it here.
+ */
+export function trpcErrorShape(api: ApiError, code: number, requestId: string | undefined, path?: string) {
+  return {
+    message: api.message,
+    code,
+    data: { code: api.code, httpStatus: api.status, requestId, path, ...(api.issues ? { issues: api.issues } : {}) },
+  };
+}
+
 export function errorBody(error: ApiError, requestId: string): ErrorBody {
   return {
     code: error.code,

@@ -8,7 +8,7 @@ import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import type { AnyProcedure, AnyTRPCRouter } from '@trpc/server';
 import { requestIdOfError, type Meta } from './trpc.js';
 import { contextFactory, type AppDeps, type Context } from './context.js';
-import { errorBody, errorHeaders, httpError, toApiError, type ApiError } from './errors.js';
+import { errorBody, errorHeaders, httpError, toApiError, trpcErrorShape, type ApiError } from './errors.js';
 import { safeUrl, type Logger } from './logger.js';
 import { UnstorableText } from './unstorable-text.js';
 import { noteRequest } from './monitoring.js';
@@ -72,10 +72,7 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     router,
     createContext: contextFactory(deps),
     responseMeta: ({ ctx, paths, errors: errs }) => {
-      if (errs[0]) {
-        const api = toApiError(errs[0]);
-        return { status: api.status, headers: errorHeaders(api) };
-      }
+      if (errs[0]) return errorMeta(errs[0]);
       const status = (ctx as Context | undefined)?.response.status ?? successStatus(router, paths?.[0]);
       return { status };
     },
@@ -119,11 +116,7 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     createContext: contextFactory(deps),
     // A batch is charged per call by the rate limiter; this bounds how much one request can carry.
     maxBatchSize: TRPC_MAX_BATCH_SIZE,
-    responseMeta: ({ errors }) => {
-      if (!errors[0]) return {};
-      const api = toApiError(errors[0]);
-      return { status: api.status, headers: errorHeaders(api) };
-    },
+    responseMeta: ({ errors }) => (errors[0] ? errorMeta(errors[0]) : {}),
     onError: ({ error, req }) => {
       requestIdOfError.set(error, (req as Request).id);
       const api = toApiError(error);
@@ -149,14 +142,11 @@ const TRPC_ERROR_BY_STATUS: Record<number, keyof typeof TRPC_ERROR_CODES_BY_KEY>
   415: 'UNSUPPORTED_MEDIA_TYPE',
 };
 
-/** An error as tRPC's envelope carries it (server/trpc.ts's errorFormatter), for `/trpc` requests. */
-const trpcErrorBody = (api: ApiError, requestId: string, malformedJson: boolean) => ({
-  error: {
-    message: api.message,
-    code: TRPC_ERROR_CODES_BY_KEY[malformedJson ? 'PARSE_ERROR' : (TRPC_ERROR_BY_STATUS[api.status] ?? 'INTERNAL_SERVER_ERROR')],
-    data: { code: api.code, httpStatus: api.status, requestId, ...(api.issues ? { issues: api.issues } : {}) },
-  },
-});
+/** The status and headers of an error answer of the procedures (REST and /trpc alike). */
+function errorMeta(err: unknown) {
+  const api = toApiError(err);
+  return { status: api.status, headers: errorHeaders(api) };
+}
 
 export const notFound: RequestHandler = (req, res) => {
   const api = httpError(404, 'Route not found.');
@@ -173,9 +163,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     logIfServerError(logger, api, err, req.id);
     // A `/trpc` request (its body refused by the JSON parser) is answered in tRPC's envelope, which is
     // what its client reads.
-    const malformedJson = (err as { type?: unknown } | null)?.type === 'entity.parse.failed' && !(err instanceof UnstorableText);
     res.set(errorHeaders(api));
-    const trpc = req.path === '/trpc' || req.path.startsWith('/trpc/');
-    res.status(api.status).json(trpc ? trpcErrorBody(api, req.id, malformedJson) : errorBody(api, req.id));
+    if (req.path !== '/trpc' && !req.path.startsWith('/trpc/')) return void res.status(api.status).json(errorBody(api, req.id));
+    const malformedJson = (err as { type?: unknown } | null)?.type === 'entity.parse.failed' && !(err instanceof UnstorableText);
+    const code = TRPC_ERROR_CODES_BY_KEY[malformedJson ? 'PARSE_ERROR' : (TRPC_ERROR_BY_STATUS[api.status] ?? 'INTERNAL_SERVER_ERROR')];
+    res.status(api.status).json({ error: trpcErrorShape(api, code, req.id) });
   };
 }

@@ -4,7 +4,7 @@ import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { Request, RequestHandler } from 'express';
 import type { AppDeps, Context } from './context.js';
-import { AppError, toApiError } from './errors.js';
+import { AppError, toApiError, trpcErrorShape } from './errors.js';
 import { platformRoleHas, type PlatformPermission, type WorkspacePermission } from './permissions.js';
 import { authenticate, type Principal } from '../routers/auth/sessions.js';
 import { API_KEY_PREFIX, authenticateApiKey, verifiedApiKeyId, type ApiKeyPrincipal } from '../routers/api-keys/service.js';
@@ -30,20 +30,7 @@ const t = initTRPC
   .create({
     isDev: false,
     // /trpc clients get the same code, message and issues as REST clients, inside tRPC's envelope.
-    errorFormatter({ shape, error, ctx }) {
-      const api = toApiError(error);
-      return {
-        message: api.message,
-        code: shape.code,
-        data: {
-          code: api.code,
-          httpStatus: api.status,
-          requestId: ctx?.requestId ?? requestIdOfError.get(error),
-          path: shape.data.path,
-          ...(api.issues ? { issues: api.issues } : {}),
-        },
-      };
-    },
+    errorFormatter: ({ shape, error, ctx }) => trpcErrorShape(toApiError(error), shape.code, ctx?.requestId ?? requestIdOfError.get(error), shape.data.path),
   });
 
 export const router = t.router;

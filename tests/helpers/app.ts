@@ -6,6 +6,7 @@ import { createLogger } from '../../server/logger.js';
 import { startServer, type RunningServer } from '../../server/server.js';
 import { ledger } from './secret-ledger.js';
 import { apiClient, type Api } from './http.js';
+import { TcpProxy } from './tcp-proxy.js';
 
 export const TEST_ADMIN = { email: 'admin@tests.local', password: 'Admin-pass-1234' };
 export const TEST_DEMO_ADMIN = { email: 'demo-admin@tests.local', password: 'Demo-pass-1234' };
@@ -56,3 +57,19 @@ export async function startTestApp(overrides: Record<string, string | undefined>
   const server = await startServer(config, logger);
   return { url: server.url, config, deps: server.deps, api: apiClient(server.url), logs, close: server.close };
 }
+
+/**
+ * A test app whose Postgres is behind a TCP proxy that the test can cut and restore (a database outage);
+ * `close` restores the proxy, closes the app, then the proxy.
+ */
+export async function startAppBehindDatabaseProxy(overrides: Record<string, string | undefined> = {}) {
+  const proxy = await TcpProxy.start(new URL(inject('databaseUrl')));
+  const app = await startTestApp({ DATABASE_URL: proxy.url, ...overrides });
+  const close = async () => {
+    await proxy.restore();
+    await app.close();
+    await proxy.close();
+  };
+  return { app, proxy, close };
+}
+

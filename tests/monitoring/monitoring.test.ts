@@ -5,8 +5,8 @@
 // buffers, the switches, who may read and clear, and which routes are left out of the record.
 // Every describe block starts its own app: the buffers are per app.
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { TEST_ADMIN, TEST_DEMO_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_ADMIN, TEST_DEMO_ADMIN, startAppBehindDatabaseProxy, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, type ApiResponse, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
@@ -528,18 +528,14 @@ describe('after a known sequence of requests on a fresh app', () => {
 describe('a 5xx while the database is down', () => {
   let proxy: TcpProxy;
   let app: TestApp;
+  let close: (() => Promise<void>) | undefined;
   let admin: Session;
 
   beforeAll(async () => {
-    proxy = await TcpProxy.start(new URL(inject('databaseUrl')));
-    app = await startTestApp({ DATABASE_URL: proxy.url });
+    ({ app, proxy, close } = await startAppBehindDatabaseProxy());
     admin = await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password);
   });
-  afterAll(async () => {
-    await proxy?.restore();
-    await app?.close();
-    await proxy?.close();
-  });
+  afterAll(() => close?.());
 
   it('records friendly 5xx entries with no database detail and no stack; the details go to the log only', async () => {
     await proxy.cut();

@@ -3,25 +3,21 @@
 // Express routes, never a 500; /health says degraded. When Postgres is back, the same requests succeed
 // without a restart.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startAppBehindDatabaseProxy, type TestApp } from '../helpers/app.js';
 import { apiClient, registerAndLogin, type ApiResponse, type Session } from '../helpers/http.js';
 import { listeningPort, startEntry, type Entry } from '../helpers/entry.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 let proxy: TcpProxy;
 let app: TestApp;
+let close: (() => Promise<void>) | undefined;
 let s: Session;
 
 beforeAll(async () => {
-  proxy = await TcpProxy.start(new URL(inject('databaseUrl')));
-  app = await startTestApp({ DATABASE_URL: proxy.url });
+  ({ app, proxy, close } = await startAppBehindDatabaseProxy());
   s = await registerAndLogin(app.api, { prefix: 'outage' });
 });
-afterAll(async () => {
-  await proxy?.restore();
-  await app?.close();
-  await proxy?.close();
-});
+afterAll(() => close?.());
 
 const MESSAGE = 'The service is temporarily unavailable. Please try again in a moment.';
 
