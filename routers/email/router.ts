@@ -1,5 +1,6 @@
 // GET /admin/email-logs: the mails EMAIL_PROVIDER=MOCK wrote instead of sending, newest first.
 import { z } from 'zod';
+import { platformRoleHas } from '../../server/permissions.js';
 import { adminProcedure, router } from '../../server/trpc.js';
 import { offsetOf, pageOf, pageOutput, paginationInput } from '../../server/pagination.js';
 
@@ -12,6 +13,19 @@ const emailLogOutput = z.object({
   link: z.string().nullable(),
   createdAt: z.iso.datetime({ offset: true }),
 });
+
+/** What the read-only demo admin sees in place of a mail's link. */
+export const HIDDEN_LINK = '[link hidden from the read-only demo admin]';
+
+/**
+ * A mail's link carries a single-use token (a password reset, a verification, an invitation): whoever
+ * reads it can act as the recipient. The demo admin reads what an admin reads but must not be able to take
+ * over an account (a reset link of the real admin would make it one), so it gets the mails without their
+ * links, in `link` and in the text alike.
+ */
+function withoutLink<M extends { text: string; link: string | null }>(mail: M): M {
+  return mail.link ? { ...mail, text: mail.text.split(mail.link).join(HIDDEN_LINK), link: null } : mail;
+}
 
 export const emailRouter = router({
   list: adminProcedure
@@ -31,7 +45,11 @@ export const emailRouter = router({
           .execute(),
         query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
       ]);
-      const items = rows.map(({ created_at, ...r }) => ({ ...r, createdAt: created_at.toISOString() }));
+      const readOnly = !platformRoleHas(ctx.user.platform_role, 'admin.write');
+      const items = rows.map(({ created_at, ...r }) => {
+        const mail = { ...r, createdAt: created_at.toISOString() };
+        return readOnly ? withoutLink(mail) : mail;
+      });
       return pageOf(items, Number(count.total), input);
     }),
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
+import { HIDDEN_LINK } from '../../routers/email/router.js';
 import { STRONG_PASSWORD, expectError, login, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
 
 let app: TestApp;
@@ -101,6 +102,25 @@ describe('GET /admin/email-logs', () => {
     const res = await logs(`?to=${encodeURIComponent(mailed)}`, demoAdmin.accessToken);
     expect(res.status).toBe(200);
     expect(res.body.total).toBe(2);
+  });
+
+  it('shows the read-only demo admin the mails without their links: a reset link would let it take over the account', async () => {
+    const asAdmin = await logs(`?to=${encodeURIComponent(mailed)}`);
+    const asDemoAdmin = await logs(`?to=${encodeURIComponent(mailed)}`, demoAdmin.accessToken);
+    const byId = new Map<string, { text: string; link: string | null }>(asDemoAdmin.body.items.map((m: { id: string }) => [m.id, m]));
+    const reset = asAdmin.body.items.find((m: { template: string }) => m.template === 'password-reset');
+    const token = new URL(reset.link).searchParams.get('token')!;
+    expect(token.length).toBeGreaterThan(20);
+    for (const mail of asAdmin.body.items as Array<{ id: string; text: string; link: string }>) {
+      const seen = byId.get(mail.id)!;
+      expect(mail.link).toBeTruthy();
+      expect(seen.link).toBeNull();
+      expect(seen.text).not.toContain(mail.link);
+      expect(seen.text).toContain(HIDDEN_LINK);
+    }
+    expect(JSON.stringify(asDemoAdmin.body)).not.toContain(token);
+    // The token still works for its recipient: nothing was spent by reading.
+    expect((await app.api('POST', '/auth/reset-password', { body: { token, newPassword: `${STRONG_PASSWORD}-2` } })).status).toBe(200);
   });
 
   it('refuses a normal user with 403 FORBIDDEN', async () => {
