@@ -1,12 +1,15 @@
 // pino logger. Request lines carry method, path, status and ids only: headers and bodies are never
-// serialised, and query values whose names look secret are masked, so tokens, passwords, cookies and keys
-// cannot reach a log line. `redact` is a second line of defence for ad-hoc objects.
+// serialised, and query values whose names look secret are masked, as is a tRPC query's `input` (the whole
+// input of a call as JSON: a login sent as a GET carries its password there), so tokens, passwords,
+// cookies and keys cannot reach a log line. `redact` is a second line of defence for ad-hoc objects.
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.js';
 
 export type { Logger };
 
 const SECRET_KEY = /pass|token|secret|key|auth|cookie|signature|code|session|credential/i;
+/** Parameters whose value may hold anything, secrets included. */
+const OPAQUE_KEY = /^input$/i;
 
 /** Path plus query string with the values of secret-looking parameters masked. */
 export function safeUrl(url: string): string {
@@ -14,7 +17,7 @@ export function safeUrl(url: string): string {
   if (q === -1) return url;
   const params = new URLSearchParams(url.slice(q + 1));
   for (const key of new Set(params.keys())) {
-    if (SECRET_KEY.test(key)) params.set(key, '[REDACTED]');
+    if (SECRET_KEY.test(key) || OPAQUE_KEY.test(key)) params.set(key, '[REDACTED]');
   }
   const query = params.toString();
   return query ? `${url.slice(0, q)}?${query}` : url.slice(0, q);

@@ -138,3 +138,27 @@ describe('/trpc: validation and other procedures', () => {
     }
   });
 });
+
+describe('/trpc: request log lines', () => {
+  it('never log the input of a call sent as a GET: a password or refresh token in ?input= stays out of the log', async () => {
+    const t = await registerAndLogin(app.api, { prefix: 'trpc-log' });
+    const calls = [
+      `/trpc/auth.login?input=${encodeURIComponent(JSON.stringify({ email: t.email, password: t.password }))}`,
+      `/trpc/auth.refresh?input=${encodeURIComponent(JSON.stringify({ refreshToken: t.refreshToken }))}`,
+      // A batch, as @trpc/client sends one.
+      `/trpc/auth.me,auth.refresh?batch=1&input=${encodeURIComponent(JSON.stringify({ 1: { refreshToken: t.refreshToken } }))}`,
+    ];
+    for (const call of calls) {
+      const res = await app.api('GET', call);
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+    }
+    const lines = app.logs.filter((line) => line.includes('/trpc/auth.'));
+    expect(lines.length).toBeGreaterThanOrEqual(calls.length);
+    for (const secret of [t.password, encodeURIComponent(t.password), t.refreshToken]) {
+      expect(app.logs.filter((line) => line.includes(secret))).toEqual([]);
+    }
+    // The path and the other parameters stay: the line still says which call it was.
+    expect(lines.some((line) => line.includes('/trpc/auth.me,auth.refresh?batch=1&input=%5BREDACTED%5D'))).toBe(true);
+  });
+});
