@@ -10,6 +10,7 @@ import * as m0004 from './migrations/0004_ai.js';
 import * as m0005 from './migrations/0005_developer.js';
 import * as m0006 from './migrations/0006_content.js';
 import * as m0007 from './migrations/0007_ai_counter_tokens.js';
+import * as m0008 from './migrations/0008_api_key_rotation.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -19,6 +20,7 @@ export const migrations: Record<string, Migration> = {
   '0005_developer': m0005,
   '0006_content': m0006,
   '0007_ai_counter_tokens': m0007,
+  '0008_api_key_rotation': m0008,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

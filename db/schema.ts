@@ -286,6 +286,8 @@ export interface ApiKeysTable {
   expires_at: NullableTimestamp;
   last_used_at: NullableTimestamp;
   revoked_at: NullableTimestamp;
+  /** The key that replaced this one by a rotation (it works until its grace period ends). */
+  replaced_by: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

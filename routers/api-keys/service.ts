@@ -99,6 +99,23 @@ async function insertKey(db: Db, workspaceId: string, fields: { name: string; sc
   return { row, rawKey };
 }
 
+/** The keys a workspace's plan allows: its limits, else its edition's (0: no API access). */
+const keysAllowed = (workspace: { edition: Edition; limits: unknown }) => (workspace.limits as PlanLimits).apiKeys ?? EDITION_KEYS[workspace.edition];
+
+const notInPlan = () =>
+  new AppError('API_KEYS_NOT_IN_PLAN', 'API keys are not part of this workspace\u2019s plan. Upgrade to Pro or Enterprise to use the public API.');
+
+/**
+ * Locks the workspace row (key creations and rotations of a workspace run one at a time, so the limit holds
+ * under concurrency) and answers the keys its plan allows; a plan without API access is refused.
+ */
+async function lockPlanAllowance(trx: Db, workspaceId: string): Promise<number> {
+  const workspace = await trx.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId).forUpdate().executeTakeFirstOrThrow();
+  const limit = keysAllowed(workspace);
+  if (limit <= 0) throw notInPlan();
+  return limit;
+}
+
 export async function createKey(
   db: Db,
   actor: Actor,
@@ -106,16 +123,14 @@ export async function createKey(
   input: { name: string; scopes: ApiKeyScope[]; expiresAt?: string },
 ) {
   return db.transaction().execute(async (trx) => {
-    const workspace = await trx.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId).forUpdate().executeTakeFirstOrThrow();
-    const limit = (workspace.limits as PlanLimits).apiKeys ?? EDITION_KEYS[workspace.edition];
-    if (limit <= 0) {
-      throw new AppError('API_KEYS_NOT_IN_PLAN', 'API keys are not part of this workspace\u2019s plan. Upgrade to Pro or Enterprise to use the public API.');
-    }
+    const limit = await lockPlanAllowance(trx, workspaceId);
     const active = await trx
       .selectFrom('api_keys')
       .select((eb) => eb.fn.countAll<string>().as('n'))
       .where('workspace_id', '=', workspaceId)
       .where('revoked_at', 'is', null)
+      // A rotated key in its grace period is counted as its replacement.
+      .where('replaced_by', 'is', null)
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
       .executeTakeFirstOrThrow();
     if (Number(active.n) >= limit) {
@@ -178,23 +193,29 @@ export async function revokeKey(db: Db, actor: Actor, workspaceId: string, keyId
 /**
  * A new raw key for the same name, scopes and expiry. The old key keeps working for `gracePeriodSeconds`
  * (0: it stops at once), so clients can switch without downtime. Not counted against the plan limit: it
- * replaces a key.
+ * replaces a key, and the old one, which names its replacement, counts no more. A key may be rotated once
+ * (its replacement may be rotated in turn), so rotations cannot mint working keys past the limit; an
+ * expired key cannot be rotated (nothing to replace); a plan without API access rotates nothing.
  */
 export async function rotateKey(db: Db, actor: Actor, workspaceId: string, keyId: string, gracePeriodSeconds: number) {
   return db.transaction().execute(async (trx) => {
+    await lockPlanAllowance(trx, workspaceId);
     const old = await lockKey(trx, workspaceId, keyId);
     const now = new Date();
+    if (old.replaced_by) throw new AppError('INVALID_STATE', 'This key was already rotated: rotate its replacement instead.');
+    if (old.expires_at && old.expires_at <= now) throw new AppError('INVALID_STATE', 'This key has expired: create a new key instead.');
     const graceEnd = new Date(now.getTime() + gracePeriodSeconds * 1000);
-    await trx
+    const { row, rawKey } = await insertKey(trx, workspaceId, { name: old.name, scopes: old.scopes, expiresAt: old.expires_at, createdBy: actor.userId });
+    const retired = await trx
       .updateTable('api_keys')
       .set(
         gracePeriodSeconds === 0
-          ? { revoked_at: now, updated_at: now }
-          : { expires_at: old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd, updated_at: now },
+          ? { replaced_by: row.id, revoked_at: now, updated_at: now }
+          : { replaced_by: row.id, expires_at: old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd, updated_at: now },
       )
       .where('id', '=', keyId)
-      .execute();
-    const { row, rawKey } = await insertKey(trx, workspaceId, { name: old.name, scopes: old.scopes, expiresAt: old.expires_at, createdBy: actor.userId });
+      .returningAll()
+      .executeTakeFirstOrThrow();
     await recordAudit(trx, actor, {
       action: 'api_key.rotated',
       targetType: 'api_key',
@@ -202,6 +223,10 @@ export async function rotateKey(db: Db, actor: Actor, workspaceId: string, keyId
       workspaceId,
       metadata: { replacedKeyId: keyId, oldPrefix: old.prefix, newPrefix: row.prefix, gracePeriodSeconds },
     });
+    // Subscribers hear of the new key, and of the old one's end when it ends now (a grace period lets it
+    // lapse like an expiry, which has no event either).
+    await emit(trx, workspaceId, 'api_key.created', row);
+    if (retired.revoked_at) await emit(trx, workspaceId, 'api_key.revoked', retired);
     return { ...toApiKey(row), rawKey };
   });
 }
@@ -215,6 +240,7 @@ const keyQuery = compiledOnce((db, keyHashes: string[]) =>
     .select([
       'k.id', 'k.workspace_id', 'k.name', 'k.prefix', 'k.scopes', 'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'k.created_at', 'k.updated_at',
       'k.key_hash', 'k.created_by', 'w.name as workspace_name', 'w.status as workspace_status', 'w.deleted_at as workspace_deleted_at',
+      'w.edition', 'w.limits',
     ])
     .where(sql<boolean>`k.key_hash = any(${keyHashes})`),
 );
@@ -242,6 +268,9 @@ export async function authenticateApiKey(db: Db, raw: string | undefined) {
   if (key.workspace_status !== 'ACTIVE') {
     throw new AppError('WORKSPACE_UNAVAILABLE', `The workspace of this key is ${key.workspace_status.toLowerCase()}.`);
   }
+  // A workspace moved to a plan without API access keeps its keys (an upgrade brings them back) but cannot
+  // use them.
+  if (keysAllowed(key) <= 0) throw notInPlan();
   rememberVerified(hash, key.id);
   if (now - (lastUsedWrites.get(key.id) ?? 0) >= LAST_USED_EVERY_MS) {
     lastUsedWrites.set(key.id, now);

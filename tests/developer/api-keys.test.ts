@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
-import { invite, inviteAndJoin } from '../workspaces/helpers.js';
+import { invite, inviteAndJoin, upgradeWorkspace } from '../workspaces/helpers.js';
 import {
   API_KEY_FORMAT,
   apiKeyHeader,
@@ -269,6 +269,65 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
     expect(res.body.rawKey).toMatch(API_KEY_FORMAT);
   });
 
+  it('rotates a key once: its replacement may be rotated, the key in its grace period may not (no working keys past the limit)', async () => {
+    const s = await ownerOn(app, 'pro', 'key-rotonce');
+    const keys = [];
+    for (let i = 0; i < 5; i++) keys.push(await createKey(app, s, { name: `k${i}` }));
+    const first = await rotate(s, keys[0]!.id, { gracePeriodSeconds: 3600 });
+    expect(first.status, first.text).toBe(200);
+    expectError(await rotate(s, keys[0]!.id, { gracePeriodSeconds: 3600 }), 409, 'INVALID_STATE');
+    const second = await rotate(s, first.body.id, { gracePeriodSeconds: 3600 });
+    expect(second.status, second.text).toBe(200);
+    // Five keys of the plan, plus the two in their grace period: creating a sixth is still refused.
+    expectError(await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'sixth', scopes: ['read'] } }), 403, 'API_KEY_LIMIT_REACHED');
+    const working = [];
+    for (const raw of [keys[0]!.rawKey, first.body.rawKey, second.body.rawKey, ...keys.slice(1).map((k) => k.rawKey)]) working.push(await meStatus(raw));
+    expect(working).toEqual([200, 200, 200, 200, 200, 200, 200]);
+    expect(await liveKeyCount(s.workspaceId)).toBe(7);
+  });
+
+  it('counts a key in its grace period as its replacement: revoking the replacement frees a place', async () => {
+    const s = await ownerOn(app, 'pro', 'key-rotcount');
+    const keys = [];
+    for (let i = 0; i < 5; i++) keys.push(await createKey(app, s, { name: `k${i}` }));
+    const rotated = await rotate(s, keys[0]!.id, { gracePeriodSeconds: 3600 });
+    expect(rotated.status, rotated.text).toBe(200);
+    expect((await app.api('DELETE', keysPath(s.workspaceId, rotated.body.id), { token: s.accessToken })).status).toBe(200);
+    const res = await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'fifth again', scopes: ['read'] } });
+    expect(res.status, res.text).toBe(201);
+  });
+
+  it('refuses to rotate an expired key with 409 INVALID_STATE, minting nothing', async () => {
+    const s = await ownerOn(app, 'pro', 'key-rotexp');
+    const key = await createKey(app, s);
+    await app.deps.db.updateTable('api_keys').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', key.id).execute();
+    expectError(await rotate(s, key.id), 409, 'INVALID_STATE');
+    expect(await liveKeyCount(s.workspaceId)).toBe(1);
+  });
+
+  it('emits api_key.created for the replacement, and api_key.revoked for the old key when it stops at once', async () => {
+    const s = await ownerOn(app, 'pro', 'key-rotevents');
+    const graced = await createKey(app, s, { name: 'graced' });
+    const stopped = await createKey(app, s, { name: 'stopped' });
+    const a = await rotate(s, graced.id, { gracePeriodSeconds: 60 });
+    const b = await rotate(s, stopped.id);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const events = await app.deps.db
+      .selectFrom('domain_events')
+      .select(['type', 'payload'])
+      .where('workspace_id', '=', s.workspaceId)
+      .where('type', 'like', 'api_key.%')
+      .execute();
+    const seen = events.map((e) => `${e.type} ${(e.payload as { apiKeyId: string }).apiKeyId}`).sort();
+    expect(seen).toEqual([
+      `api_key.created ${graced.id}`,
+      `api_key.created ${stopped.id}`,
+      `api_key.created ${a.body.id}`,
+      `api_key.created ${b.body.id}`,
+      `api_key.revoked ${stopped.id}`,
+    ].sort());
+  });
+
   it('refuses a negative or non-integer grace period with 400 BAD_REQUEST', async () => {
     const s = await ownerOn(app, 'pro', 'key-rotbad');
     const key = await createKey(app, s);
@@ -369,3 +428,26 @@ describe('secrets in logs', () => {
     expect(logs).not.toMatch(/wsk_[A-Za-z0-9]{40}/);
   });
 });
+
+describe('keys of a workspace whose plan has no API access', () => {
+  it('are refused with 403 API_KEYS_NOT_IN_PLAN after a downgrade to Lite (public API, rotation), and work again after an upgrade', async () => {
+    const s = await ownerOn(app, 'pro', 'key-downgrade');
+    const key = await createKey(app, s);
+    expect(await meStatus(key.rawKey)).toBe(200);
+    const cancelled = await app.api('POST', '/billing/cancel', { token: s.accessToken, body: { workspaceId: s.workspaceId } });
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect(cancelled.body.edition).toBe('LITE');
+
+    for (const path of ['/public-api/me', '/public-api/workspace']) {
+      expectError(await app.api('GET', path, { headers: apiKeyHeader(key.rawKey) }), 403, 'API_KEYS_NOT_IN_PLAN');
+    }
+    expectError(await rotate(s, key.id, { gracePeriodSeconds: 60 }), 403, 'API_KEYS_NOT_IN_PLAN');
+    expect(await liveKeyCount(s.workspaceId)).toBe(1);
+    // Listing and revoking stay possible: the owner can clean up.
+    expect((await list(s)).body.items.map((k: { id: string }) => k.id)).toEqual([key.id]);
+
+    await upgradeWorkspace(app, s.accessToken, s.workspaceId, 'pro');
+    expect(await meStatus(key.rawKey)).toBe(200);
+  });
+});
+
