@@ -164,6 +164,9 @@ export async function resetPassword(deps: Deps, input: { token: string; newPassw
   await deps.db.transaction().execute(async (trx) => {
     const used = await consumeUserToken(trx, input.token, 'PASSWORD_RESET');
     if (!used) throw invalidToken('password reset');
+    // Sessions first: this waits out a refresh in flight, so the access token it issued is older than
+    // tokens_valid_after below.
+    await revokeAllSessions(trx, used.user_id, 'password_reset');
     const now = new Date();
     await trx
       .updateTable('users')
@@ -183,7 +186,6 @@ export async function resetPassword(deps: Deps, input: { token: string; newPassw
       .where('kind', '=', 'PASSWORD_RESET')
       .where('used_at', 'is', null)
       .execute();
-    await revokeAllSessions(trx, used.user_id, 'password_reset');
     await recordAudit(trx, { userId: used.user_id, email: null, requestId: meta.requestId, ip: meta.ip }, {
       action: 'auth.password_reset',
       targetType: 'user',

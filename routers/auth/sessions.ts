@@ -2,7 +2,7 @@
 // one sign-in). Refresh tokens are opaque; the database keeps HMAC-SHA256(JWT_REFRESH_SECRET, token), so
 // changing the secret invalidates every refresh token, and a database leak yields no usable token.
 import crypto from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { AppDeps, RequestMeta } from '../../server/context.js';
 import { AppError } from '../../server/errors.js';
@@ -96,11 +96,23 @@ type RotateOutcome =
   | { kind: 'reuse'; userId: string; familyId: string };
 
 /**
+ * Serialises every change to one user's refresh tokens: rotation and each revocation take it before they
+ * read or write a token. Without it, a revocation's UPDATE works from a snapshot that misses the successor a
+ * concurrent rotation just committed, and that token outlives the logout, reset or reuse that should have
+ * ended it. Taken first, before any token row lock, so that the order is the same everywhere. Held until
+ * the transaction ends; taking it again in the same transaction does not wait.
+ */
+async function lockSessionsOf(trx: Transaction<Database>, userId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext(${`sessions:${userId}`}))`.execute(trx);
+}
+
+/**
  * Rotates a refresh token: the presented one stops working and a new pair of the same family is issued.
  * Presenting an already-rotated token is reuse and revokes the whole family, except for the just-rotated
  * token within REFRESH_TOKEN_REUSE_GRACE_SECONDS of its rotation (two tabs refreshing at once), which
  * answers another fresh pair of the same family. A token whose successor has itself been rotated is older
- * than that: always reuse. The row lock serialises concurrent refreshes of one token.
+ * than that: always reuse. The user's session lock serialises this with concurrent refreshes and
+ * revocations; the token is read again under it, so a revocation that ran meanwhile is seen.
  */
 export async function rotateRefreshToken(
   deps: Deps & Pick<AppDeps, 'logger'>,
@@ -109,17 +121,18 @@ export async function rotateRefreshToken(
 ): Promise<TokenPair> {
   const digest = refreshDigest(deps, rawToken);
   const outcome = await deps.db.transaction().execute(async (trx): Promise<RotateOutcome> => {
+    const owner = await trx.selectFrom('refresh_tokens').select('user_id').where('token_hash', '=', digest).executeTakeFirst();
+    if (!owner) return { kind: 'invalid' };
+    await lockSessionsOf(trx, owner.user_id);
     const row = await trx
-      .selectFrom('refresh_tokens')
-      .select(['id', 'user_id', 'family_id', 'expires_at', 'rotated_at', 'revoked_at'])
-      .where('token_hash', '=', digest)
-      .forUpdate()
+      .selectFrom('refresh_tokens as t')
+      .innerJoin('users as u', 'u.id', 't.user_id')
+      .select(['t.id', 't.user_id', 't.family_id', 't.expires_at', 't.rotated_at', 't.revoked_at', 'u.status'])
+      .where('t.token_hash', '=', digest)
       .executeTakeFirst();
     const now = Date.now();
     if (!row || row.revoked_at || row.expires_at.getTime() <= now) return { kind: 'invalid' };
-    const user = await trx.selectFrom('users').select(['status']).where('id', '=', row.user_id).executeTakeFirst();
-    if (!user) return { kind: 'invalid' };
-    if (user.status !== 'ACTIVE') return { kind: 'suspended' };
+    if (row.status !== 'ACTIVE') return { kind: 'suspended' };
 
     if (row.rotated_at) {
       const graceMs = deps.config.REFRESH_TOKEN_REUSE_GRACE_SECONDS * 1000;
@@ -133,7 +146,7 @@ export async function rotateRefreshToken(
           .where('rotated_at', 'is not', null)
           .executeTakeFirst());
       if (!withinGrace || successorRotated) {
-        await revokeFamily(trx, row.family_id, 'reuse');
+        await revokeFamily(trx, row.user_id, row.family_id, 'reuse');
         await recordAudit(trx, { userId: null, email: null, requestId: meta.requestId, ip: meta.ip }, {
           action: 'auth.session_reuse_detected',
           targetType: 'user',
@@ -161,8 +174,10 @@ export async function rotateRefreshToken(
   }
 }
 
-export async function revokeFamily(db: Kysely<Database>, familyId: string, reason: string): Promise<void> {
-  await db
+/** Ends one session of the user: every token of the family, including one a refresh is issuing right now. */
+export async function revokeFamily(trx: Transaction<Database>, userId: string, familyId: string, reason: string): Promise<void> {
+  await lockSessionsOf(trx, userId);
+  await trx
     .updateTable('refresh_tokens')
     .set({ revoked_at: new Date(), revoked_reason: reason })
     .where('family_id', '=', familyId)
@@ -172,16 +187,24 @@ export async function revokeFamily(db: Kysely<Database>, familyId: string, reaso
 
 /** Ends the session the refresh token belongs to. Unknown tokens are ignored (logout is idempotent). */
 export async function revokeSessionOf(deps: Deps, rawToken: string): Promise<void> {
-  const row = await deps.db
-    .selectFrom('refresh_tokens')
-    .select('family_id')
-    .where('token_hash', '=', refreshDigest(deps, rawToken))
-    .executeTakeFirst();
-  if (row) await revokeFamily(deps.db, row.family_id, 'logout');
+  await deps.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .selectFrom('refresh_tokens')
+      .select(['user_id', 'family_id'])
+      .where('token_hash', '=', refreshDigest(deps, rawToken))
+      .executeTakeFirst();
+    if (row) await revokeFamily(trx, row.user_id, row.family_id, 'logout');
+  });
 }
 
-export async function revokeAllSessions(db: Kysely<Database>, userId: string, reason: string): Promise<void> {
-  await db
+/**
+ * Ends every session of the user, including one a refresh is issuing right now. Once this returns, no
+ * refresh of the user runs until the transaction ends: access tokens it issued are older than anything
+ * the caller writes afterwards (so `tokens_valid_after` set after this call covers them).
+ */
+export async function revokeAllSessions(trx: Transaction<Database>, userId: string, reason: string): Promise<void> {
+  await lockSessionsOf(trx, userId);
+  await trx
     .updateTable('refresh_tokens')
     .set({ revoked_at: new Date(), revoked_reason: reason })
     .where('user_id', '=', userId)

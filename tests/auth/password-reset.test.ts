@@ -101,6 +101,22 @@ describe('POST /auth/reset-password', () => {
     expect(open).toHaveLength(0);
   });
 
+  it('also revokes the token a refresh issues while the reset runs, whose access token predates tokens_valid_after (20 trials)', async () => {
+    for (let i = 0; i < 20; i++) {
+      const { s, token } = await userWithResetToken('reset-race');
+      const [refreshed, done] = await Promise.all([app.api('POST', '/auth/refresh', { body: { refreshToken: s.refreshToken } }), reset(token)]);
+      expect(done.status).toBe(200);
+      if (refreshed.status !== 200) {
+        expectError(refreshed, 401, 'UNAUTHORIZED');
+        continue;
+      }
+      expectError(await app.api('POST', '/auth/refresh', { body: { refreshToken: refreshed.body.refreshToken } }), 401, 'UNAUTHORIZED');
+      const { tokens_valid_after } = await app.deps.db.selectFrom('users').select('tokens_valid_after').where('id', '=', s.userId).executeTakeFirstOrThrow();
+      const { iat } = JSON.parse(Buffer.from(refreshed.body.accessToken.split('.')[1], 'base64url').toString());
+      expect(iat * 1000).toBeLessThanOrEqual(tokens_valid_after!.getTime());
+    }
+  });
+
   it('is single use: the second use of a token answers 400 INVALID_TOKEN and changes nothing', async () => {
     const { s, token } = await userWithResetToken('once');
     expect((await reset(token)).status).toBe(200);

@@ -142,6 +142,18 @@ describe('POST /auth/refresh: reuse detection', () => {
     expectError(await refresh(app, s.refreshToken), 401, 'UNAUTHORIZED');
     expectError(await refresh(app, third.body.refreshToken), 401, 'UNAUTHORIZED');
   });
+
+  it('revokes the successor too when a rotated token comes back while the current one is being refreshed (20 trials)', async () => {
+    const s = await registerAndLogin(strict.api, { prefix: 'reuse-race' });
+    for (let i = 0; i < 20; i++) {
+      const session = await login(strict.api, s.email, s.password);
+      const current = await refresh(strict, session.refreshToken);
+      expect(current.status).toBe(200);
+      const [next, reused] = await Promise.all([refresh(strict, current.body.refreshToken), refresh(strict, session.refreshToken)]);
+      expectError(reused, 401, 'UNAUTHORIZED');
+      if (next.status === 200) expectError(await refresh(strict, next.body.refreshToken), 401, 'UNAUTHORIZED');
+    }
+  });
 });
 
 describe('POST /auth/refresh: invalid tokens', () => {
@@ -244,6 +256,17 @@ describe('POST /auth/logout', () => {
     const other = await login(app.api, s.email, s.password);
     expect((await logout(app, s.refreshToken)).status).toBe(200);
     expect((await refresh(app, other.refreshToken)).status).toBe(200);
+  });
+
+  it('also refuses the token a refresh of the same token issues while the logout runs (30 trials)', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'out-race' });
+    for (let i = 0; i < 30; i++) {
+      const session = await login(app.api, s.email, s.password);
+      const [refreshed, out] = await Promise.all([refresh(app, session.refreshToken), logout(app, session.refreshToken)]);
+      expect(out.status).toBe(200);
+      if (refreshed.status === 200) expectError(await refresh(app, refreshed.body.refreshToken), 401, 'UNAUTHORIZED');
+      else expectError(refreshed, 401, 'UNAUTHORIZED');
+    }
   });
 
   it('answers 200 for an unknown token too (idempotent, tells nothing)', async () => {
