@@ -218,15 +218,30 @@ export async function invite(
 }
 
 /**
- * Uses an invitation: the signed-in user, whose address it was sent to, joins with the invited role.
- * Marking the invitation used is one conditional update, so two acceptances add the member once.
+ * Uses an invitation: the signed-in user, whose address it was sent to, joins with the invited role, or
+ * keeps the role they already have. Marking the invitation used is one conditional update, so two
+ * acceptances add the member once.
  */
 export async function acceptInvitation(db: Db, actor: Actor, user: { id: string; email: string }, token: string) {
+  const tokenHash = sha256Hex(token);
   return db.transaction().execute(async (trx) => {
+    // The workspace row is locked before the invitation's, the order of invite() (which replaces the open
+    // invitation under that lock): in the other order, a new invitation sent while this one is accepted
+    // deadlocks. The lock also keeps the membership read below true until the insert.
+    const target = await trx.selectFrom('workspace_invitations').select('workspace_id').where('token_hash', '=', tokenHash).executeTakeFirst();
+    const workspace =
+      target &&
+      (await trx
+        .selectFrom('workspaces')
+        .select(['id', 'name', 'status', 'edition'])
+        .where('id', '=', target.workspace_id)
+        .where('deleted_at', 'is', null)
+        .forUpdate()
+        .executeTakeFirst());
     const invitation = await trx
       .updateTable('workspace_invitations')
       .set({ accepted_at: new Date(), accepted_by: user.id })
-      .where('token_hash', '=', sha256Hex(token))
+      .where('token_hash', '=', tokenHash)
       .where('accepted_at', 'is', null)
       .where('revoked_at', 'is', null)
       .where('expires_at', '>', new Date())
@@ -236,46 +251,37 @@ export async function acceptInvitation(db: Db, actor: Actor, user: { id: string;
     if (invitation.email !== user.email) {
       throw new AppError('FORBIDDEN', 'This invitation was sent to another e-mail address. Sign in with that address to accept it.');
     }
-    const workspace = await trx
-      .selectFrom('workspaces')
-      .select(['id', 'name', 'status', 'edition'])
-      .where('id', '=', invitation.workspace_id)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
     if (!workspace) throw new AppError('INVALID_TOKEN', 'This invitation link is invalid, expired or already used.');
     if (workspace.status !== 'ACTIVE') {
       throw new AppError('WORKSPACE_UNAVAILABLE', `This workspace is ${workspace.status.toLowerCase()}; the invitation cannot be used now.`);
     }
+    // Already a member (say, made owner by a transfer since): nobody joins, so the member limit is not in play.
+    const memberRole = async () =>
+      (await trx.selectFrom('workspace_members').select('role').where('workspace_id', '=', workspace.id).where('user_id', '=', user.id).executeTakeFirst())?.role;
+    const existing = await memberRole();
+    if (existing) return { workspace: { ...workspace, role: existing } };
+
     await assertMemberCapacity(trx, workspace.id, { countOpenInvitations: false });
+    // The demo reset adds members without the workspace lock: a row it wrote meanwhile is kept, not a 500.
     const joined = await trx
       .insertInto('workspace_members')
       .values({ workspace_id: workspace.id, user_id: user.id, role: invitation.role })
       .onConflict((oc) => oc.columns(['workspace_id', 'user_id']).doNothing())
       .returning('role')
       .executeTakeFirst();
-    const role =
-      joined?.role ??
-      (
-        await trx
-          .selectFrom('workspace_members')
-          .select('role')
-          .where('workspace_id', '=', workspace.id)
-          .where('user_id', '=', user.id)
-          .executeTakeFirstOrThrow()
-      ).role;
-    if (joined) {
-      await trx
-        .insertInto('domain_events')
-        .values({ workspace_id: workspace.id, type: 'member.added', payload: JSON.stringify({ userId: user.id, role }) })
-        .execute();
-      await recordAudit(trx, actor, {
-        action: 'member.joined',
-        targetType: 'member',
-        targetId: user.id,
-        workspaceId: workspace.id,
-        metadata: { role, invitationId: invitation.id },
-      });
-    }
+    if (!joined) return { workspace: { ...workspace, role: (await memberRole())! } };
+    const { role } = joined;
+    await trx
+      .insertInto('domain_events')
+      .values({ workspace_id: workspace.id, type: 'member.added', payload: JSON.stringify({ userId: user.id, role }) })
+      .execute();
+    await recordAudit(trx, actor, {
+      action: 'member.joined',
+      targetType: 'member',
+      targetId: user.id,
+      workspaceId: workspace.id,
+      metadata: { role, invitationId: invitation.id },
+    });
     return { workspace: { ...workspace, role } };
   });
 }
@@ -315,8 +321,14 @@ async function assertMemberCapacity(trx: Transaction<Database>, workspaceId: str
   }
 }
 
-/** Every member row of the workspace, locked: role changes are decided against a stable set of owners. */
+/**
+ * Every member row of the workspace, locked: role changes are decided against a stable set of owners. The
+ * workspace row is locked first, as transfers and capacity checks do and as the foreign key of the audit
+ * row written afterwards needs (FOR KEY SHARE): in the other order, a transfer and a role change deadlock.
+ */
 async function lockMembers(trx: Transaction<Database>, workspaceId: string) {
+  const workspace = await trx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
+  if (!workspace) throw notFound();
   return trx
     .selectFrom('workspace_members')
     .select(['user_id', 'role'])
@@ -511,13 +523,11 @@ export async function deleteWorkspace(db: Db, actor: Actor, workspaceId: string)
 
 /**
  * Makes `newOwnerUserId` the only OWNER (joining the workspace if needed); previous owners become ADMIN.
- * The workspace row is locked, so two transfers at once apply one after the other and leave one owner.
+ * The workspace row is locked (lockMembers), so two transfers at once apply one after the other and leave one owner.
  */
 export async function transferOwnership(db: Db, actor: Actor, workspaceId: string, newOwnerUserId: string) {
   await assertUserExists(db, newOwnerUserId);
   await db.transaction().execute(async (trx) => {
-    const workspace = await trx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
-    if (!workspace) throw notFound();
     const previous = (await lockMembers(trx, workspaceId)).filter((m) => m.role === 'OWNER' && m.user_id !== newOwnerUserId);
     await trx
       .insertInto('workspace_members')

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import { expectError, registerAndLogin, uniqueEmail } from '../helpers/http.js';
+import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
+import { expectError, login, registerAndLogin, uniqueEmail } from '../helpers/http.js';
 import { mailsTo } from '../helpers/mail.js';
 import { INVITATION_TEMPLATE, createWorkspace, invite, inviteAndJoin, registerAs, roleIn } from './helpers.js';
 
@@ -20,6 +20,9 @@ const members = async (token: string, workspaceId: string) => {
 };
 const membershipRows = (workspaceId: string, userId: string) =>
   app.deps.db.selectFrom('workspace_members').selectAll().where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+const adminToken = async () => (await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password)).accessToken;
+const transferOwner = (token: string, workspaceId: string, newOwnerUserId: string) =>
+  app.api('POST', `/admin/workspaces/${workspaceId}/transfer-owner`, { token, body: { newOwnerUserId } });
 const wsName = (label: string) => `${label} ${crypto.randomBytes(3).toString('hex')}`;
 
 /** An owner with a fresh team workspace. */
@@ -376,6 +379,36 @@ describe('POST /invitations/accept', () => {
     const joined = await app.deps.db.selectFrom('audit_logs').select('id').where('action', '=', 'member.joined').where('workspace_id', '=', t.id).execute();
     expect(joined).toHaveLength(1);
   });
+
+  it('answers 200 with the existing role when the invitee has become a member meanwhile, even in a full workspace', async () => {
+    const t = await team('acc-member');
+    const email = uniqueEmail('already');
+    const invitee = await registerAs(app, email);
+    const { token } = await invite(app, t.owner.accessToken, t.id, email, 'VIEWER');
+    await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER');
+    // The transfer makes the invitee a member (OWNER): three members, the Lite plan's limit.
+    expect((await transferOwner(await adminToken(), t.id, invitee.userId)).status).toBe(200);
+    const res = await accept(invitee.accessToken, token);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.workspace.role).toBe('OWNER');
+    expect(await membershipRows(t.id, invitee.userId)).toHaveLength(1);
+    expect(await roleIn(app, t.id, invitee.userId)).toBe('OWNER');
+  });
+
+  it('answers without a 5xx when the address is invited again while the invitee accepts (12 trials)', async () => {
+    for (let i = 0; i < 12; i++) {
+      const t = await team('acc-reinvite');
+      const email = uniqueEmail('reinvite');
+      const invitee = await registerAs(app, email);
+      const { token } = await invite(app, t.owner.accessToken, t.id, email, 'VIEWER');
+      const [accepted, invited] = await Promise.all([
+        accept(invitee.accessToken, token),
+        app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email, role: 'MEMBER' } }),
+      ]);
+      // Either order is fine: joined, then "already a member"; or replaced, then the old link is refused.
+      expect([accepted.status, invited.status], `${accepted.text} ${invited.text}`).toEqual(accepted.status === 200 ? [200, 409] : [400, 201]);
+    }
+  });
 });
 
 describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
@@ -446,6 +479,19 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
     const owners = await app.deps.db.selectFrom('workspace_members').select('user_id').where('workspace_id', '=', t.id).where('role', '=', 'OWNER').execute();
     expect(owners).toHaveLength(1);
     expect(results.map((r) => r.status).filter((s) => s === 200)).toHaveLength(1);
+  });
+
+  it('answers role changes running alongside an admin transfer of ownership without a 5xx (30 trials)', async () => {
+    const t = await team('transfer-race');
+    const member = await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER');
+    const admin = await adminToken();
+    for (let i = 0; i < 30; i++) {
+      const [changed, transferred] = await Promise.all([
+        app.api('PATCH', `/workspaces/${t.id}/members/${member.userId}`, { token: t.owner.accessToken, body: { role: i % 2 ? 'MEMBER' : 'VIEWER' } }),
+        transferOwner(admin, t.id, t.owner.userId),
+      ]);
+      expect([changed.status, transferred.status], `${changed.text} ${transferred.text}`).toEqual([200, 200]);
+    }
   });
 
   it("refuses an ADMIN who changes an OWNER's role with 403 PERMISSION_DENIED", async () => {
