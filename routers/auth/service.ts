@@ -10,7 +10,7 @@ import { randomToken, sha256Hex } from '../../server/security/tokens.js';
 import { membershipsOf, workspaceContext, type WorkspaceAccess } from '../workspaces/access.js';
 import { insertWorkspace } from '../workspaces/service.js';
 import { USER_COLUMNS, toContextOutput, toUserOutput, type UserRow } from './schemas.js';
-import { issueTokens, revokeAllSessions, type Principal } from './sessions.js';
+import { openSession, revokeAllSessions, type Principal } from './sessions.js';
 import { recordAudit } from '../audit/service.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'passwords'>;
@@ -107,8 +107,10 @@ export async function login(deps: Deps, input: { email: string; password: string
   }
   if (user.status !== 'ACTIVE') throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
 
-  const [tokens, memberships] = await Promise.all([
-    issueTokens(deps, deps.db, user.id, meta),
+  // Undefined when a password reset committed during the check: the password given is no longer it.
+  const tokens = await openSession(deps, user.id, user.password_hash, meta);
+  if (!tokens) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
+  const [memberships] = await Promise.all([
     membershipsOf(deps.db, user.id),
     deps.db.updateTable('users').set({ last_login_at: new Date() }).where('id', '=', user.id).execute(),
   ]);

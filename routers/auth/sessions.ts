@@ -89,6 +89,19 @@ export async function issueTokens(
   return { accessToken: access.token, refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
 }
 
+/**
+ * A new session for a sign-in whose password was checked against `passwordHash`. Under the user's session
+ * lock, the password must still be that one: a reset that committed while the (slow) check ran has ended
+ * every session, and the old password must not open a new one.
+ */
+export async function openSession(deps: Deps, userId: string, passwordHash: string, meta: Pick<RequestMeta, 'ip' | 'userAgent'>): Promise<TokenPair | undefined> {
+  return deps.db.transaction().execute(async (trx) => {
+    await lockSessionsOf(trx, userId);
+    const user = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst();
+    return user?.password_hash === passwordHash ? issueTokens(deps, trx, userId, meta) : undefined;
+  });
+}
+
 type RotateOutcome =
   | { kind: 'ok'; tokens: TokenPair }
   | { kind: 'invalid' }

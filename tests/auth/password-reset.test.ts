@@ -1,8 +1,10 @@
 import crypto from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
 import { latestMailToken, mailsTo } from '../helpers/mail.js';
+import { waitUntil } from '../helpers/entry.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -114,6 +116,40 @@ describe('POST /auth/reset-password', () => {
       const { tokens_valid_after } = await app.deps.db.selectFrom('users').select('tokens_valid_after').where('id', '=', s.userId).executeTakeFirstOrThrow();
       const { iat } = JSON.parse(Buffer.from(refreshed.body.accessToken.split('.')[1], 'base64url').toString());
       expect(iat * 1000).toBeLessThanOrEqual(tokens_valid_after!.getTime());
+    }
+  });
+
+  it('leaves no session to a sign-in with the old password whose session is written while the reset runs', async () => {
+    const { s, token } = await userWithResetToken('reset-login');
+    // The sign-in's password check passes; the write of its session then waits (its foreign key needs the
+    // user row, which this transaction holds) while the reset runs as far as it can.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    const holder = app.deps.db.transaction().execute(async (trx) => {
+      await sql`select 1 from users where id = ${s.userId} for update`.execute(trx);
+      locked();
+      await held;
+    });
+    await lockTaken;
+    const waiting = async () =>
+      Number(
+        (await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type in ('Lock', 'advisory')
+          and (query ilike '%refresh_tokens%' or query ilike '%pg_advisory%' or query ilike 'update "users"%')`.execute(app.deps.db)).rows[0]!.n,
+      );
+    const signin = signIn(s.email, s.password);
+    await waitUntil(async () => (await waiting()) >= 1, 5_000);
+    const done = reset(token);
+    await waitUntil(async () => (await waiting()) >= 2, 5_000);
+    release();
+    await holder;
+    const [signedIn, resetDone] = await Promise.all([signin, done]);
+    expect(resetDone.status).toBe(200);
+    if (signedIn.status === 200) {
+      expectError(await app.api('POST', '/auth/refresh', { body: { refreshToken: signedIn.body.refreshToken } }), 401, 'UNAUTHORIZED');
+    } else {
+      expectError(signedIn, 401, 'INVALID_CREDENTIALS');
     }
   });
 

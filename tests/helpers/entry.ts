@@ -20,9 +20,9 @@ export function startEntry(env: Record<string, string>): Entry {
 }
 
 /** Polls `check` every 50 ms until it holds; throws after `timeoutMs`. */
-export async function waitUntil(check: () => boolean, timeoutMs: number): Promise<void> {
+export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 50));
   }
