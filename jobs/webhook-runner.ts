@@ -6,11 +6,9 @@
 import { sql } from 'kysely';
 import type { Logger } from '../server/logger.js';
 import { attemptDelivery, type DeliveryDeps } from '../routers/webhooks/delivery.js';
-import { envelope, type DeliveryStarter } from '../routers/webhooks/service.js';
+import { envelope, leaseEnd, type DeliveryStarter } from '../routers/webhooks/service.js';
 import type { WebhookQueue } from './queue.js';
 
-/** How long a swept delivery is reserved by this instance before another may take it. */
-const SWEEP_LEASE_MS = 60_000;
 /** Domain events one dispatch statement takes, and the batches one run takes at most (a run a second). */
 const DISPATCH_BATCH = 500;
 const DISPATCH_BATCHES_PER_RUN = 20;
@@ -97,6 +95,9 @@ export class WebhookRunner implements DeliveryStarter {
         const read = await trx.selectFrom('domain_events').select(['id', 'payload']).where('id', 'in', wanted.map((w) => w.e.id)).execute();
         for (const e of read) payloads.set(e.id, e.payload as Record<string, unknown>);
       }
+      // Leased to their first attempt (service.ts): in direct mode, a first attempt still waiting on a slow
+      // endpoint after STUCK_PENDING_MS is not taken by the sweep and sent a second time.
+      const leasedUntil = leaseEnd();
       const rows = wanted.flatMap(({ e, subscribers }) =>
         subscribers.map((h) => ({
           webhook_id: h.id,
@@ -105,6 +106,7 @@ export class WebhookRunner implements DeliveryStarter {
           domain_event_id: e.id,
           payload: JSON.stringify(envelope(e.type, e.workspace_id, payloads.get(e.id)!, e.created_at)),
           status: 'pending' as const,
+          next_retry_at: leasedUntil,
         })),
       );
       const inserted = rows.length
@@ -127,7 +129,7 @@ export class WebhookRunner implements DeliveryStarter {
     const now = new Date();
     const claimed = await db
       .updateTable('webhook_deliveries')
-      .set({ next_retry_at: new Date(now.getTime() + SWEEP_LEASE_MS) })
+      .set({ next_retry_at: leaseEnd(now.getTime()) })
       .where(
         'id',
         'in',

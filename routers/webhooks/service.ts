@@ -24,6 +24,16 @@ export interface DeliveryStarter {
   start(deliveryIds: string[], opts?: { wait?: boolean }): Promise<void>;
 }
 
+/**
+ * How long a delivery taken for an attempt is reserved to it: a new one to its first attempt, one retried
+ * by hand to that attempt, one the sweep claims to the sweep's. The direct-mode sweep skips rows reserved
+ * until later (next_retry_at); recording the attempt ends the reservation. Longer than an attempt takes
+ * with the default WEBHOOK_TIMEOUT_MS (which bounds its connection, its answer's headers and each pause in
+ * its body).
+ */
+const DELIVERY_LEASE_MS = 60_000;
+export const leaseEnd = (from = Date.now()) => new Date(from + DELIVERY_LEASE_MS);
+
 export const newSecret = () => `whsec_${crypto.randomBytes(32).toString('base64url')}`;
 const notFound = () => new AppError('NOT_FOUND', 'Webhook not found.');
 
@@ -182,6 +192,7 @@ export async function sendTest(deps: WebhookDeps, runner: DeliveryStarter, works
       event: 'webhook.test',
       payload: JSON.stringify(envelope('webhook.test', workspaceId, { message: `This is a test delivery of the webhook "${hook.name}".`, webhookId: hook.id })),
       status: 'pending',
+      next_retry_at: leaseEnd(),
     })
     .returning('id')
     .executeTakeFirstOrThrow();
@@ -206,11 +217,15 @@ export async function listDeliveries(db: Db, workspaceId: string, filters: { web
   return pageOf(rows.map(toDelivery), Number(count.total), page);
 }
 
-/** Sends a failed (or waiting) delivery again now, with the same X-Service-Delivery. */
+/**
+ * Sends a failed (or waiting) delivery again now, with the same X-Service-Delivery. The reset leases the
+ * row to this attempt: pending and older than 30 s, it would otherwise be the sweep's too, and be sent
+ * twice while a slow endpoint holds this attempt.
+ */
 export async function retryDelivery(db: Db, runner: DeliveryStarter, workspaceId: string, deliveryId: string) {
   const reset = await db
     .updateTable('webhook_deliveries')
-    .set({ status: 'pending', next_retry_at: null, updated_at: new Date() })
+    .set({ status: 'pending', next_retry_at: leaseEnd(), updated_at: new Date() })
     .where('id', '=', deliveryId)
     .where('workspace_id', '=', workspaceId)
     .where('status', 'in', ['failed', 'retrying'])

@@ -98,6 +98,13 @@ async function insertHook(workspaceId: string, url: string, events: string[] = [
   return { id: row.id, secret };
 }
 
+/** An app whose attempts wait up to 10 s for an answer (its timers stopped: the test sweeps when it wants). */
+let patientApp: TestApp | undefined;
+const patient = async () => (patientApp ??= await extraApp({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_TIMEOUT_MS: '10000' }));
+
+/** Makes a delivery older than the sweep's 30 s for pending deliveries. */
+const ageDelivery = (id: string) => sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${id}`.execute(app.deps.db);
+
 const testPath = (s: Session, hookId: string) => `/workspaces/${s.workspaceId}/webhooks/${hookId}/test`;
 async function sendTest(s: Session, hookId: string, via: TestApp = app) {
   const res = await via.api('POST', testPath(s, hookId), { token: s.accessToken });
@@ -324,6 +331,26 @@ describe('retries in direct mode', () => {
     r.releaseHanging();
   });
 
+  it('a first attempt still waiting on a slow endpoint when the delivery is 30 s old is not swept and sent again', async () => {
+    const slow = await patient();
+    const s = await ownerOn(app, 'lite', 'deliv-slow-first');
+    const r = await receiver({ status: 200, body: 'slow but fine', delayMs: 2_000 });
+    const hook = await hookTo(s, r);
+    const answered = sendTest(s, hook.id, slow);
+    const [req] = await r.waitForRequests(1);
+    const id = String(req!.headers['x-service-delivery']);
+    // As if this attempt had taken 31 s so far (an endpoint slow to connect, to answer and to finish).
+    await ageDelivery(id);
+    await slow.deps.webhooks.sweep();
+    await app.deps.webhooks.sweep();
+
+    expect(await answered).toMatchObject({ id, status: 'success', attempts: 1, responsePreview: 'slow but fine' });
+    // A second attempt, had a sweep started one, would have been answered by now.
+    await sleep(2_500);
+    expect(r.requests).toHaveLength(1);
+    expect(await deliveryRow(id)).toMatchObject({ status: 'success', attempts: 1 });
+  }, 20_000);
+
   it('410 Gone: failed at once and never retried', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-410');
     const r = await receiver({ status: 410, body: 'gone' });
@@ -417,6 +444,30 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
     expectSignedDelivery(b!, hook.secret, 'webhook.test');
     expect(signaturesOf(b!)[0]).not.toBe(signaturesOf(a!)[0]);
   });
+
+  it('makes one more attempt: a sweep while the endpoint holds it does not send the delivery a second time', async () => {
+    const slow = await patient();
+    const s = await ownerOn(app, 'lite', 'deliv-manual-slow');
+    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', delayMs: 2_000 }]);
+    const hook = await hookTo(s, r);
+    const failed = await sendTest(s, hook.id);
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1 });
+    // Older than 30 s, as a delivery retried by hand usually is: pending again, the sweep would take it.
+    await ageDelivery(failed.id);
+
+    const retried = slow.api('POST', `/workspaces/${s.workspaceId}/webhook-deliveries/${failed.id}/retry`, { token: s.accessToken });
+    await r.waitForRequests(2);
+    await slow.deps.webhooks.sweep();
+    await app.deps.webhooks.sweep();
+    const res = await retried;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ id: failed.id, status: 'success', attempts: 2, responsePreview: 'slow but fine' });
+    // A second attempt, had a sweep started one, would have been answered by now.
+    await sleep(2_500);
+    expect(r.requests).toHaveLength(2);
+    expect(new Set(r.requests.map((q) => q.headers['x-service-delivery']))).toEqual(new Set([failed.id]));
+    expect(await deliveryRow(failed.id)).toMatchObject({ status: 'success', attempts: 2 });
+  }, 20_000);
 
   it('refuses to retry a successful delivery with 409 INVALID_STATE, and answers 404 for an unknown or foreign delivery', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-manual-ok');

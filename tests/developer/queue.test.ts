@@ -416,6 +416,26 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     expect(r.requests).toHaveLength(2);
   });
 
+  it('makes one more attempt: a sweep while the endpoint holds the retry job adds no second job, and nothing is sent twice', async () => {
+    const s = await owner('lite', 'q-manual-slow');
+    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', delayMs: 1_500 }]);
+    const hook = await hookTo(s, r);
+    const d = await sendTest(s, hook.id);
+    await until(d.id, 'failed');
+    // Older than 30 s, as a delivery retried by hand usually is: pending again, the sweep takes it.
+    await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${d.id}`.execute(app.deps.db);
+
+    const res = await app.api('POST', retryPath(s, d.id), { token: s.accessToken });
+    expect(res.status, res.text).toBe(200);
+    await r.waitForRequests(2);
+    // The sweep takes the delivery, and queues it under the job id of the retry's job, which is running.
+    expect(await app.deps.webhooks.sweep()).toBeGreaterThanOrEqual(1);
+    const done = await until(d.id, 'success');
+    expect(done).toMatchObject({ attempts: 2, response_preview: 'slow but fine' });
+    await sleep(2_000);
+    expect(r.requests).toHaveLength(2);
+  });
+
   it('refuses a delivery that already succeeded with 409 INVALID_STATE, and queues nothing', async () => {
     const s = await owner('lite', 'q-manual-done');
     const r = await receiver({ status: 200, body: 'fine' });
