@@ -10,8 +10,13 @@ import { AppError } from '../../server/errors.js';
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
-const BLOCKED_HOSTS = /(^|\.)(localhost|local|internal|localdomain|home\.arpa)\.?$/i;
+const BLOCKED_HOSTS = /(^|\.)(localhost|local|internal|localdomain|home\.arpa)$/;
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'instance-data']);
+/**
+ * The host name as those rules judge it: lower case, without the one trailing dot that names the root
+ * (`metadata.` resolves as `metadata`, so it must not pass as a name with a dot).
+ */
+const hostName = (host: string) => host.toLowerCase().replace(/\.$/, '');
 
 export const urlNotAllowed = (why: string) => new AppError('WEBHOOK_URL_NOT_ALLOWED', `This webhook URL is not allowed: ${why}.`);
 
@@ -55,7 +60,9 @@ export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): C
     if (!isPublicAddress(host)) throw urlNotAllowed('it points at a private, loopback, link-local or reserved address');
     return { url, literalAddress: host };
   }
-  if (BLOCKED_HOSTS.test(host) || METADATA_HOSTS.has(host.toLowerCase()) || !host.includes('.')) {
+  const name = hostName(host);
+  if (name.split('.').includes('')) throw urlNotAllowed('its host name has an empty label');
+  if (BLOCKED_HOSTS.test(name) || METADATA_HOSTS.has(name) || !name.includes('.')) {
     throw urlNotAllowed('it names a local or internal host');
   }
   return { url };

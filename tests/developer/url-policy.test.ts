@@ -74,6 +74,30 @@ describe('checkWebhookUrl', () => {
   it('refuses the machine name as a single-label host', () => {
     expect(refusal(() => checkWebhookUrl(`http://${HOSTNAME}/hook`, strict)).code).toBe('WEBHOOK_URL_NOT_ALLOWED');
   });
+
+  // The root's trailing dot resolves as the name without it: `metadata.` is `metadata`.
+  it.each([
+    'http://metadata./',
+    'http://METADATA./',
+    'http://intranet./',
+    'http://instance-data./',
+    'http://metadata.google.internal./',
+    'http://printer.local./',
+    'http://localhost./',
+    `http://${HOSTNAME}./hook`,
+    'http://./',
+    'http://../',
+    'http://metadata../',
+    'http://example.com../',
+    'http://.example.com/',
+    'http://hooks..example.com/',
+  ])('refuses the host of %s: a single label, a local name or an empty label, however dotted', (url) => {
+    expect(refusal(() => checkWebhookUrl(url, strict)).code).toBe('WEBHOOK_URL_NOT_ALLOWED');
+  });
+
+  it('accepts a public name written with the trailing dot of the root', () => {
+    expect(checkWebhookUrl('https://example.com./hook', strict).url.hostname).toBe('example.com.');
+  });
 });
 
 describe('resolveDeliveryAddress', () => {
