@@ -10,10 +10,12 @@ import {
   type Plan,
   type PlanLimits,
   type Subscription,
+  type SubscriptionStatus,
 } from '../../db/schema.js';
 import { isDemoAccount } from '../../server/accounts.js';
 import type { Config } from '../../server/config.js';
 import { AppError } from '../../server/errors.js';
+import type { Logger } from '../../server/logger.js';
 import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import type { BillingChange, PaymentChange, PaymentProcessor, ProcessorName, ProviderEvent, RefundChange, SubscriptionChange } from './processors/types.js';
@@ -33,6 +35,8 @@ export async function currentPlan(db: Db, workspaceId: string) {
       .selectFrom('subscriptions')
       .selectAll()
       .where('workspace_id', '=', workspaceId)
+      // The live one, when there is one: a newer abandoned checkout (INCOMPLETE) must not hide it.
+      .orderBy((eb) => eb('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES]), 'desc')
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .limit(1)
@@ -94,6 +98,21 @@ export async function findPurchasablePlan(db: Db, by: { planCode?: string; planI
   return plan;
 }
 
+type PriceSetting = 'PROCESSOR_A_PRICE_LITE' | 'PROCESSOR_A_PRICE_PRO' | 'PROCESSOR_A_PRICE_ENTERPRISE' | 'PROCESSOR_B_VARIANT_LITE' | 'PROCESSOR_B_VARIANT_PRO' | 'PROCESSOR_B_VARIANT_ENTERPRISE';
+
+/** Settings that name the processor's price of each default edition. */
+const PRICE_SETTING: Record<ProcessorName, Partial<Record<Plan['edition'], PriceSetting>>> = {
+  PROCESSOR_A: { LITE: 'PROCESSOR_A_PRICE_LITE', PRO: 'PROCESSOR_A_PRICE_PRO', ENTERPRISE: 'PROCESSOR_A_PRICE_ENTERPRISE' },
+  PROCESSOR_B: { LITE: 'PROCESSOR_B_VARIANT_LITE', PRO: 'PROCESSOR_B_VARIANT_PRO', ENTERPRISE: 'PROCESSOR_B_VARIANT_ENTERPRISE' },
+};
+
+/** The plan's own price/variant id, else the setting of its edition. */
+function priceRef(config: Config, processor: ProcessorName, plan: Plan): string | undefined {
+  const own = processor === 'PROCESSOR_A' ? plan.processor_a_price_id : plan.processor_b_variant_id;
+  const setting = PRICE_SETTING[processor][plan.edition];
+  return own ?? (setting ? config[setting] : undefined);
+}
+
 function periodEnd(start: Date, interval: Plan['interval']): Date | null {
   if (interval === 'ONE_TIME') return null;
   const end = new Date(start);
@@ -136,6 +155,18 @@ export function mockCheckoutChanges(plan: Plan, workspaceId: string, now: Date):
 
 export type EventOutcome = 'applied' | 'duplicate' | 'stale' | 'unmatched' | 'ignored';
 
+/** What applying a provider event needs. */
+export type EventDeps = Pick<BillingDeps, 'db' | 'config' | 'processors' | 'logger'>;
+
+/** One event being applied; `replaced` collects the live subscriptions that new ones ended. */
+interface EventRun {
+  trx: Trx;
+  deps: EventDeps;
+  provider: BillingProvider;
+  event: ProviderEvent;
+  replaced: Subscription[];
+}
+
 /** Moves the workspace onto a plan: edition, plan and a copy of its limits. */
 async function moveWorkspaceToPlan(trx: Trx, workspaceId: string, plan: Pick<Plan, 'id' | 'edition' | 'limits'> | undefined) {
   await trx
@@ -159,7 +190,62 @@ async function emit(trx: Trx, workspaceId: string, type: string, payload: Record
   await trx.insertInto('domain_events').values({ workspace_id: workspaceId, type, payload: JSON.stringify(payload) }).execute();
 }
 
-async function applySubscription(trx: Trx, provider: BillingProvider, event: ProviderEvent, change: SubscriptionChange): Promise<EventOutcome> {
+/**
+ * How far along its life a status is. Processors stamp events in whole seconds, so two events of one
+ * subscription often share a time (Stripe's created-as-incomplete and updated-to-active): at equal times the
+ * one further along wins.
+ */
+const STATUS_RANK: Record<SubscriptionStatus, number> = { INCOMPLETE: 0, TRIALING: 1, ACTIVE: 1, PAST_DUE: 1, CANCELED: 2 };
+
+function isStale(existing: Subscription, occurredAt: Date, status: SubscriptionStatus) {
+  if (!existing.last_event_at) return false;
+  const [at, last] = [occurredAt.getTime(), existing.last_event_at.getTime()];
+  return at < last || (at === last && STATUS_RANK[status] < STATUS_RANK[existing.status]);
+}
+
+/**
+ * The plan a subscription is billed for: the one whose price (PROCESSOR_A) or variant (PROCESSOR_B) it is
+ * billed at, as checkout chooses them, since a plan changed at the processor (e.g. in Stripe's portal) keeps
+ * the checkout's metadata; else the plan the metadata names. Undefined when neither names a plan here.
+ */
+async function planOf(run: EventRun, change: SubscriptionChange): Promise<string | undefined> {
+  const { trx, provider } = run;
+  if (change.priceRef && provider !== 'MOCK') {
+    const own = provider === 'PROCESSOR_A' ? 'processor_a_price_id' : 'processor_b_variant_id';
+    const candidates = await trx
+      .selectFrom('plans')
+      .selectAll()
+      .where((eb) => eb.or([eb(own, '=', change.priceRef!), eb(own, 'is', null)]))
+      .orderBy('sort_order')
+      .orderBy('created_at')
+      .execute();
+    const billed = candidates.filter((plan) => priceRef(run.deps.config, provider, plan) === change.priceRef);
+    const plan = billed.find((p) => p.id === change.planId) ?? billed.find((p) => p.status === 'PUBLISHED') ?? billed[0];
+    if (plan) return plan.id;
+  }
+  return change.planId ? knownPlan(trx, change.planId) : undefined;
+}
+
+async function knownPlan(trx: Trx, id: string) {
+  return (await trx.selectFrom('plans').select('id').where('id', '=', id).executeTakeFirst())?.id;
+}
+
+/** Ends the workspace's live subscription, which a new one replaces (an upgrade or a switch of provider). */
+async function endLiveSubscription(run: EventRun, workspaceId: string) {
+  const ended = await run.trx
+    .updateTable('subscriptions')
+    .set({ status: 'CANCELED', canceled_at: run.event.occurredAt, updated_at: new Date() })
+    .where('workspace_id', '=', workspaceId)
+    .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
+    .returningAll()
+    .execute();
+  run.replaced.push(...ended);
+}
+
+const lockWorkspace = (trx: Trx, id: string) => trx.selectFrom('workspaces').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
+
+async function applySubscription(run: EventRun, change: SubscriptionChange): Promise<EventOutcome> {
+  const { trx, provider, event } = run;
   const existing = await trx
     .selectFrom('subscriptions')
     .selectAll()
@@ -170,12 +256,30 @@ async function applySubscription(trx: Trx, provider: BillingProvider, event: Pro
 
   let sub: Subscription;
   if (existing) {
-    if (existing.last_event_at && event.occurredAt < existing.last_event_at) return 'stale';
-    const planId = change.planId && change.planId !== existing.plan_id ? change.planId : existing.plan_id;
+    if (isStale(existing, event.occurredAt, change.status)) return 'stale';
+    if (isLive(change.status) && !isLive(existing.status)) {
+      // Locked as for a new subscription, so that two never go live side by side.
+      await lockWorkspace(trx, existing.workspace_id);
+      const live = await trx
+        .selectFrom('subscriptions')
+        .select('id')
+        .where('workspace_id', '=', existing.workspace_id)
+        .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
+        .executeTakeFirst();
+      if (live && existing.status === 'CANCELED') {
+        // An ended subscription's late event (e.g. a renewal of one a newer subscription replaced): the
+        // newer one stays the workspace's plan.
+        run.deps.logger.warn({ provider, subscriptionId: existing.id, liveSubscriptionId: live.id, eventType: event.type }, 'billing: a canceled subscription was not revived while another is live');
+        return 'ignored';
+      }
+      // A checkout that completes late (INCOMPLETE, then paid) replaces the live subscription.
+      await endLiveSubscription(run, existing.workspace_id);
+    }
+    const planId = await planOf(run, change);
     sub = await trx
       .updateTable('subscriptions')
       .set({
-        plan_id: planId,
+        plan_id: planId ?? existing.plan_id,
         status: change.status,
         provider_customer_id: change.customerId ?? existing.provider_customer_id,
         ...(change.currentPeriodStart !== undefined && { current_period_start: change.currentPeriodStart }),
@@ -189,24 +293,15 @@ async function applySubscription(trx: Trx, provider: BillingProvider, event: Pro
       .returningAll()
       .executeTakeFirstOrThrow();
   } else {
-    if (!change.workspaceId || !change.planId) return 'unmatched';
-    const workspace = await trx.selectFrom('workspaces').select('id').where('id', '=', change.workspaceId).forUpdate().executeTakeFirst();
-    const plan = await trx.selectFrom('plans').select('id').where('id', '=', change.planId).executeTakeFirst();
-    if (!workspace || !plan) return 'unmatched';
-    if (isLive(change.status)) {
-      // The new subscription replaces the workspace's live one (an upgrade or a switch of provider).
-      await trx
-        .updateTable('subscriptions')
-        .set({ status: 'CANCELED', canceled_at: event.occurredAt, updated_at: new Date() })
-        .where('workspace_id', '=', change.workspaceId)
-        .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
-        .execute();
-    }
+    const planId = await planOf(run, change);
+    if (!change.workspaceId || !planId) return 'unmatched';
+    if (!(await lockWorkspace(trx, change.workspaceId))) return 'unmatched';
+    if (isLive(change.status)) await endLiveSubscription(run, change.workspaceId);
     sub = await trx
       .insertInto('subscriptions')
       .values({
         workspace_id: change.workspaceId,
-        plan_id: change.planId,
+        plan_id: planId,
         provider,
         provider_subscription_id: change.providerSubscriptionId,
         provider_customer_id: change.customerId ?? null,
@@ -254,7 +349,7 @@ async function syncWorkspacePlan(trx: Trx, sub: Subscription) {
 async function applyPayment(trx: Trx, provider: BillingProvider, change: PaymentChange): Promise<EventOutcome> {
   let workspaceId = change.workspaceId;
   let subscriptionId: string | null = null;
-  let planId = change.planId ?? null;
+  let planId = change.planId ? await knownPlan(trx, change.planId) : undefined;
   if (change.providerSubscriptionId) {
     const sub = await trx
       .selectFrom('subscriptions')
@@ -268,13 +363,14 @@ async function applyPayment(trx: Trx, provider: BillingProvider, change: Payment
       planId ??= sub.plan_id;
     }
   }
-  if (!workspaceId) return 'unmatched';
+  // Metadata can name a workspace deleted since, or one of another deployment sharing the processor account.
+  if (!workspaceId || !(await workspaceExists(trx, workspaceId))) return 'unmatched';
   const inserted = await trx
     .insertInto('payments')
     .values({
       workspace_id: workspaceId,
       subscription_id: subscriptionId,
-      plan_id: planId,
+      plan_id: planId ?? null,
       provider,
       provider_payment_id: change.providerPaymentId,
       amount_cents: change.amountCents,
@@ -296,10 +392,12 @@ async function applyPayment(trx: Trx, provider: BillingProvider, change: Payment
 /**
  * Applies a provider event in one transaction. The event id is stored under a unique constraint first,
  * so a duplicate delivery (even concurrent) changes nothing; an event older than the subscription's last
- * applied one never moves it backwards.
+ * applied one never moves it backwards. Processor subscriptions the event replaced are then cancelled at
+ * their processor.
  */
-export async function applyProviderEvent(db: Db, provider: BillingProvider, event: ProviderEvent): Promise<EventOutcome> {
-  return db.transaction().execute(async (trx) => {
+export async function applyProviderEvent(d: EventDeps, provider: BillingProvider, event: ProviderEvent): Promise<EventOutcome> {
+  const replaced: Subscription[] = [];
+  const outcome = await d.db.transaction().execute(async (trx): Promise<EventOutcome> => {
     const recorded = await trx
       .insertInto('billing_events')
       // A processor's own text, signed by it: made storable, not refused (a NUL would fail the insert).
@@ -309,9 +407,10 @@ export async function applyProviderEvent(db: Db, provider: BillingProvider, even
       .executeTakeFirst();
     if (!recorded) return 'duplicate';
     const outcomes: EventOutcome[] = [];
-    for (const change of event.changes) outcomes.push(await applyChange(trx, provider, event, change));
+    for (const change of event.changes) outcomes.push(await applyChange({ trx, deps: d, provider, event, replaced }, change));
     const outcome = outcomes.length === 0 ? 'ignored' : outcomes.includes('applied') ? 'applied' : outcomes[0]!;
-    const workspaceId = event.changes.map((c) => (c.kind === 'refund' ? undefined : c.workspaceId)).find(Boolean) ?? (await workspaceOfChanges(trx, provider, event.changes));
+    const named = event.changes.map((c) => (c.kind === 'refund' ? undefined : c.workspaceId)).find(Boolean);
+    const workspaceId = (named && (await workspaceExists(trx, named)) ? named : null) ?? (await workspaceOfChanges(trx, provider, event.changes));
     // One billing.updated per event that changed something, whatever it changed.
     if (outcome === 'applied' && workspaceId) {
       const current = await trx.selectFrom('workspaces').select(['edition', 'plan_id']).where('id', '=', workspaceId).executeTakeFirst();
@@ -319,21 +418,43 @@ export async function applyProviderEvent(db: Db, provider: BillingProvider, even
     }
     await trx
       .updateTable('billing_events')
-      .set({ outcome, workspace_id: workspaceId && (await workspaceExists(trx, workspaceId)) ? workspaceId : null })
+      .set({ outcome, workspace_id: workspaceId })
       .where('id', '=', recorded.id)
       .execute();
     return outcome;
   });
+  await cancelReplacedAtProcessor(d, replaced);
+  return outcome;
 }
 
-function applyChange(trx: Trx, provider: BillingProvider, event: ProviderEvent, change: BillingChange): Promise<EventOutcome> {
+function applyChange(run: EventRun, change: BillingChange): Promise<EventOutcome> {
   switch (change.kind) {
     case 'subscription':
-      return applySubscription(trx, provider, event, change);
+      return applySubscription(run, change);
     case 'payment':
-      return applyPayment(trx, provider, change);
+      return applyPayment(run.trx, run.provider, change);
     case 'refund':
-      return applyRefund(trx, provider, change);
+      return applyRefund(run.trx, run.provider, change);
+  }
+}
+
+/** MOCK subscriptions and one-time purchases exist only here; every other one also at its processor. */
+const atProcessor = (sub: Subscription): sub is Subscription & { provider: ProcessorName; provider_subscription_id: string } =>
+  sub.provider !== 'MOCK' && sub.provider_subscription_id !== null && !sub.provider_subscription_id.startsWith('onetime_');
+
+/**
+ * A replaced subscription has ended here, but its processor would go on charging for it: it is cancelled
+ * there too, at the end of its paid period as POST /billing/cancel does (its later events are ignored). A
+ * failure is logged, not thrown: the event is applied, and a retry of it would change nothing.
+ */
+async function cancelReplacedAtProcessor(d: EventDeps, replaced: Subscription[]) {
+  for (const sub of replaced.filter(atProcessor)) {
+    try {
+      await d.processors[sub.provider].cancelSubscription(sub.provider_subscription_id);
+      d.logger.info({ provider: sub.provider, subscriptionId: sub.id }, 'billing: replaced subscription cancelled at its processor');
+    } catch (err) {
+      d.logger.error({ err, provider: sub.provider, subscriptionId: sub.id }, 'billing: could not cancel a replaced subscription at its processor; cancel it there by hand');
+    }
   }
 }
 
@@ -375,6 +496,7 @@ export interface BillingDeps {
   db: Db;
   config: Config;
   processors: Record<ProcessorName, PaymentProcessor>;
+  logger: Logger;
 }
 
 function notConfigured(config: Config, detail: string) {
@@ -392,21 +514,6 @@ function activeProcessor(deps: BillingDeps): PaymentProcessor {
   return processor;
 }
 
-type PriceSetting = 'PROCESSOR_A_PRICE_LITE' | 'PROCESSOR_A_PRICE_PRO' | 'PROCESSOR_A_PRICE_ENTERPRISE' | 'PROCESSOR_B_VARIANT_LITE' | 'PROCESSOR_B_VARIANT_PRO' | 'PROCESSOR_B_VARIANT_ENTERPRISE';
-
-/** Settings that name the processor's price of each default edition. */
-const PRICE_SETTING: Record<ProcessorName, Partial<Record<Plan['edition'], PriceSetting>>> = {
-  PROCESSOR_A: { LITE: 'PROCESSOR_A_PRICE_LITE', PRO: 'PROCESSOR_A_PRICE_PRO', ENTERPRISE: 'PROCESSOR_A_PRICE_ENTERPRISE' },
-  PROCESSOR_B: { LITE: 'PROCESSOR_B_VARIANT_LITE', PRO: 'PROCESSOR_B_VARIANT_PRO', ENTERPRISE: 'PROCESSOR_B_VARIANT_ENTERPRISE' },
-};
-
-/** The plan's own price/variant id, else the setting of its edition. */
-function priceRef(config: Config, processor: ProcessorName, plan: Plan): string | undefined {
-  const own = processor === 'PROCESSOR_A' ? plan.processor_a_price_id : plan.processor_b_variant_id;
-  const setting = PRICE_SETTING[processor][plan.edition];
-  return own ?? (setting ? config[setting] : undefined);
-}
-
 export async function checkout(
   d: BillingDeps,
   actor: Actor,
@@ -418,7 +525,7 @@ export async function checkout(
   if (d.config.BILLING_PROVIDER === 'MOCK') {
     const now = new Date();
     const changes = mockCheckoutChanges(plan, workspaceId, now);
-    await applyProviderEvent(d.db, 'MOCK', { id: `mock_checkout_${crypto.randomUUID()}`, type: 'checkout.completed', occurredAt: now, changes });
+    await applyProviderEvent(d, 'MOCK', { id: `mock_checkout_${crypto.randomUUID()}`, type: 'checkout.completed', occurredAt: now, changes });
     await d.db.transaction().execute((trx) =>
       recordAudit(trx, actor, { action: 'billing.plan_changed', targetType: 'workspace', targetId: workspaceId, workspaceId, metadata: { plan: plan.slug, provider: 'MOCK' } }),
     );
@@ -458,9 +565,8 @@ export async function cancel(d: BillingDeps, actor: Actor, workspaceId: string) 
   if (!sub) throw new AppError('CONFLICT', 'This workspace has no active subscription to cancel.');
 
   // MOCK subscriptions and one-time purchases (which have no subscription at the processor) end at once.
-  const oneTime = sub.provider_subscription_id?.startsWith('onetime_');
-  if (sub.provider === 'MOCK' || oneTime) {
-    await applyProviderEvent(d.db, sub.provider, {
+  if (!atProcessor(sub)) {
+    await applyProviderEvent(d, sub.provider, {
       id: `local_cancel_${crypto.randomUUID()}`,
       type: 'subscription.canceled',
       occurredAt: new Date(),
@@ -469,7 +575,7 @@ export async function cancel(d: BillingDeps, actor: Actor, workspaceId: string) 
   } else {
     const processor = d.processors[sub.provider];
     if (!processor.configured) throw notConfigured(d.config, `${sub.provider} is not configured`);
-    const result = await processor.cancelSubscription(sub.provider_subscription_id!);
+    const result = await processor.cancelSubscription(sub.provider_subscription_id);
     await d.db
       .updateTable('subscriptions')
       .set({ cancel_at_period_end: result.cancelAtPeriodEnd, current_period_end: result.currentPeriodEnd ?? sub.current_period_end, updated_at: new Date() })

@@ -22,7 +22,7 @@ function processorWebhook(deps: Deps, name: ProcessorName): RequestHandler {
         throw new AppError('BILLING_NOT_CONFIGURED', `${name} webhooks are not configured on this server (its webhook secret is not set).`);
       }
       const event = processor.parseWebhook(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), req.headers);
-      const outcome = await applyProviderEvent(deps.db, name, event);
+      const outcome = await applyProviderEvent(deps, name, event);
       deps.logger.info({ provider: name, eventType: event.type, outcome }, 'billing webhook');
       res.json({ received: true, outcome });
     } catch (err) {
@@ -81,7 +81,7 @@ function mockWebhook(deps: Deps): RequestHandler {
           event.changes = [{ kind: 'subscription', providerSubscriptionId: live.provider_subscription_id, status: 'CANCELED', cancelAtPeriodEnd: false }];
         }
       }
-      res.json({ received: true, outcome: await applyProviderEvent(deps.db, 'MOCK', event) });
+      res.json({ received: true, outcome: await applyProviderEvent(deps, 'MOCK', event) });
     } catch (err) {
       next(err);
     }

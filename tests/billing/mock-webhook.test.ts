@@ -111,6 +111,16 @@ describe('POST /billing/webhooks/mock', () => {
     expect(await subscriptionsOf(app, s.workspaceId)).toEqual([]);
   });
 
+  it('answers 200 unmatched for checkout.completed of an unknown workspace, and records no payment (was a 500)', async () => {
+    const workspaceId = crypto.randomUUID();
+    const id = eventId();
+    const res = await send({ id, type: 'checkout.completed', data: { workspaceId, planCode: 'pro' } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
+    expect(await app.deps.db.selectFrom('payments').select('id').where('workspace_id', '=', workspaceId).execute()).toEqual([]);
+    expect(await billingEventsWithId(app, 'MOCK', id)).toMatchObject([{ outcome: 'unmatched', workspace_id: null }]);
+  });
+
   it('records an unknown event type and answers 200 ignored', async () => {
     const id = eventId();
     const res = await send({ id, type: 'something.new', data: { workspaceId: crypto.randomUUID() } });

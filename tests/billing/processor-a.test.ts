@@ -10,6 +10,7 @@ import { fakeSubscription, signStripe, startFakeStripe, stripeEvent, type FakeSt
 import { lemonEvent, signLemon } from '../helpers/fake-lemonsqueezy.js';
 import { inviteAndJoin, registerAs } from '../workspaces/helpers.js';
 import {
+  ENTERPRISE_LIMITS,
   LITE_LIMITS,
   PRO_LIMITS,
   adminLogin,
@@ -19,6 +20,7 @@ import {
   currentOf,
   domainEventTypes,
   historyOf,
+  liveSubscriptionsOf,
   nowSeconds,
   paymentsOf,
   planBySlug,
@@ -129,6 +131,13 @@ async function subscribed(prefix: string, created: number) {
   expect(res.body).toEqual({ received: true, outcome: 'applied' });
   return { s, ids };
 }
+
+/** The metadata checkout gives a subscription to the plan. */
+async function metadataOf(workspaceId: string, slug: string) {
+  return { workspaceId, planId: (await planBySlug(app, slug)).id, planSlug: slug };
+}
+const proMetadata = (workspaceId: string) => metadataOf(workspaceId, 'pro');
+const enterpriseMetadata = (workspaceId: string) => metadataOf(workspaceId, 'enterprise');
 
 const subscriptionRow = (subscriptionId: string) =>
   app.deps.db.selectFrom('subscriptions').selectAll().where('provider', '=', 'PROCESSOR_A').where('provider_subscription_id', '=', subscriptionId).executeTakeFirst();
@@ -398,6 +407,186 @@ describe('re-deliveries and out-of-order events', () => {
     const oldDelete = subscriptionEvent('customer.subscription.deleted', ids.subscription, base + 15, { status: 'canceled', customer: ids.customer });
     expect((await deliverSigned(oldDelete)).body.outcome).toBe('stale');
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('PRO');
+  });
+});
+
+describe('re-deliveries and out-of-order events in the same second', () => {
+  it('a created (incomplete) arriving after the updated (active) of the same second is stale: still Pro, ACTIVE', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-a-second' });
+    const metadata = await proMetadata(s.workspaceId);
+    const subscription = `sub_${randomHex(10)}`;
+    const at = nowSeconds() - 5;
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, at, { status: 'active', metadata }))).body.outcome).toBe('applied');
+    const late = await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, at, { status: 'incomplete', metadata }));
+    expect(late.status, late.text).toBe(200);
+    expect(late.body).toEqual({ received: true, outcome: 'stale' });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'ACTIVE', subscription: { status: 'ACTIVE' } });
+  });
+
+  it('an active of the same second as the deletion does not bring the subscription back', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-a-second-del' });
+    const metadata = await proMetadata(s.workspaceId);
+    const subscription = `sub_${randomHex(10)}`;
+    const at = nowSeconds() - 5;
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, at - 60, { metadata }))).body.outcome).toBe('applied');
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.deleted', subscription, at, { status: 'canceled', metadata }))).body.outcome).toBe('applied');
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, at, { status: 'active', metadata }))).body.outcome).toBe('stale');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'LITE', status: 'FREE', subscription: { status: 'CANCELED' } });
+  });
+});
+
+describe('a new subscription replacing the live one', () => {
+  /** A workspace on Pro (sub A, created 100 s ago) that then subscribed to Enterprise (sub B, 50 s ago). */
+  async function upgraded(prefix: string, beforeB?: () => void) {
+    const s = await registerAndLogin(app.api, { prefix });
+    const [pro, enterprise] = [await proMetadata(s.workspaceId), await enterpriseMetadata(s.workspaceId)];
+    const ids = { a: `sub_A${randomHex(8)}`, b: `sub_B${randomHex(8)}` };
+    const now = nowSeconds();
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.a, now - 100, { metadata: pro }))).body.outcome).toBe('applied');
+    const before = fake.requests.length;
+    beforeB?.();
+    const res = await deliverSigned(subscriptionEvent('customer.subscription.created', ids.b, now - 50, { metadata: enterprise }));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'applied' });
+    return { s, ids, now, pro, calls: fake.requests.slice(before) };
+  }
+
+  it('cancels the replaced one at the processor, at the end of its period', async () => {
+    const { s, ids, calls } = await upgraded('proc-a-replace');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ method: 'POST', path: `/v1/subscriptions/${ids.a}`, body: { cancel_at_period_end: 'true' } });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'ENTERPRISE', limits: ENTERPRISE_LIMITS, status: 'ACTIVE' });
+  });
+
+  it('still answers 200 applied when the processor fails the cancel, and logs the failure', async () => {
+    const { s, ids } = await upgraded('proc-a-replace-fail', () => fake.failNext(500));
+    expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
+    const [replaced] = (await subscriptionsOf(app, s.workspaceId)).filter((sub) => sub.provider_subscription_id === ids.a);
+    expect(replaced!.status).toBe('CANCELED');
+    expect(app.logs.some((line) => line.includes('could not cancel a replaced subscription') && line.includes(replaced!.id))).toBe(true);
+  });
+
+  it('a later renewal of the replaced one answers 200 ignored and leaves it CANCELED beside the new one (was a 500 on the one-live index)', async () => {
+    const { s, ids, now, pro } = await upgraded('proc-a-revive');
+    const renewal = await deliverSigned(subscriptionEvent('customer.subscription.updated', ids.a, now, { status: 'active', metadata: pro }));
+    expect(renewal.status, renewal.text).toBe(200);
+    expect(renewal.body).toEqual({ received: true, outcome: 'ignored' });
+    expect((await liveSubscriptionsOf(app, s.workspaceId)).map((sub) => sub.provider_subscription_id)).toEqual([ids.b]);
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'ENTERPRISE', status: 'ACTIVE' });
+    const [old] = (await subscriptionsOf(app, s.workspaceId)).filter((sub) => sub.provider_subscription_id === ids.a);
+    expect(old!.status).toBe('CANCELED');
+    expect(app.logs.some((line) => line.includes('canceled subscription was not revived') && line.includes(old!.id))).toBe(true);
+  });
+
+  it('an upgrade still incomplete leaves the live plan in GET /billing/current; once paid it replaces it', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-a-incomplete' });
+    const [pro, enterprise] = [await proMetadata(s.workspaceId), await enterpriseMetadata(s.workspaceId)];
+    const ids = { a: `sub_A${randomHex(8)}`, b: `sub_B${randomHex(8)}` };
+    const now = nowSeconds();
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.a, now - 100, { metadata: pro }))).body.outcome).toBe('applied');
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.b, now - 50, { status: 'incomplete', metadata: enterprise }))).body.outcome).toBe('applied');
+    const [subA] = await liveSubscriptionsOf(app, s.workspaceId);
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
+      edition: 'PRO', status: 'ACTIVE', currentPeriodEnd: expect.any(String), subscription: { id: subA!.id, status: 'ACTIVE' },
+    });
+
+    const before = fake.requests.length;
+    const paid = await deliverSigned(subscriptionEvent('customer.subscription.updated', ids.b, now - 40, { status: 'active', metadata: enterprise }));
+    expect(paid.status, paid.text).toBe(200);
+    expect(paid.body.outcome).toBe('applied');
+    expect((await liveSubscriptionsOf(app, s.workspaceId)).map((sub) => sub.provider_subscription_id)).toEqual([ids.b]);
+    expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
+    expect(fake.requests.slice(before)).toMatchObject([{ method: 'POST', path: `/v1/subscriptions/${ids.a}` }]);
+  });
+});
+
+describe('the plan changed at the processor', () => {
+  const priced = (price: string) => ({
+    items: { object: 'list', data: [{ id: `si_${randomHex(6)}`, price: { id: price, object: 'price' }, current_period_start: nowSeconds() - 60, current_period_end: nowSeconds() + 86_400 }] },
+  });
+
+  it("follows the subscription's price (an edition's price setting) over the checkout's metadata", async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-a-price' });
+    const metadata = await enterpriseMetadata(s.workspaceId);
+    const subscription = `sub_${randomHex(10)}`;
+    const now = nowSeconds();
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, now - 100, { metadata, ...priced(PRICES.enterprise) }))).body.outcome).toBe('applied');
+    expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
+    // Downgraded in Stripe's portal: the price changes, the metadata stays.
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, now - 50, { metadata, ...priced(PRICES.pro) }))).body.outcome).toBe('applied');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', plan: { slug: 'pro' }, limits: PRO_LIMITS });
+    expect((await subscriptionRow(subscription))!.plan_id).toBe((await planBySlug(app, 'pro')).id);
+  });
+
+  it("follows a plan's own providerAPriceId", async () => {
+    const admin = await adminLogin(app);
+    const ownPrice = `price_own_${randomHex()}`;
+    const plan = await createPlan(app, admin, { edition: 'PRO', status: 'PUBLISHED', priceCents: 3900, providerAPriceId: ownPrice, sortOrder: 9_700 });
+    const s = await registerAndLogin(app.api, { prefix: 'proc-a-own-price' });
+    const subscription = `sub_${randomHex(10)}`;
+    const res = await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, nowSeconds(), { metadata: await proMetadata(s.workspaceId), ...priced(ownPrice) }));
+    expect(res.body.outcome).toBe('applied');
+    expect((await workspaceRow(app, s.workspaceId)).plan_id).toBe(plan.id);
+  });
+
+  it('falls back to the metadata for a price no plan uses', async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-a-other-price' });
+    const res = await deliverSigned(subscriptionEvent('customer.subscription.created', `sub_${randomHex(10)}`, nowSeconds(), { metadata: await proMetadata(s.workspaceId), ...priced(`price_unknown_${randomHex()}`) }));
+    expect(res.body.outcome).toBe('applied');
+    expect((await workspaceRow(app, s.workspaceId)).edition).toBe('PRO');
+  });
+});
+
+describe('statuses in which nothing is collected', () => {
+  it.each(['unpaid', 'paused'])('%s ends the plan (back to Lite, FREE); past_due keeps it; a later active brings it back', async (status) => {
+    const s = await registerAndLogin(app.api, { prefix: `proc-a-${status}` });
+    const metadata = await proMetadata(s.workspaceId);
+    const subscription = `sub_${randomHex(10)}`;
+    const now = nowSeconds();
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, now - 100, { metadata }))).body.outcome).toBe('applied');
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, now - 80, { status: 'past_due', metadata }))).body.outcome).toBe('applied');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'PAST_DUE' });
+
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, now - 60, { status, metadata }))).body.outcome).toBe('applied');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'LITE', limits: LITE_LIMITS, status: 'FREE', subscription: { status: 'CANCELED' } });
+
+    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, now - 40, { status: 'active', metadata }))).body.outcome).toBe('applied');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'ACTIVE' });
+  });
+});
+
+describe('signed events naming a workspace or plan that is not ours', () => {
+  const unknownId = '00000000-0000-4000-8000-000000000000';
+
+  it.each([
+    ['an unknown workspace', () => unknownId, 'pro'],
+    ['a workspace id that is not a UUID', () => 'abc', 'pro'],
+  ])('invoice.paid for %s answers 200 unmatched and records no payment (was a 500)', async (_label, workspaceId) => {
+    const invoice = invoicePaid(`sub_${randomHex(10)}`, nowSeconds(), { subscription_details: { metadata: { workspaceId: workspaceId(), planId: unknownId } } });
+    const res = await deliverSigned(invoice.payload);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
+    expect(await app.deps.db.selectFrom('payments').select('id').where('provider_payment_id', '=', invoice.invoiceId).execute()).toEqual([]);
+  });
+
+  it.each([
+    ['a workspace id that is not a UUID', (ws: string, plan: string) => ({ workspaceId: 'abc', planId: plan })],
+    ['a plan id that is not a UUID', (ws: string) => ({ workspaceId: ws, planId: 'abc' })],
+    ['an unknown plan', (ws: string) => ({ workspaceId: ws, planId: unknownId })],
+  ])('customer.subscription.created with %s answers 200 unmatched (was a 500)', async (_label, metadataOf) => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-a-foreign' });
+    const metadata = metadataOf(s.workspaceId, (await planBySlug(app, 'pro')).id);
+    const res = await deliverSigned(subscriptionEvent('customer.subscription.created', `sub_${randomHex(10)}`, nowSeconds(), { metadata }));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
+    expect(await subscriptionsOf(app, s.workspaceId)).toEqual([]);
+  });
+
+  it("an invoice of a known subscription whose metadata names an unknown plan is recorded under the subscription's plan", async () => {
+    const { s, ids } = await subscribed('proc-a-foreign-plan', nowSeconds() - 600);
+    const invoice = invoicePaid(ids.subscription, nowSeconds(), { subscription_details: { metadata: { workspaceId: s.workspaceId, planId: unknownId } } });
+    expect((await deliverSigned(invoice.payload)).body).toEqual({ received: true, outcome: 'applied' });
+    expect((await paymentsOf(app, s.workspaceId)).map((p) => p.plan_id)).toEqual([(await planBySlug(app, 'pro')).id]);
   });
 });
 

@@ -8,6 +8,7 @@ import { lemonEvent, signLemon, startFakeLemonSqueezy, type FakeLemonSqueezy } f
 import { signStripe, stripeEvent } from '../helpers/fake-stripe.js';
 import { registerAs } from '../workspaces/helpers.js';
 import {
+  ENTERPRISE_LIMITS,
   LITE_LIMITS,
   PRO_LIMITS,
   billingEventsWithId,
@@ -276,6 +277,50 @@ describe('PROCESSOR_B re-deliveries and ordering', () => {
     expect(stale.body.outcome).toBe('stale');
     expect(await subscriptionRow(subscriptionId)).toEqual(before);
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('PRO');
+  });
+});
+
+describe('PROCESSOR_B plan changes and statuses', () => {
+  it("follows the subscription's variant over the checkout's custom data (a plan changed at the processor)", async () => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-b-variant' });
+    const custom = (await startCheckout(s)).request.body.data.attributes.checkout_data.custom;
+    const subscriptionId = lemonId();
+    expect((await deliverSigned(subscriptionBody('subscription_created', subscriptionId, custom, { updated_at: iso(-600) }))).body.outcome).toBe('applied');
+    expect((await workspaceRow(app, s.workspaceId)).edition).toBe('PRO');
+    const changed = subscriptionBody('subscription_updated', subscriptionId, custom, { variant_id: Number(VARIANTS.enterprise), updated_at: iso(-300) });
+    expect((await deliverSigned(changed)).body.outcome).toBe('applied');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'ENTERPRISE', plan: { slug: 'enterprise' }, limits: ENTERPRISE_LIMITS });
+  });
+
+  it.each(['unpaid', 'paused'])('%s ends the plan (back to Lite, FREE); past_due keeps it', async (status) => {
+    const s = await registerAndLogin(app.api, { prefix: `proc-b-${status}` });
+    const custom = (await startCheckout(s)).request.body.data.attributes.checkout_data.custom;
+    const subscriptionId = lemonId();
+    expect((await deliverSigned(subscriptionBody('subscription_created', subscriptionId, custom, { updated_at: iso(-600) }))).body.outcome).toBe('applied');
+    expect((await deliverSigned(subscriptionBody('subscription_updated', subscriptionId, custom, { status: 'past_due', updated_at: iso(-500) }))).body.outcome).toBe('applied');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'PAST_DUE' });
+    expect((await deliverSigned(subscriptionBody('subscription_updated', subscriptionId, custom, { status, updated_at: iso(-400) }))).body.outcome).toBe('applied');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'LITE', limits: LITE_LIMITS, status: 'FREE' });
+  });
+
+  it.each([
+    ['a workspace id that is not a UUID', (c: Record<string, string>) => ({ ...c, workspace_id: 'abc' })],
+    ['a plan id that is not a UUID', (c: Record<string, string>) => ({ ...c, plan_id: 'abc' })],
+  ])('subscription_created with %s answers 200 unmatched (was a 500)', async (_label, spoil) => {
+    const s = await registerAndLogin(app.api, { prefix: 'proc-b-foreign' });
+    const custom = spoil((await startCheckout(s)).request.body.data.attributes.checkout_data.custom);
+    // A variant no plan uses, so only the custom data could name the plan.
+    const res = await deliverSigned(subscriptionBody('subscription_created', lemonId(), custom, { variant_id: 999_999 }));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
+    expect(await subscriptionsOf(app, s.workspaceId)).toEqual([]);
+  });
+
+  it('a payment naming an unknown workspace answers 200 unmatched (was a 500)', async () => {
+    const { raw } = paymentBody(lemonId(), { workspace_id: crypto.randomUUID(), plan_id: crypto.randomUUID(), plan_interval: 'MONTHLY' });
+    const res = await deliverSigned(raw);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
   });
 });
 

@@ -261,11 +261,31 @@ describe('PROCESSOR_A webhooks: translation', () => {
   });
 
   it.each([
-    ['active', 'ACTIVE'], ['trialing', 'TRIALING'], ['past_due', 'PAST_DUE'], ['unpaid', 'PAST_DUE'], ['paused', 'PAST_DUE'],
+    // unpaid and paused collect nothing: not live, so the workspace does not keep a paid plan for free.
+    ['active', 'ACTIVE'], ['trialing', 'TRIALING'], ['past_due', 'PAST_DUE'], ['unpaid', 'CANCELED'], ['paused', 'CANCELED'],
     ['canceled', 'CANCELED'], ['incomplete_expired', 'CANCELED'], ['incomplete', 'INCOMPLETE'],
   ])('maps the subscription status %s to %s', (stripeStatus, status) => {
     const [change] = parse(stripeEvent('customer.subscription.updated', fakeSubscription('sub_s', { status: stripeStatus }))).changes;
     expect(change).toMatchObject({ kind: 'subscription', status });
+  });
+
+  it("names the subscription's price (first item) as its priceRef, expanded or not", () => {
+    const item = (price: unknown) => ({ items: { object: 'list', data: [{ id: 'si_p', price, current_period_start: 1, current_period_end: 2 }] } });
+    const priceOf = (price: unknown) => parse(stripeEvent('customer.subscription.updated', fakeSubscription('sub_p', { metadata, ...item(price) }))).changes[0];
+    expect(priceOf({ id: 'price_ent', object: 'price' })).toMatchObject({ priceRef: 'price_ent', planId: PLAN_ID });
+    expect(priceOf('price_pro')).toMatchObject({ priceRef: 'price_pro' });
+  });
+
+  it('leaves out metadata ids that are not UUIDs (they could name nothing here)', () => {
+    const odd = { workspaceId: 'abc', planId: "1' or '1'='1" };
+    const [sub] = parse(stripeEvent('customer.subscription.created', fakeSubscription('sub_odd', { metadata: odd }))).changes;
+    expect(sub).toMatchObject({ workspaceId: undefined, planId: undefined });
+    const [payment] = parse(stripeEvent('invoice.paid', { id: 'in_odd', object: 'invoice', amount_paid: 1, currency: 'usd', subscription_details: { metadata: odd } })).changes;
+    expect(payment).toMatchObject({ workspaceId: undefined, planId: undefined });
+    const [session] = parse(stripeEvent('checkout.session.completed', {
+      id: 'cs_odd', object: 'checkout.session', mode: 'subscription', subscription: 'sub_odd', client_reference_id: 'abc', metadata: {},
+    })).changes;
+    expect(session).toMatchObject({ workspaceId: undefined, planId: undefined });
   });
 
   it('customer.subscription.deleted ends the subscription; an unknown status changes nothing', () => {
@@ -497,14 +517,15 @@ describe('PROCESSOR_B webhooks: translation', () => {
 
   it('subscription_created is the subscription, linked by custom data', () => {
     expect(parse(lemonEvent('subscription_created', subscription({}), custom)).changes).toEqual([{
-      kind: 'subscription', providerSubscriptionId: '1001', workspaceId: WORKSPACE_ID, planId: PLAN_ID, customerId: '55',
+      kind: 'subscription', providerSubscriptionId: '1001', workspaceId: WORKSPACE_ID, planId: PLAN_ID, priceRef: '777', customerId: '55',
       status: 'ACTIVE', currentPeriodEnd: new Date('2030-02-01T10:00:00Z'), cancelAtPeriodEnd: false,
     }]);
   });
 
   it.each([
-    ['on_trial', 'TRIALING', false], ['active', 'ACTIVE', false], ['paused', 'PAST_DUE', false], ['past_due', 'PAST_DUE', false],
-    ['unpaid', 'PAST_DUE', false], ['cancelled', 'ACTIVE', true], ['expired', 'CANCELED', false],
+    // paused and unpaid collect nothing: not live, so the workspace does not keep a paid plan for free.
+    ['on_trial', 'TRIALING', false], ['active', 'ACTIVE', false], ['paused', 'CANCELED', false], ['past_due', 'PAST_DUE', false],
+    ['unpaid', 'CANCELED', false], ['cancelled', 'ACTIVE', true], ['expired', 'CANCELED', false],
   ] as const)('maps the subscription status %s to %s (cancel at period end: %s)', (lemonStatus, status, cancelAtPeriodEnd) => {
     const [change] = parse(lemonEvent('subscription_updated', subscription({ status: lemonStatus }), custom)).changes;
     expect(change).toMatchObject({ kind: 'subscription', status, cancelAtPeriodEnd });
@@ -516,6 +537,13 @@ describe('PROCESSOR_B webhooks: translation', () => {
       expect(parse(lemonEvent(name, subscription({}), custom)).changes).toHaveLength(1);
     },
   );
+
+  it('leaves out custom data ids that are not UUIDs (they could name nothing here)', () => {
+    const odd = { ...custom, workspace_id: 'abc', plan_id: '42' };
+    expect(parse(lemonEvent('subscription_created', subscription({}), odd)).changes[0]).toMatchObject({ workspaceId: undefined, planId: undefined });
+    const oneTime = parse(lemonEvent('order_created', { type: 'orders', id: '8', attributes: { status: 'paid', total: 1 } }, { ...odd, plan_interval: 'ONE_TIME' }));
+    expect(oneTime.changes.map((c) => c.kind !== 'refund' && [c.workspaceId, c.planId])).toEqual([[undefined, undefined], [undefined, undefined]]);
+  });
 
   it('a cancelled subscription runs until ends_at', () => {
     const [change] = parse(lemonEvent('subscription_cancelled', subscription({

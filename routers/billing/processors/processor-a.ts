@@ -9,7 +9,7 @@ import Stripe from 'stripe';
 import type { PaymentStatus, SubscriptionStatus } from '../../../db/schema.js';
 import type { Config } from '../../../server/config.js';
 import { AppError } from '../../../server/errors.js';
-import type { BillingChange, CheckoutRequest, PaymentChange, PaymentProcessor, SubscriptionChange } from './types.js';
+import { ourId, type BillingChange, type CheckoutRequest, type PaymentChange, type PaymentProcessor, type SubscriptionChange } from './types.js';
 
 export type ProcessorAConfig = Pick<Config, 'PROCESSOR_A_SECRET_KEY' | 'PROCESSOR_A_WEBHOOK_SECRET' | 'PROCESSOR_A_BASE_URL'>;
 
@@ -219,7 +219,7 @@ interface SubscriptionWire extends PeriodWire {
   cancel_at_period_end?: boolean | null;
   cancel_at?: number | null;
   metadata?: Metadata;
-  items?: { data?: PeriodWire[] };
+  items?: { data?: Array<PeriodWire & { price?: Ref }> };
 }
 
 interface InvoiceWire {
@@ -261,8 +261,8 @@ function translate(event: EventWire): BillingChange[] {
 }
 
 function fromCheckoutSession(session: CheckoutSessionWire, type: string): BillingChange[] {
-  const workspaceId = session.metadata?.workspaceId ?? session.client_reference_id ?? undefined;
-  const planId = session.metadata?.planId;
+  const workspaceId = ourId(session.metadata?.workspaceId ?? session.client_reference_id);
+  const planId = ourId(session.metadata?.planId);
   const customerId = refId(session.customer);
 
   if (session.mode === 'subscription') {
@@ -302,8 +302,10 @@ const SUBSCRIPTION_STATUS: Record<string, SubscriptionStatus> = {
   active: 'ACTIVE',
   trialing: 'TRIALING',
   past_due: 'PAST_DUE',
-  unpaid: 'PAST_DUE',
-  paused: 'PAST_DUE',
+  // Stripe has stopped collecting (retries used up, or a trial ended without a payment method): the plan
+  // ends here too rather than staying paid for nothing. A later payment makes it active again.
+  unpaid: 'CANCELED',
+  paused: 'CANCELED',
   canceled: 'CANCELED',
   incomplete_expired: 'CANCELED',
   incomplete: 'INCOMPLETE',
@@ -321,8 +323,9 @@ function fromSubscription(subscription: SubscriptionWire): BillingChange[] {
   const change: SubscriptionChange = {
     kind: 'subscription',
     providerSubscriptionId: subscription.id,
-    workspaceId: subscription.metadata?.workspaceId,
-    planId: subscription.metadata?.planId,
+    workspaceId: ourId(subscription.metadata?.workspaceId),
+    planId: ourId(subscription.metadata?.planId),
+    priceRef: refId(subscription.items?.data?.[0]?.price),
     customerId: refId(subscription.customer),
     status,
     currentPeriodStart: period.start,
@@ -360,8 +363,8 @@ function fromInvoice(invoice: InvoiceWire, status: PaymentStatus): PaymentChange
     // (payments are stored once per provider id).
     providerPaymentId: failed ? `${invoice.id}_failed_${invoice.attempt_count ?? 1}` : invoice.id,
     providerSubscriptionId: refId(invoice.subscription) ?? refId(details?.subscription),
-    workspaceId: metadata?.workspaceId,
-    planId: metadata?.planId,
+    workspaceId: ourId(metadata?.workspaceId),
+    planId: ourId(metadata?.planId),
     amountCents: (failed ? invoice.amount_due : invoice.amount_paid) ?? 0,
     currency: (invoice.currency ?? '').toUpperCase(),
     status,

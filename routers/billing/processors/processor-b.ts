@@ -7,7 +7,7 @@ import type { SubscriptionStatus } from '../../../db/schema.js';
 import type { Config } from '../../../server/config.js';
 import { AppError } from '../../../server/errors.js';
 import type { ProcessorOptions } from './processor-a.js';
-import type { BillingChange, CheckoutRequest, PaymentChange, PaymentProcessor, SubscriptionChange } from './types.js';
+import { ourId, type BillingChange, type CheckoutRequest, type PaymentChange, type PaymentProcessor, type SubscriptionChange } from './types.js';
 
 export type ProcessorBConfig = Pick<
   Config,
@@ -203,6 +203,7 @@ function isEventWire(value: unknown): value is EventWire {
 interface SubscriptionAttributes {
   status?: string;
   customer_id?: number | string;
+  variant_id?: number | string;
   renews_at?: string | null;
   ends_at?: string | null;
   created_at?: string;
@@ -257,10 +258,13 @@ function subscriptionState(attributes: SubscriptionAttributes): { status: Subscr
       return { status: 'TRIALING', cancelAtPeriodEnd: false };
     case 'active':
       return { status: 'ACTIVE', cancelAtPeriodEnd: false };
-    case 'paused':
     case 'past_due':
-    case 'unpaid':
       return { status: 'PAST_DUE', cancelAtPeriodEnd: false };
+    // Nothing is collected any more (payment retries used up, or paused by the merchant): the plan ends
+    // here too rather than staying paid for nothing. Resumed or paid later, it is active again.
+    case 'paused':
+    case 'unpaid':
+      return { status: 'CANCELED', cancelAtPeriodEnd: false };
     case 'cancelled':
       return { status: 'ACTIVE', cancelAtPeriodEnd: true };
     case 'expired':
@@ -279,8 +283,9 @@ function fromSubscription(event: EventWire): BillingChange[] {
   const change: SubscriptionChange = {
     kind: 'subscription',
     providerSubscriptionId: event.data.id,
-    workspaceId: custom.workspace_id,
-    planId: custom.plan_id,
+    workspaceId: ourId(custom.workspace_id),
+    planId: ourId(custom.plan_id),
+    priceRef: idString(attributes.variant_id),
     customerId: idString(attributes.customer_id),
     status: state.status,
     currentPeriodEnd: periodEnd(attributes),
@@ -306,8 +311,8 @@ function fromInvoice(event: EventWire, status: 'SUCCEEDED' | 'FAILED'): PaymentC
     // (payments are stored once per provider id).
     providerPaymentId: status === 'FAILED' ? `${event.data.id}_failed` : event.data.id,
     providerSubscriptionId: idString(attributes.subscription_id),
-    workspaceId: custom.workspace_id,
-    planId: custom.plan_id,
+    workspaceId: ourId(custom.workspace_id),
+    planId: ourId(custom.plan_id),
     amountCents: attributes.total ?? 0,
     currency: (attributes.currency ?? '').toUpperCase(),
     status,
@@ -327,12 +332,13 @@ function fromOrder(event: EventWire): BillingChange[] {
   // A pending or failed order has not paid for anything yet.
   if (attributes.status && attributes.status !== 'paid') return [];
   const providerSubscriptionId = `onetime_${event.data.id}`;
+  const [workspaceId, planId] = [ourId(custom.workspace_id), ourId(custom.plan_id)];
   return [
     {
       kind: 'subscription',
       providerSubscriptionId,
-      workspaceId: custom.workspace_id,
-      planId: custom.plan_id,
+      workspaceId,
+      planId,
       customerId: idString(attributes.customer_id),
       status: 'ACTIVE',
       currentPeriodEnd: null,
@@ -341,8 +347,8 @@ function fromOrder(event: EventWire): BillingChange[] {
       kind: 'payment',
       providerPaymentId: event.data.id,
       providerSubscriptionId,
-      workspaceId: custom.workspace_id,
-      planId: custom.plan_id,
+      workspaceId,
+      planId,
       amountCents: attributes.total ?? 0,
       currency: (attributes.currency ?? '').toUpperCase(),
       status: 'SUCCEEDED',

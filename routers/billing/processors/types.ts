@@ -2,6 +2,7 @@
 // PROCESSOR_B: Lemon Squeezy) and translate inbound events into BillingChanges; the billing service owns
 // every state change (routers/billing/service.ts: applyProviderEvent), so all processors behave alike.
 import type { IncomingHttpHeaders } from 'node:http';
+import { z } from 'zod';
 import type { PaymentStatus, PlanInterval, SubscriptionStatus } from '../../../db/schema.js';
 
 export type ProcessorName = 'PROCESSOR_A' | 'PROCESSOR_B';
@@ -27,6 +28,8 @@ export interface SubscriptionChange {
   providerSubscriptionId: string;
   workspaceId?: string;
   planId?: string;
+  /** The price (PROCESSOR_A) or variant (PROCESSOR_B) it is billed at: it names the plan before planId does. */
+  priceRef?: string;
   customerId?: string;
   status: SubscriptionStatus;
   currentPeriodStart?: Date | null;
@@ -61,6 +64,13 @@ export interface RefundChange {
 }
 
 export type BillingChange = SubscriptionChange | PaymentChange | RefundChange;
+
+const uuid = z.uuid();
+
+/** An id of ours read from metadata, or undefined when it cannot be one (it would fail the database's uuid type). */
+export function ourId(value: string | null | undefined): string | undefined {
+  return uuid.safeParse(value).success ? (value as string) : undefined;
+}
 
 export interface ProviderEvent {
   /** The provider's id of the event: a second delivery of the same id changes nothing. */
