@@ -246,20 +246,20 @@ const lockWorkspace = (trx: Trx, id: string) => trx.selectFrom('workspaces').sel
 
 async function applySubscription(run: EventRun, change: SubscriptionChange): Promise<EventOutcome> {
   const { trx, provider, event } = run;
-  const existing = await trx
-    .selectFrom('subscriptions')
-    .selectAll()
-    .where('provider', '=', provider)
-    .where('provider_subscription_id', '=', change.providerSubscriptionId)
-    .forUpdate()
-    .executeTakeFirst();
+  const find = () =>
+    trx.selectFrom('subscriptions').selectAll().where('provider', '=', provider).where('provider_subscription_id', '=', change.providerSubscriptionId);
+  // The workspace row is locked before the subscription's, as by every event of the workspace (a new
+  // subscription, a payment): in another order, an activation ending the live subscription and a renewal
+  // of that one, which Stripe sends together, deadlock.
+  const known = await find().executeTakeFirst();
+  if (known) await lockWorkspace(trx, known.workspace_id);
+  const existing = known && (await find().forUpdate().executeTakeFirst());
 
   let sub: Subscription;
   if (existing) {
     if (isStale(existing, event.occurredAt, change.status)) return 'stale';
     if (isLive(change.status) && !isLive(existing.status)) {
-      // Locked as for a new subscription, so that two never go live side by side.
-      await lockWorkspace(trx, existing.workspace_id);
+      // Under the workspace lock, as for a new subscription, so that two never go live side by side.
       const live = await trx
         .selectFrom('subscriptions')
         .select('id')
@@ -364,7 +364,8 @@ async function applyPayment(trx: Trx, provider: BillingProvider, change: Payment
     }
   }
   // Metadata can name a workspace deleted since, or one of another deployment sharing the processor account.
-  if (!workspaceId || !(await workspaceExists(trx, workspaceId))) return 'unmatched';
+  // Locked first, as by every event of the workspace (applySubscription).
+  if (!workspaceId || !(await lockWorkspace(trx, workspaceId))) return 'unmatched';
   const inserted = await trx
     .insertInto('payments')
     .values({

@@ -500,6 +500,29 @@ describe('a new subscription replacing the live one', () => {
   });
 });
 
+describe('events of one workspace arriving together', () => {
+  it('an upgrade going live, a renewal of the plan it replaces and the upgrade\'s invoice never deadlock (10 trials, no 5xx)', async () => {
+    for (let i = 0; i < 10; i++) {
+      const s = await registerAndLogin(app.api, { prefix: 'proc-a-together' });
+      const [pro, enterprise] = [await proMetadata(s.workspaceId), await enterpriseMetadata(s.workspaceId)];
+      const ids = { a: `sub_A${randomHex(8)}`, b: `sub_B${randomHex(8)}` };
+      const now = nowSeconds();
+      expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.a, now - 100, { metadata: pro }))).body.outcome).toBe('applied');
+      expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.b, now - 50, { status: 'incomplete', metadata: enterprise }))).body.outcome).toBe('applied');
+      const answers = await Promise.all([
+        deliverSigned(subscriptionEvent('customer.subscription.updated', ids.b, now - 40, { status: 'active', metadata: enterprise })),
+        deliverSigned(subscriptionEvent('customer.subscription.updated', ids.a, now - 40, { status: 'active', metadata: pro })),
+        deliverSigned(invoicePaid(ids.b, now - 40).payload),
+        deliverSigned(invoicePaid(ids.a, now - 40).payload),
+      ]);
+      expect(answers.map((a) => a.status), answers.map((a) => a.text).join('\n')).toEqual([200, 200, 200, 200]);
+      // Whatever the order, the upgrade is the one live subscription.
+      expect((await liveSubscriptionsOf(app, s.workspaceId)).map((sub) => sub.provider_subscription_id)).toEqual([ids.b]);
+      expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
+    }
+  });
+});
+
 describe('the plan changed at the processor', () => {
   const priced = (price: string) => ({
     items: { object: 'list', data: [{ id: `si_${randomHex(6)}`, price: { id: price, object: 'price' }, current_period_start: nowSeconds() - 60, current_period_end: nowSeconds() + 86_400 }] },
