@@ -242,6 +242,9 @@ async function endLiveSubscription(run: EventRun, workspaceId: string) {
   run.replaced.push(...ended);
 }
 
+const liveSubscriptionOf = (trx: Trx, workspaceId: string) =>
+  trx.selectFrom('subscriptions').select('id').where('workspace_id', '=', workspaceId).where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES]).executeTakeFirst();
+
 const lockWorkspace = (trx: Trx, id: string) => trx.selectFrom('workspaces').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
 
 async function applySubscription(run: EventRun, change: SubscriptionChange): Promise<EventOutcome> {
@@ -260,12 +263,7 @@ async function applySubscription(run: EventRun, change: SubscriptionChange): Pro
     if (isStale(existing, event.occurredAt, change.status)) return 'stale';
     if (isLive(change.status) && !isLive(existing.status)) {
       // Under the workspace lock, as for a new subscription, so that two never go live side by side.
-      const live = await trx
-        .selectFrom('subscriptions')
-        .select('id')
-        .where('workspace_id', '=', existing.workspace_id)
-        .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
-        .executeTakeFirst();
+      const live = await liveSubscriptionOf(trx, existing.workspace_id);
       if (live && existing.status === 'CANCELED') {
         // An ended subscription's late event (e.g. a renewal of one a newer subscription replaced): the
         // newer one stays the workspace's plan.
@@ -337,13 +335,7 @@ async function syncWorkspacePlan(trx: Trx, sub: Subscription) {
     await moveWorkspaceToPlan(trx, sub.workspace_id, plan);
     return;
   }
-  const otherLive = await trx
-    .selectFrom('subscriptions')
-    .select('id')
-    .where('workspace_id', '=', sub.workspace_id)
-    .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
-    .executeTakeFirst();
-  if (!otherLive) await moveWorkspaceToPlan(trx, sub.workspace_id, await defaultPlan(trx));
+  if (!(await liveSubscriptionOf(trx, sub.workspace_id))) await moveWorkspaceToPlan(trx, sub.workspace_id, await defaultPlan(trx));
 }
 
 async function applyPayment(trx: Trx, provider: BillingProvider, change: PaymentChange): Promise<EventOutcome> {
