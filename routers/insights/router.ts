@@ -1,6 +1,9 @@
-// GET /dashboard/insights: a workspace at a glance, from a few indexed queries.
+// GET /dashboard/insights: a workspace at a glance, from a few indexed queries. Any member may ask; each
+// section beyond the workspace and its member count is there only for a role that may read it elsewhere
+// (AI usage, API keys, webhooks, the audit log), and null otherwise.
 import { sql } from 'kysely';
 import { z } from 'zod';
+import { roleHas, type WorkspacePermission } from '../../server/permissions.js';
 import { router, workspaceProcedure } from '../../server/trpc.js';
 import { usage } from '../ai/service.js';
 
@@ -23,10 +26,19 @@ export const insightsRouter = router({
       z.object({
         workspace: z.object({ id: z.uuid(), name: z.string(), edition: z.string(), plan: z.string().nullable() }),
         members: z.number().int(),
-        ai: z.object({ used: z.number().int(), limit: z.number().int(), remaining: z.number().int(), perDay: z.array(z.object({ day: z.string(), generations: z.number().int() })) }),
-        apiKeys: z.number().int(),
-        webhooks: z.object({ active: z.number().int(), deliveries30d: z.number().int(), successRate: z.number().nullable() }),
-        recentActivity: z.array(z.object({ action: z.string(), createdAt: z.iso.datetime({ offset: true }) })),
+        ai: z
+          .object({ used: z.number().int(), limit: z.number().int(), remaining: z.number().int(), perDay: z.array(z.object({ day: z.string(), generations: z.number().int() })) })
+          .nullable()
+          .meta({ description: 'Null unless the role may view AI usage (ai.view_usage).' }),
+        apiKeys: z.number().int().nullable().meta({ description: 'Null unless the role manages API keys.' }),
+        webhooks: z
+          .object({ active: z.number().int(), deliveries30d: z.number().int(), successRate: z.number().nullable() })
+          .nullable()
+          .meta({ description: 'Null unless the role manages webhooks.' }),
+        recentActivity: z
+          .array(z.object({ action: z.string(), createdAt: z.iso.datetime({ offset: true }) }))
+          .nullable()
+          .meta({ description: 'Null unless the role may read the audit log (audit.view).' }),
       }),
     )
     .query(async ({ ctx }) => {
@@ -36,39 +48,58 @@ export const insightsRouter = router({
       const now = new Date();
       const since30 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (DAYS - 1)));
       const count = (n: { n: string | number | bigint } | undefined) => Number(n?.n ?? 0);
-      const [workspace, members, aiUsage, perDay, keys, hooks, deliveries, activity] = await Promise.all([
+      /** `read()` when the caller's role holds `permission`, else null (and no query). */
+      const ifAllowed = <T>(permission: WorkspacePermission, read: () => Promise<T>) => (roleHas(ctx.workspace.role, permission) ? read() : null);
+      const [workspace, members, ai, apiKeys, webhooks, recentActivity] = await Promise.all([
         db.selectFrom('workspaces as w').leftJoin('plans as p', 'p.id', 'w.plan_id').select(['w.id', 'w.name', 'w.edition', 'p.name as plan']).where('w.id', '=', id).executeTakeFirstOrThrow(),
         db.selectFrom('workspace_members').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).executeTakeFirst(),
-        usage(ctx, ctx.workspace, ctx.user),
-        db
-          .selectFrom('ai_generations')
-          .select((eb) => [sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'), eb.fn.countAll<string>().as('n')])
-          .where('workspace_id', '=', id)
-          .where('created_at', '>=', since30)
-          .where('status', '=', 'SUCCEEDED')
-          .where('is_sample', '=', false)
-          .groupBy(sql`1`)
-          .orderBy(sql`1`)
-          .execute(),
-        db.selectFrom('api_keys').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).where('revoked_at', 'is', null).executeTakeFirst(),
-        db.selectFrom('webhooks').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).where('is_active', '=', true).executeTakeFirst(),
-        db
-          .selectFrom('webhook_deliveries')
-          .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.countAll<string>().filterWhere('status', '=', 'success').as('ok')])
-          .where('workspace_id', '=', id)
-          .where('created_at', '>=', since30)
-          .where('status', 'in', ['success', 'failed'])
-          .executeTakeFirstOrThrow(),
-        db.selectFrom('audit_logs').select(['action', 'created_at']).where('workspace_id', '=', id).orderBy('created_at', 'desc').limit(10).execute(),
+        ifAllowed('ai.view_usage', async () => {
+          const [aiUsage, perDay] = await Promise.all([
+            usage(ctx, ctx.workspace, ctx.user),
+            db
+              .selectFrom('ai_generations')
+              .select((eb) => [sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'), eb.fn.countAll<string>().as('n')])
+              .where('workspace_id', '=', id)
+              .where('created_at', '>=', since30)
+              .where('status', '=', 'SUCCEEDED')
+              .where('is_sample', '=', false)
+              .groupBy(sql`1`)
+              .orderBy(sql`1`)
+              .execute(),
+          ]);
+          return { used: aiUsage.used, limit: aiUsage.limit, remaining: aiUsage.remaining, perDay: everyDaySince(since30, perDay) };
+        }),
+        ifAllowed('api_keys.manage', async () =>
+          count(await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).where('revoked_at', 'is', null).executeTakeFirst()),
+        ),
+        ifAllowed('webhooks.manage', async () => {
+          const [hooks, deliveries] = await Promise.all([
+            db.selectFrom('webhooks').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).where('is_active', '=', true).executeTakeFirst(),
+            db
+              .selectFrom('webhook_deliveries')
+              .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.countAll<string>().filterWhere('status', '=', 'success').as('ok')])
+              .where('workspace_id', '=', id)
+              .where('created_at', '>=', since30)
+              .where('status', 'in', ['success', 'failed'])
+              .executeTakeFirstOrThrow(),
+          ]);
+          const finished = Number(deliveries.n);
+          return { active: count(hooks), deliveries30d: finished, successRate: finished ? Math.round((Number(deliveries.ok) / finished) * 10_000) / 10_000 : null };
+        }),
+        ifAllowed('audit.view', async () =>
+          (await db.selectFrom('audit_logs').select(['action', 'created_at']).where('workspace_id', '=', id).orderBy('created_at', 'desc').limit(10).execute()).map((a) => ({
+            action: a.action,
+            createdAt: a.created_at.toISOString(),
+          })),
+        ),
       ]);
-      const finished = Number(deliveries.n);
       return {
         workspace: { id: workspace.id, name: workspace.name, edition: workspace.edition, plan: workspace.plan },
         members: count(members),
-        ai: { used: aiUsage.used, limit: aiUsage.limit, remaining: aiUsage.remaining, perDay: everyDaySince(since30, perDay) },
-        apiKeys: count(keys),
-        webhooks: { active: count(hooks), deliveries30d: finished, successRate: finished ? Math.round((Number(deliveries.ok) / finished) * 10_000) / 10_000 : null },
-        recentActivity: activity.map((a) => ({ action: a.action, createdAt: a.created_at.toISOString() })),
+        ai,
+        apiKeys,
+        webhooks,
+        recentActivity,
       };
     }),
 });

@@ -1,7 +1,8 @@
 // GET /dashboard/insights?workspaceId= (spec: "Other named routes"): a workspace at a glance, with exact
 // numbers after a known setup made over HTTP (members through invitations, a MOCK checkout to Pro, MOCK
 // generations, API keys, webhooks and their test deliveries to a local receiver) plus a few dated rows
-// that HTTP cannot make (generations of earlier days). Needs workspace.read; non-members get 404.
+// that HTTP cannot make (generations of earlier days). Needs workspace.read (each section beyond the
+// workspace and its members needs the permission that reads it elsewhere); non-members get 404.
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
@@ -19,6 +20,7 @@ const last30Days = () => Array.from({ length: 30 }, (_, i) => dayOf(new Date(Dat
 interface Insights {
   workspace: { id: string; name: string; edition: string; plan: string | null };
   members: number;
+  // Null for a role that may not read them (see 'who may read insights'); the owner's view is typed here.
   ai: { used: number; limit: number; remaining: number; perDay: Array<{ day: string; generations: number }> };
   apiKeys: number;
   webhooks: { active: number; deliveries30d: number; successRate: number | null };
@@ -235,12 +237,33 @@ describe('a new workspace', () => {
 });
 
 describe('who may read insights', () => {
-  it('every member, down to a VIEWER (workspace.read), sees the same numbers', async () => {
+  it('every member, down to a VIEWER (workspace.read), sees the workspace and its member count', async () => {
     const byOwner = await insightsOf(owner.accessToken, teamId);
     for (const s of [member, viewer]) {
       const i = await insightsOf(s.accessToken, teamId);
-      expect({ ...i, recentActivity: undefined }).toEqual({ ...byOwner, recentActivity: undefined });
+      expect({ workspace: i.workspace, members: i.members }).toEqual({ workspace: byOwner.workspace, members: byOwner.members });
     }
+  });
+
+  it('shows each other section only to a role that may read it elsewhere: AI usage to a MEMBER, keys, webhooks and activity to OWNER and ADMIN', async () => {
+    const byOwner = await insightsOf(owner.accessToken, teamId);
+    expect(byOwner.ai).not.toBeNull();
+    expect(byOwner.apiKeys).not.toBeNull();
+    expect(byOwner.webhooks).not.toBeNull();
+    expect(byOwner.recentActivity).not.toBeNull();
+    const byMember = await insightsOf(member.accessToken, teamId);
+    expect(byMember.ai).toEqual(byOwner.ai);
+    expect({ apiKeys: byMember.apiKeys, webhooks: byMember.webhooks, recentActivity: byMember.recentActivity }).toEqual({ apiKeys: null, webhooks: null, recentActivity: null });
+    const byViewer = await insightsOf(viewer.accessToken, teamId);
+    expect({ ai: byViewer.ai, apiKeys: byViewer.apiKeys, webhooks: byViewer.webhooks, recentActivity: byViewer.recentActivity }).toEqual({
+      ai: null,
+      apiKeys: null,
+      webhooks: null,
+      recentActivity: null,
+    });
+    // As elsewhere: the viewer may not read AI usage or the audit log by their own routes either.
+    expectError(await app.api('GET', `/workspaces/${teamId}/ai/usage`, { token: viewer.accessToken }), 403, 'PERMISSION_DENIED');
+    expectError(await app.api('GET', `/workspaces/${teamId}/audit-logs`, { token: member.accessToken }), 403, 'PERMISSION_DENIED');
   });
 
   it('a non-member is refused with 404 NOT_FOUND and learns nothing of the workspace', async () => {
