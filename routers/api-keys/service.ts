@@ -106,8 +106,8 @@ const notInPlan = () =>
   new AppError('API_KEYS_NOT_IN_PLAN', 'API keys are not part of this workspace\u2019s plan. Upgrade to Pro or Enterprise to use the public API.');
 
 /**
- * Locks the workspace row (key creations and rotations of a workspace run one at a time, so the limit holds
- * under concurrency) and answers the keys its plan allows; a plan without API access is refused.
+ * Locks the workspace row (key creations of a workspace run one at a time, so the limit holds under
+ * concurrency) and answers the keys its plan allows; a plan without API access is refused.
  */
 async function lockPlanAllowance(trx: Db, workspaceId: string): Promise<number> {
   const workspace = await trx.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId).forUpdate().executeTakeFirstOrThrow();
@@ -193,17 +193,29 @@ export async function revokeKey(db: Db, actor: Actor, workspaceId: string, keyId
 /**
  * A new raw key for the same name, scopes and expiry. The old key keeps working for `gracePeriodSeconds`
  * (0: it stops at once), so clients can switch without downtime. Not counted against the plan limit: it
- * replaces a key, and the old one, which names its replacement, counts no more. A key may be rotated once
- * (its replacement may be rotated in turn), so rotations cannot mint working keys past the limit; an
- * expired key cannot be rotated (nothing to replace); a plan without API access rotates nothing.
+ * replaces a key, and the old one, which names its replacement, counts no more. A key is rotated once (its
+ * replacement may be rotated in turn, which ends the grace period of the key before it), so a key of the
+ * plan has at most two working values: rotations cannot mint keys past the limit. An expired key cannot be
+ * rotated (nothing to replace); a plan without API access rotates nothing.
  */
 export async function rotateKey(db: Db, actor: Actor, workspaceId: string, keyId: string, gracePeriodSeconds: number) {
   return db.transaction().execute(async (trx) => {
-    await lockPlanAllowance(trx, workspaceId);
+    // The key row first, as revocations and updates lock it; the plan is only read (a rotation leaves the
+    // count as it is), so no workspace lock is taken before it, which would deadlock with them.
     const old = await lockKey(trx, workspaceId, keyId);
+    const workspace = await trx.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId).executeTakeFirstOrThrow();
+    if (keysAllowed(workspace) <= 0) throw notInPlan();
     const now = new Date();
     if (old.replaced_by) throw new AppError('INVALID_STATE', 'This key was already rotated: rotate its replacement instead.');
     if (old.expires_at && old.expires_at <= now) throw new AppError('INVALID_STATE', 'This key has expired: create a new key instead.');
+    // The key this one replaced stops now, if its grace period is still running.
+    await trx
+      .updateTable('api_keys')
+      .set({ expires_at: now, updated_at: now })
+      .where('replaced_by', '=', keyId)
+      .where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+      .execute();
     const graceEnd = new Date(now.getTime() + gracePeriodSeconds * 1000);
     const { row, rawKey } = await insertKey(trx, workspaceId, { name: old.name, scopes: old.scopes, expiresAt: old.expires_at, createdBy: actor.userId });
     const retired = await trx

@@ -278,12 +278,40 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
     expectError(await rotate(s, keys[0]!.id, { gracePeriodSeconds: 3600 }), 409, 'INVALID_STATE');
     const second = await rotate(s, first.body.id, { gracePeriodSeconds: 3600 });
     expect(second.status, second.text).toBe(200);
-    // Five keys of the plan, plus the two in their grace period: creating a sixth is still refused.
+    // Five keys of the plan, plus one in its grace period: creating a sixth is still refused.
     expectError(await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'sixth', scopes: ['read'] } }), 403, 'API_KEY_LIMIT_REACHED');
     const working = [];
     for (const raw of [keys[0]!.rawKey, first.body.rawKey, second.body.rawKey, ...keys.slice(1).map((k) => k.rawKey)]) working.push(await meStatus(raw));
-    expect(working).toEqual([200, 200, 200, 200, 200, 200, 200]);
-    expect(await liveKeyCount(s.workspaceId)).toBe(7);
+    // Rotating the replacement ended the grace period of the key before it: two working values at most.
+    expect(working).toEqual([401, 200, 200, 200, 200, 200, 200]);
+  });
+
+  it('keeps at most two working values of a key however often its newest value is rotated', async () => {
+    const s = await ownerOn(app, 'pro', 'key-rotchain');
+    const values = [await createKey(app, s)];
+    for (let i = 0; i < 5; i++) {
+      const res = await rotate(s, values.at(-1)!.id, { gracePeriodSeconds: 604_800 });
+      expect(res.status, res.text).toBe(200);
+      values.push(res.body);
+    }
+    const statuses = [];
+    for (const v of values) statuses.push(await meStatus(v.rawKey));
+    expect(statuses).toEqual([401, 401, 401, 401, 200, 200]);
+  });
+
+  it('never deadlocks a rotation with a revocation or a rename of the same key (20 trials, no 5xx)', async () => {
+    const s = await ownerOn(app, 'pro', 'key-rotrace');
+    for (let i = 0; i < 20; i++) {
+      const key = await createKey(app, s, { name: `race ${i}` });
+      const other =
+        i % 2 === 0
+          ? app.api('DELETE', keysPath(s.workspaceId, key.id), { token: s.accessToken })
+          : app.api('PATCH', keysPath(s.workspaceId, key.id), { token: s.accessToken, body: { name: `renamed ${i}` } });
+      const answers = await Promise.all([rotate(s, key.id, { gracePeriodSeconds: 60 }), other]);
+      for (const res of answers) expect([200, 404], res.text).toContain(res.status);
+      // Clean up, so the plan's five keys are not used up.
+      for (const id of [key.id, answers[0].body?.id].filter(Boolean)) await app.api('DELETE', keysPath(s.workspaceId, id), { token: s.accessToken });
+    }
   });
 
   it('counts a key in its grace period as its replacement: revoking the replacement frees a place', async () => {
