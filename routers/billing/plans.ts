@@ -1,7 +1,7 @@
 // The plan catalog: admin CRUD with its state moves (archive remembers the status, restore returns to it),
 // and the public catalog served from memory. An admin change clears the copy of this instance at once and,
 // with Redis, of every instance (pub/sub); without Redis other instances refresh within a short TTL.
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { Database, Plan } from '../../db/schema.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -110,11 +110,20 @@ function planColumns(input: UpdatePlanInput) {
 
 const slugTaken = (slug: string) => new AppError('CONFLICT', `A plan with the slug "${slug}" already exists.`);
 
-/** Runs a plan write, turning the slug's unique violation into a 409. A new default plan unsets the old one. */
+const defaultPlanGuarded = () => new AppError('INVALID_STATE', 'This is the default plan (new workspaces start on it): make another plan the default first.');
+
+/**
+ * Runs a plan write, turning the slug's unique violation into a 409. A new default plan unsets the old one,
+ * under a lock: without it, two writes at once each unset the default they can see (under READ COMMITTED
+ * the second one cannot see the row the first just made default) and the second breaks plans_one_default.
+ */
 async function writePlan(db: Db, slug: string | undefined, makeDefault: boolean, write: (trx: Db) => Promise<string>) {
   try {
     return await db.transaction().execute(async (trx) => {
-      if (makeDefault) await trx.updateTable('plans').set({ is_default: false }).where('is_default', '=', true).execute();
+      if (makeDefault) {
+        await sql`select pg_advisory_xact_lock(hashtext('plans:default'))`.execute(trx);
+        await trx.updateTable('plans').set({ is_default: false }).where('is_default', '=', true).execute();
+      }
       return write(trx);
     });
   } catch (err) {
@@ -144,6 +153,10 @@ export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, pla
     if (input.status && plan.status === 'ARCHIVED') {
       throw new AppError('INVALID_STATE', 'The plan is ARCHIVED; restore it before changing its status.');
     }
+    // New workspaces start on the default plan: never on one hidden from billing.
+    if (input.isDefault && plan.status === 'ARCHIVED') {
+      throw new AppError('INVALID_STATE', 'The plan is ARCHIVED; restore it before making it the default.');
+    }
     const columns = planColumns(input);
     await trx.updateTable('plans').set({ ...columns, updated_at: new Date() }).where('id', '=', planId).execute();
     await recordAudit(trx, actor, { action: 'plan.updated', targetType: 'plan', targetId: planId, metadata: { fields: Object.keys(input) } });
@@ -153,12 +166,21 @@ export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, pla
   return getPlan(db, planId);
 }
 
-/** archive: any state but ARCHIVED, remembering it; restore: back to the remembered state. */
+/**
+ * archive: any state but ARCHIVED, remembering it, and never the default plan (new workspaces would start
+ * on a plan hidden from billing); restore: back to the remembered state.
+ */
 export async function movePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string, move: 'archive' | 'restore') {
   await db.transaction().execute(async (trx) => {
-    const plan = await trx.selectFrom('plans').select(['status', 'status_before_archive']).where('id', '=', planId).forUpdate().executeTakeFirst();
+    const plan = await trx
+      .selectFrom('plans')
+      .select(['status', 'status_before_archive', 'is_default'])
+      .where('id', '=', planId)
+      .forUpdate()
+      .executeTakeFirst();
     if (!plan) throw notFound();
     if (move === 'archive' && plan.status === 'ARCHIVED') throw new AppError('INVALID_STATE', 'The plan is already ARCHIVED.');
+    if (move === 'archive' && plan.is_default) throw defaultPlanGuarded();
     if (move === 'restore' && plan.status !== 'ARCHIVED') {
       throw new AppError('INVALID_STATE', `The plan is ${plan.status}; only an ARCHIVED plan can be restored.`);
     }
@@ -178,11 +200,15 @@ export async function movePlan(db: Db, catalog: PlanCatalog, actor: Actor, planI
   return getPlan(db, planId);
 }
 
-/** Only a plan no subscription has ever referenced: otherwise archive it (history keeps pointing at it). */
+/**
+ * Only a plan no subscription has ever referenced: otherwise archive it (history keeps pointing at it). Never
+ * the default plan, which new workspaces start on.
+ */
 export async function deletePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string) {
   await db.transaction().execute(async (trx) => {
-    const plan = await trx.selectFrom('plans').select(['slug']).where('id', '=', planId).forUpdate().executeTakeFirst();
+    const plan = await trx.selectFrom('plans').select(['slug', 'is_default']).where('id', '=', planId).forUpdate().executeTakeFirst();
     if (!plan) throw notFound();
+    if (plan.is_default) throw defaultPlanGuarded();
     const used = await trx.selectFrom('subscriptions').select('id').where('plan_id', '=', planId).limit(1).executeTakeFirst();
     if (used) {
       throw new AppError('PLAN_HAS_SUBSCRIPTIONS', 'This plan has subscriptions and cannot be deleted: archive it instead (it stays in history).');

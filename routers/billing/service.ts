@@ -181,7 +181,10 @@ async function moveWorkspaceToPlan(trx: Trx, workspaceId: string, plan: Pick<Pla
     .execute();
 }
 
-/** The plan new workspaces start on (`isDefault`), if one is marked. */
+/**
+ * The plan new workspaces start on (`isDefault`), if one is marked. Not filtered by status: the admin routes
+ * keep an ARCHIVED plan from being the default, and skipping a DRAFT default would leave workspaces planless.
+ */
 export async function defaultPlan(db: Db) {
   return db.selectFrom('plans').select(['id', 'edition', 'limits']).where('is_default', '=', true).executeTakeFirst();
 }

@@ -1,11 +1,12 @@
 // Seeding of the default plans, on a database of its own (the run's database is shared, and this file
 // edits and deletes the seeded plans and moves the default): created once at first start, never
-// overwritten by a restart; a new default plan unsets the old one; new workspaces start on the default.
+// overwritten by a restart; a new default plan unsets the old one (also when two admins set it at once);
+// new workspaces start on the default, which therefore cannot be archived or deleted.
 import crypto from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { registerAndLogin, type Session } from '../helpers/http.js';
+import { expectError, registerAndLogin, type Session } from '../helpers/http.js';
 import { ENTERPRISE_LIMITS, LITE_LIMITS, PRO_LIMITS, adminLogin, createPlan, currentOf, uniqueSlug } from './helpers.js';
 
 const runDatabaseUrl = inject('databaseUrl');
@@ -136,5 +137,66 @@ describe('default plans on a fresh database', () => {
       status: 'FREE',
       subscription: null,
     });
+  });
+});
+
+describe('the default plan under concurrent and destructive admin changes', () => {
+  let admin: Session;
+  const defaults = () => running().deps.db.selectFrom('plans').select('id').where('is_default', '=', true).execute();
+  const planRow = (id: string) => running().deps.db.selectFrom('plans').selectAll().where('id', '=', id).executeTakeFirst();
+
+  it('when admins set the default at once (PATCH and POST), then every request succeeds and exactly one default remains', async () => {
+    admin = await adminLogin(running());
+    for (let trial = 0; trial < 10; trial += 1) {
+      const [a, b] = [await createPlan(running(), admin, { status: 'PUBLISHED' }), await createPlan(running(), admin, { status: 'PUBLISHED' })];
+      const makeDefault = (id: string) => running().api('PATCH', `/admin/billing/plans/${id}`, { token: admin.accessToken, body: { isDefault: true } });
+      const createDefault = () =>
+        running().api('POST', '/admin/billing/plans', {
+          token: admin.accessToken,
+          body: { name: 'Racing default', slug: uniqueSlug('racer'), priceCents: 0, edition: 'CUSTOM', status: 'PUBLISHED', isDefault: true },
+        });
+      const results = await Promise.all([makeDefault(a.id), makeDefault(b.id), createDefault(), makeDefault(a.id), makeDefault(b.id), createDefault()]);
+      expect(results.map((r) => r.status), results.map((r) => r.text).join('\n')).toEqual([200, 200, 201, 200, 200, 201]);
+      const candidates = [a.id, b.id, results[2]!.body.id, results[5]!.body.id];
+      const after = await defaults();
+      expect(after).toHaveLength(1);
+      expect(candidates).toContain(after[0]!.id);
+    }
+  });
+
+  it('when the default plan is archived, then it is refused (409 INVALID_STATE) and nothing changes; once another plan is the default, it can be', async () => {
+    const plan = await createPlan(running(), admin, { status: 'PUBLISHED', isDefault: true });
+    const before = await planRow(plan.id);
+    const err = expectError(await running().api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken }), 409, 'INVALID_STATE');
+    expect(err.message).toMatch(/default/i);
+    expect(await planRow(plan.id)).toEqual(before);
+    const audit = await running().deps.db.selectFrom('audit_logs').select('action').where('target_id', '=', plan.id).execute();
+    expect(audit.map((r) => r.action)).toEqual(['plan.created']);
+
+    // A new workspace still starts on it, PUBLISHED.
+    const newcomer = await registerAndLogin(running().api, { prefix: 'seed-default-kept' });
+    expect((await currentOf(running(), newcomer.accessToken, newcomer.workspaceId)).plan).toMatchObject({ id: plan.id, status: 'PUBLISHED' });
+
+    const next = await createPlan(running(), admin, { status: 'PUBLISHED', isDefault: true });
+    const archived = await running().api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken });
+    expect(archived.status, archived.text).toBe(200);
+    expect(archived.body).toMatchObject({ status: 'ARCHIVED', isDefault: false });
+    expect((await defaults()).map((d) => d.id)).toEqual([next.id]);
+  });
+
+  it('when an ARCHIVED plan is made the default, then it is refused (409 INVALID_STATE) and the default stays where it was', async () => {
+    const [current] = await defaults();
+    const plan = await createPlan(running(), admin, { status: 'PUBLISHED' });
+    expect((await running().api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken })).status).toBe(200);
+    const res = await running().api('PATCH', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken, body: { isDefault: true } });
+    expectError(res, 409, 'INVALID_STATE');
+    expect(await planRow(plan.id)).toMatchObject({ status: 'ARCHIVED', is_default: false });
+    expect(await defaults()).toEqual([current]);
+  });
+
+  it('when the default plan is deleted, then it is refused (409 INVALID_STATE) and the plan stays the default', async () => {
+    const plan = await createPlan(running(), admin, { status: 'PUBLISHED', isDefault: true });
+    expectError(await running().api('DELETE', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken }), 409, 'INVALID_STATE');
+    expect(await planRow(plan.id)).toMatchObject({ is_default: true });
   });
 });
