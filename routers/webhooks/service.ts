@@ -65,7 +65,8 @@ export function toDelivery(d: Selectable<WebhookDeliveriesTable>) {
     responseStatus: d.response_status,
     responsePreview: d.response_preview,
     durationMs: d.duration_ms,
-    nextRetryAt: d.next_retry_at?.toISOString() ?? null,
+    // Only a retry waiting has a next retry time: on other rows the column holds a lease (leaseEnd).
+    nextRetryAt: d.status === 'retrying' ? (d.next_retry_at?.toISOString() ?? null) : null,
     error: d.last_error,
     createdAt: d.created_at.toISOString(),
     updatedAt: d.updated_at.toISOString(),

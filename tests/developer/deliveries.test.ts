@@ -169,6 +169,18 @@ describe('a test delivery', () => {
     expect(signaturesOf(req!)[0]).not.toBe(expectedSignature(hook.secret, ts, `${req!.body} `));
   });
 
+  it('shows no next retry time on a delivery that is not waiting for a retry (its attempt holds a lease)', async () => {
+    const s = await ownerOn(app, 'lite', 'deliv-lease');
+    const r = await receiver();
+    const hook = await hookTo(s, r);
+    const delivery = await sendTest(s, hook.id);
+    // As a first attempt in flight, or a retry started by hand, leaves it: pending, leased a minute ahead.
+    await app.deps.db.updateTable('webhook_deliveries').set({ status: 'pending', next_retry_at: new Date(Date.now() + 60_000) }).where('id', '=', delivery.id).execute();
+    const res = await app.api('GET', `/workspaces/${s.workspaceId}/webhook-deliveries`, { token: s.accessToken });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.items.find((d: { id: string }) => d.id === delivery.id)).toMatchObject({ status: 'pending', nextRetryAt: null });
+  });
+
   it('is recorded in the delivery log with every field, the safe request headers only, and the payload sent', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-log');
     const r = await receiver({ status: 202, body: 'accepted for processing' });
