@@ -417,7 +417,13 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
       .onConflict((oc) => oc.column('id').doNothing())
       .returning('id')
       .executeTakeFirst();
-    written.workspaces = workspace ? 1 : 0;
+    // Seeded before with fewer addresses: the member limit of its copy is raised to fit those seated now
+    // (else invitations are refused until the next reset), and only then: a seed of nothing new writes nothing.
+    const raised = workspace
+      ? undefined
+      : await sql`update workspaces set limits = jsonb_set(limits, '{members}', to_jsonb(${members.length + 1}::int))
+          where id = ${DEMO_IDS.workspace} and coalesce((limits->>'members')::int, 3) < ${members.length + 1}`.execute(trx);
+    written.workspaces = workspace || Number(raised?.numAffectedRows ?? 0) > 0 ? 1 : 0;
 
     if (seatedMembers.length) {
       const rows = await trx

@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig, withDevelopmentSecrets } from '../../server/config.js';
 import { PasswordHasher } from '../../server/security/passwords.js';
@@ -130,6 +131,17 @@ describe('npm run demo:seed (seedDemo)', () => {
     expect(again.accounts.every((a) => a.state === 'present')).toBe(true);
     expect(formatDemoSummary(again)[0]).toMatch(/already in place; nothing changed/);
     expect(await storedDemoRows()).toEqual(before);
+  });
+
+  it('raises the member limit of a demo workspace seeded before with fewer addresses, so invitations still work', async () => {
+    // As a seed with the default single address left it: a limit of 3.
+    await sql`update workspaces set limits = jsonb_set(limits, '{members}', '3') where id = ${ws}`.execute(db);
+    const again = await seedDemo(deps);
+    expect(again.written.workspaces).toBe(1);
+    const { limits } = await db.selectFrom('workspaces').select('limits').where('id', '=', ws).executeTakeFirstOrThrow();
+    // Four members and one place left for an invitation, as the first seed makes it.
+    expect(limits.members).toBe(DEMO.users.length + 1);
+    expect((await seedDemo(deps)).written.workspaces).toBe(0);
   });
 
   it('reports addresses and setting names, never a password or the webhook secret', async () => {
