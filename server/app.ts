@@ -1,15 +1,16 @@
 // Builds the Express application from the shared services. Order of the mounts matters: request id and
-// logging first, then headers, docs, body parsing, /trpc, the REST surface, and last the 404 and errors.
+// logging first, then headers, the refusal of ambiguous paths, docs, body parsing, /trpc, the REST
+// surface, and last the 404 and errors.
 import express from 'express';
 import helmet from 'helmet';
 import cors from 'cors';
 import type { AppDeps } from './context.js';
-import { errorHandler, notFound, requestId, requestLogger, restHandler, trpcHandler } from './http.js';
+import { errorHandler, notFound, refuseAmbiguousPath, requestId, requestLogger, restHandler, trpcHandler } from './http.js';
 import { appRouter } from '../routers/index.js';
 import { openApiRoutes, plainRoutePaths } from '../openapi/routes.js';
 import { billingWebhookRoutes } from '../routers/billing/webhooks.js';
 import { responseCache } from './response-cache.js';
-import { TIERS, rateLimiter } from './rate-limit.js';
+import { TIERS, isDocsPath, rateLimiter } from './rate-limit.js';
 import { uploadRoutes } from '../routers/files/uploads.js';
 import { verifiedApiKeyId } from '../routers/api-keys/service.js';
 import { RouteTemplates, type RouteTemplate } from './route-templates.js';
@@ -43,6 +44,8 @@ export function createApp(deps: AppDeps): express.Express {
   if (deps.config.CORS_ORIGINS.length) {
     app.use(cors({ origin: deps.config.CORS_ORIGINS, exposedHeaders: ['X-Request-Id', 'Retry-After'], maxAge: 600 }));
   }
+  // Before the limiter and the routers read the path: past this, they all read the same route from it.
+  app.use(refuseAmbiguousPath);
 
   if (metricsToken && metrics) app.get(METRICS_PATH, metricsRoute(metricsToken, metrics));
   app.use(startAuthentication(deps));
@@ -53,7 +56,7 @@ export function createApp(deps: AppDeps): express.Express {
   }
   app.use(refuseUnstorableUrl);
   const docs = openApiRoutes(appRouter, deps.config.SERVICE_VERSION);
-  app.use(only((req) => req.path === '/openapi.json' || req.path.startsWith('/docs'), docs));
+  app.use(only((req) => req.path === '/openapi.json' || isDocsPath(req.path), docs));
 
   // The public catalog is the same for everyone: kept as bytes until the catalog changes.
   app.use(responseCache({ '/billing/plans': { version: () => deps.plans.version, maxAgeMs: deps.plans.ttlMs } }));

@@ -8,7 +8,7 @@ import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import type { AnyProcedure, AnyTRPCRouter } from '@trpc/server';
 import { requestIdOfError, type Meta } from './trpc.js';
 import { contextFactory, type AppDeps, type Context } from './context.js';
-import { errorBody, errorHeaders, httpError, toApiError, trpcErrorShape, type ApiError } from './errors.js';
+import { AppError, errorBody, errorHeaders, httpError, toApiError, trpcErrorShape, type ApiError } from './errors.js';
 import { safeUrl, type Logger } from './logger.js';
 import { UnstorableText } from './unstorable-text.js';
 import { noteRequest } from './monitoring.js';
@@ -20,6 +20,30 @@ export const requestId: RequestHandler = (req, res, next) => {
   const incoming = req.get('x-request-id');
   req.id = incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
   res.setHeader('X-Request-Id', req.id);
+  next();
+};
+
+/** A `.` or `..` segment (a dot may be written `%2e`), or a backslash, which WHATWG URL reads as `/`. */
+const DOT_SEGMENT_OR_BACKSLASH = /\\|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
+/** What Express hands to the /trpc mount: it matches the prefix in any case. */
+const TRPC_MOUNT = /^\/trpc(?:\/|$)/i;
+/** A /trpc path read the same by every layer: the procedure names after `/trpc/`, nothing to decode. */
+const PLAIN_TRPC_PATH = /^\/trpc(?:\/[^/%]*)?$/;
+
+const isTrpcPath = (path: string) => TRPC_MOUNT.test(path);
+
+/**
+ * Refuses (400) a path that the layers of the app would read as different routes. trpc-to-openapi resolves
+ * dot segments and backslashes (`/x/../auth/login` is /auth/login to it) while Express, the rate limiter
+ * and monitoring read the path as written; tRPC takes only the last segment of a /trpc path and decodes it
+ * before splitting it into procedures, while the limiter charges the names as written. No client sends
+ * such paths, so refusing them, rather than normalising them, leaves one reading for everyone.
+ */
+export const refuseAmbiguousPath: RequestHandler = (req, _res, next) => {
+  if (DOT_SEGMENT_OR_BACKSLASH.test(req.path)) return next(new AppError('BAD_REQUEST', 'The URL path may not contain "." or ".." segments or backslashes.'));
+  if (isTrpcPath(req.path) && !PLAIN_TRPC_PATH.test(req.path)) {
+    return next(new AppError('BAD_REQUEST', 'A /trpc path is /trpc/ and the procedure names, comma-separated, without "/" or percent-escapes.'));
+  }
   next();
 };
 
@@ -164,7 +188,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     // A `/trpc` request (its body refused by the JSON parser) is answered in tRPC's envelope, which is
     // what its client reads.
     res.set(errorHeaders(api));
-    if (req.path !== '/trpc' && !req.path.startsWith('/trpc/')) return void res.status(api.status).json(errorBody(api, req.id));
+    if (!isTrpcPath(req.path)) return void res.status(api.status).json(errorBody(api, req.id));
     const malformedJson = (err as { type?: unknown } | null)?.type === 'entity.parse.failed' && !(err instanceof UnstorableText);
     const code = TRPC_ERROR_CODES_BY_KEY[malformedJson ? 'PARSE_ERROR' : (TRPC_ERROR_BY_STATUS[api.status] ?? 'INTERNAL_SERVER_ERROR')];
     res.status(api.status).json({ error: trpcErrorShape(api, code, req.id) });

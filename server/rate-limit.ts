@@ -26,9 +26,15 @@ const UPLOAD_ROUTES = [/^\/storage\/upload$/, /^\/profile\/avatar$/, /^\/workspa
 /** Never limited: status checks, the metrics scrape, CORS preflights, and the docs UI. */
 const SKIPPED = new Set(['GET /health', 'GET /search/status', 'GET /security/status', 'GET /metrics']);
 
-/** The tier of a request by its method and route template (or raw path when it matches no route). */
+/** The docs UI's mount: `/docs` and what is under it, not every path that merely starts with `/docs`. */
+export const isDocsPath = (path: string) => path === '/docs' || path.startsWith('/docs/');
+
+/**
+ * The tier of a request by its method and route template (or raw path when it matches no route). Paths
+ * are as the routers read them: the app refuses dot segments, backslashes and odd /trpc paths first.
+ */
 export function tierOf(method: string, template: string): Tier | undefined {
-  if (method === 'OPTIONS' || SKIPPED.has(`${method} ${template}`) || template.startsWith('/docs')) return undefined;
+  if (method === 'OPTIONS' || SKIPPED.has(`${method} ${template}`) || isDocsPath(template)) return undefined;
   if (method === 'POST' && AUTH_ROUTES.has(template)) return 'auth';
   if (method === 'POST' && CONTACT_ROUTES.has(template)) return 'contact';
   if (method === 'POST' && UPLOAD_ROUTES.some((r) => r.test(template))) return 'upload';
@@ -158,6 +164,7 @@ export function rateLimiter(deps: {
       add(route?.method ?? req.method, route?.template ?? path);
       return charged;
     }
+    // The names tRPC calls: the app has refused /trpc paths with another '/', a %-escape or another case.
     for (const procedure of path.slice(6).split(',')) {
       const route = routes.ofProcedure(procedure);
       add(route?.method ?? req.method, route?.template ?? path);

@@ -29,6 +29,8 @@ export interface SendOptions {
   agent?: http.Agent;
   /** A raw body, sent as is (Content-Type from `headers`). */
   raw?: Buffer;
+  /** Sends the path as written (dot segments, backslashes), like `curl --path-as-is`; else as URL resolves it. */
+  asIs?: boolean;
 }
 
 /** One HTTP request to `baseUrl + path`, through node:http so the source address can be chosen. */
@@ -50,7 +52,7 @@ export function send(baseUrl: string, method: string, path: string, opts: SendOp
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, localAddress: opts.from, agent: opts.agent ?? false },
+      { host: url.hostname, port: url.port, path: opts.asIs ? path : url.pathname + url.search, method, headers, localAddress: opts.from, agent: opts.agent ?? false },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

@@ -169,6 +169,15 @@ async function exhaust(app: TestApp, tc: TierCase, id: Awaited<ReturnType<TierCa
   return { c, retryAfter: expectRateLimited(over, limit, WINDOW) };
 }
 
+/** The 400 of a path the app will not read (dot segments, backslashes, an odd /trpc path): nothing was run. */
+function expectPathRefused(res: Answer, envelope: 'rest' | 'trpc') {
+  const ctx = `${res.status} ${res.text.slice(0, 300)}`;
+  expect(res.status, ctx).toBe(400);
+  const requestId = res.headers['x-request-id'];
+  if (envelope === 'rest') expect(res.body, ctx).toEqual({ code: 'BAD_REQUEST', message: expect.any(String), requestId });
+  else expect(res.body, ctx).toMatchObject({ error: { data: { code: 'BAD_REQUEST', httpStatus: 400, requestId } } });
+}
+
 describe('tiers', () => {
   it.each(TIER_CASES)('$tier ($route): the limit passes, one more is 429 RATE_LIMITED with Retry-After and RateLimit headers', async (tc) => {
     const id = await tc.identity();
@@ -185,6 +194,25 @@ describe('tiers', () => {
     expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 429]);
     const rows = await plain.deps.db.selectFrom('contact_messages').select('email').where('email', 'in', emails).execute();
     expect(rows.map((r) => r.email).sort()).toEqual(emails.slice(0, LIMIT.contact).sort());
+  });
+
+  it.each([
+    ['a docs-like prefix and a dot segment', '/docsx/../auth/login'],
+    ['a docs-like prefix and an encoded dot segment', '/docsx/%2e%2e/auth/login'],
+    ['the docs mount and a dot segment', '/docs/../auth/login'],
+    ['a dot segment', '/x/../auth/login'],
+    ['an encoded dot segment', '/x/%2E%2e/auth/login'],
+    ['a single-dot segment', '/auth/./login'],
+    ['a backslash', '/auth\\login'],
+  ])('a sign-in sent by a path that resolves to POST /auth/login (%s: %s) is refused before the limiter and the login', async (_what, path) => {
+    // trpc-to-openapi resolves such a path (WHATWG URL) and served it as /auth/login, while the limiter
+    // read it as written: the default tier or, behind /docs, no limit at all.
+    const c = clientOf(tiers.url, { from: freshLoopback() });
+    for (let i = 0; i < LIMIT.auth + 2; i++) expectPathRefused(await c('POST', path, { body: WRONG_LOGIN(), asIs: true }), 'rest');
+    // Refused without work or charge: the client's first real sign-in has the whole auth count.
+    const login = await c('POST', '/auth/login', { body: WRONG_LOGIN() });
+    expect(login.status).toBe(401);
+    expectCounted(login, LIMIT.auth, WINDOW, LIMIT.auth - 1);
   });
 
   it('counts each tier separately: a client limited on one tier still gets its full count on the others', async () => {
@@ -262,6 +290,13 @@ describe('skipped routes', () => {
     const login = await c('POST', '/auth/login', { body: WRONG_LOGIN() });
     expect(login.status).toBe(401);
     expectCounted(login, LIMIT.auth, WINDOW, LIMIT.auth - 1);
+  });
+
+  it('skips only the docs UI itself: a path that merely starts with /docs is counted in the default tier', async () => {
+    const c = clientOf(tiers.url, { from: freshLoopback() });
+    for (let round = 0; round <= LIMIT.default; round++) expectNotLimited(await c('GET', '/docs/'));
+    for (let i = 0; i < LIMIT.default; i++) expectCounted(await c('GET', '/docsx'), LIMIT.default, WINDOW, LIMIT.default - 1 - i);
+    expectRateLimited(await c('GET', '/docsx/anything'), LIMIT.default, WINDOW);
   });
 
   it('answers them normally to a client that is limited on every tier it used', async () => {
@@ -472,6 +507,26 @@ describe('/trpc', () => {
     expect(attempts, `${res.status} ${res.text.slice(0, 400)}`).toBeLessThanOrEqual(LIMIT.auth);
     // And the next sign-in of the client is refused: the batch spent (at least) the whole auth count.
     expectRateLimited(await c('POST', '/auth/login', { body: WRONG_LOGIN() }), LIMIT.auth, WINDOW);
+  });
+
+  it.each([
+    ['the prefix in capitals', '/TRPC/auth.login'],
+    ['a segment before the procedure (tRPC takes the last one)', '/trpc/x/auth.login'],
+    ['a percent-escape (tRPC decodes the name)', '/trpc/auth%2Elogin'],
+  ])('a sign-in sent to a /trpc path tRPC reads otherwise than the limiter (%s: %s) is refused before the limiter and the login', async (_what, path) => {
+    const c = clientOf(tiers.url, { from: freshLoopback() });
+    for (let i = 0; i < LIMIT.auth + 2; i++) expectPathRefused(await c('POST', path, { body: WRONG_LOGIN() }), 'trpc');
+    const login = await c('POST', '/trpc/auth.login', { body: WRONG_LOGIN() });
+    expect(login.body.error.data.code).toBe('INVALID_CREDENTIALS');
+    expectCounted(login, LIMIT.auth, WINDOW, LIMIT.auth - 1);
+  });
+
+  it('a batch of ten sign-ins whose commas are written %2C is refused, not run for one default point', async () => {
+    const c = clientOf(tiers.url, { from: freshLoopback() });
+    const calls = Array.from({ length: 10 }, () => 'auth.login');
+    const body = Object.fromEntries(calls.map((_, i) => [String(i), WRONG_LOGIN()]));
+    expectPathRefused(await c('POST', `/trpc/${calls.join('%2C')}?batch=1`, { body }), 'trpc');
+    expectCounted(await c('POST', '/auth/login', { body: WRONG_LOGIN() }), LIMIT.auth, WINDOW, LIMIT.auth - 1);
   });
 });
 

@@ -607,6 +607,8 @@ describe('secrets never reach the monitoring record or the logs', () => {
   };
   /** Sent in a path segment that a 404 message echoes back to its sender (GET /updates/releases/{version}). */
   const echoed = `whsec_${hex(12)}`;
+  /** Sent in a /trpc path with a broken escape, whose message from tRPC quoted the path. */
+  const badlyEscaped = `reset-token-${hex(12)}`;
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
@@ -644,6 +646,7 @@ describe('secrets never reach the monitoring record or the logs', () => {
     await go('invalidEmail', 'POST', '/auth/login', { body: { email: C.invalidEmail, pass: 'x' } }, 400);
     await go('prompt', 'POST', '/ai/generate', { token: user.accessToken, body: { prompt: `Summarise ${C.prompt} for me` } }, 503);
     await go('echoed', 'GET', `/updates/releases/${echoed}`, { token: user.accessToken }, 404);
+    await go('badlyEscaped', 'GET', `/trpc/%ZZ-${badlyEscaped}`, {}, 400);
   });
   afterAll(() => app?.close());
 
@@ -686,6 +689,14 @@ describe('secrets never reach the monitoring record or the logs', () => {
     const texts = [...(await everyMonitoringAnswer(app, admin.accessToken)), ...(await everyMonitoringAnswer(app, demo.accessToken))];
     const holding = texts.filter((t) => t.includes(echoed));
     expect(holding.map((t) => t.slice(Math.max(0, t.indexOf(echoed) - 120), t.indexOf(echoed) + 40))).toEqual([]);
+  });
+
+  it('a /trpc path with a broken escape is kept redacted: the error entry quotes no part of it', async () => {
+    const errs = await allPages<ErrorRecord>(app, admin.accessToken, E);
+    expect(errs.items.find((r) => r.requestId === ids.badlyEscaped)).toMatchObject({ path: '/trpc/:redacted', status: 400, code: 'BAD_REQUEST' });
+    const texts = [...(await everyMonitoringAnswer(app, admin.accessToken)), ...(await everyMonitoringAnswer(app, demo.accessToken))];
+    const holding = texts.filter((t) => t.includes(badlyEscaped));
+    expect(holding.map((t) => t.slice(Math.max(0, t.indexOf(badlyEscaped) - 120), t.indexOf(badlyEscaped) + 40))).toEqual([]);
   });
 
   it('a secret that a 4xx message echoes is not written to a log line as a message (only the request line names the path)', () => {
