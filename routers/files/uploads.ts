@@ -15,6 +15,8 @@ import { resolveWorkspaceAccess } from '../../server/access.js';
 import type { WorkspacePermission } from '../../server/permissions.js';
 import { noteRequest } from '../../server/monitoring.js';
 import { authenticateRequest } from '../../server/trpc.js';
+import type { Principal } from '../auth/sessions.js';
+import type { WorkspaceAccess } from '../workspaces/access.js';
 import { errorResponse } from '../../openapi/error-response.js';
 
 const MiB = 1024 * 1024;
@@ -49,18 +51,47 @@ function requireMultipart(field: string): RequestHandler {
   };
 }
 
-/** The signed-in caller, and the workspace they act on with `permission` when one is asked for. */
-async function caller(deps: Deps, req: Request, permission?: WorkspacePermission, workspaceId?: unknown) {
+/** The signed-in caller (401 without a valid token, 403 USER_SUSPENDED). */
+async function signedIn(deps: Deps, req: Request): Promise<Principal> {
   const principal = await authenticateRequest(deps, req);
   noteRequest(req, { userId: principal.user.id });
-  if (!permission) return { ...principal, workspace: undefined };
+  return principal;
+}
+
+/** The workspace `workspaceId` names (default: the active one), checked for `permission`. */
+function workspaceFor(deps: Deps, req: Request, principal: Principal, permission: WorkspacePermission, workspaceId: unknown): WorkspaceAccess {
   const workspace = resolveWorkspaceAccess({ email: principal.user.email, memberships: principal.memberships }, workspaceId, permission, {
     orActiveWorkspace: true,
     config: deps.config,
   });
   noteRequest(req, { workspaceId: workspace.id });
-  return { ...principal, workspace };
+  return workspace;
 }
+
+/** Callers of uploads, set by authenticateFirst before the body is read. */
+const uploaders = new WeakMap<Request, Principal>();
+
+/**
+ * Authenticates, and checks `permission` on the workspace `workspaceIdOf` names (when it names one), before
+ * multer reads the body: a refused caller is answered at once, instead of after the server has buffered up
+ * to 10 MiB of their upload. The handler takes the caller with uploaderOf.
+ */
+function authenticateFirst(deps: Deps, permission?: WorkspacePermission, workspaceIdOf?: (req: Request) => unknown): RequestHandler {
+  return (req, _res, next) =>
+    void (async () => {
+      const principal = await signedIn(deps, req);
+      const workspaceId = workspaceIdOf?.(req);
+      if (permission && workspaceId !== undefined && workspaceId !== '') workspaceFor(deps, req, principal, permission, workspaceId);
+      uploaders.set(req, principal);
+    })().then(() => next(), next);
+}
+
+const uploaderOf = (req: Request) => uploaders.get(req)!;
+
+/** Any id Postgres can read as a uuid; anything else would fail the query (a 500) instead of being a 404. */
+const isUuid = (id: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id);
+
+const fileNotFound = () => new AppError('NOT_FOUND', 'File not found.');
 
 /** The file of the request: present, not empty, of an allowed type by its bytes. */
 async function checkedFile(req: Request, field: string, allowed: Set<string>) {
@@ -123,9 +154,13 @@ export function uploadRoutes(deps: Deps): Router {
   routes.post(
     '/storage/upload',
     requireMultipart('file'),
+    // A workspaceId in the query is checked before the body is read; one in the form only after it.
+    authenticateFirst(deps, 'files.write', (req) => req.query.workspaceId),
     singleFile('file', 10 * MiB),
     asyncRoute(async (req, res) => {
-      const { user, workspace } = await caller(deps, req, 'files.write', req.body?.workspaceId ?? req.query.workspaceId);
+      const principal = uploaderOf(req);
+      const { user } = principal;
+      const workspace = workspaceFor(deps, req, principal, 'files.write', req.body?.workspaceId ?? req.query.workspaceId);
       const { file, mime, ext } = await checkedFile(req, 'file', UPLOAD_TYPES);
       // Images are stored re-encoded (same size and format), PDF as sent.
       const data = REENCODED_UPLOAD_TYPES.has(mime)
@@ -140,7 +175,7 @@ export function uploadRoutes(deps: Deps): Router {
       const row = await storeThenSave(deps, key, data, mime, () =>
         deps.db
           .insertInto('files')
-          .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'upload', storage_key: key, content_type: mime, size_bytes: data.length, original_name: safeName(file.originalname) })
+          .values({ workspace_id: workspace.id, uploaded_by: user.id, kind: 'upload', storage_key: key, content_type: mime, size_bytes: data.length, original_name: safeName(file.originalname) })
           .returningAll()
           .executeTakeFirstOrThrow(),
       );
@@ -159,16 +194,20 @@ export function uploadRoutes(deps: Deps): Router {
   routes.get(
     '/storage/files/:fileId',
     asyncRoute(async (req, res) => {
+      // Signed in before the lookup, so an anonymous caller gets 401 whether or not the file exists.
+      const principal = await signedIn(deps, req);
       const fileId = String(req.params.fileId);
-      if (!/^[0-9a-f-]{36}$/i.test(fileId)) throw new AppError('NOT_FOUND', 'File not found.');
-      const row = await deps.db.selectFrom('files').selectAll().where('id', '=', fileId).executeTakeFirst();
-      if (!row) throw new AppError('NOT_FOUND', 'File not found.');
-      // Members of the file's workspace only; others learn nothing (404).
-      await caller(deps, req, 'files.read', row.workspace_id).catch((err: unknown) => {
-        throw err instanceof AppError && (err.code === 'UNAUTHORIZED' || err.code === 'USER_SUSPENDED') ? err : new AppError('NOT_FOUND', 'File not found.');
-      });
+      const row = isUuid(fileId) ? await deps.db.selectFrom('files').selectAll().where('id', '=', fileId).executeTakeFirst() : undefined;
+      if (!row) throw fileNotFound();
+      // Members of the file's workspace only: others learn nothing (the 404 of a missing file). Its members
+      // are told when the workspace is not ACTIVE (WORKSPACE_UNAVAILABLE), as on its other routes.
+      try {
+        workspaceFor(deps, req, principal, 'files.read', row.workspace_id);
+      } catch (err) {
+        throw err instanceof AppError && err.code === 'NOT_FOUND' ? fileNotFound() : err;
+      }
       const data = await deps.storage.get(row.storage_key);
-      if (!data) throw new AppError('NOT_FOUND', 'File not found.');
+      if (!data) throw fileNotFound();
       res.setHeader('Content-Type', row.content_type);
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
@@ -181,18 +220,22 @@ export function uploadRoutes(deps: Deps): Router {
   routes.post(
     '/profile/avatar',
     requireMultipart('avatar'),
+    authenticateFirst(deps),
     singleFile('avatar', 2 * MiB),
     asyncRoute(async (req, res) => {
-      const { user } = await caller(deps, req);
+      const { user } = uploaderOf(req);
       const { file } = await checkedFile(req, 'avatar', IMAGE_TYPES);
       // The client crops to a square; the server makes sure: 512 x 512, re-encoded.
       const data = await reencode(file.buffer, { width: 512, height: 512, fit: 'cover' });
       const key = newKey('avatars', 'webp');
-      const previous = await storeThenSave(deps, key, data, 'image/webp', async () => {
-        const previous = await deps.db.selectFrom('users').select('avatar_key').where('id', '=', user.id).executeTakeFirstOrThrow();
-        await deps.db.updateTable('users').set({ avatar_key: key, avatar_updated_at: new Date(), updated_at: new Date() }).where('id', '=', user.id).execute();
-        return previous;
-      });
+      // The row lock makes concurrent uploads take turns, so each one removes the avatar it replaced.
+      const previous = await storeThenSave(deps, key, data, 'image/webp', () =>
+        deps.db.transaction().execute(async (trx) => {
+          const previous = await trx.selectFrom('users').select('avatar_key').where('id', '=', user.id).forUpdate().executeTakeFirstOrThrow();
+          await trx.updateTable('users').set({ avatar_key: key, avatar_updated_at: new Date(), updated_at: new Date() }).where('id', '=', user.id).execute();
+          return previous;
+        }),
+      );
       if (previous.avatar_key) await removeObject(deps, previous.avatar_key, 'replaced file');
       res.status(201).json({ avatarUrl: `/users/${user.id}/avatar`, contentType: 'image/webp', width: 512, height: 512, size: data.length });
     }),
@@ -201,11 +244,11 @@ export function uploadRoutes(deps: Deps): Router {
   routes.get(
     '/users/:userId/avatar',
     asyncRoute(async (req, res) => {
-      const { user, memberships } = await caller(deps, req);
+      const { user, memberships } = await signedIn(deps, req);
       const userId = String(req.params.userId);
       // Your own avatar, and those of people you share a workspace with (platform admins see all).
       const visible =
-        /^[0-9a-f-]{36}$/i.test(userId) &&
+        isUuid(userId) &&
         (userId === user.id ||
           user.platform_role !== 'USER' ||
           (memberships.length > 0 &&
@@ -230,21 +273,24 @@ export function uploadRoutes(deps: Deps): Router {
   routes.post(
     '/workspaces/:workspaceId/branding/logo',
     requireMultipart('logo'),
+    authenticateFirst(deps, 'branding.manage', (req) => req.params.workspaceId),
     singleFile('logo', 1 * MiB),
     asyncRoute(async (req, res) => {
-      const { user, workspace } = await caller(deps, req, 'branding.manage', req.params.workspaceId);
+      const principal = uploaderOf(req);
+      const { user } = principal;
+      const workspace = workspaceFor(deps, req, principal, 'branding.manage', req.params.workspaceId);
       const { file } = await checkedFile(req, 'logo', IMAGE_TYPES);
       const data = await reencode(file.buffer, { width: 1024, height: 1024, fit: 'inside', withoutEnlargement: true });
       const key = newKey('logos', 'webp');
       const { row, replaced } = await storeThenSave(deps, key, data, 'image/webp', () =>
         deps.db.transaction().execute(async (trx) => {
-          const previous = await trx.selectFrom('workspaces').select('logo_file_id').where('id', '=', workspace!.id).forUpdate().executeTakeFirstOrThrow();
+          const previous = await trx.selectFrom('workspaces').select('logo_file_id').where('id', '=', workspace.id).forUpdate().executeTakeFirstOrThrow();
           const row = await trx
             .insertInto('files')
-            .values({ workspace_id: workspace!.id, uploaded_by: user.id, kind: 'logo', storage_key: key, content_type: 'image/webp', size_bytes: data.length, original_name: 'logo.webp' })
+            .values({ workspace_id: workspace.id, uploaded_by: user.id, kind: 'logo', storage_key: key, content_type: 'image/webp', size_bytes: data.length, original_name: 'logo.webp' })
             .returningAll()
             .executeTakeFirstOrThrow();
-          await trx.updateTable('workspaces').set({ logo_file_id: row.id, updated_at: new Date() }).where('id', '=', workspace!.id).execute();
+          await trx.updateTable('workspaces').set({ logo_file_id: row.id, updated_at: new Date() }).where('id', '=', workspace.id).execute();
           // The previous logo goes with its replacement: its row now, its object after the commit.
           const replaced = previous.logo_file_id
             ? await trx.deleteFrom('files').where('id', '=', previous.logo_file_id).where('kind', '=', 'logo').returning('storage_key').executeTakeFirst()
@@ -320,7 +366,13 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Storage'],
       ...secured,
       parameters: [{ in: 'path', name: 'fileId', required: true, schema: { type: 'string', format: 'uuid' } }],
-      responses: { 200: { description: 'The file, with X-Content-Type-Options: nosniff' }, 404: errorResponse('No such file in my workspaces'), ...storageFailures },
+      responses: {
+        200: { description: 'The file, with X-Content-Type-Options: nosniff' },
+        401: errorResponse('No valid access token (whether or not the file exists)'),
+        403: errorResponse("WORKSPACE_UNAVAILABLE: the file's workspace is not ACTIVE (told to its members only)"),
+        404: errorResponse('No such file in my workspaces'),
+        ...storageFailures,
+      },
     },
   },
   '/users/{userId}/avatar': {

@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, registerAndLogin, type ApiResponse, type Session } from '../helpers/http.js';
 import { inviteAndJoin, upgradeWorkspace, type Role } from '../workspaces/helpers.js';
-import { MiB, PDF, SVG_WITH_SCRIPT, TEXT_AS_PNG, addedSince, download, form, padTo, pngClaiming, pngOf, solidImage, startLocalApp, type LocalApp } from './helpers.js';
+import { MiB, PDF, SVG_WITH_SCRIPT, TEXT_AS_PNG, addedSince, answerBeforeBody, download, form, padTo, pngClaiming, pngOf, solidImage, startLocalApp, type LocalApp } from './helpers.js';
 
 let local: LocalApp;
 let sessions: Record<Role, Session>;
@@ -225,5 +225,18 @@ describe('POST /workspaces/{workspaceId}/branding/logo', () => {
     await refusedWithoutTrace(() => sendLogo(png, 'logo.png', 'image/png', sessions.MEMBER.accessToken), 403, 'PERMISSION_DENIED');
     await refusedWithoutTrace(() => sendLogo(png, 'logo.png', 'image/png', sessions.VIEWER.accessToken), 403, 'PERMISSION_DENIED');
     await refusedWithoutTrace(() => sendLogo(png, 'logo.png', 'image/png', outsider.accessToken), 404, 'NOT_FOUND');
+  });
+
+  it('answers an anonymous caller (401), a MEMBER (403) and an outsider (404) before the body has arrived', async () => {
+    const member = expectError(await sendLogo(await pngOf(64, 64), 'logo.png', 'image/png', sessions.MEMBER.accessToken), 403, 'PERMISSION_DENIED');
+    for (const [token, status, body] of [
+      [undefined, 401, { code: 'UNAUTHORIZED' }],
+      [sessions.MEMBER.accessToken, 403, { code: 'PERMISSION_DENIED', message: member.message }],
+      [outsider.accessToken, 404, { code: 'NOT_FOUND' }],
+    ] as const) {
+      const early = await answerBeforeBody(local.app, logoPath(), 'logo', token);
+      expect(early, 'no answer while the body was still open').toBeDefined();
+      expect(early).toMatchObject({ status, body });
+    }
   });
 });

@@ -2,7 +2,9 @@
 // list exactly what was written, and see anything that escaped the folder), multipart forms, byte-exact
 // downloads, and hand-made files: real images from sharp, PNG chunks with valid CRCs, and headers that
 // claim huge dimensions.
+import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -66,6 +68,41 @@ export async function download(app: TestApp, urlPath: string, token?: string) {
   const bytes = Buffer.from(await res.arrayBuffer());
   ledger.observe(`GET ${urlPath}`, bytes.toString('latin1'));
   return { status: res.status, headers: res.headers, bytes };
+}
+
+/**
+ * Starts a multipart upload of 8 MiB in `field` but sends only its headers and first 64 KiB, then waits:
+ * answers what the server says while the rest of the body is still owed, or undefined after `waitMs` (the
+ * server is waiting for the body). The request is dropped either way.
+ */
+export function answerBeforeBody(app: TestApp, urlPath: string, field: string, token?: string, waitMs = 3000) {
+  const boundary = `----upload-${crypto.randomBytes(8).toString('hex')}`;
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`);
+  const req = http.request(app.url + urlPath, {
+    method: 'POST',
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(8 * MiB), ...(token && { authorization: `Bearer ${token}` }) },
+  });
+  if (token) ledger.sent(token, 'a bearer token');
+  return new Promise<{ status: number; body: any } | undefined>((resolve, reject) => {
+    const settle = (answer: { status: number; body: any } | undefined, err?: Error) => {
+      clearTimeout(timer);
+      req.destroy();
+      if (err) reject(err);
+      else resolve(answer);
+    };
+    const timer = setTimeout(() => settle(undefined), waitMs);
+    req.on('error', (err) => settle(undefined, err));
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        ledger.observe(`POST ${urlPath.split('?')[0]}`, text);
+        settle({ status: res.statusCode!, body: JSON.parse(text) });
+      });
+    });
+    req.write(Buffer.concat([head, Buffer.alloc(64 * 1024)]));
+  });
 }
 
 // ------------------------------------------------------------------ images

@@ -18,6 +18,7 @@ import {
   SVG_WITH_SCRIPT,
   TEXT_AS_PNG,
   addedSince,
+  answerBeforeBody,
   download,
   form,
   gifClaiming,
@@ -125,6 +126,35 @@ describe('POST /storage/upload: accepted files', () => {
     const anonymous = await api('GET', body.url);
     expectError(anonymous, 401, 'UNAUTHORIZED');
     expect(anonymous.headers.get('content-type')).toMatch(/application\/json/);
+  });
+
+  it('an anonymous caller gets the same 401 for an existing file, a missing one and a malformed id', async () => {
+    const { body } = await uploadOk(PNG, 'exists.png', 'image/png');
+    const answers = [];
+    for (const url of [body.url, `/storage/files/${crypto.randomUUID()}`, `/storage/files/${'-'.repeat(36)}`]) {
+      answers.push(expectError(await api('GET', url), 401, 'UNAUTHORIZED').message);
+    }
+    expect(new Set(answers).size).toBe(1);
+  });
+
+  it('a 36-character id that is not a UUID (36 dashes, 36 letters) is the 404 of a missing file, not a 500', async () => {
+    const missing = expectError(await api('GET', `/storage/files/${crypto.randomUUID()}`, { token: owner.accessToken }), 404, 'NOT_FOUND');
+    for (const id of ['-'.repeat(36), 'a'.repeat(36), 'A'.repeat(36)]) {
+      expect(expectError(await api('GET', `/storage/files/${id}`, { token: owner.accessToken }), 404, 'NOT_FOUND').message).toBe(missing.message);
+    }
+  });
+
+  it('in a suspended workspace, its members get 403 WORKSPACE_UNAVAILABLE and outsiders still the 404 of a missing file', async () => {
+    const suspended = await registerAndLogin(local.app.api, { prefix: 'up-suspended' });
+    const res = await upload(PNG, 'kept.png', 'image/png', suspended.accessToken);
+    expect(res.status, res.text).toBe(201);
+    await local.app.deps.db.updateTable('workspaces').set({ status: 'SUSPENDED' }).where('id', '=', suspended.workspaceId).execute();
+
+    expect(expectError(await api('GET', res.body.url, { token: suspended.accessToken }), 403, 'WORKSPACE_UNAVAILABLE').message).toMatch(/suspended/);
+    const theirs = expectError(await api('GET', res.body.url, { token: outsider.accessToken }), 404, 'NOT_FOUND');
+    const missing = expectError(await api('GET', `/storage/files/${crypto.randomUUID()}`, { token: outsider.accessToken }), 404, 'NOT_FOUND');
+    expect(theirs.message).toBe(missing.message);
+    expectError(await api('GET', res.body.url), 401, 'UNAUTHORIZED');
   });
 
   it('keeps a PDF byte for byte and serves it as an attachment', async () => {
@@ -260,6 +290,23 @@ describe('POST /storage/upload: refused files leave nothing on disk and no row',
     await refusedWithoutTrace(() => upload(PNG, 'a.png', 'image/png', viewer.accessToken, { workspaceId: owner.workspaceId }), 403, 'PERMISSION_DENIED');
     await refusedWithoutTrace(() => upload(PNG, 'a.png', 'image/png', outsider.accessToken, { workspaceId: owner.workspaceId }), 404, 'NOT_FOUND');
   });
+
+  it('answers an anonymous caller or a bad token with 401 before the body has arrived (nothing is buffered)', async () => {
+    const full = expectError(await api('POST', '/storage/upload', { form: form('file', PNG, 'a.png', 'image/png') }), 401, 'UNAUTHORIZED');
+    for (const token of [undefined, 'not-a-token']) {
+      const early = await answerBeforeBody(local.app, '/storage/upload', 'file', token);
+      expect(early, 'no answer while the body was still open').toBeDefined();
+      expect(early).toMatchObject({ status: 401, body: { code: 'UNAUTHORIZED', message: full.message } });
+    }
+  });
+
+  it('answers a VIEWER (403) and an outsider (404) naming the workspace in the query before the body has arrived', async () => {
+    const url = `/storage/upload?workspaceId=${owner.workspaceId}`;
+    const viewerAnswer = await answerBeforeBody(local.app, url, 'file', viewer.accessToken);
+    expect(viewerAnswer).toMatchObject({ status: 403, body: { code: 'PERMISSION_DENIED' } });
+    const outsiderAnswer = await answerBeforeBody(local.app, url, 'file', outsider.accessToken);
+    expect(outsiderAnswer).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
+  });
 });
 
 describe('POST /profile/avatar', () => {
@@ -339,6 +386,22 @@ describe('POST /profile/avatar', () => {
     expect(`uploads/${await avatarKey(user.userId)}`).toBe(now[0]);
   });
 
+  it('10 parallel uploads by one user leave exactly one stored avatar, the one the user points at', async () => {
+    const user = await registerAndLogin(local.app.api, { prefix: 'up-avatar-race' });
+    const before = await local.listing();
+    const images = await Promise.all(Array.from({ length: 10 }, (_, i) => pngOf(40, 40, `#${(i * 20).toString(16).padStart(2, '0')}8040`)));
+    const answers = await Promise.all(images.map((image) => sendAvatar(user.accessToken, image)));
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(201));
+    const added = await addedSince(local, before);
+    expect(added).toEqual([`uploads/${await avatarKey(user.userId)}`]);
+  });
+
+  it('a 36-character id that is not a UUID is a 404 (not a 500)', async () => {
+    for (const id of ['-'.repeat(36), 'a'.repeat(36)]) {
+      expectError(await api('GET', `/users/${id}/avatar`, { token: owner.accessToken }), 404, 'NOT_FOUND');
+    }
+  });
+
   it('a file of exactly 2 MiB is accepted (the limit is 2 MiB)', async () => {
     const user = await registerAndLogin(local.app.api, { prefix: 'up-avatar' });
     const res = await sendAvatar(user.accessToken, padTo(await pngOf(20, 20), 2 * MiB));
@@ -380,6 +443,15 @@ describe('POST /profile/avatar', () => {
       expect(expectError(await sendAvatar(user.accessToken, PNG, 'me.png', 'image/png', 'file'), 400, 'BAD_REQUEST').message).toContain('"avatar"');
       expectError(await api('POST', '/profile/avatar', { form: form('avatar', PNG, 'me.png', 'image/png') }), 401, 'UNAUTHORIZED');
       expect(await local.listing()).toEqual(diskBefore);
+    });
+
+    it('an anonymous caller or a bad token gets 401 before the body has arrived', async () => {
+      for (const token of [undefined, 'not-a-token']) {
+        const early = await answerBeforeBody(local.app, '/profile/avatar', 'avatar', token);
+        expect(early, 'no answer while the body was still open').toBeDefined();
+        expect(early).toMatchObject({ status: 401, body: { code: 'UNAUTHORIZED' } });
+      }
+      expect(await avatarKey(user.userId)).not.toBeNull();
     });
   });
 });
