@@ -30,6 +30,8 @@ const TRPC_MOUNT = /^\/trpc(?:\/|$)/i;
 /** A /trpc path read the same by every layer: the procedure names after `/trpc/`, nothing to decode. */
 const PLAIN_TRPC_PATH = /^\/trpc(?:\/[^/%]*)?$/;
 
+const DOUBLED_TRPC_SLASH = /^\/trpc\/{2,}/;
+
 const isTrpcPath = (path: string) => TRPC_MOUNT.test(path);
 
 /**
@@ -40,7 +42,12 @@ const isTrpcPath = (path: string) => TRPC_MOUNT.test(path);
  * such paths, so refusing them, rather than normalising them, leaves one reading for everyone.
  */
 export const refuseAmbiguousPath: RequestHandler = (req, _res, next) => {
+  // A target that is neither a path nor an absolute URL (`GET *`): URL parsers downstream throw on it.
+  if (!req.url.startsWith('/') && !URL.canParse(req.url)) return next(new AppError('BAD_REQUEST', 'The request target must be a path.'));
   if (DOT_SEGMENT_OR_BACKSLASH.test(req.path)) return next(new AppError('BAD_REQUEST', 'The URL path may not contain "." or ".." segments or backslashes.'));
+  // A client configured with a trailing slash (`url: '.../trpc/'`) sends `/trpc//name`: tRPC reads the last
+  // segment, and so will every layer once the slashes are one.
+  if (DOUBLED_TRPC_SLASH.test(req.path)) req.url = req.url.replace(DOUBLED_TRPC_SLASH, '/trpc/');
   if (isTrpcPath(req.path) && !PLAIN_TRPC_PATH.test(req.path)) {
     return next(new AppError('BAD_REQUEST', 'A /trpc path is /trpc/ and the procedure names, comma-separated, without "/" or percent-escapes.'));
   }
@@ -120,7 +127,9 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
       req.headers['content-type'] = 'application/json';
       req.body = {};
     }
-    void deps.inFlight.run(() => handler(req, res, next));
+    // A handler that throws outside its own error handling is answered by the error handler, never left
+    // as an unhandled rejection (which ends the process).
+    deps.inFlight.run(() => handler(req, res, next)).catch(next);
   };
 }
 
@@ -154,7 +163,7 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     // deep parses, but overflows the stack of JSON.stringify. A mutation without input arrives with an
     // empty body: for tRPC no input at all.
     if (req.rawBody) req.body = req.rawBody.length === 0 ? undefined : req.rawBody.toString('utf8');
-    void deps.inFlight.run(async () => handler(req, res, next));
+    deps.inFlight.run(async () => handler(req, res, next)).catch(next);
   };
 }
 

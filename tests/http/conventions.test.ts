@@ -97,6 +97,14 @@ describe('errors of the HTTP layer', () => {
     expect(JSON.parse(body!)).toMatchObject({ code: 'REQUEST_HEADER_FIELDS_TOO_LARGE', message: expect.any(String), requestId: expect.any(String) });
   });
 
+  it.each(['*', 'auth/login'])('answers the request target %s 400 in the error shape, and keeps serving (it used to end the process)', async (target) => {
+    const answer = await rawRequest(app.url, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(body!)).toMatchObject({ code: 'BAD_REQUEST', requestId: expect.any(String) });
+    expect((await fetch(`${app.url}/health`)).status).toBe(200);
+  });
+
   it('never puts a stack trace or a file path in an error body', async () => {
     const res = await app.api('POST', '/auth/register', { body: { email: 5, password: [], name: {} } });
     expectError(res, 400, 'BAD_REQUEST');

@@ -509,6 +509,18 @@ describe('/trpc', () => {
     expectRateLimited(await c('POST', '/auth/login', { body: WRONG_LOGIN() }), LIMIT.auth, WINDOW);
   });
 
+  it('serves a client whose URL ends in a slash (/trpc//auth.login), charging the auth tier as for /trpc/auth.login', async () => {
+    const c = clientOf(tiers.url, { from: freshLoopback() });
+    for (let i = 0; i < LIMIT.auth; i++) {
+      const res = await c('POST', '/trpc//auth.login', { body: WRONG_LOGIN(), asIs: true });
+      expect(res.body?.error?.data?.code, res.text).toBe('INVALID_CREDENTIALS');
+      expectCounted(res, LIMIT.auth, WINDOW, LIMIT.auth - 1 - i);
+    }
+    expect((await c('POST', '/trpc//auth.login', { body: WRONG_LOGIN(), asIs: true })).status).toBe(429);
+    expectRateLimited(await c('POST', '/auth/login', { body: WRONG_LOGIN() }), LIMIT.auth, WINDOW);
+    expect((await c('GET', '/trpc//demo.status,demo.status?batch=1', { asIs: true })).status).toBe(200);
+  });
+
   it.each([
     ['the prefix in capitals', '/TRPC/auth.login'],
     ['a segment before the procedure (tRPC takes the last one)', '/trpc/x/auth.login'],
