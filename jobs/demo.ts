@@ -367,7 +367,14 @@ export function formatDemoSummary(s: DemoSummary): string[] {
       .join(', ');
   const lines: string[] = [];
   if (s.action === 'seed') {
-    lines.push(s.changed ? `demo:seed created ${counts(s.written)}.` : 'demo:seed: the demo data is already in place; nothing changed (npm run demo:reset undoes changes made to it).');
+    const created = counts(s.written);
+    lines.push(
+      !s.changed
+        ? 'demo:seed: the demo data is already in place; nothing changed (npm run demo:reset undoes changes made to it).'
+        : created
+          ? `demo:seed created ${created}.`
+          : 'demo:seed created nothing; it changed what the notes say.',
+    );
   } else {
     lines.push(`demo:reset removed ${s.changed ? counts(s.removed) : 'nothing'} and wrote back ${counts(s.written)}.`);
   }
@@ -394,6 +401,8 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
   const written = noRows();
   const created = new Set<string>();
   const now = new Date();
+  /** The member limit the demo workspace's copy was raised to, when it was too low for the members. */
+  let limitRaisedTo: number | undefined;
 
   await db.transaction().execute(async (trx) => {
     await lockDemoData(trx);
@@ -423,7 +432,8 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
       ? undefined
       : await sql`update workspaces set limits = jsonb_set(limits, '{members}', to_jsonb(${members.length + 1}::int))
           where id = ${DEMO_IDS.workspace} and coalesce((limits->>'members')::int, 3) < ${members.length + 1}`.execute(trx);
-    written.workspaces = workspace || Number(raised?.numAffectedRows ?? 0) > 0 ? 1 : 0;
+    if (Number(raised?.numAffectedRows ?? 0) > 0) limitRaisedTo = members.length + 1;
+    written.workspaces = workspace ? 1 : 0;
 
     if (seatedMembers.length) {
       const rows = await trx
@@ -471,8 +481,8 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
     accounts: accounts.map((a) => accountSummary(a, a.state === 'skipped' ? 'skipped' : created.has(a.id) ? 'created' : 'present')),
     written,
     removed: {},
-    changed: Object.values(written).some((n) => n > 0),
-    notes: ignoredNotes(ignored),
+    changed: Object.values(written).some((n) => n > 0) || limitRaisedTo !== undefined,
+    notes: [...ignoredNotes(ignored), ...(limitRaisedTo ? [`raised the demo workspace's member limit to ${limitRaisedTo}, to fit its members and one invitation`] : [])],
   };
 }
 

@@ -137,11 +137,14 @@ describe('npm run demo:seed (seedDemo)', () => {
     // As a seed with the default single address left it: a limit of 3.
     await sql`update workspaces set limits = jsonb_set(limits, '{members}', '3') where id = ${ws}`.execute(db);
     const again = await seedDemo(deps);
-    expect(again.written.workspaces).toBe(1);
+    expect(again.changed).toBe(true);
+    expect(again.written.workspaces).toBe(0);
+    expect(formatDemoSummary(again)[0]).toBe('demo:seed created nothing; it changed what the notes say.');
+    expect(formatDemoSummary(again)).toContain(`  note: raised the demo workspace's member limit to ${DEMO.users.length + 1}, to fit its members and one invitation`);
     const { limits } = await db.selectFrom('workspaces').select('limits').where('id', '=', ws).executeTakeFirstOrThrow();
     // Four members and one place left for an invitation, as the first seed makes it.
     expect(limits.members).toBe(DEMO.users.length + 1);
-    expect((await seedDemo(deps)).written.workspaces).toBe(0);
+    expect((await seedDemo(deps)).changed).toBe(false);
   });
 
   it('reports addresses and setting names, never a password or the webhook secret', async () => {
