@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { waitUntil } from '../helpers/entry.js';
 import { STRONG_PASSWORD, uniqueEmail } from '../helpers/http.js';
 
 interface Received {
@@ -64,6 +66,8 @@ describe('EMAIL_PROVIDER=SMTP', () => {
   it('sends the verification mail through the SMTP server, authenticated, and logs nothing to email_logs', async () => {
     const email = uniqueEmail('smtp');
     expect((await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Sam' } })).status).toBe(201);
+    // Sent after the answer: the request does not wait for the mail server.
+    await waitUntil(() => received.some((m) => m.to.includes(email)), 5_000);
     const mail = received.find((m) => m.to.includes(email));
     expect(mail).toBeDefined();
     expect(mail!.user).toBe('mailer');
@@ -81,9 +85,33 @@ describe('EMAIL_PROVIDER=SMTP', () => {
     try {
       const res = await broken.api('POST', '/auth/forgot-password', { body: { email } });
       expect(res.status).toBe(200);
-      expect(broken.logs.some((l) => l.includes('sending mail failed'))).toBe(true);
+      await waitUntil(() => broken.logs.some((l) => l.includes('sending mail failed')), 5_000);
     } finally {
       await broken.close();
     }
   });
+
+  it('answers forgot-password as fast for an account as for an unknown address when the SMTP server stalls (it waited 30 s: a tell)', async () => {
+    // Accepts connections and never greets.
+    const silent = net.createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const stalled = await startTestApp({ EMAIL_PROVIDER: 'SMTP', SMTP_HOST: '127.0.0.1', SMTP_PORT: String((silent.address() as AddressInfo).port) });
+    try {
+      const email = uniqueEmail('smtp-stalled');
+      expect((await stalled.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Sam' } })).status).toBe(201);
+      const timed = async (address: string) => {
+        const started = performance.now();
+        const res = await stalled.api('POST', '/auth/forgot-password', { body: { email: address } });
+        return { res, ms: performance.now() - started };
+      };
+      const known = await timed(email);
+      const unknown = await timed(uniqueEmail('smtp-nobody'));
+      expect(known.res.status).toBe(200);
+      expect(known.res.body).toEqual(unknown.res.body);
+      expect(known.ms).toBeLessThan(2_000);
+    } finally {
+      await stalled.close();
+      silent.close();
+    }
+  }, 30_000);
 });
