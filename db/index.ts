@@ -55,13 +55,54 @@ export async function createDialect(config: DbConfig, onPoolError?: (err: Error)
   }
   // Loaded only when used: PGlite costs hundreds of MB of WebAssembly memory.
   const { PGlite } = await import('@electric-sql/pglite');
-  let dataDir = 'memory://';
-  if (kind === 'pglite') {
-    dataDir = path.resolve(config.DATA_DIR, 'pglite');
-    fs.mkdirSync(dataDir, { recursive: true });
+  if (kind === 'pglite-memory') return new PGliteDialect(await PGlite.create('memory://'));
+  const dataDir = path.resolve(config.DATA_DIR, 'pglite');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const release = claimDataDir(dataDir);
+  try {
+    return new PGliteDialect(await PGlite.create(dataDir), release);
+  } catch (err) {
+    release();
+    throw err;
   }
-  const pglite = await PGlite.create(dataDir);
-  return new PGliteDialect(pglite);
+}
+
+/**
+ * PGlite is one process's database: a second process opening the same directory (`npm run demo:seed`
+ * while `npm start` runs) writes files the first never reads, and one of the two loses its writes. The
+ * directory is claimed by a lock file holding the owner's pid; the lock of a process that is gone is taken
+ * over. Answers the release (also run when the process exits).
+ */
+function claimDataDir(dataDir: string): () => void {
+  const lockFile = `${dataDir}.lock`;
+  for (;;) {
+    try {
+      fs.writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = Number(fs.readFileSync(lockFile, 'utf8'));
+      if (owner && owner !== process.pid && isRunning(owner)) {
+        throw new Error(`The embedded database in ${dataDir} is in use by process ${owner} (npm start?). Stop it first, or set DATABASE_URL to a Postgres server.`);
+      }
+      fs.rmSync(lockFile, { force: true });
+    }
+  }
+  const release = () => {
+    process.off('exit', release);
+    if (fs.existsSync(lockFile) && fs.readFileSync(lockFile, 'utf8') === String(process.pid)) fs.rmSync(lockFile, { force: true });
+  };
+  process.on('exit', release);
+  return release;
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export async function createDb(config: DbConfig, onPoolError?: (err: Error) => void): Promise<Db> {

@@ -39,7 +39,10 @@ class PGliteDriver implements Driver {
   private queue: Promise<void> = Promise.resolve();
   private release: (() => void) | undefined;
 
-  constructor(private readonly pglite: PGlite) {
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly onClose?: () => void,
+  ) {
     this.connection = new PGliteConnection(pglite);
   }
 
@@ -80,16 +83,21 @@ class PGliteDriver implements Driver {
   async destroy(): Promise<void> {
     await this.queue;
     if (!this.pglite.closed) await this.pglite.close();
+    this.onClose?.();
   }
 }
 
 export class PGliteDialect implements Dialect {
-  constructor(private readonly pglite: PGlite) {}
+  /** `onClose`: called once PGlite is closed (the data directory's lock is released). */
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly onClose?: () => void,
+  ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.pglite);
+    return new PGliteDriver(this.pglite, this.onClose);
   }
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);

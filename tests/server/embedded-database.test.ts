@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseConfig, withDevelopmentSecrets } from '../../server/config.js';
 import { createLogger } from '../../server/logger.js';
@@ -47,4 +49,37 @@ describe('embedded database', () => {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('is one process\'s: a demo command refuses it while the server runs, and a lock left by a dead process is taken over', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'saas-data-'));
+    const lockFile = path.join(dataDir, 'pglite.lock');
+    const demoSeed = () =>
+      promisify(execFile)(process.execPath, ['--import', 'tsx', 'jobs/demo-cli.ts', 'seed'], {
+        env: { PATH: process.env.PATH, DATA_DIR: dataDir, BCRYPT_COST: '4', LOG_LEVEL: 'warn' },
+        timeout: 60_000,
+      }).then(
+        () => ({ code: 0, stderr: '' }),
+        (err: { code: number; stderr: string }) => ({ code: err.code, stderr: err.stderr }),
+      );
+    try {
+      const server = await boot({ DATA_DIR: dataDir });
+      try {
+        expect(fs.readFileSync(lockFile, 'utf8')).toBe(String(process.pid));
+        const refused = await demoSeed();
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain(`demo:seed failed: The embedded database in ${path.join(dataDir, 'pglite')} is in use by process ${process.pid}`);
+        expect(refused.stderr).not.toMatch(/\bat .+:\d+:\d+/);
+      } finally {
+        await server.close();
+      }
+      expect(fs.existsSync(lockFile)).toBe(false);
+      // A process that died holding it (no such pid): the next one takes the directory over.
+      fs.writeFileSync(lockFile, '2147483646');
+      const again = await boot({ DATA_DIR: dataDir });
+      await again.close();
+      expect(fs.existsSync(lockFile)).toBe(false);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
