@@ -4,10 +4,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
+import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
+import { passwordPolicyViolation } from './security/passwords.js';
 
 /** Empty strings count as unset, so `FOO=` in an env file falls back to the default. */
 const unsetIfEmpty = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+const trimmedOrUnset = (v: unknown) => (typeof unsetIfEmpty(v) === 'string' ? String(v).trim() : undefined);
 
 const bool = (fallback: boolean) =>
   z.preprocess((v) => {
@@ -73,13 +76,73 @@ const duration = (fallback: string) =>
       .pipe(z.number().int().positive({ error: 'must be longer than 0 seconds' })),
   );
 
-/** A BullMQ repeat pattern: 5 or 6 cron fields (`0 * * * *`). Unset or empty: off. */
+/** Whether `attempt` runs without throwing. */
+const succeeds = (attempt: () => unknown) => {
+  try {
+    attempt();
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * A BullMQ repeat pattern: 5 or 6 cron fields (`0 * * * *`), parsed with the cron-parser BullMQ uses, so a
+ * bad one stops the boot here rather than the worker later. Unset or empty: off.
+ */
 const cronPattern = () =>
   z.preprocess(
-    (v) => (typeof unsetIfEmpty(v) === 'string' ? String(v).trim() : undefined),
+    trimmedOrUnset,
     z
       .string()
-      .regex(/^[\w*?#\/,-]+(\s+[\w*?#\/,-]+){4,5}$/, { error: 'must be a cron pattern of 5 or 6 fields (e.g. 0 * * * *)' })
+      .refine((s) => /^[\w*?#\/,-]+(\s+[\w*?#\/,-]+){4,5}$/.test(s) && succeeds(() => CronExpressionParser.parse(s)), {
+        error: 'must be a cron pattern of 5 or 6 fields (e.g. 0 * * * *)',
+      })
+      .optional(),
+  );
+
+/** The URL when it parses (well-formed host, port at most 65535) with one of `protocols` and a port other than 0. */
+const parseUrl = (s: string, protocols: readonly string[]) => {
+  try {
+    const url = new URL(s);
+    return protocols.includes(url.protocol) && url.port !== '0' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+const POSTGRES_PROTOCOLS = ['postgres:', 'postgresql:'];
+const isDatabaseUrl = (s: string) =>
+  s === 'memory://' ||
+  // pg also takes `user:pass@/db?host=/socket` (no host), parsing it with a stand-in host; so do we.
+  (/^postgres(ql)?:\/\//i.test(s) && Boolean(parseUrl(s, POSTGRES_PROTOCOLS) ?? parseUrl(s.replace('@/', '@localhost/'), POSTGRES_PROTOCOLS)));
+
+const isRedisUrl = (s: string) => {
+  const url = /^rediss?:\/\//i.test(s) ? parseUrl(s, ['redis:', 'rediss:']) : undefined;
+  // ioredis decodes the credentials, where a stray '%' would throw.
+  return url !== undefined && succeeds(() => [url.username, url.password].map((part) => decodeURIComponent(part)));
+};
+
+/**
+ * A connection URL, which may hold a password: checked here so a bad one is refused by name, where the
+ * driver's error would print it. The message is fixed and never repeats the value.
+ */
+const connectionUrl = (isValid: (s: string) => boolean, message: string) =>
+  z.preprocess(trimmedOrUnset, z.string().refine(isValid, { error: message }).optional());
+
+/** An account's e-mail, held to the sign-in form's rule so the account can sign in. */
+const optionalEmail = () => z.preprocess(trimmedOrUnset, z.email({ error: 'must be an e-mail address' }).max(254, { error: 'must be at most 254 characters' }).optional());
+
+/** A password held to the sign-up policy; the message is the policy's and never repeats the password. */
+const optionalPassword = () =>
+  z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .superRefine((password, ctx) => {
+        const violation = passwordPolicyViolation(password);
+        if (violation) ctx.addIssue({ code: 'custom', message: violation });
+      })
       .optional(),
   );
 
@@ -118,9 +181,9 @@ export const configSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0),
 
   // ---- data
-  DATABASE_URL: optionalStr(),
+  DATABASE_URL: connectionUrl(isDatabaseUrl, 'must be a postgres:// or postgresql:// URL, or memory:// (unset: embedded database under DATA_DIR)'),
   DATABASE_POOL_MAX: int(10, 1, 1000),
-  REDIS_URL: optionalStr(),
+  REDIS_URL: connectionUrl(isRedisUrl, 'must be a redis:// or rediss:// URL (e.g. redis://host:6379)'),
 
   // ---- accounts
   JWT_ACCESS_SECRET: optionalStr(),
@@ -133,10 +196,10 @@ export const configSchema = z.object({
   BCRYPT_COST: int(12, 4, 15),
   PASSWORD_RESET_TTL: duration('1h'),
   EMAIL_VERIFICATION_TTL: duration('24h'),
-  SEED_ADMIN_EMAIL: optionalStr(),
-  SEED_ADMIN_PASSWORD: optionalStr(),
-  SEED_DEMO_ADMIN_EMAIL: optionalStr(),
-  SEED_DEMO_ADMIN_PASSWORD: optionalStr(),
+  SEED_ADMIN_EMAIL: optionalEmail(),
+  SEED_ADMIN_PASSWORD: optionalPassword(),
+  SEED_DEMO_ADMIN_EMAIL: optionalEmail(),
+  SEED_DEMO_ADMIN_PASSWORD: optionalPassword(),
 
   // ---- e-mail
   EMAIL_PROVIDER: oneOf(['MOCK', 'SMTP'] as const, 'MOCK'),
@@ -268,9 +331,6 @@ export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
   }
   const cfg = result.data;
   const problems: string[] = [];
-  if (cfg.DATABASE_URL && cfg.DATABASE_URL !== 'memory://' && !/^postgres(ql)?:\/\//.test(cfg.DATABASE_URL)) {
-    problems.push('  DATABASE_URL: must be a postgres:// URL or memory:// (unset: embedded database under DATA_DIR)');
-  }
   if (cfg.EMAIL_PROVIDER === 'SMTP' && !cfg.SMTP_HOST) problems.push('  SMTP_HOST: required when EMAIL_PROVIDER is SMTP');
   if (Boolean(cfg.SEED_ADMIN_EMAIL) !== Boolean(cfg.SEED_ADMIN_PASSWORD)) {
     problems.push('  SEED_ADMIN_EMAIL / SEED_ADMIN_PASSWORD: set both or neither');

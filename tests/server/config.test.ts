@@ -72,4 +72,68 @@ describe('configuration', () => {
     expect(errorOf({ TRUST_PROXY: 'yes please' })).toContain('TRUST_PROXY');
     expect(errorOf({ AI_TEST_USER_EMAILS: 'not-an-address' })).toContain('AI_TEST_USER_EMAILS');
   });
+
+  it('when REDIS_URL is malformed, then it is refused by name without printing the URL or its password', () => {
+    for (const value of [
+      'redis://:TopSecretPw2@redis.internal:99999',
+      'redis://:TopSecretPw2@redis internal:6379',
+      'redis://:TopSecretPw2@[redis.internal]:6379',
+      'redis://:TopSecretPw2@redis.internal:0',
+      'redis://:TopSecret%zz@redis.internal:6379',
+      'http://:TopSecretPw2@redis.internal:6379',
+    ]) {
+      const message = errorOf({ REDIS_URL: value });
+      expect(message).toContain('REDIS_URL: must be a redis:// or rediss:// URL');
+      expect(message).not.toContain('TopSecret');
+      expect(message).not.toContain('redis.internal');
+    }
+    for (const value of ['redis://localhost:6379', 'rediss://:pw@redis.internal:6380/2', 'redis://[::1]:6379']) {
+      expect(parseConfig({ REDIS_URL: value }).REDIS_URL).toBe(value);
+    }
+  });
+
+  it('when DATABASE_URL is malformed, then it is refused by name without printing the URL or its password', () => {
+    for (const value of [
+      'postgres://app:TopSecretPw2@db.internal:99999/app',
+      'postgresql://app:TopSecretPw2@db internal/app',
+      'postgres://app:TopSecretPw2@[db.internal]/app',
+      'mysql://app:TopSecretPw2@db.internal/app',
+    ]) {
+      const message = errorOf({ DATABASE_URL: value });
+      expect(message).toContain('DATABASE_URL: must be a postgres:// or postgresql:// URL, or memory://');
+      expect(message).not.toContain('TopSecret');
+      expect(message).not.toContain('db.internal');
+    }
+    for (const value of ['memory://', 'postgres://app:pw@db.internal:5432/app', 'postgresql://app:pw@/app?host=/var/run/postgresql']) {
+      expect(parseConfig({ DATABASE_URL: value }).DATABASE_URL).toBe(value);
+    }
+  });
+
+  it('when a seed password breaks the password policy, then it is refused by name without printing it', () => {
+    for (const [email, password] of [['SEED_ADMIN_EMAIL', 'SEED_ADMIN_PASSWORD'], ['SEED_DEMO_ADMIN_EMAIL', 'SEED_DEMO_ADMIN_PASSWORD']] as const) {
+      for (const weak of ['admin', 'onlyletters', '12345678901']) {
+        const message = errorOf({ [email]: 'admin@example.com', [password]: weak });
+        expect(message).toContain(`${password}: Password must`);
+        expect(message).not.toContain(weak);
+      }
+      expect(parseConfig({ [email]: 'admin@example.com', [password]: 'Admin-pass-1234' })[password]).toBe('Admin-pass-1234');
+    }
+  });
+
+  it('when a seed e-mail is not an e-mail address, then it is refused by name', () => {
+    for (const name of ['SEED_ADMIN_EMAIL', 'SEED_DEMO_ADMIN_EMAIL'] as const) {
+      const password = name === 'SEED_ADMIN_EMAIL' ? 'SEED_ADMIN_PASSWORD' : 'SEED_DEMO_ADMIN_PASSWORD';
+      expect(errorOf({ [name]: 'not-an-email', [password]: 'Admin-pass-1234' })).toContain(`${name}: must be an e-mail address`);
+      expect(parseConfig({ [name]: ' admin@tests.local ', [password]: 'Admin-pass-1234' })[name]).toBe('admin@tests.local');
+    }
+  });
+
+  it('when DEMO_RESET_CRON does not parse as cron, then it is refused by name', () => {
+    for (const value of ['99 99 99 99 99', 'a b c d e', '0 0 30 2 *']) {
+      const message = errorOf({ DEMO_RESET_CRON: value });
+      expect(message).toContain('DEMO_RESET_CRON: must be a cron pattern');
+      expect(message).not.toContain(value);
+    }
+    for (const value of ['0 * * * *', '*/30 * * * * *', '0 3 * * MON']) expect(parseConfig({ DEMO_RESET_CRON: value }).DEMO_RESET_CRON).toBe(value);
+  });
 });
