@@ -3,8 +3,8 @@
 // repeatable maintenance jobs (the delivery sweep and the clean-up of expired tokens), and with
 // DEMO_RESET_CRON the demo reset (jobs/demo.ts) on the same maintenance queue. Its own Redis
 // connections (blocking ones need maxRetriesPerRequest: null). SIGTERM closes the workers first (jobs in
-// flight finish), then Redis and the database pool. A job whose worker died is found stalled and run
-// again; the delivery row makes the second run harmless.
+// flight finish, within SHUTDOWN_TIMEOUT_MS), then Redis and the database pool, and exits 0. A job whose
+// worker died is found stalled and run again; the delivery row makes the second run harmless.
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { loadConfigOrExit } from '../server/config.js';
@@ -14,7 +14,7 @@ import { SecretBox } from '../server/security/secret-box.js';
 import { createDb } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { attemptDelivery } from '../routers/webhooks/delivery.js';
-import { DELIVER_WEBHOOK, KEEP_ENDED_JOBS, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, attemptsBeforeJob, createWebhookQueue, webhookQueueEnabled, type DeliverWebhookJob } from './queue.js';
+import { DELIVER_WEBHOOK, KEEP_ENDED_JOBS, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, attemptsBeforeJob, createWebhookQueue, webhookQueueEnabled, type DeliverWebhookJob, type WebhookQueue } from './queue.js';
 import { WebhookRunner } from './webhook-runner.js';
 import { cleanUpExpiredTokens } from './maintenance.js';
 import { PasswordHasher } from '../server/security/passwords.js';
@@ -37,7 +37,23 @@ const db = await createDb(config, (err) => logger.error({ err }, 'idle database 
 await migrateToLatest(db);
 const mailer = createMailer(config, db);
 const deliveryDeps = { db, config, logger, mailer, secrets: new SecretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY) };
-const workerConnection = () => new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null });
+/** How long the closing of the mailer and the database pool may take once the queues are closed. */
+const CLOSE_POOL_MS = 5_000;
+/** Which ended maintenance jobs Redis keeps: enough to see the latest runs, not one job a minute forever. */
+const KEEP_MAINTENANCE_JOBS = { removeOnComplete: { count: 100 }, removeOnFail: { count: 1000 } };
+const SWEEP_DELIVERIES = 'sweep-deliveries';
+const CLEAN_UP_TOKENS = 'clean-up-tokens';
+
+/** Every Redis connection the worker opens, cut at once when a shutdown cannot wait any longer. */
+const connections: Redis[] = [];
+const workerConnection = () => {
+  const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null });
+  // Its errors reach us through the BullMQ worker or queue using it, but only until that one closes: a
+  // connection still trying to reconnect then would print "[ioredis] Unhandled error event" each time.
+  connection.on('error', () => undefined);
+  connections.push(connection);
+  return connection;
+};
 
 /**
  * The number of the attempt a job is starting, as BullMQ counts them: every start of the job so far
@@ -71,6 +87,15 @@ const deliveries = new Worker<DeliverWebhookJob>(
 deliveries.on('failed', (job, err) => logger.info({ deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message }, 'delivery attempt failed'));
 deliveries.on('error', (err) => logger.error({ err }, 'delivery worker error'));
 
+let maintenance: Worker | undefined;
+let maintenanceQueue: Queue | undefined;
+let runnerQueue: WebhookQueue | undefined;
+let stopping = false;
+// From here on jobs may be in flight: SIGTERM closes gracefully, also while the start-up below waits for
+// a Redis that is away.
+process.once('SIGTERM', () => void shutdown('SIGTERM'));
+process.once('SIGINT', () => void shutdown('SIGINT'));
+
 // Demo reset (DEMO_RESET_CRON): jobs/demo.ts's resetDemo as a repeatable job of the maintenance queue.
 // Its scheduler is removed when the setting is emptied, so switching it off takes effect.
 const DEMO_RESET = 'demo-reset';
@@ -84,46 +109,80 @@ const demoReset = async () => {
   return { removed: summary.removed, written: summary.written };
 };
 
-let maintenance: Worker | undefined;
-let maintenanceQueue: Queue | undefined;
 if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
   // The sweep re-queues deliveries that never reached the queue (Redis was away) and dispatches domain
   // events no API instance picked up.
-  const runner = new WebhookRunner(deliveryDeps, createWebhookQueue(config));
+  runnerQueue = createWebhookQueue(config);
+  const runner = new WebhookRunner(deliveryDeps, runnerQueue);
   maintenanceQueue = new Queue(MAINTENANCE_QUEUE, { connection: workerConnection(), prefix: config.QUEUE_PREFIX });
   maintenanceQueue.on('error', (err) => logger.warn({ err }, 'maintenance queue: Redis error'));
-  if (config.MAINTENANCE_SCHEDULER_ENABLED) {
-    await maintenanceQueue.upsertJobScheduler('sweep-deliveries', { every: 60_000 }, { name: 'sweep-deliveries' });
-    await maintenanceQueue.upsertJobScheduler('clean-up-tokens', { pattern: '17 3 * * *' }, { name: 'clean-up-tokens' });
+  // A shutdown during these calls closes the queue under them: their failure then ends nothing more.
+  await scheduleMaintenance(maintenanceQueue).catch((err: unknown) => {
+    if (!stopping) throw err;
+  });
+  if (!stopping) {
+    maintenance = new Worker(
+      MAINTENANCE_QUEUE,
+      async (job) => {
+        // A job a scheduler queued before its setting was switched off does nothing.
+        if (job.name === SWEEP_DELIVERIES && config.MAINTENANCE_SCHEDULER_ENABLED) return { dispatched: await runner.dispatchPending(), swept: await runner.sweep() };
+        if (job.name === CLEAN_UP_TOKENS && config.MAINTENANCE_SCHEDULER_ENABLED) return cleanUpExpiredTokens(db);
+        if (job.name === DEMO_RESET && config.DEMO_RESET_CRON) return demoReset();
+        return undefined;
+      },
+      { ...KEEP_MAINTENANCE_JOBS, connection: workerConnection(), prefix: config.QUEUE_PREFIX, concurrency: 1 },
+    );
+    maintenance.on('error', (err) => logger.error({ err }, 'maintenance worker error'));
   }
-  if (config.DEMO_RESET_CRON) await maintenanceQueue.upsertJobScheduler(DEMO_RESET, { pattern: config.DEMO_RESET_CRON }, { name: DEMO_RESET });
-  else await maintenanceQueue.removeJobScheduler(DEMO_RESET);
-  maintenance = new Worker(
-    MAINTENANCE_QUEUE,
-    async (job) => {
-      if (job.name === 'sweep-deliveries') return { dispatched: await runner.dispatchPending(), swept: await runner.sweep() };
-      if (job.name === 'clean-up-tokens') return cleanUpExpiredTokens(db);
-      if (job.name === DEMO_RESET && config.DEMO_RESET_CRON) return demoReset();
-      return undefined;
-    },
-    { connection: workerConnection(), prefix: config.QUEUE_PREFIX, concurrency: 1 },
-  );
-  maintenance.on('error', (err) => logger.error({ err }, 'maintenance worker error'));
 }
 
-logger.info({ queue: WEBHOOK_QUEUE, maintenance: config.MAINTENANCE_SCHEDULER_ENABLED, demoResetCron: config.DEMO_RESET_CRON ?? null }, 'worker ready');
+if (!stopping) logger.info({ queue: WEBHOOK_QUEUE, maintenance: config.MAINTENANCE_SCHEDULER_ENABLED, demoResetCron: config.DEMO_RESET_CRON ?? null }, 'worker ready');
 
-let stopping = false;
-const shutdown = async (signal: string) => {
+/**
+ * Makes the schedulers of the maintenance queue match the settings. A scheduler stays in Redis across
+ * runs, so one whose setting is now off is removed, or its jobs would go on being queued.
+ */
+async function scheduleMaintenance(queue: Queue) {
+  if (config.MAINTENANCE_SCHEDULER_ENABLED) {
+    await queue.upsertJobScheduler(SWEEP_DELIVERIES, { every: 60_000 }, { name: SWEEP_DELIVERIES });
+    await queue.upsertJobScheduler(CLEAN_UP_TOKENS, { pattern: '17 3 * * *' }, { name: CLEAN_UP_TOKENS });
+  } else {
+    await queue.removeJobScheduler(SWEEP_DELIVERIES);
+    await queue.removeJobScheduler(CLEAN_UP_TOKENS);
+  }
+  if (config.DEMO_RESET_CRON) await queue.upsertJobScheduler(DEMO_RESET, { pattern: config.DEMO_RESET_CRON }, { name: DEMO_RESET });
+  else await queue.removeJobScheduler(DEMO_RESET);
+}
+
+/** True when `work` settles within `ms`; false when the time is up first (`work` goes on regardless). */
+async function settlesWithin(ms: number, work: Promise<unknown>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeUp = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true, () => true), timeUp]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Stops the worker: jobs in flight finish, then Redis and the database pool are closed. With Redis away
+ * BullMQ's close waits for it without end, so it has SHUTDOWN_TIMEOUT_MS; after that the Redis connections
+ * are cut, and a job still running is dropped (its lock expires and another worker runs it again, as a
+ * stalled job). Exits 0 either way: the stop was asked for.
+ */
+async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, 'worker shutting down: finishing jobs in flight');
-  await Promise.allSettled([deliveries.close(), maintenance?.close(), maintenanceQueue?.close()]);
-  await mailer.close();
-  await db.destroy();
+  const closing = Promise.allSettled([deliveries.close(), maintenance?.close(), maintenanceQueue?.close(), runnerQueue?.close()]);
+  const graceful = await settlesWithin(config.SHUTDOWN_TIMEOUT_MS, closing);
+  if (!graceful) {
+    logger.warn({ timeoutMs: config.SHUTDOWN_TIMEOUT_MS }, 'worker shutdown timed out (Redis away?): closing without waiting for jobs in flight');
+    for (const connection of connections) connection.disconnect();
+  }
+  await settlesWithin(CLOSE_POOL_MS, Promise.allSettled([mailer.close(), db.destroy()]));
   logger.info('worker stopped');
   logger.flush();
   process.exit(0);
-};
-process.once('SIGTERM', () => void shutdown('SIGTERM'));
-process.once('SIGINT', () => void shutdown('SIGINT'));
+}
