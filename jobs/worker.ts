@@ -8,7 +8,7 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { loadConfigOrExit } from '../server/config.js';
-import { createLogger } from '../server/logger.js';
+import { createLogger, exitAfterLogs } from '../server/logger.js';
 import { createMailer } from '../server/email/mailer.js';
 import { SecretBox } from '../server/security/secret-box.js';
 import { createDb } from '../db/index.js';
@@ -29,8 +29,7 @@ if (!webhookQueueEnabled(config)) {
     { queuesEnabled: config.QUEUES_ENABLED, webhookQueueEnabled: config.WEBHOOK_QUEUE_ENABLED, redis: Boolean(config.REDIS_URL) },
     'the webhook queue is off (QUEUES_ENABLED, WEBHOOK_QUEUE_ENABLED and REDIS_URL are all needed): deliveries run in the API process; nothing for the worker to do',
   );
-  logger.flush();
-  process.exit(0);
+  await exitAfterLogs(logger, 0);
 }
 
 const db = await createDb(config, (err) => logger.error({ err }, 'idle database client failed'));
@@ -183,6 +182,5 @@ async function shutdown(signal: string) {
   }
   await settlesWithin(CLOSE_POOL_MS, Promise.allSettled([mailer.close(), db.destroy()]));
   logger.info('worker stopped');
-  logger.flush();
-  process.exit(0);
+  await exitAfterLogs(logger, 0);
 }

@@ -1,7 +1,7 @@
 // Entry point of `npm start`: parse the settings (a bad value stops here, naming the variable), boot, and
 // shut down in order on SIGTERM / SIGINT.
 import { loadConfigOrExit } from './config.js';
-import { createLogger } from './logger.js';
+import { createLogger, exitAfterLogs } from './logger.js';
 import { startServer } from './server.js';
 
 const { config, warning } = loadConfigOrExit();
@@ -16,13 +16,11 @@ try {
     server.close().then(
       () => {
         logger.info('shutdown complete');
-        logger.flush();
-        process.exit(0);
+        void exitAfterLogs(logger, 0);
       },
       (err) => {
         logger.error({ err }, 'shutdown failed');
-        logger.flush();
-        process.exit(1);
+        void exitAfterLogs(logger, 1);
       },
     );
   };
@@ -30,6 +28,5 @@ try {
   process.once('SIGINT', () => shutdown('SIGINT'));
 } catch (err) {
   logger.fatal({ err }, 'start-up failed');
-  logger.flush();
-  process.exit(1);
+  await exitAfterLogs(logger, 1);
 }

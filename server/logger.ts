@@ -40,3 +40,28 @@ export function createLogger(config: Pick<Config, 'LOG_LEVEL' | 'NODE_ENV'>, des
     destination ?? pino.destination({ sync: false }),
   );
 }
+
+/**
+ * Ends the process once the logger has written what it holds: its destination writes asynchronously, and
+ * process.exit() while a write is under way drops the last lines (a shutdown's last words). Pino's flush
+ * does not wait for that write; ending the destination does. One that cannot write holds the exit for two
+ * seconds at most. Never settles: awaiting it stops the caller where process.exit() would have.
+ */
+export function exitAfterLogs(logger: Logger, code: number): Promise<never> {
+  const exit = () => process.exit(code);
+  setTimeout(exit, 2_000);
+  const destination = (logger as unknown as Record<symbol, Partial<EndableDestination> | undefined>)[pino.symbols.streamSym];
+  if (destination?.end && destination.once) {
+    destination.once('close', exit);
+    destination.end();
+  } else {
+    logger.flush(exit);
+  }
+  return new Promise<never>(() => undefined);
+}
+
+/** What pino.destination() makes (a SonicBoom): ending it writes what it holds, then emits 'close'. */
+interface EndableDestination {
+  end(): void;
+  once(event: 'close', listener: () => void): void;
+}

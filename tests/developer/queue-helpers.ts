@@ -36,7 +36,8 @@ export class WorkerProcess {
     child.stdout!.on('data', collect);
     child.stderr!.on('data', collect);
     this.exited = new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
+      // 'close', not 'exit': the output's last chunks can arrive after 'exit' (its last log lines).
+      child.once('close', (code, signal) => {
         this.exit = { code, signal, at: Date.now() };
         this.notify();
         resolve(this.exit);
