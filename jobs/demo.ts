@@ -401,8 +401,9 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
   const written = noRows();
   const created = new Set<string>();
   const now = new Date();
-  /** The member limit the demo workspace's copy was raised to, when it was too low for the members. */
-  let limitRaisedTo: number | undefined;
+  /** The members of the demo workspace and one invitation; an older copy of its limits may hold fewer. */
+  const memberLimit = members.length + 1;
+  let limitRaised = false;
 
   await db.transaction().execute(async (trx) => {
     await lockDemoData(trx);
@@ -430,9 +431,9 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
     // (else invitations are refused until the next reset), and only then: a seed of nothing new writes nothing.
     const raised = workspace
       ? undefined
-      : await sql`update workspaces set limits = jsonb_set(limits, '{members}', to_jsonb(${members.length + 1}::int))
-          where id = ${DEMO_IDS.workspace} and coalesce((limits->>'members')::int, 3) < ${members.length + 1}`.execute(trx);
-    if (Number(raised?.numAffectedRows ?? 0) > 0) limitRaisedTo = members.length + 1;
+      : await sql`update workspaces set limits = jsonb_set(limits, '{members}', to_jsonb(${memberLimit}::int))
+          where id = ${DEMO_IDS.workspace} and coalesce((limits->>'members')::int, 3) < ${memberLimit}`.execute(trx);
+    limitRaised = Number(raised?.numAffectedRows ?? 0) > 0;
     written.workspaces = workspace ? 1 : 0;
 
     if (seatedMembers.length) {
@@ -481,8 +482,8 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
     accounts: accounts.map((a) => accountSummary(a, a.state === 'skipped' ? 'skipped' : created.has(a.id) ? 'created' : 'present')),
     written,
     removed: {},
-    changed: Object.values(written).some((n) => n > 0) || limitRaisedTo !== undefined,
-    notes: [...ignoredNotes(ignored), ...(limitRaisedTo ? [`raised the demo workspace's member limit to ${limitRaisedTo}, to fit its members and one invitation`] : [])],
+    changed: Object.values(written).some((n) => n > 0) || limitRaised,
+    notes: [...ignoredNotes(ignored), ...(limitRaised ? [`raised the demo workspace's member limit to ${memberLimit}, to fit its members and one invitation`] : [])],
   };
 }
 

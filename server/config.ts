@@ -6,7 +6,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
-import { passwordPolicyViolation } from './security/passwords.js';
+import { newPasswordSchema } from './security/passwords.js';
 
 /** Empty strings count as unset, so `FOO=` in an env file falls back to the default. */
 const unsetIfEmpty = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
@@ -134,17 +134,7 @@ const connectionUrl = (isValid: (s: string) => boolean, message: string) =>
 const optionalEmail = () => z.preprocess(trimmedOrUnset, z.email({ error: 'must be an e-mail address' }).max(254, { error: 'must be at most 254 characters' }).optional());
 
 /** A password held to the sign-up policy; the message is the policy's and never repeats the password. */
-const optionalPassword = () =>
-  z.preprocess(
-    unsetIfEmpty,
-    z
-      .string()
-      .superRefine((password, ctx) => {
-        const violation = passwordPolicyViolation(password);
-        if (violation) ctx.addIssue({ code: 'custom', message: violation });
-      })
-      .optional(),
-  );
+const optionalPassword = () => z.preprocess(unsetIfEmpty, newPasswordSchema.optional());
 
 /**
  * Express's `trust proxy`: true/false, a hop count, or a comma-separated list of proxy addresses or

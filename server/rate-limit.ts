@@ -8,7 +8,7 @@ import type { Request, RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from './config.js';
-import { errorBody } from './errors.js';
+import { errorBody, trpcErrorShape, type ApiError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { RouteTemplates } from './route-templates.js';
 import { noteRequest } from './monitoring.js';
@@ -209,11 +209,9 @@ export function rateLimiter(deps: {
 }
 
 /** The 429 in tRPC's envelope (one per call of a batch), so `@trpc/client` reads it like its own errors. */
-function trpcRateLimited(req: Request, api: { status: number; code: string; message: string }) {
+function trpcRateLimited(req: Request, api: ApiError) {
   const procedures = req.path.slice(6).split(',');
-  const error = (path: string) => ({
-    error: { message: api.message, code: TRPC_TOO_MANY_REQUESTS, data: { code: api.code, httpStatus: api.status, requestId: req.id, path } },
-  });
+  const error = (path: string) => ({ error: trpcErrorShape(api, TRPC_TOO_MANY_REQUESTS, req.id, path) });
   return req.query.batch === undefined ? error(procedures[0]!) : procedures.map(error);
 }
 

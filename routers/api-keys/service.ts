@@ -106,12 +106,12 @@ const notInPlan = () =>
   new AppError('API_KEYS_NOT_IN_PLAN', 'API keys are not part of this workspace\u2019s plan. Upgrade to Pro or Enterprise to use the public API.');
 
 /**
- * Locks the workspace row (key creations of a workspace run one at a time, so the limit holds under
- * concurrency) and answers the keys its plan allows; a plan without API access is refused.
+ * The keys the workspace's plan allows; a plan without API access is refused. With `lock`, the workspace
+ * row is locked: key creations of a workspace run one at a time, so the limit holds under concurrency.
  */
-async function lockPlanAllowance(trx: Db, workspaceId: string): Promise<number> {
-  const workspace = await trx.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId).forUpdate().executeTakeFirstOrThrow();
-  const limit = keysAllowed(workspace);
+async function planAllowance(trx: Db, workspaceId: string, opts: { lock: boolean }): Promise<number> {
+  const select = trx.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId);
+  const limit = keysAllowed(await (opts.lock ? select.forUpdate() : select).executeTakeFirstOrThrow());
   if (limit <= 0) throw notInPlan();
   return limit;
 }
@@ -123,7 +123,7 @@ export async function createKey(
   input: { name: string; scopes: ApiKeyScope[]; expiresAt?: string },
 ) {
   return db.transaction().execute(async (trx) => {
-    const limit = await lockPlanAllowance(trx, workspaceId);
+    const limit = await planAllowance(trx, workspaceId, { lock: true });
     const active = await trx
       .selectFrom('api_keys')
       .select((eb) => eb.fn.countAll<string>().as('n'))
@@ -203,8 +203,7 @@ export async function rotateKey(db: Db, actor: Actor, workspaceId: string, keyId
     // The key row first, as revocations and updates lock it; the plan is only read (a rotation leaves the
     // count as it is), so no workspace lock is taken before it, which would deadlock with them.
     const old = await lockKey(trx, workspaceId, keyId);
-    const workspace = await trx.selectFrom('workspaces').select(['edition', 'limits']).where('id', '=', workspaceId).executeTakeFirstOrThrow();
-    if (keysAllowed(workspace) <= 0) throw notInPlan();
+    await planAllowance(trx, workspaceId, { lock: false });
     const now = new Date();
     if (old.replaced_by) throw new AppError('INVALID_STATE', 'This key was already rotated: rotate its replacement instead.');
     if (old.expires_at && old.expires_at <= now) throw new AppError('INVALID_STATE', 'This key has expired: create a new key instead.');

@@ -68,13 +68,10 @@ function workspaceFor(deps: Deps, req: Request, principal: Principal, permission
   return workspace;
 }
 
-/** Callers of uploads, set by authenticateFirst before the body is read. */
-const uploaders = new WeakMap<Request, Principal>();
-
 /**
  * Authenticates, and checks `permission` on the workspace `workspaceIdOf` names (when it names one), before
  * multer reads the body: a refused caller is answered at once, instead of after the server has buffered up
- * to 10 MiB of their upload. The handler takes the caller with uploaderOf.
+ * to 10 MiB of their upload. The handler asks signedIn again, which answers the same stored lookup.
  */
 function authenticateFirst(deps: Deps, permission?: WorkspacePermission, workspaceIdOf?: (req: Request) => unknown): RequestHandler {
   return (req, _res, next) =>
@@ -82,11 +79,8 @@ function authenticateFirst(deps: Deps, permission?: WorkspacePermission, workspa
       const principal = await signedIn(deps, req);
       const workspaceId = workspaceIdOf?.(req);
       if (permission && workspaceId !== undefined && workspaceId !== '') workspaceFor(deps, req, principal, permission, workspaceId);
-      uploaders.set(req, principal);
     })().then(() => next(), next);
 }
-
-const uploaderOf = (req: Request) => uploaders.get(req)!;
 
 /** Any id Postgres can read as a uuid; anything else would fail the query (a 500) instead of being a 404. */
 const isUuid = (id: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id);
@@ -158,7 +152,7 @@ export function uploadRoutes(deps: Deps): Router {
     authenticateFirst(deps, 'files.write', (req) => req.query.workspaceId),
     singleFile('file', 10 * MiB),
     asyncRoute(async (req, res) => {
-      const principal = uploaderOf(req);
+      const principal = await signedIn(deps, req);
       const { user } = principal;
       const workspace = workspaceFor(deps, req, principal, 'files.write', req.body?.workspaceId ?? req.query.workspaceId);
       const { file, mime, ext } = await checkedFile(req, 'file', UPLOAD_TYPES);
@@ -223,7 +217,7 @@ export function uploadRoutes(deps: Deps): Router {
     authenticateFirst(deps),
     singleFile('avatar', 2 * MiB),
     asyncRoute(async (req, res) => {
-      const { user } = uploaderOf(req);
+      const { user } = await signedIn(deps, req);
       const { file } = await checkedFile(req, 'avatar', IMAGE_TYPES);
       // The client crops to a square; the server makes sure: 512 x 512, re-encoded.
       const data = await reencode(file.buffer, { width: 512, height: 512, fit: 'cover' });
@@ -276,7 +270,7 @@ export function uploadRoutes(deps: Deps): Router {
     authenticateFirst(deps, 'branding.manage', (req) => req.params.workspaceId),
     singleFile('logo', 1 * MiB),
     asyncRoute(async (req, res) => {
-      const principal = uploaderOf(req);
+      const principal = await signedIn(deps, req);
       const { user } = principal;
       const workspace = workspaceFor(deps, req, principal, 'branding.manage', req.params.workspaceId);
       const { file } = await checkedFile(req, 'logo', IMAGE_TYPES);
