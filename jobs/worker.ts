@@ -9,6 +9,7 @@ import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { loadConfigOrExit } from '../server/config.js';
 import { createLogger, exitAfterLogs } from '../server/logger.js';
+import { settlesWithin } from '../server/in-flight.js';
 import { createMailer } from '../server/email/mailer.js';
 import { SecretBox } from '../server/security/secret-box.js';
 import { createDb } from '../db/index.js';
@@ -151,17 +152,6 @@ async function scheduleMaintenance(queue: Queue) {
   }
   if (config.DEMO_RESET_CRON) await queue.upsertJobScheduler(DEMO_RESET, { pattern: config.DEMO_RESET_CRON }, { name: DEMO_RESET });
   else await queue.removeJobScheduler(DEMO_RESET);
-}
-
-/** True when `work` settles within `ms`; false when the time is up first (`work` goes on regardless). */
-async function settlesWithin(ms: number, work: Promise<unknown>): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeUp = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([work.then(() => true, () => true), timeUp]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

@@ -46,3 +46,14 @@ export class InFlight {
     });
   }
 }
+
+/** True when `work` settles within `ms`; false when the time is up first (`work` goes on regardless). */
+export async function settlesWithin(ms: number, work: Promise<unknown>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeUp = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true, () => true), timeUp]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

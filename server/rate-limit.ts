@@ -10,7 +10,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts,
 import type { Config } from './config.js';
 import { errorBody, trpcErrorShape, type ApiError } from './errors.js';
 import type { Logger } from './logger.js';
-import type { RouteTemplates } from './route-templates.js';
+import { trpcProcedures, type RouteTemplates } from './route-templates.js';
 import { noteRequest } from './monitoring.js';
 import { bearerToken, verifyAccessToken } from './security/jwt.js';
 import { batched, groupPositions } from '../db/batched.js';
@@ -159,13 +159,13 @@ export function rateLimiter(deps: {
       if (tier) charged.set(tier, (charged.get(tier) ?? 0) + 1);
     };
     const path = req.path;
-    if (!path.startsWith('/trpc/')) {
+    const procedures = trpcProcedures(path);
+    if (!procedures) {
       const route = routes.matchRequest(req, path);
       add(route?.method ?? req.method, route?.template ?? path);
       return charged;
     }
-    // The names tRPC calls: the app has refused /trpc paths with another '/', a %-escape or another case.
-    for (const procedure of path.slice(6).split(',')) {
+    for (const procedure of procedures) {
       const route = routes.ofProcedure(procedure);
       add(route?.method ?? req.method, route?.template ?? path);
     }
@@ -204,13 +204,13 @@ export function rateLimiter(deps: {
     const api = { status: 429, code: 'RATE_LIMITED', message: RATE_LIMIT_MESSAGE };
     noteRequest(req, { error: api, errorName: 'RateLimited' });
     deps.onRejected?.(shown.tier);
-    res.status(429).json(req.path.startsWith('/trpc/') ? trpcRateLimited(req, api) : errorBody(api, req.id));
+    const procedures = trpcProcedures(req.path);
+    res.status(429).json(procedures ? trpcRateLimited(req, procedures, api) : errorBody(api, req.id));
   };
 }
 
 /** The 429 in tRPC's envelope (one per call of a batch), so `@trpc/client` reads it like its own errors. */
-function trpcRateLimited(req: Request, api: ApiError) {
-  const procedures = req.path.slice(6).split(',');
+function trpcRateLimited(req: Request, procedures: string[], api: ApiError) {
   const error = (path: string) => ({ error: trpcErrorShape(api, TRPC_TOO_MANY_REQUESTS, req.id, path) });
   return req.query.batch === undefined ? error(procedures[0]!) : procedures.map(error);
 }

@@ -21,6 +21,14 @@ export const UNMATCHED_ROUTE = '(unmatched)';
 /** The label of a /trpc call of several procedures at once. */
 export const TRPC_BATCH_ROUTE = '/trpc/(batch)';
 
+/**
+ * The procedures a /trpc path calls (`/trpc/a,b` -> ['a', 'b']), or undefined for any other path. Read as
+ * written: the app has already refused /trpc paths that tRPC would read otherwise (server/http.ts).
+ */
+export function trpcProcedures(path: string): string[] | undefined {
+  return path.startsWith('/trpc/') ? path.slice(6).split(',') : undefined;
+}
+
 export class RouteTemplates {
   /** `GET /auth/me` -> its route: templates without parameters, found without a scan. */
   private readonly exact = new Map<string, RouteTemplate>();
@@ -92,9 +100,9 @@ export class RouteTemplates {
    */
   label(method: string, path: string, route = this.match(method, path)): string {
     if (route) return route.template;
-    if (!path.startsWith('/trpc/')) return UNMATCHED_ROUTE;
-    const procedures = path.slice(6);
-    return this.trpcLabels.get(procedures) ?? (procedures.includes(',') ? TRPC_BATCH_ROUTE : UNMATCHED_ROUTE);
+    const procedures = trpcProcedures(path);
+    if (!procedures) return UNMATCHED_ROUTE;
+    return procedures.length > 1 ? TRPC_BATCH_ROUTE : (this.trpcLabels.get(procedures[0]!) ?? UNMATCHED_ROUTE);
   }
 
   /** The REST route of a /trpc procedure path (e.g. `auth.login`). */

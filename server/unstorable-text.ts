@@ -5,6 +5,7 @@
 // routers/files/uploads.ts). Text that others make for us (a webhook endpoint's answer, an AI provider's
 // output, a billing processor's event id) is made storable instead (storableText).
 import type { RequestHandler } from 'express';
+import { trpcProcedures } from './route-templates.js';
 
 export class UnstorableText extends Error {
   constructor() {
@@ -34,7 +35,7 @@ export function refuseUnstorableText(key: string, value: unknown): unknown {
  */
 export const refuseUnstorableUrl: RequestHandler = (req, _res, next) => {
   if (req.url.includes('%00')) return next(new UnstorableText());
-  if (req.method === 'GET' && req.path.startsWith('/trpc/') && typeof req.query.input === 'string') {
+  if (req.method === 'GET' && trpcProcedures(req.path) && typeof req.query.input === 'string') {
     try {
       JSON.parse(req.query.input, refuseUnstorableText);
     } catch (err) {

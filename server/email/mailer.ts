@@ -4,6 +4,7 @@ import nodemailer from 'nodemailer';
 import type { Config } from '../config.js';
 import type { Db } from '../../db/index.js';
 import type { Logger } from '../logger.js';
+import { settlesWithin } from '../in-flight.js';
 
 export interface Mail {
   to: string;
@@ -61,7 +62,7 @@ export function createMailer(config: MailerConfig, db: Db): Mailer {
     },
     /** Lets the mails on their way finish (at most SMTP_TIMEOUT_MS), then closes the connections. */
     async close() {
-      await Promise.race([Promise.allSettled([...sending]), new Promise((resolve) => setTimeout(resolve, SMTP_TIMEOUT_MS).unref())]);
+      await settlesWithin(SMTP_TIMEOUT_MS, Promise.allSettled([...sending]));
       transport.close();
     },
   };
