@@ -8,3 +8,6 @@ import { z } from 'zod';
  * pipe, so the schema behind this pipe stays strict; the document still shows the inner schema.
  */
 export const exact = <T extends z.ZodType>(schema: T) => schema.pipe(z.custom<z.output<T>>(() => true));
+
+/** Any id Postgres reads as a uuid (of any version): checked before a query, which would fail on another. */
+export const isUuid = (id: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id);

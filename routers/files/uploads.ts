@@ -14,6 +14,7 @@ import { AppError } from '../../server/errors.js';
 import { resolveWorkspaceAccess } from '../../server/access.js';
 import type { WorkspacePermission } from '../../server/permissions.js';
 import { noteRequest } from '../../server/monitoring.js';
+import { isUuid } from '../../server/validation.js';
 import { authenticateRequest } from '../../server/trpc.js';
 import type { Principal } from '../auth/sessions.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
@@ -82,8 +83,6 @@ function authenticateFirst(deps: Deps, permission?: WorkspacePermission, workspa
     })().then(() => next(), next);
 }
 
-/** Any id Postgres can read as a uuid; anything else would fail the query (a 500) instead of being a 404. */
-const isUuid = (id: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id);
 
 const fileNotFound = () => new AppError('NOT_FOUND', 'File not found.');
 

@@ -3,12 +3,12 @@
 import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Config } from '../config.js';
+import { isUuid } from '../validation.js';
 
 type JwtConfig = Pick<Config, 'JWT_ACCESS_SECRET' | 'JWT_ACCESS_TTL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>;
 
 /** Longer bearer values are refused before any parsing. */
 const MAX_TOKEN_LENGTH = 4096;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The secret as a KeyObject, built once per secret. Given a string, jsonwebtoken first tries to parse it
@@ -80,7 +80,7 @@ function verifyUncached(config: JwtConfig, token: string): (AccessClaims & { exp
       audience: config.JWT_AUDIENCE,
     });
     if (typeof payload !== 'object' || payload.typ !== 'access') return null;
-    if (typeof payload.sub !== 'string' || !UUID.test(payload.sub) || typeof payload.iat !== 'number' || typeof payload.exp !== 'number') return null;
+    if (typeof payload.sub !== 'string' || !isUuid(payload.sub) || typeof payload.iat !== 'number' || typeof payload.exp !== 'number') return null;
     return { userId: payload.sub, issuedAt: payload.iat, exp: payload.exp };
   } catch {
     return null;
