@@ -1,10 +1,17 @@
 // GET /openapi.json: generated from the router's OpenAPI meta, then finished in one pass: public
-// operations get `security: []`, creation routes answer 201/202, and every error response points at the
-// one Error schema the service really answers with. Plain Express routes add their entries in `extraPaths`.
+// operations get `security: []`, creation routes answer 201/202, and every operation lists the errors it
+// can answer, each status with the codes it carries (the `code` enum of the one Error schema the service
+// really answers with). Those are the errors every route of its kind can answer (errorsOfKind) and the
+// domain errors its procedure declares (`errors` in its meta). Plain Express routes add their entries,
+// with their own errors, in `extraPaths`. The test suite checks the document against every error answer
+// it sees (tests/helpers/error-ledger.ts).
 import type { AnyTRPCRouter } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import type { Meta } from '../server/trpc.js';
+import { ERROR_STATUS, type ErrorCode } from '../server/errors.js';
+import { tierOf } from '../server/rate-limit.js';
+import { codesOf, errorSchema } from './error-response.js';
 
 const ERROR_SCHEMA = {
   type: 'object',
@@ -25,16 +32,80 @@ const ERROR_SCHEMA = {
   },
 } as const;
 
-type Operation = { security?: unknown[]; responses?: Record<string, { content?: Record<string, { schema?: unknown }> }> };
+/** What an error status means, as its response's description begins. */
+const STATUS_MEANING: Record<number, string> = {
+  400: 'Invalid request',
+  401: 'Not authenticated',
+  403: 'Not allowed',
+  404: 'Not found',
+  409: 'Conflicts with the current state',
+  413: 'Body too large',
+  415: 'Unsupported content type',
+  429: 'Rate limited: try again after the Retry-After header (seconds)',
+  500: 'Server error',
+  502: 'An upstream provider failed',
+  503: 'Unavailable: not configured, or the database is away (then with Retry-After)',
+};
 
-/** method+path -> success status, from the procedures' meta. */
-function successStatuses(router: AnyTRPCRouter): Map<string, number> {
-  const statuses = new Map<string, number>();
+type Response = { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: unknown }> };
+type Operation = { security?: unknown[]; parameters?: unknown[]; requestBody?: unknown; responses?: Record<string, Response> };
+
+/** What the router's procedures say of their operation, by `method path`. */
+interface Declared {
+  successStatus?: number;
+  errors: readonly ErrorCode[];
+  sameBodyWith?: Record<number, string>;
+}
+
+function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
+  const declared = new Map<string, Declared>();
   for (const procedure of Object.values(router._def.procedures as Record<string, { _def: { meta?: Meta } }>)) {
     const meta = procedure._def.meta;
-    if (meta?.openapi && meta.successStatus) statuses.set(`${meta.openapi.method.toLowerCase()} ${meta.openapi.path}`, meta.successStatus);
+    if (!meta?.openapi) continue;
+    declared.set(`${meta.openapi.method.toLowerCase()} ${meta.openapi.path}`, {
+      successStatus: meta.successStatus,
+      errors: [...(meta.accessErrors ?? []), ...(meta.errors ?? [])],
+      sameBodyWith: meta.sameBodyWith,
+    });
   }
-  return statuses;
+  return declared;
+}
+
+/**
+ * The errors any operation of this kind can answer, whatever it does: malformed input or path, a body the
+ * parser refuses, an unknown id in the path, the rate limit, the database away. (Who may call it is the
+ * procedure builder's `accessErrors`, or a plain route's own list.)
+ */
+function errorsOfKind(method: string, path: string): ErrorCode[] {
+  const codes: ErrorCode[] = ['BAD_REQUEST', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'];
+  if (method !== 'get') codes.push('PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
+  if (path.includes('{')) codes.push('NOT_FOUND');
+  if (tierOf(method.toUpperCase(), path)) codes.push('RATE_LIMITED');
+  return codes;
+}
+
+/** Sets the operation's error responses: each status once, with every code it can carry. */
+function documentErrors(op: Operation, codes: Iterable<string>) {
+  const responses = (op.responses ??= {});
+  const byStatus = new Map<number, Set<string>>();
+  for (const [status, response] of Object.entries(responses)) {
+    if (Number(status) >= 400) byStatus.set(Number(status), new Set(codesOf(response)));
+  }
+  for (const code of codes) {
+    const status: number = ERROR_STATUS[code as ErrorCode];
+    if (!byStatus.has(status)) byStatus.set(status, new Set());
+    byStatus.get(status)!.add(code);
+  }
+  for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const own = responses[String(status)];
+    // A plain route's own description stays; trpc-to-openapi's generic ones ("Invalid input data") go.
+    const description = own?.description && codesOf(own).length ? own.description : (STATUS_MEANING[status] ?? 'Error');
+    responses[String(status)] = {
+      description,
+      ...(status === 429 ? { headers: { 'Retry-After': { description: 'Seconds until the window resets', schema: { type: 'integer' } } } } : {}),
+      content: { 'application/json': { schema: errorSchema([...statusCodes].sort()) } },
+    };
+  }
 }
 
 export function buildOpenApiDocument(
@@ -45,7 +116,7 @@ export function buildOpenApiDocument(
     title: 'Workspace SaaS API',
     description:
       'Multi-tenant SaaS back end. Send `Authorization: Bearer <accessToken>` on protected routes. ' +
-      'Errors are `{ code, message, requestId, issues? }`.',
+      'Errors are `{ code, message, requestId, issues? }`; each operation lists the codes it can answer.',
     version: opts.version,
     baseUrl: '/',
     securitySchemes: {
@@ -56,23 +127,25 @@ export function buildOpenApiDocument(
   });
   doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Error: ERROR_SCHEMA as never } };
 
-  const statuses = successStatuses(router);
+  const declared = declaredByOperation(router);
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const [method, op] of Object.entries(item as Record<string, Operation>)) {
       op.security ??= [];
       // The public API takes workspace API keys, everything else protected takes access tokens.
       if (path.startsWith('/public-api/')) op.security = [{ apiKey: [] }];
       else if (op.security.length) op.security = [{ bearerAuth: [] }];
-      const responses = op.responses ?? {};
-      const status = statuses.get(`${method} ${path}`);
-      if (status && responses['200']) {
-        responses[String(status)] = responses['200'];
+      const responses = (op.responses ??= {});
+      const own = declared.get(`${method} ${path}`);
+      if (own?.successStatus && responses['200']) {
+        responses[String(own.successStatus)] = responses['200'];
         delete responses['200'];
       }
-      for (const [code, response] of Object.entries(responses)) {
-        if (Number(code) >= 400 && response.content?.['application/json']) {
-          response.content['application/json'].schema = { $ref: '#/components/schemas/Error' };
-        }
+      // trpc-to-openapi's generic error entries (no codes) are replaced by the lists below.
+      for (const status of Object.keys(responses)) if (Number(status) >= 400 && !codesOf(responses[status]).length) delete responses[status];
+      documentErrors(op, [...errorsOfKind(method, path), ...(own?.errors ?? [])]);
+      for (const [status, description] of Object.entries(own?.sameBodyWith ?? {})) {
+        const success = responses[String(own?.successStatus ?? 200)];
+        responses[status] = { description, content: success?.content };
       }
     }
   }

@@ -15,8 +15,12 @@ import { metricsOpenApiPaths } from '../server/metrics.js';
  */
 export const plainRoutePaths: ZodOpenApiPathsObject = { ...billingWebhookOpenApiPaths, ...uploadOpenApiPaths };
 
+/** The whole API's document: the procedures' routes and the plain Express routes. */
+export const apiDocument = (appRouter: AnyTRPCRouter, version: string) =>
+  buildOpenApiDocument(appRouter, { version, extraPaths: { ...plainRoutePaths, ...metricsOpenApiPaths } });
+
 export function openApiRoutes(appRouter: AnyTRPCRouter, version: string): Router {
-  const document = buildOpenApiDocument(appRouter, { version, extraPaths: { ...plainRoutePaths, ...metricsOpenApiPaths } });
+  const document = apiDocument(appRouter, version);
   const routes = Router();
   routes.get('/openapi.json', (_req, res) => {
     res.json(document);

@@ -39,7 +39,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use(requestId);
   app.use(deps.monitor.middleware(routes, metrics));
-  app.use(requestLogger(deps.logger));
+  app.use(requestLogger(deps.logger, routes));
   app.use(helmet());
   if (deps.config.CORS_ORIGINS.length) {
     app.use(cors({ origin: deps.config.CORS_ORIGINS, exposedHeaders: ['X-Request-Id', 'Retry-After'], maxAge: 600 }));

@@ -11,7 +11,8 @@ import { contextFactory, type AppDeps, type Context } from './context.js';
 import { AppError, errorBody, errorHeaders, httpError, toApiError, trpcErrorShape, type ApiError } from './errors.js';
 import { safeUrl, type Logger } from './logger.js';
 import { UnstorableText } from './unstorable-text.js';
-import { noteRequest } from './monitoring.js';
+import { notedErrorCode, noteRequest } from './monitoring.js';
+import type { RouteTemplates } from './route-templates.js';
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -55,12 +56,15 @@ export const refuseAmbiguousPath: RequestHandler = (req, _res, next) => {
 };
 
 /**
- * One log line per finished request: method, path (secret-looking query values masked), status, duration,
+ * One log line per finished request: method, path (secret-looking query values masked), its route
+ * template (the label of metrics and monitoring), status, the error code of an error answer, duration,
  * request id and client address. Headers and bodies are never logged. Costs nothing when the level is off.
  */
-export function requestLogger(logger: Logger): RequestHandler {
+export function requestLogger(logger: Logger, routes: RouteTemplates): RequestHandler {
   return (req, res, next) => {
     const started = performance.now();
+    // Read now: mounted routers (/trpc) strip their prefix from req.url while they run.
+    const path = req.path;
     res.once('finish', () => {
       const level = res.statusCode >= 500 ? 'error' : 'info';
       if (!logger.isLevelEnabled(level)) return;
@@ -69,7 +73,9 @@ export function requestLogger(logger: Logger): RequestHandler {
           requestId: req.id,
           method: req.method,
           url: safeUrl(req.originalUrl),
+          route: routes.label(req.method, path, routes.matchRequest(req, path)),
           status: res.statusCode,
+          code: res.statusCode >= 400 ? (notedErrorCode(req) ?? null) : undefined,
           durationMs: Math.round((performance.now() - started) * 10) / 10,
           ip: req.ip,
         },

@@ -199,8 +199,8 @@ export const metricsOpenApiPaths: ZodOpenApiPathsObject = {
       security: [{ bearerAuth: [] }],
       responses: {
         200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } },
-        401: errorResponse('Missing or wrong metrics token'),
-        404: errorResponse('Metrics are off (METRICS_TOKEN unset)'),
+        401: errorResponse('Missing or wrong metrics token', ['UNAUTHORIZED']),
+        404: errorResponse('Metrics are off (METRICS_TOKEN unset)', ['NOT_FOUND']),
       },
     },
   },

@@ -76,6 +76,9 @@ export function noteRequest(req: Request, facts: Notes): void {
   notes.set(req, { ...notes.get(req), ...facts });
 }
 
+/** The code of the error a request was answered with (ERROR_STATUS), once it has been answered. */
+export const notedErrorCode = (req: Request): string | undefined => notes.get(req)?.error?.code;
+
 const FRIENDLY_5XX = 'The request failed on the server.';
 
 /** Path segments that could be a token or a key are not kept, even on unknown routes. */

@@ -4,7 +4,7 @@ import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { Request, RequestHandler } from 'express';
 import type { AppDeps, Context } from './context.js';
-import { AppError, toApiError, trpcErrorShape } from './errors.js';
+import { AppError, toApiError, trpcErrorShape, type ErrorCode } from './errors.js';
 import { platformRoleHas, type PlatformPermission, type WorkspacePermission } from './permissions.js';
 import { authenticate, type Principal } from '../routers/auth/sessions.js';
 import { API_KEY_PREFIX, authenticateApiKey, verifiedApiKeyId, type ApiKeyPrincipal } from '../routers/api-keys/service.js';
@@ -16,6 +16,15 @@ import { noteRequest } from './monitoring.js';
 export type Meta = OpenApiMeta<{
   /** Success status when it is not 200: 201 for routes that create an addressable record, 202 for intake. */
   successStatus?: 201 | 202;
+  /**
+   * The error codes the procedure answers besides those every route of its kind can (malformed input, no
+   * token, an unknown id in its path, the rate limit: openapi/document.ts), listed in /openapi.json.
+   */
+  errors?: readonly ErrorCode[];
+  /** The errors of the procedure's access check (who may call it), set by the procedure builders below. */
+  accessErrors?: readonly ErrorCode[];
+  /** Other statuses that answer with the success body (GET /health: 503 while the database is away). */
+  sameBodyWith?: Record<number, string>;
 }>;
 
 /**
@@ -81,7 +90,7 @@ export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
   const { user, memberships } = await authenticateRequest(ctx, ctx.req);
   noteRequest(ctx.req, { userId: user.id });
   return next({ ctx: { user, memberships } });
-});
+}).meta({ accessErrors: ['UNAUTHORIZED', 'USER_SUSPENDED'] });
 
 const requirePlatform = (permission: PlatformPermission) =>
   authedProcedure.use(({ ctx, next }) => {
@@ -89,7 +98,8 @@ const requirePlatform = (permission: PlatformPermission) =>
       throw new AppError('FORBIDDEN', 'This route is for platform administrators.');
     }
     return next();
-  });
+  })
+    .meta({ accessErrors: ['UNAUTHORIZED', 'USER_SUSPENDED', 'FORBIDDEN'] });
 
 /** Platform admin reads; the demo admin passes. */
 export const adminProcedure = requirePlatform('admin.read');
@@ -103,7 +113,7 @@ export const adminWriteProcedure = adminProcedure.use(({ ctx, next }) => {
     throw new AppError('DEMO_READ_ONLY', 'Demo admin is read-only.');
   }
   return next();
-});
+}).meta({ accessErrors: ['UNAUTHORIZED', 'USER_SUSPENDED', 'FORBIDDEN', 'DEMO_READ_ONLY'] });
 
 /**
  * A member of the workspace named by `workspaceId` (path, query or body) holding `permission`, decided by
@@ -119,7 +129,8 @@ export const workspaceProcedure = (permission: WorkspacePermission, opts: Access
     const access = resolveWorkspaceAccess({ email: ctx.user.email, memberships: ctx.memberships }, candidate, permission, { ...opts, config: ctx.config });
     noteRequest(ctx.req, { workspaceId: access.id });
     return next({ ctx: { workspace: access } });
-  });
+  })
+    .meta({ accessErrors: ['UNAUTHORIZED', 'USER_SUSPENDED', 'NOT_FOUND', 'WORKSPACE_UNAVAILABLE', 'PERMISSION_DENIED', ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : [])] });
 
 /** The raw API key of a request: X-API-Key, else a Bearer value that looks like one. */
 function apiKeyOf(req: Request): string | undefined {
@@ -141,4 +152,5 @@ export const apiKeyProcedure = (scopes: ApiKeyScope[] = []) =>
       throw new AppError('PERMISSION_DENIED', `This API key lacks the scope this route needs (one of: ${scopes.join(', ')}).`);
     }
     return next({ ctx: { apiKey } });
-  });
+  })
+    .meta({ accessErrors: ['UNAUTHORIZED', 'WORKSPACE_UNAVAILABLE', 'API_KEYS_NOT_IN_PLAN', ...(scopes.length ? (['PERMISSION_DENIED'] as const) : [])] });

@@ -40,7 +40,7 @@ export const aiRouter = router({
     .query(({ ctx, input }) => ai.getTemplate(ctx.db, input.templateId)),
 
   generate: workspaceProcedure('ai.generate', activeOrNamed)
-    .meta({ openapi: { method: 'POST', path: '/ai/generate', tags, summary: 'Generate text for a workspace (body or query workspaceId, else the active one)' } })
+    .meta({ openapi: { method: 'POST', path: '/ai/generate', tags, summary: 'Generate text for a workspace (body or query workspaceId, else the active one)' }, errors: ['AI_MONTHLY_LIMIT_REACHED', 'AI_PROVIDER_ERROR', 'AI_PROVIDER_NOT_CONFIGURED', 'DEMO_GENERATION_DISABLED', 'TEST_ACCOUNT_LIMIT_REACHED'] })
     .input(generateInput)
     .output(generateOutput)
     .mutation(({ ctx, input }) => ai.generate(ctx, ctx.workspace, ctx.user, input)),
@@ -58,7 +58,7 @@ export const aiRouter = router({
     .query(({ ctx }) => ai.usage(ctx, ctx.workspace, ctx.user)),
 
   workspaceGenerate: workspaceProcedure('ai.generate')
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/ai/generate', tags, summary: 'Generate text in this workspace' } })
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/ai/generate', tags, summary: 'Generate text in this workspace' }, errors: ['AI_MONTHLY_LIMIT_REACHED', 'AI_PROVIDER_ERROR', 'AI_PROVIDER_NOT_CONFIGURED', 'DEMO_GENERATION_DISABLED', 'TEST_ACCOUNT_LIMIT_REACHED'] })
     .input(workspaceGenerateInput)
     .output(generateOutput)
     .mutation(({ ctx, input }) => ai.generate(ctx, ctx.workspace, ctx.user, input)),

@@ -42,7 +42,7 @@ export const apiKeysRouter = router({
     .query(({ ctx }) => keys.listKeys(ctx.db, ctx.workspace.id)),
 
   create: keyManager
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/api-keys', tags, summary: 'Create an API key; the answer carries rawKey once' }, successStatus: 201 })
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/api-keys', tags, summary: 'Create an API key; the answer carries rawKey once' }, errors: ['API_KEY_LIMIT_REACHED', 'API_KEYS_NOT_IN_PLAN'], successStatus: 201 })
     .input(
       workspaceInput.extend({
         name: keyName,
@@ -66,7 +66,7 @@ export const apiKeysRouter = router({
     .mutation(({ ctx, input }) => keys.revokeKey(ctx.db, actorOf(ctx), ctx.workspace.id, input.apiKeyId)),
 
   rotate: keyManager
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/api-keys/{apiKeyId}/rotate', tags, summary: 'A new raw key; the old one works for the grace period' } })
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/api-keys/{apiKeyId}/rotate', tags, summary: 'A new raw key; the old one works for the grace period' }, errors: ['API_KEYS_NOT_IN_PLAN', 'INVALID_STATE'] })
     .input(keyInput.extend({ gracePeriodSeconds: exact(z.number().int().min(0).max(7 * 86_400)).default(0) }))
     .output(createdKeyOutput)
     .mutation(({ ctx, input }) => keys.rotateKey(ctx.db, actorOf(ctx), ctx.workspace.id, input.apiKeyId, input.gracePeriodSeconds)),

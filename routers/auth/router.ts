@@ -23,6 +23,7 @@ export const authRouter = router({
   register: publicProcedure
     .meta({
       openapi: { method: 'POST', path: '/auth/register', tags, protect: false, summary: 'Create an account and its personal workspace' },
+      errors: ['EMAIL_TAKEN', 'WEAK_PASSWORD'],
       successStatus: 201,
     })
     .input(registerInput)
@@ -30,13 +31,13 @@ export const authRouter = router({
     .mutation(({ ctx, input }) => auth.register(ctx, input)),
 
   login: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/login', tags, protect: false, summary: 'Sign in with e-mail and password' } })
+    .meta({ openapi: { method: 'POST', path: '/auth/login', tags, protect: false, summary: 'Sign in with e-mail and password' }, errors: ['INVALID_CREDENTIALS', 'USER_SUSPENDED'] })
     .input(loginInput)
     .output(loginOutput)
     .mutation(({ ctx, input }) => auth.login(ctx, input, ctx)),
 
   refresh: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/refresh', tags, protect: false, summary: 'Rotate a refresh token for a new token pair' } })
+    .meta({ openapi: { method: 'POST', path: '/auth/refresh', tags, protect: false, summary: 'Rotate a refresh token for a new token pair' }, errors: ['UNAUTHORIZED', 'USER_SUSPENDED'] })
     .input(refreshTokenInput)
     .output(tokenPairOutput)
     .mutation(({ ctx, input }) => rotateRefreshToken(ctx, input.refreshToken, ctx)),
@@ -63,7 +64,7 @@ export const authRouter = router({
     .mutation(({ ctx, input }) => auth.forgotPassword(ctx, input)),
 
   resetPassword: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/reset-password', tags, protect: false, summary: 'Set a new password with a reset token' } })
+    .meta({ openapi: { method: 'POST', path: '/auth/reset-password', tags, protect: false, summary: 'Set a new password with a reset token' }, errors: ['INVALID_TOKEN', 'WEAK_PASSWORD'] })
     .input(resetPasswordInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.resetPassword(ctx, input, ctx)),
@@ -75,7 +76,7 @@ export const authRouter = router({
     .mutation(({ ctx, input }) => auth.resendVerification(ctx, input)),
 
   verifyEmail: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/verify-email', tags, protect: false, summary: 'Verify an e-mail address with a token' } })
+    .meta({ openapi: { method: 'POST', path: '/auth/verify-email', tags, protect: false, summary: 'Verify an e-mail address with a token' }, errors: ['INVALID_TOKEN'] })
     .input(tokenInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.verifyEmail(ctx, input)),

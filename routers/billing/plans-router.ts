@@ -11,7 +11,7 @@ const tags = ['Admin: billing'];
 
 const move = (name: 'archive' | 'restore', summary: string) =>
   adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: `/admin/billing/plans/{planId}/${name}`, tags, summary } })
+    .meta({ openapi: { method: 'POST', path: `/admin/billing/plans/{planId}/${name}`, tags, summary }, errors: ['INVALID_STATE', 'PLAN_NOT_FOUND'] })
     .input(planIdInput)
     .output(planOutput)
     .mutation(({ ctx, input }) => plans.movePlan(ctx.db, ctx.plans, actorOf(ctx), input.planId, name));
@@ -30,19 +30,19 @@ export const plansRouter = router({
     .query(({ ctx }) => plans.listAllPlans(ctx.db)),
 
   get: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/billing/plans/{planId}', tags, summary: 'One plan' } })
+    .meta({ openapi: { method: 'GET', path: '/admin/billing/plans/{planId}', tags, summary: 'One plan' }, errors: ['PLAN_NOT_FOUND'] })
     .input(planIdInput)
     .output(planOutput)
     .query(({ ctx, input }) => plans.getPlan(ctx.db, input.planId)),
 
   create: adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: '/admin/billing/plans', tags, summary: 'Create a plan (unique slug, price in cents >= 0)' }, successStatus: 201 })
+    .meta({ openapi: { method: 'POST', path: '/admin/billing/plans', tags, summary: 'Create a plan (unique slug, price in cents >= 0)' }, errors: ['CONFLICT'], successStatus: 201 })
     .input(createPlanInput)
     .output(planOutput)
     .mutation(({ ctx, input }) => plans.createPlan(ctx.db, ctx.plans, actorOf(ctx), input)),
 
   update: adminWriteProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/admin/billing/plans/{planId}', tags, summary: 'Change a plan' } })
+    .meta({ openapi: { method: 'PATCH', path: '/admin/billing/plans/{planId}', tags, summary: 'Change a plan' }, errors: ['CONFLICT', 'INVALID_STATE', 'PLAN_NOT_FOUND'] })
     .input(updatePlanInput)
     .output(planOutput)
     .mutation(({ ctx, input: { planId, ...changes } }) => plans.updatePlan(ctx.db, ctx.plans, actorOf(ctx), planId, changes)),
@@ -51,7 +51,7 @@ export const plansRouter = router({
   restore: move('restore', 'Restore an archived plan to the status it had'),
 
   delete: adminWriteProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/admin/billing/plans/{planId}', tags, summary: 'Delete a plan no subscription uses' } })
+    .meta({ openapi: { method: 'DELETE', path: '/admin/billing/plans/{planId}', tags, summary: 'Delete a plan no subscription uses' }, errors: ['INVALID_STATE', 'PLAN_HAS_SUBSCRIPTIONS', 'PLAN_NOT_FOUND'] })
     .input(planIdInput)
     .output(z.object({ message: z.string() }))
     .mutation(({ ctx, input }) => plans.deletePlan(ctx.db, ctx.plans, actorOf(ctx), input.planId)),
@@ -63,7 +63,7 @@ export const plansRouter = router({
     .query(({ ctx }) => billingSettings(ctx)),
 
   updateSettings: adminWriteProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/admin/billing/settings', tags, summary: 'Read-only: settings come from the environment' } })
+    .meta({ openapi: { method: 'PATCH', path: '/admin/billing/settings', tags, summary: 'Read-only: settings come from the environment' }, errors: ['SETTINGS_READ_ONLY'] })
     .input(z.looseObject({}))
     .output(billingSettingsOutput)
     .mutation(() => {

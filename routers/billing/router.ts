@@ -29,7 +29,7 @@ export const billingRouter = router({
     .query(({ ctx }) => billing.providerStatus(ctx)),
 
   checkout: workspaceProcedure('billing.manage', activeOrNamed)
-    .meta({ openapi: { method: 'POST', path: '/billing/checkout', tags, summary: 'Buy a plan: MOCK completes at once, processors answer checkoutUrl' } })
+    .meta({ openapi: { method: 'POST', path: '/billing/checkout', tags, summary: 'Buy a plan: MOCK completes at once, processors answer checkoutUrl' }, errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'DEMO_READ_ONLY', 'PLAN_NOT_FOUND'] })
     .input(checkoutInput)
     .output(checkoutOutput)
     .mutation(({ ctx, input }) => billing.checkout(ctx, actorOf(ctx), ctx.user, ctx.workspace.id, input)),
@@ -47,13 +47,13 @@ export const billingRouter = router({
     .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),
 
   cancel: workspaceProcedure('billing.manage', activeOrNamed)
-    .meta({ openapi: { method: 'POST', path: '/billing/cancel', tags, summary: 'Cancel the subscription (MOCK: at once; processors: at period end)' } })
+    .meta({ openapi: { method: 'POST', path: '/billing/cancel', tags, summary: 'Cancel the subscription (MOCK: at once; processors: at period end)' }, errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'] })
     .input(workspaceBillingInput)
     .output(currentPlanOutput)
     .mutation(({ ctx }) => billing.cancel(ctx, actorOf(ctx), ctx.workspace.id)),
 
   portal: workspaceProcedure('billing.manage', activeOrNamed)
-    .meta({ openapi: { method: 'POST', path: '/billing/portal', tags, summary: "The processor's billing portal for the workspace" } })
+    .meta({ openapi: { method: 'POST', path: '/billing/portal', tags, summary: "The processor's billing portal for the workspace" }, errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'] })
     .input(workspaceBillingInput)
     .output(z.object({ portalUrl: z.url() }))
     .mutation(({ ctx }) => billing.portal(ctx, ctx.workspace.id)),
@@ -65,13 +65,13 @@ export const billingRouter = router({
     .query(({ ctx }) => billing.currentPlan(ctx.db, ctx.workspace.id)),
 
   legacyCheckout: workspaceProcedure('billing.manage')
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/billing/mock-checkout', tags: legacy, summary: 'Checkout (legacy route; same as POST /billing/checkout)' } })
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/billing/mock-checkout', tags: legacy, summary: 'Checkout (legacy route; same as POST /billing/checkout)' }, errors: ['PLAN_NOT_FOUND'] })
     .input(legacyCheckoutInput)
     .output(checkoutOutput)
     .mutation(({ ctx, input }) => billing.checkout(ctx, actorOf(ctx), ctx.user, ctx.workspace.id, input)),
 
   legacyCancel: workspaceProcedure('billing.manage')
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/billing/cancel', tags: legacy, summary: 'Cancel the subscription (legacy route)' } })
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/billing/cancel', tags: legacy, summary: 'Cancel the subscription (legacy route)' }, errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'] })
     .input(legacyWorkspaceInput)
     .output(currentPlanOutput)
     .mutation(({ ctx }) => billing.cancel(ctx, actorOf(ctx), ctx.workspace.id)),

@@ -115,7 +115,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       security: [],
       parameters: [{ in: 'header', name: 'Stripe-Signature', required: true, schema: { type: 'string' } }],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
-      responses: { 200: received, 400: errorResponse('INVALID_SIGNATURE: missing, stale or wrong signature'), 503: errorResponse('BILLING_NOT_CONFIGURED: no webhook secret') },
+      responses: { 200: received, 400: errorResponse('Missing, stale or wrong signature', ['INVALID_SIGNATURE']), 503: errorResponse('No webhook secret', ['BILLING_NOT_CONFIGURED']) },
     },
   },
   '/billing/webhooks/processor-b': {
@@ -126,7 +126,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       security: [],
       parameters: [{ in: 'header', name: 'X-Signature', required: true, schema: { type: 'string' } }],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
-      responses: { 200: received, 400: errorResponse('INVALID_SIGNATURE: missing or wrong signature'), 503: errorResponse('BILLING_NOT_CONFIGURED: no webhook secret') },
+      responses: { 200: received, 400: errorResponse('Missing or wrong signature', ['INVALID_SIGNATURE']), 503: errorResponse('No webhook secret', ['BILLING_NOT_CONFIGURED']) },
     },
   },
   '/billing/webhooks/mock': {
@@ -136,7 +136,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Billing webhooks'],
       security: [],
       requestBody: { required: true, content: { 'application/json': { schema: mockEventInput } } },
-      responses: { 200: received, 400: errorResponse('Malformed event'), 404: errorResponse('Not MOCK') },
+      responses: { 200: received, 400: errorResponse('Malformed event', ['BAD_REQUEST']), 404: errorResponse('Not MOCK, or no such plan', ['NOT_FOUND', 'PLAN_NOT_FOUND']) },
     },
   },
 };

@@ -308,15 +308,25 @@ const multipart = (field: string, description: string) => ({
   },
 });
 const secured = { security: [{ bearerAuth: [] }] };
+/** Who may upload or download: a valid access token of an ACTIVE user (the route's 403 adds its own codes). */
+const signedInRefusals = {
+  401: errorResponse('No valid access token', ['UNAUTHORIZED']),
+  403: errorResponse('The account is suspended', ['USER_SUSPENDED']),
+};
+/** A workspace's upload: a member of an ACTIVE workspace holding the route's permission. */
+const workspaceRefusals = {
+  403: errorResponse('The account is suspended, the workspace is not ACTIVE, or the role lacks the permission', ['PERMISSION_DENIED', 'USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE']),
+  404: errorResponse('No such workspace among mine', ['NOT_FOUND']),
+};
 const storageFailures = {
-  502: errorResponse('STORAGE_PROVIDER_ERROR: the storage provider failed (nothing was saved)'),
-  503: errorResponse('STORAGE_NOT_CONFIGURED: the selected storage provider lacks its settings'),
+  502: errorResponse('The storage provider failed (nothing was saved)', ['STORAGE_PROVIDER_ERROR']),
+  503: errorResponse('The selected storage provider lacks its settings', ['STORAGE_NOT_CONFIGURED']),
 };
 const refusals = {
-  400: errorResponse('Missing or unreadable file'),
-  401: errorResponse('No valid access token'),
-  413: errorResponse('File too large'),
-  415: errorResponse('Type not accepted (checked by content)'),
+  ...signedInRefusals,
+  400: errorResponse('Missing or unreadable file', ['BAD_REQUEST']),
+  413: errorResponse('File too large', ['PAYLOAD_TOO_LARGE']),
+  415: errorResponse('Type not accepted (checked by content)', ['UNSUPPORTED_MEDIA_TYPE']),
   ...storageFailures,
 };
 
@@ -328,7 +338,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Storage'],
       ...secured,
       requestBody: multipart('file', 'The file. workspaceId may be sent as a form field or query parameter (default: the active workspace).'),
-      responses: { 201: { description: 'Stored: id, workspaceId, contentType, size, url' }, ...refusals },
+      responses: { 201: { description: 'Stored: id, workspaceId, contentType, size, url' }, ...refusals, ...workspaceRefusals },
     },
   },
   '/profile/avatar': {
@@ -349,7 +359,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       ...secured,
       parameters: [{ in: 'path', name: 'workspaceId', required: true, schema: { type: 'string', format: 'uuid' } }],
       requestBody: multipart('logo', 'PNG, JPEG or WebP, at most 1 MiB'),
-      responses: { 200: { description: 'Stored: logoUrl' }, ...refusals, 403: errorResponse('Lacks branding.manage') },
+      responses: { 200: { description: 'Stored: logoUrl' }, ...refusals, ...workspaceRefusals },
     },
   },
   '/storage/files/{fileId}': {
@@ -361,9 +371,9 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       parameters: [{ in: 'path', name: 'fileId', required: true, schema: { type: 'string', format: 'uuid' } }],
       responses: {
         200: { description: 'The file, with X-Content-Type-Options: nosniff' },
-        401: errorResponse('No valid access token (whether or not the file exists)'),
-        403: errorResponse("WORKSPACE_UNAVAILABLE: the file's workspace is not ACTIVE (told to its members only)"),
-        404: errorResponse('No such file in my workspaces'),
+        401: errorResponse('No valid access token (whether or not the file exists)', ['UNAUTHORIZED']),
+        403: errorResponse("The account is suspended, or the file's workspace is not ACTIVE (told to its members only)", ['USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE']),
+        404: errorResponse('No such file in my workspaces', ['NOT_FOUND']),
         ...storageFailures,
       },
     },
@@ -375,7 +385,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Profile'],
       ...secured,
       parameters: [{ in: 'path', name: 'userId', required: true, schema: { type: 'string', format: 'uuid' } }],
-      responses: { 200: { description: 'image/webp' }, 404: errorResponse('No avatar'), ...storageFailures },
+      responses: { 200: { description: 'image/webp' }, ...signedInRefusals, 404: errorResponse('No avatar', ['NOT_FOUND']), ...storageFailures },
     },
   },
 };

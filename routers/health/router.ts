@@ -31,7 +31,10 @@ export const healthOutput = z.object({
 
 export const healthRouter = router({
   health: publicProcedure
-    .meta({ openapi: { method: 'GET', path: '/health', tags: ['Status'], protect: false, summary: 'Service and database health' } })
+    .meta({
+      openapi: { method: 'GET', path: '/health', tags: ['Status'], protect: false, summary: 'Service and database health' },
+      sameBodyWith: { 503: 'Degraded: the database does not answer' },
+    })
     .input(z.void())
     .output(healthOutput)
     .query(async ({ ctx }) => {

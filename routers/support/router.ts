@@ -44,7 +44,7 @@ export const supportRouter = router({
     }),
 
   ticket: authedProcedure
-    .meta({ openapi: { method: 'POST', path: '/support/tickets', tags: ['Support'], summary: 'Open a support ticket' }, successStatus: 201 })
+    .meta({ openapi: { method: 'POST', path: '/support/tickets', tags: ['Support'], summary: 'Open a support ticket' }, errors: ['NOT_FOUND'], successStatus: 201 })
     .input(
       z.object({
         subject: text(200),

@@ -108,7 +108,7 @@ export const updatesRouter = router({
     .query(({ input }) => findRelease(input.version)),
 
   download: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/updates/releases/{version}/download', tags, summary: 'Placeholder: downloads are not enabled (503)' } })
+    .meta({ openapi: { method: 'GET', path: '/updates/releases/{version}/download', tags, summary: 'Placeholder: downloads are not enabled (503)' }, errors: ['DOWNLOADS_DISABLED'] })
     .input(versionInput)
     .output(z.never())
     // Any version, listed or not (spec: the download route always answers 503).

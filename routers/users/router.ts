@@ -17,7 +17,7 @@ const userIdInput = z.object({ userId: z.uuid() });
 
 const move = (name: 'suspend' | 'activate', summary: string) =>
   adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: `/admin/users/{userId}/${name}`, tags, summary } })
+    .meta({ openapi: { method: 'POST', path: `/admin/users/{userId}/${name}`, tags, summary }, errors: name === 'suspend' ? ['CONFLICT', 'INVALID_STATE'] : ['INVALID_STATE'] })
     .input(userIdInput)
     .output(adminUserDetailOutput)
     .mutation(({ ctx, input }) => users.moveUser(ctx.db, actorOf(ctx), input.userId, name));
@@ -42,7 +42,7 @@ export const adminUsersRouter = router({
     .query(({ ctx, input }) => users.getUser(ctx.db, input.userId)),
 
   update: adminWriteProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/admin/users/{userId}', tags, summary: 'Change name or platform role' } })
+    .meta({ openapi: { method: 'PATCH', path: '/admin/users/{userId}', tags, summary: 'Change name or platform role' }, errors: ['CONFLICT'] })
     .input(
       userIdInput
         .extend({ name: z.string().trim().min(1).max(100).optional(), platformRole: z.enum(PLATFORM_ROLES).optional() })

@@ -66,13 +66,13 @@ export const webhooksRouter = router({
     .query(({ ctx }) => hooks.listWebhooks(ctx.db, ctx.workspace.id)),
 
   create: writer
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/webhooks', tags, summary: 'Create a webhook; the answer carries the signing secret once' }, successStatus: 201 })
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/webhooks', tags, summary: 'Create a webhook; the answer carries the signing secret once' }, errors: ['WEBHOOK_URL_NOT_ALLOWED'], successStatus: 201 })
     .input(workspaceInput.extend({ name, url, events }))
     .output(withSecretOutput)
     .mutation(({ ctx, input }) => hooks.createWebhook(ctx, actorOf(ctx), ctx.workspace.id, input)),
 
   update: writer
-    .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/webhooks/{webhookId}', tags, summary: 'Change name, URL, events or isActive' } })
+    .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/webhooks/{webhookId}', tags, summary: 'Change name, URL, events or isActive' }, errors: ['WEBHOOK_URL_NOT_ALLOWED'] })
     .input(
       webhookInput
         .extend({ name: name.optional(), url: url.optional(), events: events.optional(), isActive: exact(z.boolean()).optional() })
@@ -106,7 +106,7 @@ export const webhooksRouter = router({
     .query(({ ctx, input: { page, limit, webhookId, status } }) => hooks.listDeliveries(ctx.db, ctx.workspace.id, { webhookId, status }, { page, limit })),
 
   retry: reader
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry', tags, summary: 'Send a failed delivery again' } })
+    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry', tags, summary: 'Send a failed delivery again' }, errors: ['INVALID_STATE'] })
     .input(workspaceInput.extend({ deliveryId: z.uuid() }))
     .output(deliveryOutput)
     .mutation(({ ctx, input }) => hooks.retryDelivery(ctx.db, ctx.webhooks, ctx.workspace.id, input.deliveryId)),

@@ -19,7 +19,7 @@ const tags = ['Admin: workspaces'];
 
 const move = (name: WorkspaceMove, summary: string) =>
   adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: `/admin/workspaces/{workspaceId}/${name}`, tags, summary } })
+    .meta({ openapi: { method: 'POST', path: `/admin/workspaces/{workspaceId}/${name}`, tags, summary }, errors: ['INVALID_STATE'] })
     .input(workspaceIdInput)
     .output(adminWorkspaceDetailOutput)
     .mutation(({ ctx, input }) => workspaces.moveWorkspace(ctx.db, actorOf(ctx), input.workspaceId, name));
@@ -32,7 +32,7 @@ export const adminWorkspacesRouter = router({
     .query(({ ctx, input: { page, limit, ...filters } }) => workspaces.adminListWorkspaces(ctx.db, filters, { page, limit })),
 
   create: adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: '/admin/workspaces', tags, summary: 'Create a workspace for an owner' }, successStatus: 201 })
+    .meta({ openapi: { method: 'POST', path: '/admin/workspaces', tags, summary: 'Create a workspace for an owner' }, errors: ['NOT_FOUND'], successStatus: 201 })
     .input(adminCreateWorkspaceInput)
     .output(adminWorkspaceDetailOutput)
     .mutation(({ ctx, input }) => workspaces.adminCreateWorkspace(ctx.db, actorOf(ctx), input)),
@@ -61,7 +61,7 @@ export const adminWorkspacesRouter = router({
     .mutation(({ ctx, input }) => workspaces.transferOwnership(ctx.db, actorOf(ctx), input.workspaceId, input.newOwnerUserId)),
 
   delete: adminWriteProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/admin/workspaces/{workspaceId}', tags, summary: 'Safe delete (hidden everywhere)' } })
+    .meta({ openapi: { method: 'DELETE', path: '/admin/workspaces/{workspaceId}', tags, summary: 'Safe delete (hidden everywhere)' }, errors: ['SUBSCRIPTION_ACTIVE'] })
     .input(workspaceIdInput)
     .output(z.object({ message: z.string() }))
     .mutation(({ ctx, input }) => workspaces.deleteWorkspace(ctx.db, actorOf(ctx), input.workspaceId)),

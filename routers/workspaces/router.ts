@@ -35,7 +35,7 @@ export const workspacesRouter = router({
     .mutation(({ ctx, input }) => workspaces.createWorkspace(ctx.db, { ...actorOf(ctx), userId: ctx.user.id }, input)),
 
   acceptInvitation: authedProcedure
-    .meta({ openapi: { method: 'POST', path: '/invitations/accept', tags, summary: 'Join a workspace with an invitation token' } })
+    .meta({ openapi: { method: 'POST', path: '/invitations/accept', tags, summary: 'Join a workspace with an invitation token' }, errors: ['FORBIDDEN', 'INVALID_TOKEN', 'MEMBER_LIMIT_REACHED', 'WORKSPACE_UNAVAILABLE'] })
     .input(acceptInvitationInput)
     .output(acceptedInvitationOutput)
     .mutation(({ ctx, input }) => workspaces.acceptInvitation(ctx.db, actorOf(ctx), ctx.user, input.token)),
@@ -61,6 +61,7 @@ export const workspacesRouter = router({
   invite: workspaceProcedure('members.manage')
     .meta({
       openapi: { method: 'POST', path: '/workspaces/{workspaceId}/invitations', tags, summary: 'Invite someone by e-mail' },
+      errors: ['CONFLICT', 'MEMBER_LIMIT_REACHED'],
       successStatus: 201,
     })
     .input(inviteInput)
@@ -68,13 +69,13 @@ export const workspacesRouter = router({
     .mutation(({ ctx, input }) => workspaces.invite(ctx, actorOf(ctx), ctx.workspace, input, ctx.user.name)),
 
   changeRole: workspaceProcedure('members.manage')
-    .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/members/{userId}', tags, summary: "Change a member's role" } })
+    .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/members/{userId}', tags, summary: "Change a member's role" }, errors: ['CONFLICT'] })
     .input(changeRoleInput)
     .output(memberOutput)
     .mutation(({ ctx, input }) => workspaces.changeMemberRole(ctx.db, actorOf(ctx), ctx.workspace, input.userId, input.role)),
 
   removeMember: workspaceProcedure('members.manage')
-    .meta({ openapi: { method: 'DELETE', path: '/workspaces/{workspaceId}/members/{userId}', tags, summary: 'Remove a member' } })
+    .meta({ openapi: { method: 'DELETE', path: '/workspaces/{workspaceId}/members/{userId}', tags, summary: 'Remove a member' }, errors: ['CONFLICT'] })
     .input(memberInput)
     .output(z.object({ message: z.string() }))
     .mutation(({ ctx, input }) => workspaces.removeMember(ctx.db, actorOf(ctx), ctx.workspace, input.userId)),

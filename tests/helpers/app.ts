@@ -5,6 +5,7 @@ import { parseConfig, withDevelopmentSecrets, type Config } from '../../server/c
 import { createLogger } from '../../server/logger.js';
 import { startServer, type RunningServer } from '../../server/server.js';
 import { ledger } from './secret-ledger.js';
+import { errorLedger } from './error-ledger.js';
 import { apiClient, type Api } from './http.js';
 import { TcpProxy } from './tcp-proxy.js';
 
@@ -52,6 +53,7 @@ export async function startTestApp(overrides: Record<string, string | undefined>
     write(line: string) {
       logs.push(line);
       ledger.observe('a log line', line);
+      errorLedger.observe(line);
     },
   });
   const server = await startServer(config, logger);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { appRouter } from '../../routers/index.js';
 import type { Meta } from '../../server/trpc.js';
+import { ERROR_STATUS, type ErrorCode } from '../../server/errors.js';
 
 let app: TestApp;
 let doc: any;
@@ -108,17 +109,68 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('documents creation routes with 201 and every error with the Error schema', () => {
+  it('documents creation routes with 201 and every error with the Error schema, its code one of the codes of that status', () => {
     expect(doc.paths['/auth/register'].post.responses['201']).toBeDefined();
     expect(doc.paths['/auth/register'].post.responses['200']).toBeUndefined();
     for (const { method, path, op } of operations()) {
       for (const [status, response] of Object.entries(op.responses) as Array<[string, any]>) {
-        if (Number(status) >= 400) {
-          expect(response.content['application/json'].schema, `${method} ${path} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
-        }
+        if (Number(status) < 400 || (path === '/health' && status === '503')) continue;
+        const where = `${method} ${path} ${status}`;
+        const schema = response.content['application/json'].schema;
+        expect(schema.allOf[0], where).toEqual({ $ref: '#/components/schemas/Error' });
+        const codes: string[] = schema.allOf[1].properties.code.enum;
+        expect(codes.length, where).toBeGreaterThan(0);
+        for (const code of codes) expect(`${code} ${ERROR_STATUS[code as ErrorCode]}`, where).toBe(`${code} ${status}`);
+        expect(response.description, where).toBeTruthy();
       }
     }
     expect(doc.components.schemas.Error.required).toEqual(['code', 'message', 'requestId']);
+  });
+
+  /** The codes an operation documents for `status`. */
+  const codes = (method: string, path: string, status: number): string[] =>
+    doc.paths[path][method].responses[String(status)]?.content['application/json'].schema.allOf[1].properties.code.enum ?? [];
+
+  it("lists each route's own errors: its domain codes, who may call it, and what every route of its kind can answer", () => {
+    // Domain errors the procedure declares.
+    expect(codes('post', '/auth/register', 409)).toEqual(['EMAIL_TAKEN']);
+    expect(codes('post', '/auth/register', 400)).toEqual(['BAD_REQUEST', 'WEAK_PASSWORD']);
+    expect(codes('post', '/auth/login', 401)).toEqual(['INVALID_CREDENTIALS']);
+    expect(codes('post', '/ai/generate', 502)).toEqual(['AI_PROVIDER_ERROR']);
+    expect(codes('delete', '/admin/billing/plans/{planId}', 409)).toEqual(['INVALID_STATE', 'PLAN_HAS_SUBSCRIPTIONS']);
+    // Who may call it, from the procedure's builder.
+    expect(codes('get', '/auth/me', 401)).toEqual(['UNAUTHORIZED']);
+    expect(codes('get', '/auth/me', 403)).toEqual(['USER_SUSPENDED']);
+    expect(codes('get', '/admin/users', 403)).toEqual(['FORBIDDEN', 'USER_SUSPENDED']);
+    expect(codes('patch', '/admin/users/{userId}', 403)).toEqual(['DEMO_READ_ONLY', 'FORBIDDEN', 'USER_SUSPENDED']);
+    expect(codes('get', '/workspaces/{workspaceId}/members', 403)).toEqual(['PERMISSION_DENIED', 'USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE']);
+    expect(codes('post', '/workspaces/{workspaceId}/api-keys', 403)).toEqual([
+      'API_KEYS_NOT_IN_PLAN', 'API_KEY_LIMIT_REACHED', 'DEMO_READ_ONLY', 'PERMISSION_DENIED', 'USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE',
+    ]);
+    expect(codes('get', '/public-api/workspace', 403)).toEqual(['API_KEYS_NOT_IN_PLAN', 'PERMISSION_DENIED', 'WORKSPACE_UNAVAILABLE']);
+    // Public routes have no authentication errors; routes without ids in their path have no 404 of their own.
+    expect(codes('post', '/auth/register', 401)).toEqual([]);
+    expect(codes('get', '/billing/plans', 404)).toEqual([]);
+    expect(codes('get', '/ai/templates/{templateId}', 404)).toEqual(['NOT_FOUND']);
+    // A body refused by the parser, on every method that takes one.
+    expect(codes('post', '/admin/monitoring/clear', 413)).toEqual(['PAYLOAD_TOO_LARGE']);
+    expect(codes('get', '/auth/me', 413)).toEqual([]);
+    // The database away, on every route.
+    expect(codes('get', '/billing/plans', 503)).toEqual(['SERVICE_UNAVAILABLE']);
+  });
+
+  it('lists 429 with its Retry-After header on every rate-limited route, and not on the routes the limiter skips', () => {
+    for (const { method, path, op } of operations()) {
+      const limited = ![ 'get /health', 'get /search/status', 'get /security/status', 'get /metrics'].includes(`${method} ${path}`);
+      expect(codes(method, path, 429), `${method} ${path}`).toEqual(limited ? ['RATE_LIMITED'] : []);
+      if (limited) expect(op.responses['429'].headers['Retry-After'].schema, `${method} ${path}`).toEqual({ type: 'integer' });
+    }
+  });
+
+  it("documents /health's 503 as its own body (status degraded), not as an error", () => {
+    const responses = doc.paths['/health'].get.responses;
+    expect(responses['503'].content['application/json'].schema).toEqual(responses['200'].content['application/json'].schema);
+    expect(responses['503'].description).toMatch(/database/);
   });
 
   it('declares no {param} path before a static path it would shadow (the REST router takes the first match)', () => {

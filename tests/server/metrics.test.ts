@@ -192,7 +192,9 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     const op = (await app.api('GET', '/openapi.json')).body.paths['/metrics']?.get;
     expect(op).toMatchObject({ tags: ['Monitoring'], security: [{ bearerAuth: [] }] });
     expect(op.summary).toMatch(/Prometheus/);
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '401', '404']);
+    // Never rate limited (no 429); its errors are its own token's and the switch's, and the generic ones.
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '404', '500', '503']);
+    expect(op.responses['401'].content['application/json'].schema.allOf[1].properties.code.enum).toEqual(['UNAUTHORIZED']);
   });
 
   it('has no queue gauges when the webhook queue is off', async () => {
