@@ -47,6 +47,17 @@ const STATUS_MEANING: Record<number, string> = {
   503: 'Unavailable: not configured, or the database is away (then with Retry-After)',
 };
 
+/** What an error of every operation's kind means, where a plain route's own description does not say. */
+const KIND_MEANING: Partial<Record<ErrorCode, string>> = {
+  BAD_REQUEST: 'malformed input or path',
+  PAYLOAD_TOO_LARGE: 'a body over the limit',
+  UNSUPPORTED_MEDIA_TYPE: 'a body that is not JSON',
+  NOT_FOUND: 'no such record',
+  RATE_LIMITED: 'over the rate limit, with Retry-After',
+  INTERNAL_SERVER_ERROR: 'a bug, told only to the log',
+  SERVICE_UNAVAILABLE: 'the database is away, with Retry-After',
+};
+
 type Response = { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: unknown }> };
 type Operation = { security?: unknown[]; parameters?: unknown[]; requestBody?: unknown; responses?: Record<string, Response> };
 
@@ -98,8 +109,14 @@ function documentErrors(op: Operation, codes: Iterable<string>) {
   }
   for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
     const own = responses[String(status)];
-    // A plain route's own description stays; trpc-to-openapi's generic ones ("Invalid input data") go.
-    const description = own?.description && codesOf(own).length ? own.description : (STATUS_MEANING[status] ?? 'Error');
+    const ownCodes = codesOf(own);
+    // A plain route's own description stays, naming what this pass added to it; trpc-to-openapi's generic
+    // ones ("Invalid input data") were removed before.
+    const added = [...statusCodes].filter((code) => !ownCodes.includes(code)).sort();
+    const description =
+      own?.description && ownCodes.length
+        ? `${own.description}${added.length ? `; also ${added.map((code) => `${code} (${KIND_MEANING[code as ErrorCode] ?? STATUS_MEANING[status]})`).join(', ')}` : ''}`
+        : (STATUS_MEANING[status] ?? 'Error');
     responses[String(status)] = {
       description,
       ...(status === 429 ? { headers: { 'Retry-After': { description: 'Seconds until the window resets', schema: { type: 'integer' } } } } : {}),

@@ -157,6 +157,12 @@ describe('GET /openapi.json', () => {
     expect(codes('get', '/auth/me', 413)).toEqual([]);
     // The database away, on every route.
     expect(codes('get', '/billing/plans', 503)).toEqual(['SERVICE_UNAVAILABLE']);
+    // A plain route's own list, with what every route of its kind adds named in its description.
+    expect(codes('post', '/storage/upload', 503)).toEqual(['SERVICE_UNAVAILABLE', 'STORAGE_NOT_CONFIGURED']);
+    expect(doc.paths['/storage/upload'].post.responses['503'].description).toBe(
+      'The selected storage provider lacks its settings; also SERVICE_UNAVAILABLE (the database is away, with Retry-After)',
+    );
+    expect(doc.paths['/storage/upload'].post.responses['415'].description).toBe('Type not accepted (checked by content)');
   });
 
   it('lists 429 with its Retry-After header on every rate-limited route, and not on the routes the limiter skips', () => {
