@@ -3,6 +3,7 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { appRouter } from '../../routers/index.js';
 import type { Meta } from '../../server/trpc.js';
 import { ERROR_STATUS, type ErrorCode } from '../../server/errors.js';
+import SwaggerParser from '@apidevtools/swagger-parser';
 
 let app: TestApp;
 let doc: any;
@@ -107,6 +108,15 @@ describe('GET /openapi.json', () => {
       else if (path.startsWith('/public-api/')) expect(op.security, key).toEqual([{ apiKey: [] }]);
       else expect(op.security, key).toEqual([{ bearerAuth: [] }]);
     }
+  });
+
+  it('is a valid OpenAPI 3.1 document, every $ref resolving (what client generators and the docs UI read)', async () => {
+    expect(doc.openapi).toBe('3.1.0');
+    // validate() dereferences in place: it gets a copy.
+    await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeTruthy();
+    const broken = structuredClone(doc);
+    broken.paths['/auth/register'].post.responses['409'].content['application/json'].schema.allOf[0].$ref = '#/components/schemas/Missing';
+    await expect(SwaggerParser.validate(broken)).rejects.toThrow(/Missing/);
   });
 
   it('documents creation routes with 201 and every error with the Error schema, its code one of the codes of that status', () => {
