@@ -108,21 +108,25 @@ function documentErrors(op: Operation, codes: Iterable<string>) {
     byStatus.get(status)!.add(code);
   }
   for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
-    const own = responses[String(status)];
-    const ownCodes = codesOf(own);
-    // A plain route's own description stays, naming what this pass added to it; trpc-to-openapi's generic
-    // ones ("Invalid input data") were removed before.
-    const added = [...statusCodes].filter((code) => !ownCodes.includes(code)).sort();
-    const description =
-      own?.description && ownCodes.length
-        ? `${own.description}${added.length ? `; also ${added.map((code) => `${code} (${KIND_MEANING[code as ErrorCode] ?? STATUS_MEANING[status]})`).join(', ')}` : ''}`
-        : (STATUS_MEANING[status] ?? 'Error');
+    const retryAfter = statusCodes.has('RATE_LIMITED') || statusCodes.has('SERVICE_UNAVAILABLE');
     responses[String(status)] = {
-      description,
-      ...(status === 429 ? { headers: { 'Retry-After': { description: 'Seconds until the window resets', schema: { type: 'integer' } } } } : {}),
+      description: describeError(status, responses[String(status)], statusCodes),
+      ...(retryAfter ? { headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } } } : {}),
       content: { 'application/json': { schema: errorSchema([...statusCodes].sort()) } },
     };
   }
+}
+
+/**
+ * An error response's description: a plain route's own stays, naming the codes this pass added to it;
+ * otherwise what the status means (trpc-to-openapi's generic ones, "Invalid input data", were removed).
+ */
+function describeError(status: number, own: Response | undefined, codes: Set<string>): string {
+  const ownCodes = codesOf(own);
+  if (!own?.description || !ownCodes.length) return STATUS_MEANING[status] ?? 'Error';
+  const added = [...codes].filter((code) => !ownCodes.includes(code)).sort();
+  if (!added.length) return own.description;
+  return `${own.description}; also ${added.map((code) => `${code} (${KIND_MEANING[code as ErrorCode] ?? STATUS_MEANING[status]})`).join(', ')}`;
 }
 
 export function buildOpenApiDocument(

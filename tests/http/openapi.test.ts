@@ -176,6 +176,7 @@ describe('GET /openapi.json', () => {
   });
 
   it('lists 429 with its Retry-After header on every rate-limited route, and not on the routes the limiter skips', () => {
+    expect(doc.paths['/billing/plans'].get.responses['503'].headers['Retry-After'].schema).toEqual({ type: 'integer' });
     for (const { method, path, op } of operations()) {
       const limited = ![ 'get /health', 'get /search/status', 'get /security/status', 'get /metrics'].includes(`${method} ${path}`);
       expect(codes(method, path, 429), `${method} ${path}`).toEqual(limited ? ['RATE_LIMITED'] : []);
