@@ -73,7 +73,7 @@ export function requestLogger(logger: Logger, routes: RouteTemplates): RequestHa
           requestId: req.id,
           method: req.method,
           url: safeUrl(req.originalUrl),
-          route: routes.label(req.method, path, routes.matchRequest(req, path)),
+          route: routes.labelRequest(req, path),
           status: res.statusCode,
           code: res.statusCode >= 400 ? (notedErrorCode(req) ?? null) : undefined,
           durationMs: Math.round((performance.now() - started) * 10) / 10,

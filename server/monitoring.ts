@@ -119,7 +119,7 @@ export class Monitor {
       res.once('finish', () => {
         const elapsedMs = performance.now() - started;
         // The route template, or `/trpc/{procedure}`: the same name for metrics and for the record.
-        const label = routes.label(req.method, path, routes.matchRequest(req, path));
+        const label = routes.labelRequest(req, path);
         metrics?.observeRequest(req.method, label, res.statusCode, elapsedMs / 1000);
         if (!recording) return;
         const durationMs = Math.round(elapsedMs * 10) / 10;

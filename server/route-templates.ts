@@ -95,10 +95,12 @@ export class RouteTemplates {
   }
 
   /**
-   * A bounded name for a request, for metrics: the REST template, `/trpc/{procedure}` for a known
-   * procedure (TRPC_BATCH_ROUTE for a batch), else UNMATCHED_ROUTE. Never the raw path.
+   * A bounded name for a request, for metrics, monitoring and the request log: the REST template,
+   * `/trpc/{procedure}` for a known procedure (TRPC_BATCH_ROUTE for a batch), else UNMATCHED_ROUTE. Never
+   * the raw path. `path` is the full path, as for matchRequest().
    */
-  label(method: string, path: string, route = this.match(method, path)): string {
+  labelRequest(req: { method: string; path: string }, path = req.path): string {
+    const route = this.matchRequest(req, path);
     if (route) return route.template;
     const procedures = trpcProcedures(path);
     if (!procedures) return UNMATCHED_ROUTE;

@@ -85,12 +85,19 @@ function authenticateApiKeyRequest(deps: Pick<AppDeps, 'db'>, req: Request): Pro
   return apiKeys.get(req) ?? authenticateApiKey(deps.db, apiKeyOf(req));
 }
 
+/**
+ * The errors of each builder's access check, for /openapi.json (`accessErrors`). tRPC merges meta one
+ * level deep, so a builder's list repeats its parent's: each is built from the one before.
+ */
+const SIGNED_IN_ERRORS = ['UNAUTHORIZED', 'USER_SUSPENDED'] as const satisfies readonly ErrorCode[];
+const ADMIN_ERRORS = [...SIGNED_IN_ERRORS, 'FORBIDDEN'] as const;
+
 /** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */
 export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
   const { user, memberships } = await authenticateRequest(ctx, ctx.req);
   noteRequest(ctx.req, { userId: user.id });
   return next({ ctx: { user, memberships } });
-}).meta({ accessErrors: ['UNAUTHORIZED', 'USER_SUSPENDED'] });
+}).meta({ accessErrors: SIGNED_IN_ERRORS });
 
 const requirePlatform = (permission: PlatformPermission) =>
   authedProcedure.use(({ ctx, next }) => {
@@ -99,7 +106,7 @@ const requirePlatform = (permission: PlatformPermission) =>
     }
     return next();
   })
-    .meta({ accessErrors: ['UNAUTHORIZED', 'USER_SUSPENDED', 'FORBIDDEN'] });
+    .meta({ accessErrors: ADMIN_ERRORS });
 
 /** Platform admin reads; the demo admin passes. */
 export const adminProcedure = requirePlatform('admin.read');
@@ -113,7 +120,7 @@ export const adminWriteProcedure = adminProcedure.use(({ ctx, next }) => {
     throw new AppError('DEMO_READ_ONLY', 'Demo admin is read-only.');
   }
   return next();
-}).meta({ accessErrors: ['UNAUTHORIZED', 'USER_SUSPENDED', 'FORBIDDEN', 'DEMO_READ_ONLY'] });
+}).meta({ accessErrors: [...ADMIN_ERRORS, 'DEMO_READ_ONLY'] });
 
 /**
  * A member of the workspace named by `workspaceId` (path, query or body) holding `permission`, decided by
@@ -130,7 +137,7 @@ export const workspaceProcedure = (permission: WorkspacePermission, opts: Access
     noteRequest(ctx.req, { workspaceId: access.id });
     return next({ ctx: { workspace: access } });
   })
-    .meta({ accessErrors: ['UNAUTHORIZED', 'USER_SUSPENDED', 'NOT_FOUND', 'WORKSPACE_UNAVAILABLE', 'PERMISSION_DENIED', ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : [])] });
+    .meta({ accessErrors: [...SIGNED_IN_ERRORS, 'NOT_FOUND', 'WORKSPACE_UNAVAILABLE', 'PERMISSION_DENIED', ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : [])] });
 
 /** The raw API key of a request: X-API-Key, else a Bearer value that looks like one. */
 function apiKeyOf(req: Request): string | undefined {

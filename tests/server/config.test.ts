@@ -73,40 +73,45 @@ describe('configuration', () => {
     expect(errorOf({ AI_TEST_USER_EMAILS: 'not-an-address' })).toContain('AI_TEST_USER_EMAILS');
   });
 
-  it('when REDIS_URL is malformed, then it is refused by name without printing the URL or its password', () => {
-    for (const value of [
-      'redis://:TopSecretPw2@redis.internal:99999',
-      'redis://:TopSecretPw2@redis internal:6379',
-      'redis://:TopSecretPw2@[redis.internal]:6379',
-      'redis://:TopSecretPw2@redis.internal:0',
-      'redis://:TopSecret%zz@redis.internal:6379',
-      'http://:TopSecretPw2@redis.internal:6379',
-    ]) {
-      const message = errorOf({ REDIS_URL: value });
-      expect(message).toContain('REDIS_URL: must be a redis:// or rediss:// URL');
+  /** A connection URL setting: each of `refused` is refused with `message`, naming neither its password nor `host`; each of `accepted` is kept as written. */
+  function expectConnectionUrlChecked(name: 'REDIS_URL' | 'DATABASE_URL', opts: { refused: string[]; accepted: string[]; message: string; host: string }) {
+    for (const value of opts.refused) {
+      const message = errorOf({ [name]: value });
+      expect(message).toContain(opts.message);
       expect(message).not.toContain('TopSecret');
-      expect(message).not.toContain('redis.internal');
+      expect(message).not.toContain(opts.host);
     }
-    for (const value of ['redis://localhost:6379', 'rediss://:pw@redis.internal:6380/2', 'redis://[::1]:6379']) {
-      expect(parseConfig({ REDIS_URL: value }).REDIS_URL).toBe(value);
-    }
+    for (const value of opts.accepted) expect(parseConfig({ [name]: value })[name]).toBe(value);
+  }
+
+  it('when REDIS_URL is malformed, then it is refused by name without printing the URL or its password', () => {
+    expectConnectionUrlChecked('REDIS_URL', {
+      refused: [
+        'redis://:TopSecretPw2@redis.internal:99999',
+        'redis://:TopSecretPw2@redis internal:6379',
+        'redis://:TopSecretPw2@[redis.internal]:6379',
+        'redis://:TopSecretPw2@redis.internal:0',
+        'redis://:TopSecret%zz@redis.internal:6379',
+        'http://:TopSecretPw2@redis.internal:6379',
+      ],
+      accepted: ['redis://localhost:6379', 'rediss://:pw@redis.internal:6380/2', 'redis://[::1]:6379'],
+      message: 'REDIS_URL: must be a redis:// or rediss:// URL',
+      host: 'redis.internal',
+    });
   });
 
   it('when DATABASE_URL is malformed, then it is refused by name without printing the URL or its password', () => {
-    for (const value of [
-      'postgres://app:TopSecretPw2@db.internal:99999/app',
-      'postgresql://app:TopSecretPw2@db internal/app',
-      'postgres://app:TopSecretPw2@[db.internal]/app',
-      'mysql://app:TopSecretPw2@db.internal/app',
-    ]) {
-      const message = errorOf({ DATABASE_URL: value });
-      expect(message).toContain('DATABASE_URL: must be a postgres:// or postgresql:// URL, or memory://');
-      expect(message).not.toContain('TopSecret');
-      expect(message).not.toContain('db.internal');
-    }
-    for (const value of ['memory://', 'postgres://app:pw@db.internal:5432/app', 'postgresql://app:pw@/app?host=/var/run/postgresql']) {
-      expect(parseConfig({ DATABASE_URL: value }).DATABASE_URL).toBe(value);
-    }
+    expectConnectionUrlChecked('DATABASE_URL', {
+      refused: [
+        'postgres://app:TopSecretPw2@db.internal:99999/app',
+        'postgresql://app:TopSecretPw2@db internal/app',
+        'postgres://app:TopSecretPw2@[db.internal]/app',
+        'mysql://app:TopSecretPw2@db.internal/app',
+      ],
+      accepted: ['memory://', 'postgres://app:pw@db.internal:5432/app', 'postgresql://app:pw@/app?host=/var/run/postgresql'],
+      message: 'DATABASE_URL: must be a postgres:// or postgresql:// URL, or memory://',
+      host: 'db.internal',
+    });
   });
 
   it('when a seed password breaks the password policy, then it is refused by name without printing it', () => {
