@@ -88,7 +88,10 @@ export interface RefreshTokensTable {
   parent_id: string | null;
   token_hash: string;
   expires_at: Timestamp;
+  /** When the token was first presented for a refresh. */
   rotated_at: NullableTimestamp;
+  /** When a newer token of the family was issued; null for the family's newest token. */
+  superseded_at: NullableTimestamp;
   revoked_at: NullableTimestamp;
   revoked_reason: string | null;
   created_ip: string | null;

@@ -120,12 +120,38 @@ async function lockSessionsOf(trx: Transaction<Database>, userId: string): Promi
 }
 
 /**
- * Rotates a refresh token: the presented one stops working and a new pair of the same family is issued.
- * Presenting an already-rotated token is reuse and revokes the whole family, except for the just-rotated
- * token within REFRESH_TOKEN_REUSE_GRACE_SECONDS of its rotation (two tabs refreshing at once), which
- * answers another fresh pair of the same family. A token whose successor has itself been rotated is older
- * than that: always reuse. The user's session lock serialises this with concurrent refreshes and
- * revocations; the token is read again under it, so a revocation that ran meanwhile is seen.
+ * Whether a token that is no longer its family's newest may still be refreshed: within the grace of the
+ * moment it was superseded, and only while no token issued from it has been presented (a token older than
+ * the just-rotated one is reuse at any time).
+ */
+async function withinReuseGrace(
+  deps: Deps,
+  trx: Transaction<Database>,
+  tokenId: string,
+  supersededAt: Date,
+  now: Date,
+): Promise<boolean> {
+  const graceMs = deps.config.REFRESH_TOKEN_REUSE_GRACE_SECONDS * 1000;
+  if (graceMs <= 0 || now.getTime() - supersededAt.getTime() > graceMs) return false;
+  const presentedChild = await trx
+    .selectFrom('refresh_tokens')
+    .select('id')
+    .where('parent_id', '=', tokenId)
+    .where('rotated_at', 'is not', null)
+    .executeTakeFirst();
+  return !presentedChild;
+}
+
+/**
+ * Rotates a refresh token: a new pair of the same family is issued, and the new refresh token becomes the
+ * family's newest. Only the newest token of a family may be refreshed, with one exception: the grace of
+ * REFRESH_TOKEN_REUSE_GRACE_SECONDS after a token stopped being the newest, during which it may be
+ * refreshed again as long as no token issued from it has been presented (two tabs refreshing at once: the
+ * second gets a pair too, and then holds the newest token). Any other token is reuse, and revokes the whole
+ * family. So a token replayed within the grace forks the session only until the grace ends: from then on
+ * the first refresh of the branch that is not the newest ends the session for both. The user's session
+ * lock serialises this with concurrent refreshes and revocations; the token is read again under it, so a
+ * revocation or a rotation that ran meanwhile is seen.
  */
 export async function rotateRefreshToken(
   deps: Deps & Pick<AppDeps, 'logger'>,
@@ -140,25 +166,23 @@ export async function rotateRefreshToken(
     const row = await trx
       .selectFrom('refresh_tokens as t')
       .innerJoin('users as u', 'u.id', 't.user_id')
-      .select(['t.id', 't.user_id', 't.family_id', 't.expires_at', 't.rotated_at', 't.revoked_at', 'u.status'])
+      .select(['t.id', 't.user_id', 't.family_id', 't.expires_at', 't.rotated_at', 't.superseded_at', 't.revoked_at'])
+      .select('u.status')
       .where('t.token_hash', '=', digest)
       .executeTakeFirst();
-    const now = Date.now();
-    if (!row || row.revoked_at || row.expires_at.getTime() <= now) return { kind: 'invalid' };
+    const now = new Date();
+    if (!row || row.revoked_at || row.expires_at <= now) return { kind: 'invalid' };
     if (row.status !== 'ACTIVE') return { kind: 'suspended' };
 
-    if (row.rotated_at) {
-      const graceMs = deps.config.REFRESH_TOKEN_REUSE_GRACE_SECONDS * 1000;
-      const withinGrace = graceMs > 0 && now - row.rotated_at.getTime() <= graceMs;
-      const successorRotated =
-        withinGrace &&
-        (await trx
-          .selectFrom('refresh_tokens')
-          .select('id')
-          .where('parent_id', '=', row.id)
-          .where('rotated_at', 'is not', null)
-          .executeTakeFirst());
-      if (!withinGrace || successorRotated) {
+    if (!row.superseded_at) {
+      // The newest token: it is used, and superseded by the one issued below.
+      await trx
+        .updateTable('refresh_tokens')
+        .set({ rotated_at: now, superseded_at: now })
+        .where('id', '=', row.id)
+        .execute();
+    } else {
+      if (!(await withinReuseGrace(deps, trx, row.id, row.superseded_at, now))) {
         await revokeFamily(trx, row.user_id, row.family_id, 'reuse');
         await recordAudit(trx, { userId: null, email: null, requestId: meta.requestId, ip: meta.ip }, {
           action: 'auth.session_reuse_detected',
@@ -168,8 +192,15 @@ export async function rotateRefreshToken(
         });
         return { kind: 'reuse', userId: row.user_id, familyId: row.family_id };
       }
-    } else {
-      await trx.updateTable('refresh_tokens').set({ rotated_at: new Date(now) }).where('id', '=', row.id).execute();
+      if (!row.rotated_at) {
+        await trx.updateTable('refresh_tokens').set({ rotated_at: now }).where('id', '=', row.id).execute();
+      }
+      await trx
+        .updateTable('refresh_tokens')
+        .set({ superseded_at: now })
+        .where('family_id', '=', row.family_id)
+        .where('superseded_at', 'is', null)
+        .execute();
     }
     return { kind: 'ok', tokens: await issueTokens(deps, trx, row.user_id, meta, row) };
   });
@@ -181,7 +212,10 @@ export async function rotateRefreshToken(
       throw suspended();
     case 'reuse':
       deps.logger.warn({ userId: outcome.userId, familyId: outcome.familyId }, 'refresh token reuse: session family revoked');
-      throw new AppError('UNAUTHORIZED', 'This refresh token was already used. Sign in again.');
+      throw new AppError(
+        'UNAUTHORIZED',
+        'This refresh token was already used or replaced by a newer one. Sign in again.',
+      );
     case 'invalid':
       throw new AppError('UNAUTHORIZED', 'Invalid, expired or revoked refresh token. Sign in again.');
   }

@@ -156,6 +156,101 @@ describe('POST /auth/refresh: reuse detection', () => {
   });
 });
 
+describe('POST /auth/refresh: after the grace window, only the newest token of a family is valid', () => {
+  // REFRESH_TOKEN_REUSE_GRACE_SECONDS=1 (shortGrace); "after the window" is 1.2 s later.
+  type Answer = Awaited<ReturnType<typeof refresh>>;
+  /** Sends the refreshes at once and lists the answers in the order they arrived (a browser keeps the last). */
+  const arrivalOrder = async (requests: Array<Promise<Answer>>) => {
+    const arrived: Answer[] = [];
+    await Promise.all(requests.map((r) => r.then((res) => arrived.push(res))));
+    return arrived;
+  };
+  const expectFamilyRevoked = async (a: TestApp, raw: string) => {
+    const rows = await familyRows(a, (await rowOf(a, raw)).family_id);
+    expect(rows.map((r) => [r.revoked_at !== null, r.revoked_reason])).toEqual(rows.map(() => [true, 'reuse']));
+  };
+
+  /** A sign-in whose token a replayer also refreshed within the window; both branches rotated once since. */
+  async function forkedSession(prefix: string) {
+    const s = await registerAndLogin(shortGrace.api, { prefix });
+    const legit = await refresh(shortGrace, s.refreshToken);
+    const replayed = await refresh(shortGrace, s.refreshToken);
+    expect([legit.status, replayed.status]).toEqual([200, 200]);
+    // Within the window each branch may rotate on: the other's refresh may be a second tab's.
+    const legit2 = await refresh(shortGrace, legit.body.refreshToken);
+    const replayed2 = await refresh(shortGrace, replayed.body.refreshToken);
+    expect([legit2.status, replayed2.status]).toEqual([200, 200]);
+    // The replayer's rotation came last: his token is the newest.
+    return { older: legit2.body.refreshToken as string, newest: replayed2.body.refreshToken as string };
+  }
+
+  it('refuses the older branch of a forked family after the window (401): the session ends for both', async () => {
+    const { older, newest } = await forkedSession('fork-old');
+    await sleep(1200);
+    expectError(await refresh(shortGrace, older), 401, 'UNAUTHORIZED');
+    expectError(await refresh(shortGrace, newest), 401, 'UNAUTHORIZED');
+    await expectFamilyRevoked(shortGrace, older);
+  });
+
+  it('lets the newest branch rotate after the window; the older one is then refused, ending the session', async () => {
+    const { older, newest } = await forkedSession('fork-new');
+    await sleep(1200);
+    const next = await refresh(shortGrace, newest);
+    expect(next.status).toBe(200);
+    expectError(await refresh(shortGrace, older), 401, 'UNAUTHORIZED');
+    expectError(await refresh(shortGrace, next.body.refreshToken), 401, 'UNAUTHORIZED');
+    await expectFamilyRevoked(shortGrace, older);
+  });
+
+  it('refuses, after the window, a sibling never presented (the replayer\'s), once the client rotated', async () => {
+    const s = await registerAndLogin(shortGrace.api, { prefix: 'fork-sib' });
+    const replayed = await refresh(shortGrace, s.refreshToken);
+    const legit = await refresh(shortGrace, s.refreshToken);
+    expect([replayed.status, legit.status]).toEqual([200, 200]);
+    await sleep(1200);
+    const legit2 = await refresh(shortGrace, legit.body.refreshToken);
+    expect(legit2.status).toBe(200);
+    expectError(await refresh(shortGrace, replayed.body.refreshToken), 401, 'UNAUTHORIZED');
+    expectError(await refresh(shortGrace, legit2.body.refreshToken), 401, 'UNAUTHORIZED');
+    await expectFamilyRevoked(shortGrace, s.refreshToken);
+  });
+
+  it('answers two tabs refreshing one token at once 200; the token stored last works after the window', async () => {
+    const s = await registerAndLogin(shortGrace.api, { prefix: 'two-tabs' });
+    const both = [refresh(shortGrace, s.refreshToken), refresh(shortGrace, s.refreshToken)];
+    const [first, last] = await arrivalOrder(both);
+    expect([first!.status, last!.status]).toEqual([200, 200]);
+    expect(first!.body.refreshToken).not.toBe(last!.body.refreshToken);
+    await sleep(1200);
+    const next = await refresh(shortGrace, last!.body.refreshToken);
+    expect(next.status).toBe(200);
+    await sleep(1200);
+    expect((await refresh(shortGrace, next.body.refreshToken)).status).toBe(200);
+    const rows = await familyRows(shortGrace, (await rowOf(shortGrace, s.refreshToken)).family_id);
+    expect(rows.every((r) => r.revoked_at === null)).toBe(true);
+  });
+
+  it('refuses, after the window, the token of the tab answered first (not the newest): session ends', async () => {
+    const s = await registerAndLogin(shortGrace.api, { prefix: 'tab-late' });
+    const both = [refresh(shortGrace, s.refreshToken), refresh(shortGrace, s.refreshToken)];
+    const [first, last] = await arrivalOrder(both);
+    expect([first!.status, last!.status]).toEqual([200, 200]);
+    await sleep(1200);
+    expectError(await refresh(shortGrace, first!.body.refreshToken), 401, 'UNAUTHORIZED');
+    expectError(await refresh(shortGrace, last!.body.refreshToken), 401, 'UNAUTHORIZED');
+    await expectFamilyRevoked(shortGrace, s.refreshToken);
+  });
+
+  it('answers three tabs refreshing one token at once 200; within the window each may rotate its token', async () => {
+    const s = await registerAndLogin(shortGrace.api, { prefix: 'three-tabs' });
+    const tabs = await Promise.all([1, 2, 3].map(() => refresh(shortGrace, s.refreshToken)));
+    expect(tabs.map((t) => t.status)).toEqual([200, 200, 200]);
+    expect(new Set(tabs.map((t) => t.body.refreshToken)).size).toBe(3);
+    const again = await Promise.all(tabs.map((t) => refresh(shortGrace, t.body.refreshToken)));
+    expect(again.map((t) => t.status)).toEqual([200, 200, 200]);
+  });
+});
+
 describe('POST /auth/refresh: invalid tokens', () => {
   it.each([
     ['an unknown token', `rt_${crypto.randomBytes(32).toString('base64url')}`],
