@@ -1,6 +1,6 @@
 // Workspace API keys (api_keys.manage). Demo accounts are refused every change.
 import { z } from 'zod';
-import { exact } from '../../server/validation.js';
+import { displayName, exact } from '../../server/validation.js';
 import { API_KEY_SCOPES } from '../../db/schema.js';
 import { router, workspaceProcedure } from '../../server/trpc.js';
 import { actorOf } from '../audit/service.js';
@@ -15,7 +15,7 @@ const scopes = z
   .min(1, { error: 'Give the key at least one scope.' })
   .max(API_KEY_SCOPES.length)
   .refine((s) => new Set(s).size === s.length, { error: 'Each scope once.' });
-const keyName = z.string().trim().min(1).max(100);
+const keyName = displayName(100);
 
 const apiKeyOutput = z.object({
   id: z.uuid(),

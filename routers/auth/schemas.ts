@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { EDITIONS, PLATFORM_ROLES, USER_STATUSES, WORKSPACE_ROLES, WORKSPACE_STATUSES, type User } from '../../db/schema.js';
 import { newPasswordSchema } from '../../server/security/passwords.js';
+import { displayName } from '../../server/validation.js';
 import type { WorkspaceContext } from '../workspaces/access.js';
 
 export const emailSchema = z.email({ error: 'Enter a valid e-mail address.' }).max(254);
@@ -11,7 +12,7 @@ const tokenString = z.string({ error: 'Expected a token string.' });
 export const registerInput = z.object({
   email: emailSchema,
   password: newPasswordSchema,
-  name: z.string().trim().min(1, { error: 'Name is required.' }).max(100),
+  name: displayName(100),
 });
 
 export const loginInput = z.object({

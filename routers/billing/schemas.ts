@@ -1,6 +1,6 @@
 // Inputs and outputs of the billing routes, and the mapping from plan rows to what clients see.
 import { z } from 'zod';
-import { exact } from '../../server/validation.js';
+import { displayName, exact } from '../../server/validation.js';
 import {
   BILLING_PROVIDERS,
   EDITIONS,
@@ -20,7 +20,7 @@ const limitsSchema = z
   .meta({ description: 'Numeric limits, e.g. { "apiKeys": 5, "aiMonthlyGenerations": 500, "members": 10 }.' });
 
 const planFields = {
-  name: z.string().trim().min(1).max(100),
+  name: displayName(100),
   slug: z
     .string()
     .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: 'Lower-case letters, digits and dashes, starting with a letter or digit (at most 63).' }),

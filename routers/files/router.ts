@@ -1,6 +1,7 @@
 // Storage status and workspace branding (the logo upload itself is a plain multipart route: uploads.ts).
 import { z } from 'zod';
 import { authedProcedure, router, workspaceProcedure } from '../../server/trpc.js';
+import { displayName } from '../../server/validation.js';
 import { actorOf, recordAudit } from '../audit/service.js';
 
 const color = z.string().regex(/^#[0-9a-fA-F]{6}$/, { error: 'A colour as #RRGGBB.' });
@@ -49,7 +50,12 @@ export const filesRouter = router({
     .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/branding', tags: ['Workspaces'], summary: 'Set display name and colours' } })
     .input(
       z
-        .object({ workspaceId: z.uuid(), displayName: z.string().trim().min(1).max(100).nullable().optional(), primaryColor: color.nullable().optional(), accentColor: color.nullable().optional() })
+        .object({
+          workspaceId: z.uuid(),
+          displayName: displayName(100).nullable().optional(),
+          primaryColor: color.nullable().optional(),
+          accentColor: color.nullable().optional(),
+        })
         .refine((i) => i.displayName !== undefined || i.primaryColor !== undefined || i.accentColor !== undefined, { error: 'Send displayName, primaryColor or accentColor.' }),
     )
     .output(brandingOutput)

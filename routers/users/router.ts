@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { PLATFORM_ROLES, USER_STATUSES } from '../../db/schema.js';
 import { userOutput, workspaceSummaryOutput } from '../auth/schemas.js';
 import { pageOutput, paginationInput } from '../../server/pagination.js';
+import { displayName } from '../../server/validation.js';
 import { adminProcedure, adminWriteProcedure, router } from '../../server/trpc.js';
 import { actorOf } from '../audit/service.js';
 import * as users from './service.js';
@@ -45,7 +46,7 @@ export const adminUsersRouter = router({
     .meta({ openapi: { method: 'PATCH', path: '/admin/users/{userId}', tags, summary: 'Change name or platform role' }, errors: ['CONFLICT'] })
     .input(
       userIdInput
-        .extend({ name: z.string().trim().min(1).max(100).optional(), platformRole: z.enum(PLATFORM_ROLES).optional() })
+        .extend({ name: displayName(100).optional(), platformRole: z.enum(PLATFORM_ROLES).optional() })
         .refine((i) => i.name !== undefined || i.platformRole !== undefined, { error: 'Send name, platformRole or both.' }),
     )
     .output(adminUserDetailOutput)

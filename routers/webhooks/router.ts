@@ -1,7 +1,7 @@
 // Outbound webhooks of a workspace (webhooks.manage) and their delivery log. Demo accounts are refused
 // every change of an endpoint.
 import { z } from 'zod';
-import { exact } from '../../server/validation.js';
+import { displayName, exact } from '../../server/validation.js';
 import { DELIVERY_STATUSES, WEBHOOK_EVENTS } from '../../db/schema.js';
 import { pageOutput, paginationInput } from '../../server/pagination.js';
 import { router, workspaceProcedure } from '../../server/trpc.js';
@@ -21,7 +21,7 @@ const events = z
   .min(1, { error: 'Subscribe to at least one event.' })
   .max(WEBHOOK_EVENTS.length)
   .transform((e) => [...new Set(e)]);
-const name = z.string().trim().min(1).max(100);
+const name = displayName(100);
 
 const webhookOutput = z.object({
   id: z.uuid(),

@@ -2,10 +2,11 @@
 import { z } from 'zod';
 import { EDITIONS, WORKSPACE_ROLES, WORKSPACE_STATUSES } from '../../db/schema.js';
 import { pageOutput, paginationInput } from '../../server/pagination.js';
+import { displayName } from '../../server/validation.js';
 import { emailSchema, workspaceSummaryOutput } from '../auth/schemas.js';
 
 const isoDate = z.iso.datetime({ offset: true });
-const workspaceName = z.string().trim().min(1, { error: 'Name is required.' }).max(100);
+const workspaceName = displayName(100);
 
 export const workspaceIdInput = z.object({ workspaceId: z.uuid() });
 export const memberInput = workspaceIdInput.extend({ userId: z.uuid() });
