@@ -42,7 +42,7 @@ export interface CheckedUrl {
   literalAddress?: string;
 }
 
-/** The URL as written: scheme, credentials, length, host names and literal addresses. */
+/** The URL as written: scheme, credentials, port, length, host names and literal addresses. */
 export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): CheckedUrl {
   if (raw.length > MAX_WEBHOOK_URL_LENGTH) throw urlNotAllowed(`it is longer than ${MAX_WEBHOOK_URL_LENGTH} characters`);
   let url: URL;
@@ -53,6 +53,9 @@ export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): C
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw urlNotAllowed('only http and https URLs can receive webhooks');
   if (url.username || url.password) throw urlNotAllowed('credentials in the URL are not accepted (use the signature to authenticate deliveries)');
+  // Port 0 is no service's port: a connection to it fails, or goes wherever the system puts it. The parser
+  // writes `:000` as `0` too.
+  if (url.port === '0') throw urlNotAllowed('port 0 cannot receive webhooks');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!host) throw urlNotAllowed('it has no host');
   if (opts.allowPrivate) return { url, literalAddress: ipaddr.isValid(host) ? host : undefined };

@@ -691,6 +691,14 @@ describe('the URL is checked again at delivery (app without WEBHOOK_ALLOW_PRIVAT
     expect(r.requests).toHaveLength(0);
   });
 
+  it('refuses port 0 written before the rule (private URLs allowed): failed at once, not retried', async () => {
+    const s = await ownerOn(app, 'lite', 'deliv-port-0');
+    const hook = await insertHook(s.workspaceId, 'http://127.0.0.1:0/hook');
+    const d = await sendTest(s, hook.id);
+    expect(d).toMatchObject({ status: 'failed', attempts: 1, responseStatus: null, nextRetryAt: null });
+    expect(d.error).toMatch(/not allowed.*port 0/i);
+  });
+
   it(`refuses the machine's own name (${os.hostname()}, resolved by /etc/hosts) at delivery, and nothing is sent`, async () => {
     const s = await ownerOn(app, 'lite', 'deliv-ssrf-hostname');
     const r = await receiver({ status: 200 });

@@ -71,6 +71,26 @@ describe('checkWebhookUrl', () => {
     }
   });
 
+  // Port 0 is nobody's port: a connection to it fails, or reaches what the system chose for it.
+  const portZero = ['https://example.com:0/hook', 'http://example.com:000/hook', 'http://8.8.8.8:0/'];
+  portZero.push('http://[2606:4700::1111]:0/');
+  it.each(portZero)(
+    'refuses port 0 in %s, with allowPrivate too',
+    (url) => {
+      for (const opts of [strict, lenient]) {
+        const err = refusal(() => checkWebhookUrl(url, opts));
+        expect(err.code).toBe('WEBHOOK_URL_NOT_ALLOWED');
+        expect(err.message).toMatch(/port 0/);
+      }
+    },
+  );
+
+  it('accepts an explicit ordinary port, and the lowest and highest ones', () => {
+    for (const port of [1, 8443, 65535]) {
+      expect(checkWebhookUrl(`https://example.com:${port}/hook`, strict).url.port).toBe(String(port));
+    }
+  });
+
   it('refuses the machine name as a single-label host', () => {
     expect(refusal(() => checkWebhookUrl(`http://${HOSTNAME}/hook`, strict)).code).toBe('WEBHOOK_URL_NOT_ALLOWED');
   });

@@ -163,6 +163,9 @@ describe('SSRF: hostile URLs are refused at creation', () => {
     ['the empty string', ''],
     ['a relative URL', '/hook'],
     ['a URL of 2,049 characters', urlOfLength(2049)],
+    ['port 0', 'https://example.com:0/hook'],
+    ['port 0 written with leading zeros', 'https://example.com:000/hook'],
+    ['port 0 on a public address', 'http://8.8.8.8:0/hook'],
   ];
 
   it('covers at least 25 forms', () => {
@@ -222,7 +225,9 @@ describe('PATCH /workspaces/:workspaceId/webhooks/:webhookId', () => {
 
   it('checks the URL again: a hostile URL is refused with 400 WEBHOOK_URL_NOT_ALLOWED and nothing changes', async () => {
     const hook = await createWebhook(app, owner, { url: PUBLIC_URL });
-    for (const url of ['http://127.0.0.1/', 'http://[::ffff:10.0.0.1]/', 'http://metadata.google.internal/', 'file:///etc/hosts', urlOfLength(2049)]) {
+    const hostile = ['http://127.0.0.1/', 'http://[::ffff:10.0.0.1]/', 'http://metadata.google.internal/'];
+    hostile.push('file:///etc/hosts');
+    for (const url of [...hostile, urlOfLength(2049), 'https://example.com:0/hook']) {
       expectError(await patch(owner, hook.id, { url }), 400, 'WEBHOOK_URL_NOT_ALLOWED');
       expectError(await patch(owner, hook.id, { url, name: 'sneaky' }), 400, 'WEBHOOK_URL_NOT_ALLOWED');
     }
