@@ -241,6 +241,8 @@ export const configSchema = z.object({
   BILLING_SUCCESS_URL: url('http://localhost:3000/billing/success'),
   BILLING_CANCEL_URL: url('http://localhost:3000/billing/cancel'),
   BILLING_SUPPORT_EMAIL: str('billing@localhost'),
+  // The unsigned POST /billing/webhooks/mock in production too (it lets anyone move any workspace's plan).
+  BILLING_MOCK_WEBHOOK_ENABLED: bool(false),
   PROCESSOR_A_SECRET_KEY: optionalStr(),
   PROCESSOR_A_WEBHOOK_SECRET: optionalStr(),
   PROCESSOR_A_PRICE_LITE: optionalStr(),
