@@ -16,7 +16,8 @@ describe('configuration', () => {
     const c = parseConfig({});
     expect(c).toMatchObject({
       RATE_LIMIT_ENABLED: true, RATE_LIMIT_WINDOW_SECONDS: 60, RATE_LIMIT_MAX_REQUESTS: 120, RATE_LIMIT_AUTH_MAX_REQUESTS: 20,
-      RATE_LIMIT_UPLOAD_MAX_REQUESTS: 20, RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: 300, RATE_LIMIT_WEBHOOK_MAX_REQUESTS: 60, TRUST_PROXY: true,
+      RATE_LIMIT_UPLOAD_MAX_REQUESTS: 20, RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: 300, RATE_LIMIT_WEBHOOK_MAX_REQUESTS: 60,
+      TRUST_PROXY: 1,
       MONITORING_ENABLED: true, LOG_LEVEL: 'info', ERROR_LOGGING_ENABLED: true, ERROR_LOG_RETENTION_DAYS: 14,
       REQUEST_LOGGING_ENABLED: true, REQUEST_LOG_SLOW_MS: 1000, REQUEST_LOG_RING_BUFFER_SIZE: 300, ERROR_LOG_RING_BUFFER_SIZE: 200,
       AI_PROVIDER: 'MOCK', AI_MONTHLY_GENERATION_LIMIT: 100, AI_TEST_USER_MONTHLY_LIMIT: 5, AI_DEMO_BLOCK_REAL_GENERATION: true,
@@ -69,6 +70,9 @@ describe('configuration', () => {
     expect(c.QUEUES_ENABLED).toBe(true);
     expect(c.TRUST_PROXY).toEqual(['10.0.0.0/8', 'loopback']);
     expect(parseConfig({ TRUST_PROXY: '2' }).TRUST_PROXY).toBe(2);
+    // `true` is one hop (the right-most X-Forwarded-For entry), not Express's "trust every hop".
+    expect(parseConfig({ TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(1);
+    expect(parseConfig({ TRUST_PROXY: ' TRUE ' }).TRUST_PROXY).toBe(1);
     expect(parseConfig({ TRUST_PROXY: 'false' }).TRUST_PROXY).toBe(false);
     expect(errorOf({ TRUST_PROXY: 'yes please' })).toContain('TRUST_PROXY');
     expect(errorOf({ AI_TEST_USER_EMAILS: 'not-an-address' })).toContain('AI_TEST_USER_EMAILS');
