@@ -8,7 +8,7 @@ import type { AppDeps } from './context.js';
 import { errorHandler, notFound, refuseAmbiguousPath, requestId, requestLogger, restHandler, trpcHandler } from './http.js';
 import { appRouter } from '../routers/index.js';
 import { openApiRoutes, plainRoutePaths } from '../openapi/routes.js';
-import { billingWebhookRoutes } from '../routers/billing/webhooks.js';
+import { MOCK_WEBHOOK_PATH, billingWebhookRoutes, mockWebhookEnabled } from '../routers/billing/webhooks.js';
 import { responseCache } from './response-cache.js';
 import { FailureLimiter, TIERS, isDocsPath, rateLimiter, type Tier } from './rate-limit.js';
 import { uploadRoutes } from '../routers/files/uploads.js';
@@ -28,7 +28,9 @@ export function createApp(deps: AppDeps): express.Express {
   // trusted proxies name (config.ts maps TRUST_PROXY=true to one hop), never one the client chose.
   app.set('trust proxy', deps.config.TRUST_PROXY);
 
-  const routes = new RouteTemplates(appRouter, plainRoutePaths);
+  // The MOCK webhook, when it does not exist here, is an unknown route to every layer (labels, tiers).
+  const { [MOCK_WEBHOOK_PATH]: _mockWebhook, ...otherPlainRoutes } = plainRoutePaths;
+  const routes = new RouteTemplates(appRouter, mockWebhookEnabled(deps.config) ? plainRoutePaths : otherPlainRoutes);
   // Prometheus metrics only when METRICS_TOKEN is set: otherwise /metrics is an unknown route (404).
   const { config, redis } = deps;
   const metricsToken = config.METRICS_TOKEN;

@@ -94,6 +94,8 @@ function mockWebhook(deps: Deps): RequestHandler {
  * BILLING_MOCK_WEBHOOK_ENABLED says so. It is unsigned: whoever can reach it can move any workspace's plan
  * by naming its id. Otherwise it is an unknown route (404).
  */
+export const MOCK_WEBHOOK_PATH = '/billing/webhooks/mock';
+
 type MockWebhookSettings = Pick<Config, 'BILLING_PROVIDER' | 'NODE_ENV' | 'BILLING_MOCK_WEBHOOK_ENABLED'>;
 export const mockWebhookEnabled = (config: MockWebhookSettings) =>
   config.BILLING_PROVIDER === 'MOCK' && (config.NODE_ENV !== 'production' || config.BILLING_MOCK_WEBHOOK_ENABLED);
@@ -107,7 +109,7 @@ export function billingWebhookRoutes(deps: Deps): Router {
       const warning = 'the unsigned POST /billing/webhooks/mock lets anyone change any workspace\'s plan';
       deps.logger.warn(`BILLING_MOCK_WEBHOOK_ENABLED in production: ${warning}`);
     }
-    routes.post('/billing/webhooks/mock', rawJson, mockWebhook(deps));
+    routes.post(MOCK_WEBHOOK_PATH, rawJson, mockWebhook(deps));
   }
   return routes;
 }
@@ -144,7 +146,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       responses: { 200: received, 400: errorResponse('Missing or wrong signature', ['INVALID_SIGNATURE']), 503: errorResponse('No webhook secret', ['BILLING_NOT_CONFIGURED']) },
     },
   },
-  '/billing/webhooks/mock': {
+  [MOCK_WEBHOOK_PATH]: {
     post: {
       operationId: 'billing-webhooks-mock',
       summary: 'Development events while BILLING_PROVIDER is MOCK (404 otherwise, and in production)',

@@ -138,7 +138,8 @@ describe('POST /billing/webhooks/mock with NODE_ENV=production', () => {
   let enabled: TestApp;
   beforeAll(async () => {
     [production, enabled] = await Promise.all([
-      startTestApp({ NODE_ENV: 'production', BILLING_PROVIDER: 'MOCK' }),
+      // Rate limiting on: the route's answer must not differ from an unknown route's in its headers either.
+      startTestApp({ NODE_ENV: 'production', BILLING_PROVIDER: 'MOCK', RATE_LIMIT_ENABLED: 'true' }),
       startTestApp({ NODE_ENV: 'production', BILLING_PROVIDER: 'MOCK', BILLING_MOCK_WEBHOOK_ENABLED: 'true' }),
     ]);
   });
@@ -164,6 +165,11 @@ describe('POST /billing/webhooks/mock with NODE_ENV=production', () => {
     const cancel = await post('/billing/webhooks/mock', canceled);
     expectError(cancel, 404, 'NOT_FOUND');
     expect({ ...cancel.body, requestId: undefined }).toEqual({ ...unknown.body, requestId: undefined });
+    // Counted, logged and recorded as an unknown route: the default tier's policy, no route of its own.
+    expect(cancel.headers.get('ratelimit-policy')).toBe(unknown.headers.get('ratelimit-policy'));
+    const requestId = cancel.headers.get('x-request-id');
+    const line = production.logs.map((l) => JSON.parse(l)).find((l) => l.requestId === requestId && l.route);
+    expect(line).toMatchObject({ route: '(unmatched)', status: 404, code: 'NOT_FOUND' });
     const data = { workspaceId: s.workspaceId, planCode: 'enterprise' };
     const completed = { id: eventId(), type: 'checkout.completed', data };
     expectError(await post('/billing/webhooks/mock', completed), 404, 'NOT_FOUND');
