@@ -8,9 +8,9 @@ import type { AppDeps } from './context.js';
 import { errorHandler, notFound, refuseAmbiguousPath, requestId, requestLogger, restHandler, trpcHandler } from './http.js';
 import { appRouter } from '../routers/index.js';
 import { openApiRoutes, plainRoutePaths } from '../openapi/routes.js';
-import { billingWebhookRoutes } from '../routers/billing/webhooks.js';
+import { MOCK_WEBHOOK_PATH, billingWebhookRoutes, mockWebhookEnabled } from '../routers/billing/webhooks.js';
 import { responseCache } from './response-cache.js';
-import { TIERS, isDocsPath, rateLimiter } from './rate-limit.js';
+import { FailureLimiter, TIERS, isDocsPath, rateLimiter, type Tier } from './rate-limit.js';
 import { uploadRoutes } from '../routers/files/uploads.js';
 import { verifiedApiKeyId } from '../routers/api-keys/service.js';
 import { RouteTemplates, type RouteTemplate } from './route-templates.js';
@@ -24,9 +24,13 @@ export const JSON_BODY_LIMIT = '1mb';
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // req.ip, and so the limiter's client, the audit log and the request log: the X-Forwarded-For entry the
+  // trusted proxies name (config.ts maps TRUST_PROXY=true to one hop), never one the client chose.
   app.set('trust proxy', deps.config.TRUST_PROXY);
 
-  const routes = new RouteTemplates(appRouter, plainRoutePaths);
+  // The MOCK webhook, when it does not exist here, is an unknown route to every layer (labels, tiers).
+  const { [MOCK_WEBHOOK_PATH]: _mockWebhook, ...otherPlainRoutes } = plainRoutePaths;
+  const routes = new RouteTemplates(appRouter, mockWebhookEnabled(deps.config) ? plainRoutePaths : otherPlainRoutes);
   // Prometheus metrics only when METRICS_TOKEN is set: otherwise /metrics is an unknown route (404).
   const { config, redis } = deps;
   const metricsToken = config.METRICS_TOKEN;
@@ -49,10 +53,16 @@ export function createApp(deps: AppDeps): express.Express {
 
   if (metricsToken && metrics) app.get(METRICS_PATH, metricsRoute(metricsToken, metrics));
   app.use(startAuthentication(deps));
+  const onRejected = metrics && ((tier: Tier) => metrics.rateLimited(tier));
+  // The procedures' deps: with rate limiting on, sign-ins are also counted per account (routers/auth).
+  let procedureDeps = deps;
   if (deps.config.RATE_LIMIT_ENABLED) {
-    app.use(
-      rateLimiter({ ...deps, redis: deps.redis?.commands, routes, verifiedApiKeyId, onRejected: metrics && ((tier) => metrics.rateLimited(tier)) }),
+    app.use(rateLimiter({ ...deps, redis: deps.redis?.commands, routes, verifiedApiKeyId, onRejected }));
+    const failedSignIns = new FailureLimiter(
+      { ...deps, redis: deps.redis?.commands, onRejected },
+      { name: 'auth-account', tier: 'auth', limit: deps.config.RATE_LIMIT_AUTH_MAX_REQUESTS },
     );
+    procedureDeps = { ...deps, failedSignIns };
   }
   app.use(refuseUnstorableUrl);
   const docs = openApiRoutes(appRouter, deps.config.SERVICE_VERSION);
@@ -76,8 +86,8 @@ export function createApp(deps: AppDeps): express.Express {
     }),
   );
 
-  app.use('/trpc', trpcHandler(appRouter, deps));
-  app.use(restHandler(appRouter, deps));
+  app.use('/trpc', trpcHandler(appRouter, procedureDeps));
+  app.use(restHandler(appRouter, procedureDeps));
   app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;

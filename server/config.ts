@@ -137,14 +137,16 @@ const optionalEmail = () => z.preprocess(trimmedOrUnset, z.email({ error: 'must 
 const optionalPassword = () => z.preprocess(unsetIfEmpty, newPasswordSchema.optional());
 
 /**
- * Express's `trust proxy`: true/false, a hop count, or a comma-separated list of proxy addresses or
- * subnets (the safe production choice: only your load balancer may set X-Forwarded-For).
+ * Which X-Forwarded-For entries name the client, as Express's `trust proxy`: `false` (none: the socket
+ * address), a hop count, or a comma-separated list of proxy addresses or subnets. `true` is one hop: the
+ * right-most entry, the address the nearest proxy saw. (Express reads `true` as "trust every hop", which
+ * takes the left-most entry, one the client wrote: a new value per request would be a new client.)
  */
 const trustProxy = z.preprocess(
   (v) => unsetIfEmpty(v) ?? 'true',
-  z.string().transform((s, ctx): boolean | number | string[] => {
+  z.string().transform((s, ctx): false | number | string[] => {
     const t = s.trim().toLowerCase();
-    if (t === 'true') return true;
+    if (t === 'true') return 1;
     if (t === 'false') return false;
     if (/^\d+$/.test(t)) return Number(t);
     const list = s.split(',').map((x) => x.trim()).filter(Boolean);
@@ -241,6 +243,8 @@ export const configSchema = z.object({
   BILLING_SUCCESS_URL: url('http://localhost:3000/billing/success'),
   BILLING_CANCEL_URL: url('http://localhost:3000/billing/cancel'),
   BILLING_SUPPORT_EMAIL: str('billing@localhost'),
+  // The unsigned POST /billing/webhooks/mock in production too (it lets anyone move any workspace's plan).
+  BILLING_MOCK_WEBHOOK_ENABLED: bool(false),
   PROCESSOR_A_SECRET_KEY: optionalStr(),
   PROCESSOR_A_WEBHOOK_SECRET: optionalStr(),
   PROCESSOR_A_PRICE_LITE: optionalStr(),

@@ -14,6 +14,7 @@ import type { WebhookRunner } from '../jobs/webhook-runner.js';
 import type { Monitor } from './monitoring.js';
 import type { Storage } from './storage.js';
 import type { InFlight } from './in-flight.js';
+import type { FailureLimiter } from './rate-limit.js';
 
 /** Long-lived services, built once at start-up (server/index.ts) and shared by every request. */
 export interface AppDeps {
@@ -36,6 +37,8 @@ export interface AppDeps {
   /** Requests and procedures not finished yet: a shutdown waits for them before it closes the pool. */
   inFlight: InFlight;
   startedAt: Date;
+  /** Failed sign-ins per account, set by createApp while rate limiting is on (server/rate-limit.ts). */
+  failedSignIns?: FailureLimiter;
 }
 
 export interface RequestMeta {

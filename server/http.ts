@@ -56,9 +56,10 @@ export const refuseAmbiguousPath: RequestHandler = (req, _res, next) => {
 };
 
 /**
- * One log line per finished request: method, path (secret-looking query values masked), its route
- * template (the label of metrics and monitoring), status, the error code of an error answer, duration,
- * request id and client address. Headers and bodies are never logged. Costs nothing when the level is off.
+ * One log line per finished request: method, URL (secret-shaped path segments and secret query values
+ * masked: safeUrl, logger.ts), its route template (the label of metrics and monitoring), status, the error
+ * code of an error answer, duration, request id and client address (req.ip, as TRUST_PROXY decides).
+ * Headers and bodies are never logged. Costs nothing when the level is off.
  */
 export function requestLogger(logger: Logger, routes: RouteTemplates): RequestHandler {
   return (req, res, next) => {

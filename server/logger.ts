@@ -1,26 +1,88 @@
 // pino logger. Request lines carry method, path, status and ids only: headers and bodies are never
-// serialised, and query values whose names look secret are masked, as is a tRPC query's `input` (the whole
-// input of a call as JSON: a login sent as a GET carries its password there), so tokens, passwords,
-// cookies and keys cannot reach a log line. `redact` is a second line of defence for ad-hoc objects.
+// serialised; path segments shaped like a secret are masked, and so are query values whose names look
+// secret or whose values are shaped like one, and a tRPC query's `input` (the whole input of a call as
+// JSON: a login sent as a GET carries its password there), so tokens, passwords, cookies and keys cannot
+// reach a log line. `redact` is a second line of defence for ad-hoc objects.
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.js';
 
 export type { Logger };
 
-const SECRET_KEY = /pass|token|secret|key|auth|cookie|signature|code|session|credential/i;
+export const REDACTED = '[REDACTED]';
+
+const SECRET_KEY = /pass|pw|token|secret|key|auth|cookie|signature|code|session|credential/i;
 /** Parameters whose value may hold anything, secrets included. */
 const OPAQUE_KEY = /^input$/i;
 
-/** Path plus query string with the values of secret-looking parameters masked. */
+/**
+ * This service's secrets and what resembles them: API keys (`wsk_`), refresh tokens (`rt_` + base64url),
+ * webhook signing secrets (`whsec_`), processor keys (`sk_live_`, `sk_test_`), each at the start of the
+ * text or after a character that is not a letter or digit; and JWTs (three base64url parts, the first
+ * starting `eyJ`, a JSON object).
+ */
+const PREFIXED_SECRET = /(?:^|[^A-Za-z0-9])(?:wsk_|rt_|whsec_|sk_live_|sk_test_)[A-Za-z0-9_-]{8,}/;
+const JWT = /eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/;
+/**
+ * A long random token without a prefix (reset and verification links carry 43 base64url characters):
+ * 32 or more of them, with upper case, lower case and digits. UUIDs, slugs and versions are not.
+ */
+const OPAQUE_TOKEN = /^(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{32,}$/;
+
+/** Percent-decoded when it decodes (`+` as a space for query parts); else as written. */
+function decoded(text: string, query = false): string {
+  const plus = query ? text.replace(/\+/g, ' ') : text;
+  try {
+    return decodeURIComponent(plus);
+  } catch {
+    return plus;
+  }
+}
+
+/** Shorter text holds none of those shapes (the shortest, a JWT, is `eyJ.x.`). */
+const SHORTEST_SECRET = 6;
+
+/** Whether a path segment or a query value (as written or decoded) is shaped like a secret. */
+export function looksSecret(text: string, query = false): boolean {
+  if (text.length < SHORTEST_SECRET) return false;
+  const shaped = (t: string) => PREFIXED_SECRET.test(t) || JWT.test(t);
+  const plain = text.includes('%') || (query && text.includes('+')) ? decoded(text, query) : text;
+  return shaped(plain) || OPAQUE_TOKEN.test(plain) || (plain !== text && shaped(text));
+}
+
+/** Every secret shape holds one of these (`_` of a prefix, `.` and `J` of a JWT, a capital, an escape). */
+const MAY_HOLD_SECRET = /[_.%A-Z]/;
+
+/** The path with every segment shaped like a secret replaced by `mask`. */
+export function safePath(path: string, mask = REDACTED): string {
+  if (!MAY_HOLD_SECRET.test(path)) return path;
+  return path
+    .split('/')
+    .map((segment) => (looksSecret(segment) ? mask : segment))
+    .join('/');
+}
+
+/**
+ * Path plus query string, with path segments shaped like a secret masked, and the values of query
+ * parameters whose names look secret (or that are shaped like a secret themselves) masked. The rest is
+ * kept as the client wrote it.
+ */
 export function safeUrl(url: string): string {
   const q = url.indexOf('?');
-  if (q === -1) return url;
-  const params = new URLSearchParams(url.slice(q + 1));
-  for (const key of new Set(params.keys())) {
-    if (SECRET_KEY.test(key) || OPAQUE_KEY.test(key)) params.set(key, '[REDACTED]');
-  }
-  const query = params.toString();
-  return query ? `${url.slice(0, q)}?${query}` : url.slice(0, q);
+  if (q === -1) return safePath(url);
+  const pairs = url
+    .slice(q + 1)
+    .split('&')
+    .filter(Boolean)
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const [key, value] = eq === -1 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
+      if (looksSecret(key, true)) return REDACTED;
+      const name = decoded(key, true);
+      const secret = SECRET_KEY.test(name) || OPAQUE_KEY.test(name) || looksSecret(value, true);
+      return secret ? `${key}=${REDACTED}` : pair;
+    });
+  const path = safePath(url.slice(0, q));
+  return pairs.length ? `${path}?${pairs.join('&')}` : path;
 }
 
 const REDACT_PATHS = [

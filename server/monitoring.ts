@@ -9,6 +9,7 @@ import type { Config } from './config.js';
 import type { ApiError } from './errors.js';
 import { UNMATCHED_ROUTE, type RouteTemplates } from './route-templates.js';
 import { METRICS_PATH, type Metrics } from './metrics.js';
+import { safePath } from './logger.js';
 
 export class RingBuffer<T> {
   private items: Array<T | undefined>;
@@ -81,13 +82,19 @@ export const notedErrorCode = (req: Request): string | undefined => notes.get(re
 
 const FRIENDLY_5XX = 'The request failed on the server.';
 
-/** Path segments that could be a token or a key are not kept, even on unknown routes. */
+/**
+ * Path segments that could be a token or a key are not kept, even on unknown routes: those of 16
+ * characters or more, and shorter ones shaped like a secret (server/logger.ts). Cut to 200 characters
+ * only after that, so a cut never leaves the start of a secret behind.
+ */
 const sanitizePath = (path: string) =>
-  path
-    .slice(0, 200)
-    .split('/')
-    .map((s) => (s.length >= 16 ? ':redacted' : s))
-    .join('/');
+  safePath(
+    path
+      .split('/')
+      .map((s) => (s.length >= 16 ? ':redacted' : s))
+      .join('/'),
+    ':redacted',
+  ).slice(0, 200);
 
 /** Values shaped like this service's secrets (and JWTs), should a message ever echo one. */
 const SECRET_SHAPES = /\b(?:whsec_|wsk_|rt_|sk_(?:live|test)_|eyJ)[A-Za-z0-9._-]{8,}/g;

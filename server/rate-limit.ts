@@ -2,13 +2,16 @@
 // RATE_LIMIT_WINDOW_SECONDS; in memory, or in Redis (atomic, shared by every instance) when REDIS_URL is
 // set, with an in-memory insurance limiter that takes over when Redis fails or takes longer than 100 ms.
 // Client identity: `user:{userId}:{tier}` for a request with a valid access token, `key:{keyId}:{tier}`
-// for an API key this instance has verified before, else the client address (X-Forwarded-For as
-// TRUST_PROXY allows). A /trpc batch is charged one point per call, each in its procedure's tier.
-import type { Request, RequestHandler } from 'express';
+// for an API key this instance has verified before, else the client address (req.ip: the X-Forwarded-For
+// entry TRUST_PROXY names). A /trpc batch is charged one point per call, each in its procedure's tier.
+// FailureLimiter counts failed attempts per key whatever the client (sign-ins per account).
+import crypto from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import { TRPCError } from '@trpc/server';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from './config.js';
-import { errorBody, trpcErrorShape, type ApiError } from './errors.js';
+import { AppError, errorBody, trpcErrorShape, type ApiError } from './errors.js';
 import type { Logger } from './logger.js';
 import { trpcProcedures, type RouteTemplates } from './route-templates.js';
 import { noteRequest } from './monitoring.js';
@@ -72,15 +75,23 @@ function clientOf(config: Config, req: Request, verifiedApiKeyId: ((raw: string)
 
 type Limiters = Record<Tier, RateLimiterAbstract>;
 
+/**
+ * A fixed-window limiter: in memory, or in Redis with an in-memory insurance limiter that answers when
+ * Redis fails or takes longer than 100 ms.
+ */
+function fixedWindow(opts: { points: number; duration: number; keyPrefix: string }, redis: Redis | undefined) {
+  const memory = new RateLimiterMemory(opts);
+  if (!redis) return memory as RateLimiterAbstract;
+  const shared = new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true });
+  return new RLWrapperTimeouts({ limiter: shared, timeoutMs: 100, insuranceLimiter: memory });
+}
+
 function buildLimiters(config: Config, redis: Redis | undefined): Limiters {
   const duration = config.RATE_LIMIT_WINDOW_SECONDS;
   return Object.fromEntries(
     TIERS.map((tier) => {
       const opts = { points: points(config, tier), duration, keyPrefix: `rl:${tier}` };
-      const memory = new RateLimiterMemory(opts);
-      if (!redis) return [tier, memory];
-      const shared = new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true });
-      return [tier, new RLWrapperTimeouts({ limiter: shared, timeoutMs: 100, insuranceLimiter: memory })];
+      return [tier, fixedWindow(opts, redis)];
     }),
   ) as Limiters;
 }
@@ -217,3 +228,79 @@ function trpcRateLimited(req: Request, procedures: string[], api: ApiError) {
 
 /** JSON-RPC code of tRPC's TOO_MANY_REQUESTS. */
 const TRPC_TOO_MANY_REQUESTS = -32029;
+
+/** One attempt of a FailureLimiter, to be settled once its outcome is known. */
+export interface Attempt {
+  /** The attempt failed: its point stays counted. Otherwise it is given back. */
+  settle(failed: boolean): void;
+}
+
+/**
+ * Failed attempts per key, beside the tiers' counts per client: more than `limit` failures of one key
+ * within RATE_LIMIT_WINDOW_SECONDS refuse its attempts with the limiter's 429 until the window ends,
+ * whoever makes them. The sign-ins of one account are the use (routers/auth): an attacker with many
+ * addresses still gets `limit` guesses per account and window. Each attempt takes its point before it is
+ * made, so attempts made at once cannot pass the limit together, and gives it back unless it failed: only
+ * failures are counted. Kept in Redis when REDIS_URL is set (as the tiers, with the in-memory insurance),
+ * under a digest of the key, so Redis holds no e-mail address.
+ */
+export class FailureLimiter {
+  private readonly limiter: RateLimiterAbstract;
+
+  constructor(
+    private readonly deps: {
+      config: Config;
+      logger: Logger;
+      redis?: Redis;
+      /** Told of every 429, with the tier this count belongs to (the metrics counter). */
+      onRejected?: (tier: Tier) => void;
+    },
+    private readonly opts: { name: string; tier: Tier; limit: number },
+  ) {
+    const duration = deps.config.RATE_LIMIT_WINDOW_SECONDS;
+    this.limiter = fixedWindow({ points: opts.limit, duration, keyPrefix: `rl:${opts.name}` }, deps.redis);
+  }
+
+  /**
+   * Takes the place of an attempt of `key`. Past the limit it sets the 429's headers on `res` and throws
+   * the 429 (a TRPCError, so /trpc answers it in the envelope of the limiter's own 429). When neither Redis
+   * nor the insurance answers, the attempt goes ahead uncounted, as the tiers serve such a request.
+   */
+  async begin(res: Response, key: string): Promise<Attempt> {
+    const digest = crypto.createHash('sha256').update(key).digest('base64url');
+    let result: RateLimiterRes;
+    try {
+      result = await this.limiter.consume(digest);
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) {
+        this.deps.logger.error({ err: rejection }, 'rate limiter failed');
+        return { settle: () => undefined };
+      }
+      result = rejection;
+    }
+    if (result.consumedPoints > this.opts.limit) {
+      const h = headers(this.opts.limit, this.deps.config.RATE_LIMIT_WINDOW_SECONDS, result);
+      res.setHeader('RateLimit-Policy', h['RateLimit-Policy']);
+      res.setHeader('RateLimit', h.RateLimit);
+      res.setHeader('Retry-After', String(h.reset));
+      this.deps.onRejected?.(this.opts.tier);
+      throw rateLimitedError();
+    }
+    return {
+      settle: (failed) => {
+        if (failed) return;
+        this.limiter.reward(digest).catch((err: unknown) => this.deps.logger.error({ err }, 'rate limiter failed'));
+      },
+    };
+  }
+}
+
+/**
+ * The limiter's 429 raised inside a procedure: RATE_LIMITED to REST, TOO_MANY_REQUESTS (-32029) to /trpc,
+ * recorded by monitoring under the name the middleware's 429 has.
+ */
+function rateLimitedError() {
+  const cause = new AppError('RATE_LIMITED', RATE_LIMIT_MESSAGE);
+  cause.name = 'RateLimited';
+  return new TRPCError({ code: 'TOO_MANY_REQUESTS', message: RATE_LIMIT_MESSAGE, cause });
+}

@@ -1,6 +1,8 @@
 // The nine auth routes of the spec.
 import { z } from 'zod';
 import { authedProcedure, publicProcedure, router } from '../../server/trpc.js';
+import type { Context } from '../../server/context.js';
+import { AppError } from '../../server/errors.js';
 import {
   emailInput,
   loginInput,
@@ -19,6 +21,24 @@ import { revokeSessionOf, rotateRefreshToken } from './sessions.js';
 
 const tags = ['Auth'];
 
+/**
+ * A sign-in counted against its account when it fails (wrong password or unknown address), while rate
+ * limiting is on: past RATE_LIMIT_AUTH_MAX_REQUESTS failures in the window, 429 whatever the address or
+ * password (server/rate-limit.ts, FailureLimiter). Anything else, a success included, is not counted and
+ * clears nothing.
+ */
+async function countedLogin(ctx: Context, input: z.infer<typeof loginInput>) {
+  const attempt = await ctx.failedSignIns?.begin(ctx.res, `login:${auth.normalizeEmail(input.email)}`);
+  try {
+    const signedIn = await auth.login(ctx, input, ctx);
+    attempt?.settle(false);
+    return signedIn;
+  } catch (err) {
+    attempt?.settle(err instanceof AppError && err.code === 'INVALID_CREDENTIALS');
+    throw err;
+  }
+}
+
 export const authRouter = router({
   register: publicProcedure
     .meta({
@@ -31,10 +51,20 @@ export const authRouter = router({
     .mutation(({ ctx, input }) => auth.register(ctx, input)),
 
   login: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/login', tags, protect: false, summary: 'Sign in with e-mail and password' }, errors: ['INVALID_CREDENTIALS', 'USER_SUSPENDED'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/auth/login',
+        tags,
+        protect: false,
+        summary: 'Sign in with e-mail and password',
+      },
+      // RATE_LIMITED: the address's auth tier, or too many failed sign-ins of this account.
+      errors: ['INVALID_CREDENTIALS', 'USER_SUSPENDED', 'RATE_LIMITED'],
+    })
     .input(loginInput)
     .output(loginOutput)
-    .mutation(({ ctx, input }) => auth.login(ctx, input, ctx)),
+    .mutation(({ ctx, input }) => countedLogin(ctx, input)),
 
   refresh: publicProcedure
     .meta({ openapi: { method: 'POST', path: '/auth/refresh', tags, protect: false, summary: 'Rotate a refresh token for a new token pair' }, errors: ['UNAUTHORIZED', 'USER_SUSPENDED'] })

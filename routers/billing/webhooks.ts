@@ -3,6 +3,7 @@
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { AppDeps } from '../../server/context.js';
+import type { Config } from '../../server/config.js';
 import { AppError, fromZodError } from '../../server/errors.js';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { applyProviderEvent, mockCheckoutChanges, findPurchasablePlan } from './service.js';
@@ -88,12 +89,28 @@ function mockWebhook(deps: Deps): RequestHandler {
   };
 }
 
+/**
+ * Whether POST /billing/webhooks/mock exists: only while MOCK is the provider, and in production only when
+ * BILLING_MOCK_WEBHOOK_ENABLED says so. It is unsigned: whoever can reach it can move any workspace's plan
+ * by naming its id. Otherwise it is an unknown route (404).
+ */
+export const MOCK_WEBHOOK_PATH = '/billing/webhooks/mock';
+
+type MockWebhookSettings = Pick<Config, 'BILLING_PROVIDER' | 'NODE_ENV' | 'BILLING_MOCK_WEBHOOK_ENABLED'>;
+export const mockWebhookEnabled = (config: MockWebhookSettings) =>
+  config.BILLING_PROVIDER === 'MOCK' && (config.NODE_ENV !== 'production' || config.BILLING_MOCK_WEBHOOK_ENABLED);
+
 export function billingWebhookRoutes(deps: Deps): Router {
   const routes = Router();
   routes.post('/billing/webhooks/processor-a', rawJson, processorWebhook(deps, 'PROCESSOR_A'));
   routes.post('/billing/webhooks/processor-b', rawJson, processorWebhook(deps, 'PROCESSOR_B'));
-  // Only while MOCK is the provider: otherwise the route does not exist (404).
-  if (deps.config.BILLING_PROVIDER === 'MOCK') routes.post('/billing/webhooks/mock', rawJson, mockWebhook(deps));
+  if (mockWebhookEnabled(deps.config)) {
+    if (deps.config.NODE_ENV === 'production') {
+      const warning = 'the unsigned POST /billing/webhooks/mock lets anyone change any workspace\'s plan';
+      deps.logger.warn(`BILLING_MOCK_WEBHOOK_ENABLED in production: ${warning}`);
+    }
+    routes.post(MOCK_WEBHOOK_PATH, rawJson, mockWebhook(deps));
+  }
   return routes;
 }
 
@@ -129,14 +146,21 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       responses: { 200: received, 400: errorResponse('Missing or wrong signature', ['INVALID_SIGNATURE']), 503: errorResponse('No webhook secret', ['BILLING_NOT_CONFIGURED']) },
     },
   },
-  '/billing/webhooks/mock': {
+  [MOCK_WEBHOOK_PATH]: {
     post: {
       operationId: 'billing-webhooks-mock',
-      summary: 'Development events while BILLING_PROVIDER is MOCK (404 otherwise)',
+      summary: 'Development events while BILLING_PROVIDER is MOCK (404 otherwise, and in production)',
+      description:
+        'Unsigned. The route exists only while BILLING_PROVIDER is MOCK and NODE_ENV is not production, or in ' +
+        'production with BILLING_MOCK_WEBHOOK_ENABLED=true; otherwise it answers 404 like an unknown route.',
       tags: ['Billing webhooks'],
       security: [],
       requestBody: { required: true, content: { 'application/json': { schema: mockEventInput } } },
-      responses: { 200: received, 400: errorResponse('Malformed event', ['BAD_REQUEST']), 404: errorResponse('Not MOCK, or no such plan', ['NOT_FOUND', 'PLAN_NOT_FOUND']) },
+      responses: {
+        200: received,
+        400: errorResponse('Malformed event', ['BAD_REQUEST']),
+        404: errorResponse('The route is off (see the description), or no such plan', ['NOT_FOUND', 'PLAN_NOT_FOUND']),
+      },
     },
   },
 };

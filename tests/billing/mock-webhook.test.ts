@@ -130,3 +130,79 @@ describe('POST /billing/webhooks/mock', () => {
     expect(stored).toMatchObject({ event_type: 'something.new', outcome: 'ignored' });
   });
 });
+
+describe('POST /billing/webhooks/mock with NODE_ENV=production', () => {
+  // Production with the default BILLING_PROVIDER (MOCK): the unsigned route would let anyone move any
+  // workspace's plan by naming its id. It exists there only with BILLING_MOCK_WEBHOOK_ENABLED=true.
+  let production: TestApp;
+  let enabled: TestApp;
+  beforeAll(async () => {
+    [production, enabled] = await Promise.all([
+      // Rate limiting on: the route's answer must not differ from an unknown route's in its headers either.
+      startTestApp({ NODE_ENV: 'production', BILLING_PROVIDER: 'MOCK', RATE_LIMIT_ENABLED: 'true' }),
+      startTestApp({ NODE_ENV: 'production', BILLING_PROVIDER: 'MOCK', BILLING_MOCK_WEBHOOK_ENABLED: 'true' }),
+    ]);
+  });
+  afterAll(() => Promise.all([production, enabled].map((a) => a?.close())));
+
+  /** A victim whose workspace is on Pro, bought through the signed-in MOCK checkout. */
+  async function proVictim(on: TestApp) {
+    const s = await registerAndLogin(on.api, { prefix: 'mockhook-prod' });
+    const body = { workspaceId: s.workspaceId, planCode: 'pro' };
+    const upgrade = await on.api('POST', '/billing/checkout', { token: s.accessToken, body });
+    expect(upgrade.status, upgrade.text).toBe(200);
+    expect((await workspaceRow(on, s.workspaceId)).edition).toBe('PRO');
+    return s;
+  }
+
+  it('answers 404 exactly like an unknown route, and the plan does not move (cancel or upgrade)', async () => {
+    const s = await proVictim(production);
+    const post = (path: string, body: unknown) => production.api('POST', path, { body });
+    const unknown = await post('/billing/webhooks/nothing-here', { id: eventId(), type: 'subscription.canceled' });
+    expectError(unknown, 404, 'NOT_FOUND');
+
+    const canceled = { id: eventId(), type: 'subscription.canceled', data: { workspaceId: s.workspaceId } };
+    const cancel = await post('/billing/webhooks/mock', canceled);
+    expectError(cancel, 404, 'NOT_FOUND');
+    expect({ ...cancel.body, requestId: undefined }).toEqual({ ...unknown.body, requestId: undefined });
+    // Counted, logged and recorded as an unknown route: the default tier's policy, no route of its own.
+    expect(cancel.headers.get('ratelimit-policy')).toBe(unknown.headers.get('ratelimit-policy'));
+    const requestId = cancel.headers.get('x-request-id');
+    const line = production.logs.map((l) => JSON.parse(l)).find((l) => l.requestId === requestId && l.route);
+    expect(line).toMatchObject({ route: '(unmatched)', status: 404, code: 'NOT_FOUND' });
+    const data = { workspaceId: s.workspaceId, planCode: 'enterprise' };
+    const completed = { id: eventId(), type: 'checkout.completed', data };
+    expectError(await post('/billing/webhooks/mock', completed), 404, 'NOT_FOUND');
+
+    const current = await currentOf(production, s.accessToken, s.workspaceId);
+    expect(current).toMatchObject({ edition: 'PRO', limits: PRO_LIMITS, status: 'ACTIVE' });
+    expect(await liveSubscriptionsOf(production, s.workspaceId)).toHaveLength(1);
+    const events = await production.deps.db
+      .selectFrom('billing_events')
+      .select('event_type')
+      .where('workspace_id', '=', s.workspaceId)
+      .execute();
+    expect(events.map((e) => e.event_type)).toEqual(['checkout.completed']); // the signed-in checkout's own
+  });
+
+  it('with BILLING_MOCK_WEBHOOK_ENABLED=true, the route works in production as it does in development', async () => {
+    const s = await proVictim(enabled);
+    const body = { id: eventId(), type: 'subscription.canceled', data: { workspaceId: s.workspaceId } };
+    const res = await enabled.api('POST', '/billing/webhooks/mock', { body });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ received: true, outcome: 'applied' });
+    expect(await currentOf(enabled, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'LITE', status: 'FREE' });
+  });
+
+  it('with BILLING_MOCK_WEBHOOK_ENABLED=true but another provider, the route still does not exist', async () => {
+    const settings = { NODE_ENV: 'production', BILLING_PROVIDER: 'PROCESSOR_B', BILLING_MOCK_WEBHOOK_ENABLED: 'true' };
+    const other = await startTestApp(settings);
+    try {
+      const body = { id: eventId(), type: 'subscription.canceled', data: { workspaceId: crypto.randomUUID() } };
+      const res = await other.api('POST', '/billing/webhooks/mock', { body });
+      expectError(res, 404, 'NOT_FOUND');
+    } finally {
+      await other.close();
+    }
+  });
+});

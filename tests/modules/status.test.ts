@@ -28,7 +28,7 @@ const ALL_SECRETS: Record<string, string> = {
   SEED_DEMO_ADMIN_PASSWORD: TEST_DEMO_ADMIN.password,
 };
 
-/** Defaults of the test environment: rate limiting off, TRUST_PROXY unset (true). */
+/** Defaults of the test environment: rate limiting off, TRUST_PROXY unset (true: one hop). */
 let plain: TestApp;
 /** Rate limiting on with custom tiers, a hop count, custom token lifetimes, and every secret set. */
 let tuned: TestApp;
@@ -107,7 +107,7 @@ describe('GET /security/status', () => {
     expect(Object.keys(s).sort()).toEqual(['captcha', 'passwordPolicy', 'rateLimiting', 'tokens', 'trustProxy']);
   });
 
-  it('with the test defaults: rate limiting off (RATE_LIMIT_ENABLED=false), in memory, the default tiers, TRUST_PROXY true', async () => {
+  it('with the test defaults: no rate limiting, in memory, the default tiers, TRUST_PROXY one hop', async () => {
     const s = await securityOf(plain);
     expect(s.rateLimiting).toEqual({
       enabled: false,
@@ -115,7 +115,8 @@ describe('GET /security/status', () => {
       store: 'memory',
       tiers: { default: 120, auth: 20, contact: 120, upload: 20, publicApi: 300, webhook: 60 },
     });
-    expect(s.trustProxy).toBe('true');
+    // TRUST_PROXY unset is `true`, which trusts one hop: the right-most X-Forwarded-For entry.
+    expect(s.trustProxy).toBe('1 hop(s)');
   });
 
   it('with the tuned settings: rate limiting on, its window and every tier as set (contact uses the default tier value)', async () => {
