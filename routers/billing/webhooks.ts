@@ -9,8 +9,14 @@ import { applyProviderEvent, mockCheckoutChanges, findPurchasablePlan } from './
 import type { ProcessorName, ProviderEvent } from './processors/types.js';
 import { errorResponse } from '../../openapi/error-response.js';
 import { UnstorableText, refuseUnstorableText } from '../../server/unstorable-text.js';
+import { JSON_BODY_LIMIT_BYTES, refuseJsonBodyHeaders } from '../../server/request-body.js';
 
-const rawJson = express.raw({ type: () => true, limit: '1mb' });
+/**
+ * The body as bytes, whatever its Content-Type. A gzip, deflate or br delivery is decoded first: the
+ * provider signs the payload, not its transfer encoding, so the signature is checked over the decoded
+ * bytes. 1 MiB decoded, like JSON routes; refused earlier by its headers alone when they say more.
+ */
+const rawJson = [refuseJsonBodyHeaders, express.raw({ type: () => true, limit: JSON_BODY_LIMIT_BYTES })];
 
 type Deps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger'>;
 
@@ -92,8 +98,10 @@ export function billingWebhookRoutes(deps: Deps): Router {
   const routes = Router();
   routes.post('/billing/webhooks/processor-a', rawJson, processorWebhook(deps, 'PROCESSOR_A'));
   routes.post('/billing/webhooks/processor-b', rawJson, processorWebhook(deps, 'PROCESSOR_B'));
-  // Only while MOCK is the provider: otherwise the route does not exist (404).
+  // Only while MOCK is the provider: otherwise the route does not exist (404), and its body's headers are
+  // still judged here, since the app's own check leaves this path to this router.
   if (deps.config.BILLING_PROVIDER === 'MOCK') routes.post('/billing/webhooks/mock', rawJson, mockWebhook(deps));
+  else routes.post('/billing/webhooks/mock', refuseJsonBodyHeaders);
   return routes;
 }
 
