@@ -139,7 +139,8 @@ export function buildOpenApiDocument(
       'Multi-tenant SaaS back end. Send `Authorization: Bearer <accessToken>` on protected routes. ' +
       'Errors are `{ code, message, requestId, issues? }`; each operation lists the codes it can answer. ' +
       'Request bodies may be sent compressed (Content-Encoding gzip, deflate or br; uploads as is), and their limit ' +
-      'is on the decoded size.',
+      'is on the decoded size. A request not sent in full in time (by default: its headers within 30 s, all of it ' +
+      'within 60 s) is answered 408 `REQUEST_TIMEOUT` before it reaches any operation.',
     version: opts.version,
     baseUrl: '/',
     securitySchemes: {

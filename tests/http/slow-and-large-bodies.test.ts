@@ -1,6 +1,7 @@
 // Bodies that would hold a connection: one declared larger than its route takes is refused from its
-// headers, before a byte of it is sent, and the connection closed. Spoken over raw sockets, so the test
-// controls exactly what is sent and when.
+// headers, before a byte of it is sent, and the connection closed; requests that stall (headers or body
+// never finished) are answered 408 within HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS. Spoken over
+// raw sockets, so the test controls exactly what is sent and when.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
@@ -181,6 +182,58 @@ describe('a body declared larger than its route takes', () => {
     const answer = await exchange(app.url, [request, body], 1500);
     expectErrorAnswer(answer, 401, 'INVALID_CREDENTIALS');
     expect(answer.headers.connection).toBe('keep-alive');
+    // HTTP_KEEP_ALIVE_TIMEOUT_MS, default 65 s: longer than a load balancer's usual 60 s idle timeout.
+    expect(answer.headers['keep-alive']).toBe('timeout=65');
     expect(answer.closedAfterMs).toBeUndefined();
+  });
+});
+
+describe('stalled requests', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000' });
+  });
+  afterAll(() => app?.close());
+
+  it('headers sent halfway, then nothing: 408 after about HTTP_HEADERS_TIMEOUT_MS (1 s), and closed', async () => {
+    const answer = await exchange(app.url, ['POST /auth/login HTTP/1.1\r\nHost: localhost\r\nContent-Ty'], 6000);
+    expectErrorAnswer(answer, 408, 'REQUEST_TIMEOUT');
+    expect(answer.answeredAfterMs).toBeGreaterThanOrEqual(900);
+    expect(answer.answeredAfterMs).toBeLessThan(2000);
+    expect(answer.closedAfterMs).toBeLessThan(2500);
+  });
+
+  it('a connection that sends nothing at all is answered 408 and closed within the same bound', async () => {
+    const answer = await exchange(app.url, [], 6000);
+    expectErrorAnswer(answer, 408, 'REQUEST_TIMEOUT');
+    expect(answer.closedAfterMs).toBeGreaterThanOrEqual(900);
+    expect(answer.closedAfterMs).toBeLessThan(2500);
+  });
+
+  it('headers and half the body, then nothing: 408 after about HTTP_REQUEST_TIMEOUT_MS (2 s), and closed', async () => {
+    const body = JSON.stringify({ email: 'slow@tests.local', password: 'Slow-pass-123' });
+    const request = head('POST', '/auth/login', { ...json, 'Content-Length': body.length });
+    const answer = await exchange(app.url, [request, body.slice(0, 20)], 8000);
+    expectErrorAnswer(answer, 408, 'REQUEST_TIMEOUT');
+    expect(answer.body.message).toMatch(/2 s/);
+    expect(answer.answeredAfterMs).toBeGreaterThanOrEqual(1900);
+    expect(answer.answeredAfterMs).toBeLessThan(3500);
+    expect(answer.closedAfterMs).toBeLessThan(4000);
+  });
+
+  it('a body trickled a byte at a time past HTTP_REQUEST_TIMEOUT_MS is cut off the same way', async () => {
+    const body = JSON.stringify({ email: 'trickle@tests.local', password: 'Trickle-pass-123' });
+    const trickle = [...body].flatMap((c) => [c, 100]);
+    const request = head('POST', '/auth/login', { ...json, 'Content-Length': body.length });
+    const answer = await exchange(app.url, [request, ...trickle], 8000);
+    expectErrorAnswer(answer, 408, 'REQUEST_TIMEOUT');
+    expect(answer.answeredAfterMs).toBeLessThan(3500);
+  });
+
+  it('keeps serving, and a request that arrives in time is answered normally', async () => {
+    const credentials = { email: 'ontime@tests.local', password: 'Ontime-pass-123' };
+    const res = await app.api('POST', '/auth/login', { body: credentials });
+    expect(res.status).toBe(401);
+    expect((await app.api('GET', '/health')).status).toBe(200);
   });
 });
