@@ -40,7 +40,7 @@ const STATUS_MEANING: Record<number, string> = {
   404: 'Not found',
   409: 'Conflicts with the current state',
   413: 'Body too large',
-  415: 'Unsupported content type',
+  415: 'Unsupported content type or Content-Encoding',
   429: 'Rate limited: try again after the Retry-After header (seconds)',
   500: 'Server error',
   502: 'An upstream provider failed',
@@ -51,7 +51,7 @@ const STATUS_MEANING: Record<number, string> = {
 const KIND_MEANING: Partial<Record<ErrorCode, string>> = {
   BAD_REQUEST: 'malformed input or path',
   PAYLOAD_TOO_LARGE: 'a body over the limit',
-  UNSUPPORTED_MEDIA_TYPE: 'a body that is not JSON',
+  UNSUPPORTED_MEDIA_TYPE: 'a body that is not JSON, or compressed other than with gzip, deflate or br',
   NOT_FOUND: 'no such record',
   RATE_LIMITED: 'over the rate limit, with Retry-After',
   INTERNAL_SERVER_ERROR: 'a bug, told only to the log',
@@ -137,7 +137,10 @@ export function buildOpenApiDocument(
     title: 'Workspace SaaS API',
     description:
       'Multi-tenant SaaS back end. Send `Authorization: Bearer <accessToken>` on protected routes. ' +
-      'Errors are `{ code, message, requestId, issues? }`; each operation lists the codes it can answer.',
+      'Errors are `{ code, message, requestId, issues? }`; each operation lists the codes it can answer. ' +
+      'Request bodies may be sent compressed (Content-Encoding gzip, deflate or br; uploads as is), and their limit ' +
+      'is on the decoded size. A request not sent in full in time (by default: its headers within 30 s, all of it ' +
+      'within 60 s) is answered 408 `REQUEST_TIMEOUT` before it reaches any operation.',
     version: opts.version,
     baseUrl: '/',
     securitySchemes: {

@@ -18,8 +18,7 @@ import { METRICS_PATH, Metrics, metricsRoute, webhookQueueCounts } from './metri
 import { webhookQueueEnabled } from '../jobs/queue.js';
 import { startAuthentication } from './trpc.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './unstorable-text.js';
-
-export const JSON_BODY_LIMIT = '1mb';
+import { JSON_BODY_LIMIT_BYTES, closeUnreadBody, refuseJsonBodyHeaders } from './request-body.js';
 
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
@@ -44,12 +43,17 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(requestId);
   app.use(deps.monitor.middleware(routes, metrics));
   app.use(requestLogger(deps.logger, routes));
+  app.use(closeUnreadBody);
   app.use(helmet());
   if (deps.config.CORS_ORIGINS.length) {
     app.use(cors({ origin: deps.config.CORS_ORIGINS, exposedHeaders: ['X-Request-Id', 'Retry-After'], maxAge: 600 }));
   }
   // Before the limiter and the routers read the path: past this, they all read the same route from it.
   app.use(refuseAmbiguousPath);
+  // A body the JSON parser would refuse by its headers (an encoding it does not decode, a declared length
+  // over 1 MiB) is refused now, before anything reads it or waits on Redis for it. The plain routes have
+  // limits and encodings of their own, and check them themselves.
+  app.use(only((req) => takesBody(req) && !isPlainRoute(routes.matchRequest(req)), refuseJsonBodyHeaders));
 
   if (metricsToken && metrics) app.get(METRICS_PATH, metricsRoute(metricsToken, metrics));
   app.use(startAuthentication(deps));
@@ -75,16 +79,16 @@ export function createApp(deps: AppDeps): express.Express {
   // requests do not walk their route lists.
   const plain = express.Router().use(billingWebhookRoutes(deps), uploadRoutes(deps));
   app.use(only((req) => isPlainRoute(routes.matchRequest(req)), plain));
-  app.use(
-    express.json({
-      limit: JSON_BODY_LIMIT,
-      reviver: refuseUnstorableText,
-      // Inbound provider webhooks verify signatures over the exact bytes received.
-      verify: (req, _res, buf) => {
-        (req as express.Request).rawBody = buf;
-      },
-    }),
-  );
+  const json = express.json({
+    // Of the decoded body: a small compressed body that inflates past it is refused as it inflates.
+    limit: JSON_BODY_LIMIT_BYTES,
+    reviver: refuseUnstorableText,
+    // The decoded bytes, which /trpc is given instead of the parsed value (trpcHandler, server/http.ts).
+    verify: (req, _res, buf) => {
+      (req as express.Request).rawBody = buf;
+    },
+  });
+  app.use(only(takesBody, json));
 
   app.use('/trpc', trpcHandler(appRouter, procedureDeps));
   app.use(restHandler(appRouter, procedureDeps));
@@ -92,6 +96,12 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(errorHandler(deps.logger));
   return app;
 }
+
+/**
+ * Whether the request's body is read: not for GET and HEAD, whose input is in the URL (tRPC's queries,
+ * trpc-to-openapi's GET routes). Their body is ignored, and the connection closed if it was not all in.
+ */
+const takesBody = (req: express.Request) => req.method !== 'GET' && req.method !== 'HEAD';
 
 /** A route of the plain Express routers (known to `routes` by their OpenAPI entries, without a procedure). */
 const isPlainRoute = (route: RouteTemplate | undefined) => route !== undefined && route.procedure === undefined;

@@ -171,6 +171,9 @@ export const configSchema = z.object({
   CORS_ORIGINS: stringList(''),
   DATA_DIR: str('./data'),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0),
+  HTTP_HEADERS_TIMEOUT_MS: int(30_000, 1_000, 600_000),
+  HTTP_REQUEST_TIMEOUT_MS: int(60_000, 1_000, 3_600_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: int(65_000, 1_000, 600_000),
 
   // ---- data
   DATABASE_URL: connectionUrl(isDatabaseUrl, 'must be a postgres:// or postgresql:// URL, or memory:// (unset: embedded database under DATA_DIR)'),
@@ -331,6 +334,9 @@ export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
   }
   if (Boolean(cfg.SEED_DEMO_ADMIN_EMAIL) !== Boolean(cfg.SEED_DEMO_ADMIN_PASSWORD)) {
     problems.push('  SEED_DEMO_ADMIN_EMAIL / SEED_DEMO_ADMIN_PASSWORD: set both or neither');
+  }
+  if (cfg.HTTP_HEADERS_TIMEOUT_MS > cfg.HTTP_REQUEST_TIMEOUT_MS) {
+    problems.push('  HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS (headers are part of it)');
   }
   for (const name of GENERATED_SECRETS) {
     const value = cfg[name];

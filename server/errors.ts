@@ -14,6 +14,7 @@ export const ERROR_STATUS = {
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
+  REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
@@ -106,6 +107,7 @@ const DEFAULT_MESSAGES: Partial<Record<ErrorCode, string>> = {
   FORBIDDEN: 'You do not have access to this resource.',
   NOT_FOUND: 'Not found.',
   METHOD_NOT_ALLOWED: 'Method not allowed on this route.',
+  REQUEST_TIMEOUT: 'The request did not arrive in time.',
   PAYLOAD_TOO_LARGE: 'Request body is too large (limit 1 MiB).',
   UNSUPPORTED_MEDIA_TYPE: 'Send the request body as application/json.',
   REQUEST_HEADER_FIELDS_TOO_LARGE: 'Request headers are too large.',
@@ -119,6 +121,7 @@ const HTTP_CLASS_BY_STATUS: Record<number, ErrorCode> = {
   403: 'FORBIDDEN',
   404: 'NOT_FOUND',
   405: 'METHOD_NOT_ALLOWED',
+  408: 'REQUEST_TIMEOUT',
   409: 'CONFLICT',
   413: 'PAYLOAD_TOO_LARGE',
   415: 'UNSUPPORTED_MEDIA_TYPE',
@@ -181,7 +184,19 @@ interface BodyParserError {
   type?: string;
   status?: number;
   expose?: boolean;
+  code?: unknown;
 }
+
+/** The body parsers decode gzip, deflate and br (server/request-body.ts). */
+const UNDECODABLE_BODY = 'The request body is not valid gzip, deflate or br data, as its Content-Encoding says it is.';
+const UNSUPPORTED_ENCODING = 'This Content-Encoding is not accepted: send the body as is, or with gzip, deflate or br.';
+
+/**
+ * zlib's own error (`Z_DATA_ERROR`, `Z_BUF_ERROR`, brotli's `ERR__ERROR_FORMAT_...`), which body-parser
+ * passes on, made a 400 but without a type, when a body does not decode as its Content-Encoding says.
+ */
+const isDecodingFailure = (bp: BodyParserError) =>
+  bp.type === undefined && bp.status === 400 && typeof bp.code === 'string' && /^(Z_|ERR__)/.test(bp.code);
 
 /** Maps anything thrown to the answer the client gets. Unknown errors become a friendly 500. */
 export function toApiError(err: unknown): ApiError {
@@ -201,11 +216,13 @@ export function toApiError(err: unknown): ApiError {
   // Express's router, on a path parameter whose percent-encoding is broken (`/users/%E0%A4%A/avatar`).
   if (err instanceof URIError && (err as URIError & { status?: number }).status === 400) return httpError(400, 'Malformed percent-encoding in the URL path.');
   const bp = err as BodyParserError | null;
+  if (bp && typeof bp === 'object' && bp.expose && isDecodingFailure(bp)) return httpError(400, UNDECODABLE_BODY);
   if (bp && typeof bp === 'object' && typeof bp.type === 'string' && typeof bp.status === 'number' && bp.expose) {
     // (A body nested thousands deep overflows the stack of the parser's reviver: a RangeError.)
     if (bp.type === 'entity.parse.failed') return httpError(400, err instanceof RangeError ? 'The JSON body is nested too deeply.' : 'Malformed JSON in request body.');
     if (bp.type === 'entity.too.large') return httpError(413);
-    if (bp.type === 'encoding.unsupported' || bp.type === 'charset.unsupported') return httpError(415, 'Unsupported body encoding.');
+    if (bp.type === 'encoding.unsupported') return httpError(415, UNSUPPORTED_ENCODING);
+    if (bp.type === 'charset.unsupported') return httpError(415, 'Unsupported charset: send the body as UTF-8.');
     return httpError(bp.status);
   }
   return isDatabaseUnavailable(err) ? databaseUnavailable() : httpError(500);

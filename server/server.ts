@@ -4,12 +4,13 @@
 import http from 'node:http';
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Config } from './config.js';
 import type { AppDeps } from './context.js';
 import type { Logger } from './logger.js';
 import { createApp } from './app.js';
 import { createMailer } from './email/mailer.js';
-import { errorBody, httpError } from './errors.js';
+import { errorBody, httpError, type ApiError } from './errors.js';
 import { PasswordHasher } from './security/passwords.js';
 import { createDb, databaseKind } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
@@ -69,26 +70,65 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
 }
 
 /**
- * Answers malformed requests that never reach Express (headers over Node's 16 KiB limit, broken HTTP)
- * with the same JSON error body as everything else.
+ * Node's limits on slow clients, from the settings: the headers within HTTP_HEADERS_TIMEOUT_MS, the whole
+ * request within HTTP_REQUEST_TIMEOUT_MS (both counted from its first byte, or from the connection's
+ * start; answered 408 by answerClientErrors), and an idle keep-alive connection closed after
+ * HTTP_KEEP_ALIVE_TIMEOUT_MS. Node checks for expired requests every connectionsCheckingInterval
+ * (default 30 s, which would let a 30 s limit run to 60): here at most 1 s.
  */
-function answerClientErrors(server: http.Server) {
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+function serverOptions(config: Config): http.ServerOptions {
+  return {
+    headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.HTTP_HEADERS_TIMEOUT_MS / 4)),
+  };
+}
+
+/** The answer to a request Node refuses before Express sees it. */
+function clientErrorAnswer(err: NodeJS.ErrnoException, config: Config): ApiError {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW': {
+      const message = 'Request headers are too large (limit 16 KiB).';
+      return { status: 431, code: 'REQUEST_HEADER_FIELDS_TOO_LARGE', message };
+    }
+    case 'ERR_HTTP_REQUEST_TIMEOUT': {
+      const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+      const headers = seconds(config.HTTP_HEADERS_TIMEOUT_MS);
+      const whole = seconds(config.HTTP_REQUEST_TIMEOUT_MS);
+      return httpError(408, `The request came too slowly: headers are due in ${headers}, all of it in ${whole}.`);
+    }
+    default:
+      return httpError(400, 'Malformed HTTP request.');
+  }
+}
+
+/** Node's socket of an HTTP connection, with the answer it is writing (what Node's own handler checks). */
+type HttpSocket = Duplex & { _httpMessage?: http.ServerResponse | null };
+
+/**
+ * Answers malformed requests that never reach Express (headers over Node's 16 KiB limit, broken HTTP) and
+ * requests that did not arrive in time (408), with the same JSON error body as everything else. A socket
+ * whose answer has already begun (or that cannot be written) is only closed: a second answer would be
+ * read as the answer to the client's next request.
+ */
+function answerClientErrors(server: http.Server, config: Config, logger: Logger) {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: HttpSocket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable || socket._httpMessage?.headersSent) {
       socket.destroy();
       return;
     }
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     const requestId = crypto.randomUUID();
-    const api =
-      status === 431
-        ? { status, code: 'REQUEST_HEADER_FIELDS_TOO_LARGE', message: 'Request headers are too large (limit 16 KiB).' }
-        : httpError(400, 'Malformed HTTP request.');
+    const api = clientErrorAnswer(err, config);
+    logger.info({ requestId, status: api.status, code: api.code, reason: err.code }, 'request refused before routing');
     const body = JSON.stringify(errorBody(api, requestId));
-    socket.end(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    const answer =
+      `HTTP/1.1 ${api.status} ${http.STATUS_CODES[api.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`;
+    // A request out of time has nothing more to say: the socket goes once the answer is out, rather than
+    // when the client closes its side.
+    if (api.status === 408) socket.end(answer, () => socket.destroy());
+    else socket.end(answer);
   });
 }
 
@@ -98,12 +138,12 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   deps.webhooks.startTimers();
   let closing: Promise<void> | undefined;
   // While closing, every answer ends its keep-alive connection, so clients stop sending on it.
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(serverOptions(config), (req, res) => {
     if (closing) res.setHeader('Connection', 'close');
     res.once('close', deps.inFlight.begin());
     app(req, res);
   });
-  answerClientErrors(server);
+  answerClientErrors(server, config, logger);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.PORT, config.HOST, () => resolve());

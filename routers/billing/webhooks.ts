@@ -10,8 +10,14 @@ import { applyProviderEvent, mockCheckoutChanges, findPurchasablePlan } from './
 import type { ProcessorName, ProviderEvent } from './processors/types.js';
 import { errorResponse } from '../../openapi/error-response.js';
 import { UnstorableText, refuseUnstorableText } from '../../server/unstorable-text.js';
+import { JSON_BODY_LIMIT_BYTES, refuseJsonBodyHeaders } from '../../server/request-body.js';
 
-const rawJson = express.raw({ type: () => true, limit: '1mb' });
+/**
+ * The body as bytes, whatever its Content-Type. A gzip, deflate or br delivery is decoded first: the
+ * provider signs the payload, not its transfer encoding, so the signature is checked over the decoded
+ * bytes. 1 MiB decoded, like JSON routes; refused earlier by its headers alone when they say more.
+ */
+const rawJson = [refuseJsonBodyHeaders, express.raw({ type: () => true, limit: JSON_BODY_LIMIT_BYTES })];
 
 type Deps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger'>;
 

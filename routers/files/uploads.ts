@@ -19,6 +19,7 @@ import { authenticateRequest } from '../../server/trpc.js';
 import type { Principal } from '../auth/sessions.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import { errorResponse } from '../../openapi/error-response.js';
+import { refuseContentEncoding, refuseDeclaredLength } from '../../server/request-body.js';
 
 const MiB = 1024 * 1024;
 /** Avatars and logos: still images, re-encoded to WebP. */
@@ -31,24 +32,42 @@ const MAX_PIXELS = 40_000_000;
 
 type Deps = Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger'>;
 
-/** One file from `field`, at most `maxBytes`, in memory. Errors become the service's error answers. */
-function singleFile(field: string, maxBytes: number): RequestHandler {
+/**
+ * What a form may add to its file's bytes: the multipart framing and the form fields (at most 10 of 1 KiB).
+ * A request declaring more than the file's limit and this is refused before multer reads it.
+ */
+const FORM_ALLOWANCE_BYTES = 64 * 1024;
+
+/**
+ * One file from `field`, at most `maxBytes`, in memory. Errors become the service's error answers. A
+ * Content-Length over what such a form can weigh is a 413 before a byte is read.
+ */
+function singleFile(field: string, maxBytes: number): RequestHandler[] {
   const upload = multer({ storage: multer.memoryStorage(), preservePath: true, limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 1024 } }).single(field);
-  return (req, res, next) =>
-    upload(req, res, (err: unknown) => {
-      if (!err) return next();
-      if (err instanceof multer.MulterError) {
-        if (err.code === 'LIMIT_FILE_SIZE') return next(new AppError('PAYLOAD_TOO_LARGE', `The file is larger than ${maxBytes / MiB} MiB.`));
-        return next(new AppError('BAD_REQUEST', `Send one file in the multipart field "${field}".`));
-      }
-      return next(new AppError('BAD_REQUEST', 'Send the file as multipart/form-data.'));
-    });
+  const tooLarge = `The request is larger than a file of ${maxBytes / MiB} MiB (the limit) and its form fields.`;
+  return [
+    refuseDeclaredLength(maxBytes + FORM_ALLOWANCE_BYTES, tooLarge),
+    (req, res, next) =>
+      upload(req, res, (err: unknown) => {
+        if (!err) return next();
+        if (err instanceof multer.MulterError) {
+          if (err.code === 'LIMIT_FILE_SIZE') {
+            return next(new AppError('PAYLOAD_TOO_LARGE', `The file is larger than ${maxBytes / MiB} MiB.`));
+          }
+          return next(new AppError('BAD_REQUEST', `Send one file in the multipart field "${field}".`));
+        }
+        return next(new AppError('BAD_REQUEST', 'Send the file as multipart/form-data.'));
+      }),
+  ];
 }
 
+/** Uploads are read as sent: multer does not decode a Content-Encoding, and images and PDF are compressed. */
+const refuseEncodedBody = refuseContentEncoding([]);
+
 function requireMultipart(field: string): RequestHandler {
-  return (req, _res, next) => {
+  return (req, res, next) => {
     if (!req.is('multipart/form-data')) return next(new AppError('UNSUPPORTED_MEDIA_TYPE', `Send multipart/form-data with the file in the field "${field}".`));
-    next();
+    refuseEncodedBody(req, res, next);
   };
 }
 
@@ -326,7 +345,9 @@ const refusals = {
   ...signedInRefusals,
   400: errorResponse('Missing or unreadable file', ['BAD_REQUEST']),
   413: errorResponse('File too large', ['PAYLOAD_TOO_LARGE']),
-  415: errorResponse('Type not accepted (checked by content)', ['UNSUPPORTED_MEDIA_TYPE']),
+  415: errorResponse('Not multipart, sent with a Content-Encoding, or a type not accepted (checked by content)', [
+    'UNSUPPORTED_MEDIA_TYPE',
+  ]),
   ...storageFailures,
 };
 

@@ -91,6 +91,10 @@ function hostileBodies(op: Operation): RequestOptions[] {
   bodies.push({ raw: '{"a":1}', headers: { 'content-type': 'application/json; charset=utf-32' } });
   bodies.push({ raw: Buffer.from([0xff, 0xfe, 0x7b, 0x00]), headers: json });
   bodies.push({ raw: JSON.stringify({ padding: 'x'.repeat(2_000_000) }), headers: json });
+  // Bodies that do not decode as their Content-Encoding says (were a 500), and an encoding not decoded.
+  bodies.push({ raw: '{"a":1}', headers: { ...json, 'content-encoding': 'gzip' } });
+  bodies.push({ raw: Buffer.from([0x1b, 0x00]), headers: { ...json, 'content-encoding': 'br' } });
+  bodies.push({ raw: '{"a":1}', headers: { ...json, 'content-encoding': 'zstd' } });
   // Multipart bodies that are not: no boundary, a boundary never met, a part without a name.
   bodies.push({ raw: 'x', headers: { 'content-type': 'multipart/form-data' } });
   bodies.push({ raw: '--b\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\nabc', headers: { 'content-type': 'multipart/form-data; boundary=b' } });

@@ -172,7 +172,9 @@ describe('GET /openapi.json', () => {
     expect(doc.paths['/storage/upload'].post.responses['503'].description).toBe(
       'The selected storage provider lacks its settings; also SERVICE_UNAVAILABLE (the database is away, with Retry-After)',
     );
-    expect(doc.paths['/storage/upload'].post.responses['415'].description).toBe('Type not accepted (checked by content)');
+    expect(doc.paths['/storage/upload'].post.responses['415'].description).toBe(
+      'Not multipart, sent with a Content-Encoding, or a type not accepted (checked by content)',
+    );
   });
 
   it('lists 429 with its Retry-After header on every rate-limited route, and not on the routes the limiter skips', () => {

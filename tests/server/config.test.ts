@@ -32,6 +32,23 @@ describe('configuration', () => {
     expect(c.REDIS_URL).toBeUndefined();
   });
 
+  it('bounds slow clients by default: headers 30 s, the whole request 60 s, idle keep-alive 65 s', () => {
+    expect(parseConfig({})).toMatchObject({
+      HTTP_HEADERS_TIMEOUT_MS: 30_000,
+      HTTP_REQUEST_TIMEOUT_MS: 60_000,
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: 65_000,
+    });
+  });
+
+  it('when the headers may take longer than the whole request, or a timeout is under 1 s, then it is refused', () => {
+    expect(errorOf({ HTTP_HEADERS_TIMEOUT_MS: '40000', HTTP_REQUEST_TIMEOUT_MS: '30000' })).toMatch(
+      /HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS/,
+    );
+    for (const name of ['HTTP_HEADERS_TIMEOUT_MS', 'HTTP_REQUEST_TIMEOUT_MS', 'HTTP_KEEP_ALIVE_TIMEOUT_MS']) {
+      expect(errorOf({ [name]: '0' })).toContain(`${name}: must be at least 1000`);
+    }
+  });
+
   it('names every bad variable in one message', () => {
     const message = errorOf({ BCRYPT_COST: '99', RATE_LIMIT_ENABLED: 'maybe', LOG_LEVEL: 'loud', SMTP_PORT: 'abc', AI_PROVIDER: 'OTHER' });
     for (const name of ['BCRYPT_COST', 'RATE_LIMIT_ENABLED', 'LOG_LEVEL', 'SMTP_PORT', 'AI_PROVIDER']) expect(message).toContain(name);

@@ -1,0 +1,74 @@
+// What is decided about a request body from its headers, before a parser reads a byte of it: the
+// Content-Encoding must be one the route decodes (415), and a Content-Length over the route's limit is a
+// 413 at once. An answer given while the body has not arrived in full closes the connection, so the
+// server never reads a body it has already answered (Node would otherwise read it all to keep the
+// connection alive).
+import type { Request, RequestHandler, Response } from 'express';
+import { AppError } from './errors.js';
+
+export const MiB = 1024 * 1024;
+
+/** JSON bodies (REST and /trpc) and provider webhooks: at most 1 MiB, decoded. */
+export const JSON_BODY_LIMIT_BYTES = 1 * MiB;
+
+/** The codings the body parsers decode (each alone, not stacked): body-parser's, minus zstd (Node 22 only). */
+export const DECODED_ENCODINGS: readonly string[] = ['gzip', 'deflate', 'br'];
+
+/** Whether the request says it has a body (as body-parser decides: a length, even 0, or chunks). */
+const declaresBody = (req: Request) =>
+  req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
+
+/**
+ * 415 UNSUPPORTED_MEDIA_TYPE for a body whose Content-Encoding is neither `identity` nor one of `decoded`
+ * (an empty list: the body must be sent as is).
+ */
+export function refuseContentEncoding(decoded: readonly string[]): RequestHandler {
+  const list = decoded.join(', ').replace(/, ([^,]+)$/, ' or $1');
+  const accepted = decoded.length ? `send it as is or compressed with ${list}` : 'send it as is';
+  return (req, _res, next) => {
+    const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+    if (!encoding || encoding === 'identity' || !declaresBody(req) || decoded.includes(encoding)) return next();
+    const named = JSON.stringify(encoding.slice(0, 40));
+    next(new AppError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${named} is not accepted here: ${accepted}.`));
+  };
+}
+
+/**
+ * 413 PAYLOAD_TOO_LARGE when Content-Length declares more than `limitBytes`, answered before any byte of
+ * the body is read (the connection is then closed: see closeUnreadBody). A body without a length (chunked)
+ * is held to the limit by its parser as it arrives.
+ */
+export function refuseDeclaredLength(limitBytes: number, message: string): RequestHandler {
+  return (req, _res, next) => {
+    const declared = req.headers['content-length'];
+    // Node's parser has already refused a Content-Length that is not digits.
+    const over = declared !== undefined && Number(declared) > limitBytes;
+    next(over ? new AppError('PAYLOAD_TOO_LARGE', message) : undefined);
+  };
+}
+
+/** Both refusals, one after the other. */
+const both = (first: RequestHandler, second: RequestHandler): RequestHandler => (req, res, next) =>
+  first(req, res, (err?: unknown) => (err ? next(err) : second(req, res, next)));
+
+/** The refusals of a JSON route (REST, /trpc) and of a provider webhook: gzip, deflate or br, 1 MiB declared. */
+export const refuseJsonBodyHeaders = both(
+  refuseContentEncoding(DECODED_ENCODINGS),
+  refuseDeclaredLength(JSON_BODY_LIMIT_BYTES, 'Request body is too large (limit 1 MiB).'),
+);
+
+/**
+ * Sends `Connection: close` with an answer written before the request's body has arrived in full (a
+ * refusal from the headers, a 401 before an upload is read): Node would otherwise read and discard the
+ * rest of the body, however long, to reuse the connection. Requests without a body are left alone.
+ */
+export const closeUnreadBody: RequestHandler = (req, res, next) => {
+  if (declaresBody(req) && req.headers['content-length'] !== '0') {
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: Response, ...args: unknown[]) {
+      if (!req.complete && !this.headersSent) this.setHeader('Connection', 'close');
+      return (writeHead as (...a: unknown[]) => Response).apply(this, args);
+    } as Response['writeHead'];
+  }
+  next();
+};

@@ -1,0 +1,239 @@
+// Bodies that would hold a connection: one declared larger than its route takes is refused from its
+// headers, before a byte of it is sent, and the connection closed; requests that stall (headers or body
+// never finished) are answered 408 within HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS. Spoken over
+// raw sockets, so the test controls exactly what is sent and when.
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { registerAndLogin, type Session } from '../helpers/http.js';
+import { ledger } from '../helpers/secret-ledger.js';
+
+const MiB = 1024 * 1024;
+
+interface Exchange {
+  /** The status of the answer, 0 when none came. */
+  status: number;
+  headers: Record<string, string>;
+  body: any;
+  /** Milliseconds from the first byte sent to the first byte of the answer (undefined: no answer). */
+  answeredAfterMs?: number;
+  /** Milliseconds from the first byte sent until the server closed the connection (undefined: it did not). */
+  closedAfterMs?: number;
+}
+
+/**
+ * Opens a socket to `url`, writes `parts` (strings or pauses in milliseconds), then waits at most `waitMs`
+ * for the server to answer and close. What was sent is only `parts`: no body byte is sent unless given.
+ */
+function exchange(url: string, parts: Array<string | Buffer | number>, waitMs: number): Promise<Exchange> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    let started = 0;
+    let answeredAfterMs: number | undefined;
+    let closedAfterMs: number | undefined;
+    const chunks: Buffer[] = [];
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString();
+      ledger.observe('a raw HTTP answer', text);
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers = Object.fromEntries(
+        lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      );
+      let body: unknown = rest.join('\r\n\r\n');
+      try {
+        body = JSON.parse(body as string);
+      } catch {
+        /* not JSON */
+      }
+      resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, body, answeredAfterMs, closedAfterMs });
+    };
+    const timer = setTimeout(finish, waitMs);
+    socket.on('data', (chunk: Buffer) => {
+      answeredAfterMs ??= performance.now() - started;
+      chunks.push(chunk);
+    });
+    socket.on('end', () => {
+      closedAfterMs = performance.now() - started;
+      finish();
+    });
+    socket.on('close', () => {
+      closedAfterMs ??= performance.now() - started;
+      finish();
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' ? undefined : reject(err)));
+    socket.on('connect', async () => {
+      started = performance.now();
+      for (const part of parts) {
+        if (typeof part === 'number') await new Promise((r) => setTimeout(r, part));
+        else if (!socket.destroyed) socket.write(part);
+      }
+    });
+  });
+}
+
+const head = (method: string, path: string, headers: Record<string, string | number>) => {
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `${method} ${path} HTTP/1.1\r\nHost: localhost\r\n${lines.join('')}\r\n`;
+};
+
+const json = { 'Content-Type': 'application/json' };
+const FIFTY_MB = 50 * 1024 * 1024;
+const TEN_GB = 10 * 1024 * 1024 * 1024;
+
+/** The REST error body, with the request id of the answer. */
+function expectErrorAnswer(answer: Exchange, status: number, code: string) {
+  expect(answer.status, JSON.stringify(answer)).toBe(status);
+  expect(answer.body).toMatchObject({ code, message: expect.any(String), requestId: answer.headers['x-request-id'] });
+}
+
+describe('a body declared larger than its route takes', () => {
+  let app: TestApp;
+  let user: Session;
+  beforeAll(async () => {
+    app = await startTestApp({
+      BILLING_PROVIDER: 'MOCK',
+      PROCESSOR_A_WEBHOOK_SECRET: 'whsec_declared_0123456789abcdef',
+      PROCESSOR_B_WEBHOOK_SECRET: 'lemon_declared_0123456789abcdef',
+    });
+    user = await registerAndLogin(app.api, { prefix: 'declared' });
+    ledger.sent(user.accessToken, 'a bearer token');
+  });
+  afterAll(() => app?.close());
+
+  /** Sends only the headers (no body byte), and expects the answer and the close within 1 s. */
+  async function refusedAtOnce(method: string, path: string, headers: Record<string, string | number>) {
+    const answer = await exchange(app.url, [head(method, path, headers)], 5000);
+    expect(answer.answeredAfterMs, 'answered without the body').toBeLessThan(1000);
+    expect(answer.closedAfterMs, 'connection closed by the server').toBeLessThan(1000);
+    expect(answer.headers.connection).toBe('close');
+    return answer;
+  }
+
+  // Before: 50 MB were read before the 413; for 10 GB and nothing sent, the answer was a 400 after 328 s.
+  it.each([FIFTY_MB, TEN_GB])('POST /auth/login declared %d bytes: 413 at once, no body sent', async (length) => {
+    const answer = await refusedAtOnce('POST', '/auth/login', { ...json, 'Content-Length': length });
+    expectErrorAnswer(answer, 413, 'PAYLOAD_TOO_LARGE');
+    expect(answer.body.message).toMatch(/1 MiB/);
+  });
+
+  it("/trpc declared 10 GB: 413 at once, in tRPC's envelope", async () => {
+    const answer = await refusedAtOnce('POST', '/trpc/auth.login', { ...json, 'Content-Length': TEN_GB });
+    expect(answer.status).toBe(413);
+    expect(answer.body.error).toMatchObject({
+      code: TRPC_ERROR_CODES_BY_KEY.PAYLOAD_TOO_LARGE,
+      data: { code: 'PAYLOAD_TOO_LARGE', httpStatus: 413, requestId: answer.headers['x-request-id'] },
+    });
+  });
+
+  it('a DELETE, and a route that does not exist: 413 at once too', async () => {
+    const tenGb = { ...json, 'Content-Length': TEN_GB };
+    expectErrorAnswer(await refusedAtOnce('POST', '/no-such-route', tenGb), 413, 'PAYLOAD_TOO_LARGE');
+    const plan = '/admin/billing/plans/00000000-0000-4000-8000-000000000000';
+    expectErrorAnswer(await refusedAtOnce('DELETE', plan, tenGb), 413, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('a GET, whose body is never read: answered as without it, and the connection closed at once', async () => {
+    const health = await refusedAtOnce('GET', '/health', { ...json, 'Content-Length': TEN_GB });
+    expect(health.status).toBe(200);
+    const signedIn = { ...json, Authorization: `Bearer ${user.accessToken}` };
+    const me = await refusedAtOnce('GET', '/auth/me', { ...signedIn, 'Content-Length': FIFTY_MB });
+    expect(me.status).toBe(200);
+    expect(me.body.user.id).toBe(user.userId);
+  });
+
+  it('the provider webhooks (1 MiB) declared 50 MB: 413 at once', async () => {
+    for (const path of ['/billing/webhooks/processor-a', '/billing/webhooks/processor-b', '/billing/webhooks/mock']) {
+      const answer = await refusedAtOnce('POST', path, { ...json, 'Content-Length': FIFTY_MB });
+      expectErrorAnswer(answer, 413, 'PAYLOAD_TOO_LARGE');
+    }
+  });
+
+  it.each([
+    ['/storage/upload', 10],
+    ['/profile/avatar', 2],
+    ['<logo>', 1],
+  ] as const)('the upload %s (a %d MiB file) declared past its limit and form: 413 at once', async (route, mib) => {
+    const path = route === '<logo>' ? `/workspaces/${user.workspaceId}/branding/logo` : route;
+    const headers = { 'Content-Type': 'multipart/form-data; boundary=x', Authorization: `Bearer ${user.accessToken}` };
+    for (const length of [mib * MiB + 65 * 1024, TEN_GB]) {
+      const answer = await refusedAtOnce('POST', path, { ...headers, 'Content-Length': length });
+      expectErrorAnswer(answer, 413, 'PAYLOAD_TOO_LARGE');
+      expect(answer.body.message).toContain(`${mib} MiB`);
+    }
+  });
+
+  it('an upload refused before its body is read (no token) closes the connection, not reading 10 GB', async () => {
+    const multipart = { 'Content-Type': 'multipart/form-data; boundary=x' };
+    const answer = await refusedAtOnce('POST', '/profile/avatar', { ...multipart, 'Content-Length': TEN_GB });
+    expectErrorAnswer(answer, 401, 'UNAUTHORIZED');
+  });
+
+  it('a body at the limit is read, and the connection kept', async () => {
+    const body = JSON.stringify({ email: 'nobody@tests.local', password: 'x'.repeat(1000) }).padEnd(MiB, ' ');
+    const request = head('POST', '/auth/login', { ...json, 'Content-Length': MiB });
+    const answer = await exchange(app.url, [request, body], 1500);
+    expectErrorAnswer(answer, 401, 'INVALID_CREDENTIALS');
+    expect(answer.headers.connection).toBe('keep-alive');
+    // HTTP_KEEP_ALIVE_TIMEOUT_MS, default 65 s: longer than a load balancer's usual 60 s idle timeout.
+    expect(answer.headers['keep-alive']).toBe('timeout=65');
+    expect(answer.closedAfterMs).toBeUndefined();
+  });
+});
+
+describe('stalled requests', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000' });
+  });
+  afterAll(() => app?.close());
+
+  it('headers sent halfway, then nothing: 408 after about HTTP_HEADERS_TIMEOUT_MS (1 s), and closed', async () => {
+    const answer = await exchange(app.url, ['POST /auth/login HTTP/1.1\r\nHost: localhost\r\nContent-Ty'], 6000);
+    expectErrorAnswer(answer, 408, 'REQUEST_TIMEOUT');
+    expect(answer.answeredAfterMs).toBeGreaterThanOrEqual(900);
+    expect(answer.answeredAfterMs).toBeLessThan(2000);
+    expect(answer.closedAfterMs).toBeLessThan(2500);
+  });
+
+  it('a connection that sends nothing at all is answered 408 and closed within the same bound', async () => {
+    const answer = await exchange(app.url, [], 6000);
+    expectErrorAnswer(answer, 408, 'REQUEST_TIMEOUT');
+    expect(answer.closedAfterMs).toBeGreaterThanOrEqual(900);
+    expect(answer.closedAfterMs).toBeLessThan(2500);
+  });
+
+  it('headers and half the body, then nothing: 408 after about HTTP_REQUEST_TIMEOUT_MS (2 s), and closed', async () => {
+    const body = JSON.stringify({ email: 'slow@tests.local', password: 'Slow-pass-123' });
+    const request = head('POST', '/auth/login', { ...json, 'Content-Length': body.length });
+    const answer = await exchange(app.url, [request, body.slice(0, 20)], 8000);
+    expectErrorAnswer(answer, 408, 'REQUEST_TIMEOUT');
+    expect(answer.body.message).toMatch(/2 s/);
+    expect(answer.answeredAfterMs).toBeGreaterThanOrEqual(1900);
+    expect(answer.answeredAfterMs).toBeLessThan(3500);
+    expect(answer.closedAfterMs).toBeLessThan(4000);
+  });
+
+  it('a body trickled a byte at a time past HTTP_REQUEST_TIMEOUT_MS is cut off the same way', async () => {
+    const body = JSON.stringify({ email: 'trickle@tests.local', password: 'Trickle-pass-123' });
+    const trickle = [...body].flatMap((c) => [c, 100]);
+    const request = head('POST', '/auth/login', { ...json, 'Content-Length': body.length });
+    const answer = await exchange(app.url, [request, ...trickle], 8000);
+    expectErrorAnswer(answer, 408, 'REQUEST_TIMEOUT');
+    expect(answer.answeredAfterMs).toBeLessThan(3500);
+  });
+
+  it('keeps serving, and a request that arrives in time is answered normally', async () => {
+    const credentials = { email: 'ontime@tests.local', password: 'Ontime-pass-123' };
+    const res = await app.api('POST', '/auth/login', { body: credentials });
+    expect(res.status).toBe(401);
+    expect((await app.api('GET', '/health')).status).toBe(200);
+  });
+});
