@@ -169,6 +169,7 @@ export const configSchema = z.object({
   CORS_ORIGINS: stringList(''),
   DATA_DIR: str('./data'),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0),
+  SHUTDOWN_DRAIN_DELAY_MS: int(5_000, 0),
 
   // ---- data
   DATABASE_URL: connectionUrl(isDatabaseUrl, 'must be a postgres:// or postgresql:// URL, or memory:// (unset: embedded database under DATA_DIR)'),

@@ -35,6 +35,8 @@ export interface AppDeps {
   storage: Storage;
   /** Requests and procedures not finished yet: a shutdown waits for them before it closes the pool. */
   inFlight: InFlight;
+  /** Set when a shutdown begins: GET /health answers 503 `draining`, so load balancers stop sending here. */
+  lifecycle: { draining: boolean };
   startedAt: Date;
 }
 

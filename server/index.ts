@@ -1,5 +1,6 @@
 // Entry point of `npm start`: parse the settings (a bad value stops here, naming the variable), boot, and
-// shut down in order on SIGTERM / SIGINT.
+// shut down in order on SIGTERM / SIGINT: drain, finish in-flight requests, close, exit 0. A second signal
+// cuts the drain short (Ctrl-C twice), the orderly close still follows.
 import { loadConfigOrExit } from './config.js';
 import { createLogger, exitAfterLogs } from './logger.js';
 import { startServer } from './server.js';
@@ -11,8 +12,14 @@ if (warning) logger.warn(warning);
 try {
   const server = await startServer(config, logger);
   logger.info(`API ready at ${server.url} (docs at ${server.url}/docs)`);
+  let signals = 0;
   const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    if (++signals > 1) {
+      logger.info({ signal }, 'shutting down without waiting for the rest of the drain');
+      void server.close({ drain: false });
+      return;
+    }
+    logger.info({ signal }, 'shutting down: draining, then finishing in-flight requests');
     server.close().then(
       () => {
         logger.info('shutdown complete');
@@ -24,8 +31,8 @@ try {
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
 } catch (err) {
   logger.fatal({ err }, 'start-up failed');
   await exitAfterLogs(logger, 1);
