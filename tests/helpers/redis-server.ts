@@ -99,7 +99,8 @@ export class RedisServer {
 
   private async launch(): Promise<void> {
     // Nothing persisted: a restart starts empty, as a Redis without persistence does.
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir];
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+    args.push('--dir', this.dir);
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.output = '';
     const collect = (chunk: Buffer) => void (this.output += chunk.toString('utf8'));
@@ -118,7 +119,9 @@ export class RedisServer {
   private async untilReady(child: ChildProcess): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      if (this.child !== child) throw new Error(`redis-server on port ${this.port} exited at start-up:\n${this.output}`);
+      if (this.child !== child) {
+        throw new Error(`redis-server on port ${this.port} exited at start-up:\n${this.output}`);
+      }
       if (await this.answersPing()) return;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
