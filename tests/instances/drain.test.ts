@@ -6,20 +6,85 @@
 // The slow request in flight is a webhook test delivery in direct mode: the API answers it once the
 // receiver has answered, which the test delays.
 import http from 'node:http';
+import net from 'node:net';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { parseConfig } from '../../server/config.js';
 import { startTestApp, testEnv, type TestApp } from '../helpers/app.js';
 import { apiClient, registerAndLogin, type Api, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { ServiceProcess, accepts, childEnv, startApi, waitFor } from './processes.js';
+import { ServiceProcess, accepts, childEnv, killAll, startApi, waitFor } from './processes.js';
 
+/**
+ * A TCP gate in front of Postgres: it accepts connections and holds what they send until `open()`, so a
+ * process starting behind it waits in its start-up for as long as the test wants.
+ */
+class Gate {
+  connections = 0;
+  private opened = false;
+  private readonly held: Array<() => void> = [];
+  private readonly sockets = new Set<net.Socket>();
+
+  private constructor(
+    private readonly server: net.Server,
+    private readonly target: URL,
+  ) {}
+
+  static async start(target: URL): Promise<Gate> {
+    let gate!: Gate;
+    const server = net.createServer((client) => gate.accept(client));
+    gate = new Gate(server, target);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    return gate;
+  }
+
+  /** `target` through the gate. */
+  get url(): string {
+    const through = new URL(this.target);
+    through.host = `127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
+    return through.toString();
+  }
+
+  open(): void {
+    this.opened = true;
+    for (const pass of this.held.splice(0)) pass();
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: net.Socket) {
+    this.connections += 1;
+    this.track(client);
+    client.pause();
+    const pass = () => {
+      const upstream = this.track(net.connect(Number(this.target.port || 5432), this.target.hostname));
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    };
+    if (this.opened) pass();
+    else this.held.push(pass);
+  }
+
+  private track(socket: net.Socket): net.Socket {
+    this.sockets.add(socket);
+    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('error', () => undefined);
+    return socket;
+  }
+}
+
+const gates: Gate[] = [];
 const apps: TestApp[] = [];
 const receivers: WebhookReceiver[] = [];
-const procs: ServiceProcess[] = [];
 
 afterAll(async () => {
-  for (const p of procs) await p.stop('SIGKILL');
+  await killAll();
+  for (const g of gates) await g.close();
   for (const a of apps) await a.close();
   for (const r of receivers) await r.close();
 });
@@ -168,7 +233,6 @@ describe('npm start (server/index.ts as a child process)', () => {
     + 'completes with its real answer, then the process exits 0', async () => {
     const DRAIN_MS = 1_500;
     const api = await startApi('drain', env(DRAIN_MS));
-    procs.push(api.proc);
     const client = apiClient(api.url);
     const receiver = await receiverDelaying(DRAIN_MS + 2_000);
     const { s, testPath } = await ownerWithWebhook(client, receiver);
@@ -201,7 +265,6 @@ describe('npm start (server/index.ts as a child process)', () => {
 
   it('a second signal during the drain ends it at once; the close is still orderly (exit 0)', async () => {
     const api = await startApi('drain twice', env(60_000));
-    procs.push(api.proc);
     const client = apiClient(api.url);
     api.proc.signal('SIGTERM');
     await waitFor('/health to say draining', async () => (await client('GET', '/health')).status === 503, 2_000, 20);
@@ -211,5 +274,21 @@ describe('npm start (server/index.ts as a child process)', () => {
     expect(exit, api.proc.tail()).toMatchObject({ code: 0, signal: null });
     expect(exit.at - secondAt).toBeLessThan(5_000);
     expect(api.proc.logs().map((l) => l.msg)).toContain('shutdown complete');
+  }, 60_000);
+  it('a SIGTERM during start-up does not kill it: it finishes starting, then shuts down (exit 0)', async () => {
+    const gate = await Gate.start(new URL(inject('databaseUrl')));
+    gates.push(gate);
+    // A drain of a minute: the shutdown of a server nobody has seen healthy yet must skip it.
+    const settings = { ...env(60_000), DATABASE_URL: gate.url };
+    const proc = ServiceProcess.start('signal at start-up', 'server/index.ts', settings);
+    await waitFor('the start-up to reach the database', () => gate.connections > 0, 30_000);
+    proc.signal('SIGTERM');
+    gate.open();
+    const exit = await proc.exitWithin(20_000);
+    expect(exit, proc.tail()).toMatchObject({ code: 0, signal: null });
+    const messages = proc.logs().map((l) => l.msg);
+    const expected = ['signal during start-up: shutting down once started', 'listening'];
+    expect(messages).toEqual(expect.arrayContaining(expected));
+    expect(messages.at(-1)).toBe('shutdown complete');
   }, 60_000);
 });

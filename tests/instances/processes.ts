@@ -22,6 +22,17 @@ export function childEnv(overrides: Record<string, string | undefined>): Record<
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
+/** Every process started, so that a test's afterAll (and the exit of the test process) can kill them all. */
+const spawned = new Set<ServiceProcess>();
+process.once('exit', () => {
+  for (const p of spawned) p.signal('SIGKILL');
+});
+
+/** Kills (SIGKILL) every process started here that still runs, and waits for their exits. */
+export async function killAll(): Promise<void> {
+  await Promise.all([...spawned].map((p) => p.stop('SIGKILL')));
+}
+
 export class ServiceProcess {
   private readonly chunks: string[] = [];
   private readonly listeners = new Set<() => void>();
@@ -39,9 +50,11 @@ export class ServiceProcess {
     };
     child.stdout!.on('data', collect);
     child.stderr!.on('data', collect);
+    spawned.add(this);
     this.exited = new Promise((resolve) => {
       // 'close', not 'exit': the last log lines can arrive after 'exit'.
       child.once('close', (code, signal) => {
+        spawned.delete(this);
         this.exit = { code, signal, at: Date.now() };
         this.notify();
         resolve(this.exit);
@@ -118,7 +131,12 @@ export class ServiceProcess {
   /** Sends `signal` and waits for the exit; SIGKILL after `graceMs` if it has not exited by then. */
   async stop(signal: NodeJS.Signals = 'SIGKILL', graceMs = 20_000): Promise<Exit> {
     this.signal(signal);
-    const timer = setTimeout(() => this.signal('SIGKILL'), graceMs);
+    return this.exitWithin(graceMs);
+  }
+
+  /** Waits for the exit; SIGKILL after `ms` if it has not exited by then (the exit then says so). */
+  async exitWithin(ms: number): Promise<Exit> {
+    const timer = setTimeout(() => this.signal('SIGKILL'), ms);
     try {
       return await this.exited;
     } finally {
@@ -137,9 +155,11 @@ export interface ApiInstance {
   url: string;
 }
 
+/** Starts server/index.ts and waits until it is ready (listening, and its signal handlers in place). */
 export async function startApi(label: string, env: Record<string, string>): Promise<ApiInstance> {
   const proc = ServiceProcess.start(label, 'server/index.ts', env);
-  const line = await proc.waitForLog('listening', 45_000);
+  await proc.waitForLog(/^API ready at /, 45_000);
+  const line = await proc.waitForLog('listening', 0);
   return { proc, url: `http://127.0.0.1:${line.port as number}` };
 }
 
