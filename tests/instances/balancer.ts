@@ -34,7 +34,7 @@ interface Backend {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The code of a failed fetch's cause (ECONNREFUSED, UND_ERR_SOCKET, ...). */
-const causeCode = (err: unknown) => ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name) as string;
+const causeCode = (err: unknown): string => (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
 
 export class Balancer {
   readonly sent: Sent[] = [];
