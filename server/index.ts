@@ -27,9 +27,9 @@ function stop(running: RunningServer, signal: string, opts: { drain: boolean }) 
   );
 }
 
-// Listening before the start-up: a signal that arrives while the server starts (or just after it started
-// listening) must not kill the process by the default action. It stops the server once it is up, without
-// a drain, as no load balancer has seen it healthy yet.
+// The handlers go in before the start-up: a signal that arrives while the server starts (or just after it
+// started listening) must not kill the process by the default action. It stops the server once it is up,
+// without a drain, as no load balancer has seen it healthy yet.
 function onSignal(signal: string) {
   if (firstSignal === undefined) {
     firstSignal = signal;
