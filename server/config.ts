@@ -174,6 +174,7 @@ export const configSchema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: int(30_000, 1_000, 600_000),
   HTTP_REQUEST_TIMEOUT_MS: int(60_000, 1_000, 3_600_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(65_000, 1_000, 600_000),
+  SHUTDOWN_DRAIN_DELAY_MS: int(5_000, 0),
 
   // ---- data
   DATABASE_URL: connectionUrl(isDatabaseUrl, 'must be a postgres:// or postgresql:// URL, or memory:// (unset: embedded database under DATA_DIR)'),

@@ -36,6 +36,8 @@ export interface AppDeps {
   storage: Storage;
   /** Requests and procedures not finished yet: a shutdown waits for them before it closes the pool. */
   inFlight: InFlight;
+  /** Set when a shutdown begins: GET /health answers 503 `draining`, so load balancers stop sending here. */
+  lifecycle: { draining: boolean };
   startedAt: Date;
   /** Failed sign-ins per account, set by createApp while rate limiting is on (server/rate-limit.ts). */
   failedSignIns?: FailureLimiter;

@@ -1,6 +1,6 @@
 // Boots the service from a parsed Config: database and migrations, seeds, the HTTP server, and an orderly
-// close (stop accepting, let in-flight requests finish, then close the mailer and the pool). Used by
-// server/index.ts, the tests and the benchmark alike.
+// close (drain, stop accepting, let in-flight requests finish, then close the mailer and the pool). Used
+// by server/index.ts, the tests and the benchmark alike.
 import http from 'node:http';
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -29,7 +29,14 @@ import { InFlight } from './in-flight.js';
 export interface RunningServer {
   url: string;
   deps: AppDeps;
-  close(): Promise<void>;
+  /**
+   * Shuts down in order (what SIGTERM does). First the drain: for SHUTDOWN_DRAIN_DELAY_MS `GET /health`
+   * answers 503 `draining` while every other request is served as usual, so a load balancer takes the
+   * instance out before it stops listening. Then no new connections, in-flight requests finish (within
+   * SHUTDOWN_TIMEOUT_MS), and the mailer, Redis and the pool close. `drain: false` skips the delay, also
+   * when called again during it (a second signal). Every call answers the same shutdown.
+   */
+  close(opts?: { drain?: boolean }): Promise<void>;
 }
 
 export async function createDeps(config: Config, logger: Logger): Promise<AppDeps> {
@@ -59,6 +66,7 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
       monitor: new Monitor(config),
       storage: createStorage(config),
       inFlight: new InFlight(),
+      lifecycle: { draining: false },
       startedAt: new Date(),
     };
     await Promise.all([seedPlatformAdmins(deps), passwords.warmUp(), plans.listen()]);
@@ -137,10 +145,18 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const app = createApp(deps);
   deps.webhooks.startTimers();
   let closing: Promise<void> | undefined;
-  // While closing, every answer ends its keep-alive connection, so clients stop sending on it.
+  // From the drain on, every answer ends its keep-alive connection, those of requests already running
+  // included: a client's next request opens a new one, which the load balancer sends to an instance that
+  // stays, and no idle connection is left to hold the close up.
+  const unanswered = new Set<http.ServerResponse>();
   const server = http.createServer(serverOptions(config), (req, res) => {
-    if (closing) res.setHeader('Connection', 'close');
-    res.once('close', deps.inFlight.begin());
+    if (deps.lifecycle.draining) res.setHeader('Connection', 'close');
+    else unanswered.add(res);
+    const end = deps.inFlight.begin();
+    res.once('close', () => {
+      unanswered.delete(res);
+      end();
+    });
     app(req, res);
   });
   answerClientErrors(server, config, logger);
@@ -152,8 +168,23 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   logger.info({ port, database: databaseKind(config), emailProvider: config.EMAIL_PROVIDER }, 'listening');
 
-  const close = () =>
-    (closing ??= (async () => {
+  let endDrain: (() => void) | undefined;
+  const close = ({ drain = true }: { drain?: boolean } = {}) => {
+    if (!drain) endDrain?.();
+    return (closing ??= (async () => {
+      deps.lifecycle.draining = true;
+      for (const res of unanswered) if (!res.headersSent) res.setHeader('Connection', 'close');
+      if (drain && config.SHUTDOWN_DRAIN_DELAY_MS > 0) {
+        const drainDelayMs = config.SHUTDOWN_DRAIN_DELAY_MS;
+        logger.info({ drainDelayMs }, 'draining: /health answers 503, requests are still served');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, config.SHUTDOWN_DRAIN_DELAY_MS);
+          endDrain = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
       const deadline = Date.now() + config.SHUTDOWN_TIMEOUT_MS;
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => server.closeAllConnections(), config.SHUTDOWN_TIMEOUT_MS);
@@ -172,6 +203,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       await deps.redis?.close();
       await deps.db.destroy();
     })());
+  };
 
   return { url: `http://${host}:${port}`, deps, close };
 }

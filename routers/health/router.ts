@@ -1,4 +1,5 @@
-// GET /health: liveness plus whether the database answers. 503 while the database does not.
+// GET /health: whether this instance should get traffic (a load balancer's check). 503 while the database
+// does not answer (`degraded`), and from the start of a shutdown (`draining`, server/server.ts).
 import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Db } from '../../db/index.js';
@@ -23,7 +24,7 @@ async function pingDatabase(db: Db): Promise<{ reachable: boolean; latencyMs: nu
 }
 
 export const healthOutput = z.object({
-  status: z.enum(['ok', 'degraded']),
+  status: z.enum(['ok', 'degraded', 'draining']),
   version: z.string(),
   uptimeSeconds: z.number(),
   database: z.object({ reachable: z.boolean(), latencyMs: z.number().nullable() }),
@@ -33,15 +34,16 @@ export const healthRouter = router({
   health: publicProcedure
     .meta({
       openapi: { method: 'GET', path: '/health', tags: ['Status'], protect: false, summary: 'Service and database health' },
-      sameBodyWith: { 503: 'Degraded: the database does not answer' },
+      sameBodyWith: { 503: 'Degraded (the database does not answer) or draining (the instance is shutting down)' },
     })
     .input(z.void())
     .output(healthOutput)
     .query(async ({ ctx }) => {
       const database = await pingDatabase(ctx.db);
-      if (!database.reachable) ctx.response.status = 503;
+      const status = ctx.lifecycle.draining ? 'draining' : database.reachable ? 'ok' : 'degraded';
+      if (status !== 'ok') ctx.response.status = 503;
       return {
-        status: database.reachable ? 'ok' : 'degraded',
+        status,
         version: ctx.config.SERVICE_VERSION,
         uptimeSeconds: Math.round((Date.now() - ctx.startedAt.getTime()) / 1000),
         database,

@@ -37,6 +37,8 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Nod
     BCRYPT_COST: '4',
     // Rate-limit tests turn it on; elsewhere one client address would soon be limited.
     RATE_LIMIT_ENABLED: 'false',
+    // No load balancer to drain from: close() at once (tests/instances/ turns the drain on).
+    SHUTDOWN_DRAIN_DELAY_MS: '0',
     SEED_ADMIN_EMAIL: TEST_ADMIN.email,
     SEED_ADMIN_PASSWORD: TEST_ADMIN.password,
     SEED_DEMO_ADMIN_EMAIL: TEST_DEMO_ADMIN.email,
