@@ -51,47 +51,85 @@ describe('/trpc error.code of procedure errors', () => {
   });
 
   it('an e-mail already registered (409 EMAIL_TAKEN) is -32009', async () => {
-    const res = await app.api('POST', '/trpc/auth.register', { body: { email: s.email, password: STRONG_PASSWORD, name: 'Again' } });
+    const res = await app.api('POST', '/trpc/auth.register', {
+      body: { email: s.email, password: STRONG_PASSWORD, name: 'Again' },
+    });
     expectEnvelope(res, 409, 'EMAIL_TAKEN', JSON_RPC.CONFLICT);
   });
 
-  it('an admin route for a user (403 FORBIDDEN) and a permission a MEMBER lacks (403 PERMISSION_DENIED) are -32003', async () => {
-    expectEnvelope(await app.api('GET', '/trpc/adminUsers.list', { token: s.accessToken }), 403, 'FORBIDDEN', JSON_RPC.FORBIDDEN);
+  it('an admin route for a user (FORBIDDEN) and a right a MEMBER lacks (PERMISSION_DENIED) are -32003', async () => {
+    expectEnvelope(
+      await app.api('GET', '/trpc/adminUsers.list', { token: s.accessToken }),
+      403,
+      'FORBIDDEN',
+      JSON_RPC.FORBIDDEN,
+    );
     const member = await registerAndLogin(app.api, { prefix: 'jsonrpc-member' });
-    await app.deps.db.insertInto('workspace_members').values({ workspace_id: s.workspaceId, user_id: member.userId, role: 'MEMBER' }).execute();
-    const res = await app.api('POST', '/trpc/workspaces.update', { token: member.accessToken, body: { workspaceId: s.workspaceId, name: 'Renamed' } });
+    await app.deps.db
+      .insertInto('workspace_members')
+      .values({ workspace_id: s.workspaceId, user_id: member.userId, role: 'MEMBER' })
+      .execute();
+    const res = await app.api('POST', '/trpc/workspaces.update', {
+      token: member.accessToken,
+      body: { workspaceId: s.workspaceId, name: 'Renamed' },
+    });
     expectEnvelope(res, 403, 'PERMISSION_DENIED', JSON_RPC.FORBIDDEN);
   });
 
   it('a workspace the caller is not a member of (404 NOT_FOUND) and an unknown procedure are -32004', async () => {
     const other = await registerAndLogin(app.api, { prefix: 'jsonrpc-other' });
-    const res = await app.api('GET', `/trpc/workspaces.get?input=${encodeURIComponent(JSON.stringify({ workspaceId: other.workspaceId }))}`, { token: s.accessToken });
+    const res = await app.api(
+      'GET',
+      `/trpc/workspaces.get?input=${encodeURIComponent(JSON.stringify({ workspaceId: other.workspaceId }))}`,
+      { token: s.accessToken },
+    );
     expectEnvelope(res, 404, 'NOT_FOUND', JSON_RPC.NOT_FOUND);
-    expectEnvelope(await app.api('POST', '/trpc/auth.noSuchProcedure', { body: {} }), 404, 'NOT_FOUND', JSON_RPC.NOT_FOUND);
+    expectEnvelope(
+      await app.api('POST', '/trpc/auth.noSuchProcedure', { body: {} }),
+      404,
+      'NOT_FOUND',
+      JSON_RPC.NOT_FOUND,
+    );
   });
 
   it('invalid input (400 BAD_REQUEST with issues) and a malformed ?input= are -32600', async () => {
-    const res = await app.api('POST', '/trpc/auth.register', { body: { email: uniqueEmail('x'), password: STRONG_PASSWORD, name: '' } });
+    const res = await app.api('POST', '/trpc/auth.register', {
+      body: { email: uniqueEmail('x'), password: STRONG_PASSWORD, name: '' },
+    });
     expectEnvelope(res, 400, 'BAD_REQUEST', JSON_RPC.BAD_REQUEST);
     expect(res.body.error.data.issues.map((i: { path: string }) => i.path)).toEqual(['name']);
-    expectEnvelope(await app.api('GET', '/trpc/auth.me?input=%7B', { token: s.accessToken }), 400, 'BAD_REQUEST', JSON_RPC.BAD_REQUEST);
+    expectEnvelope(
+      await app.api('GET', '/trpc/auth.me?input=%7B', { token: s.accessToken }),
+      400,
+      'BAD_REQUEST',
+      JSON_RPC.BAD_REQUEST,
+    );
   });
 
   it('a body that is not JSON (415) is -32015', async () => {
-    const res = await app.api('POST', '/trpc/auth.login', { raw: 'email=a', headers: { 'content-type': 'text/plain' } });
+    const res = await app.api('POST', '/trpc/auth.login', {
+      raw: 'email=a',
+      headers: { 'content-type': 'text/plain' },
+    });
     expectEnvelope(res, 415, 'UNSUPPORTED_MEDIA_TYPE', JSON_RPC.UNSUPPORTED_MEDIA_TYPE);
   });
 });
 
 describe('/trpc error.code of what is refused before tRPC', () => {
   it('malformed JSON is -32700 and a body over the limit (413) is -32013', async () => {
-    const malformed = await app.api('POST', '/trpc/auth.login', { raw: '{"email":', headers: { 'content-type': 'application/json' } });
+    const malformed = await app.api('POST', '/trpc/auth.login', {
+      raw: '{"email":',
+      headers: { 'content-type': 'application/json' },
+    });
     expectEnvelope(malformed, 400, 'BAD_REQUEST', JSON_RPC.PARSE_ERROR);
-    const big = await app.api('POST', '/trpc/auth.login', { raw: JSON.stringify({ email: 'x'.repeat(1_100_000) }), headers: { 'content-type': 'application/json' } });
+    const big = await app.api('POST', '/trpc/auth.login', {
+      raw: JSON.stringify({ email: 'x'.repeat(1_100_000) }),
+      headers: { 'content-type': 'application/json' },
+    });
     expectEnvelope(big, 413, 'PAYLOAD_TOO_LARGE', JSON_RPC.PAYLOAD_TOO_LARGE);
   });
 
-  it('an error of any status raised before tRPC on a /trpc path keeps the number of its class (the error handler)', async () => {
+  it('an error raised before tRPC on a /trpc path has the number of its status class (the error handler)', async () => {
     const errors: Record<string, Error> = {
       limited: new AppError('RATE_LIMITED', 'Slow down.'),
       conflict: new AppError('SETTINGS_READ_ONLY', 'Read only.'),
@@ -123,9 +161,27 @@ describe('/trpc error.code of what is refused before tRPC', () => {
 
   it('trpcErrorNumber maps every HTTP status to the number of its class', () => {
     const table: Array<[number, number]> = [
-      [400, -32600], [401, -32001], [402, -32002], [403, -32003], [404, -32004], [405, -32005], [408, -32008],
-      [409, -32009], [412, -32012], [413, -32013], [415, -32015], [422, -32022], [428, -32028], [429, -32029],
-      [431, -32600], [418, -32600], [499, -32099], [500, -32603], [502, -32603], [503, -32603], [504, -32603],
+      [400, -32600],
+      [401, -32001],
+      [402, -32002],
+      [403, -32003],
+      [404, -32004],
+      [405, -32005],
+      [408, -32008],
+      [409, -32009],
+      [412, -32012],
+      [413, -32013],
+      [415, -32015],
+      [422, -32022],
+      [428, -32028],
+      [429, -32029],
+      [431, -32600],
+      [418, -32600],
+      [499, -32099],
+      [500, -32603],
+      [502, -32603],
+      [503, -32603],
+      [504, -32603],
     ];
     expect(table.map(([status]) => [status, trpcErrorNumber(status)])).toEqual(table);
   });
