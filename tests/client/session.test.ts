@@ -140,11 +140,12 @@ describe('tokens and refresh', () => {
     expect(sent[2]!.authorization).toBe(`Bearer ${rotated!.accessToken}`);
   });
 
-  it('renews a token that expired by itself (JWT_ACCESS_TTL of one second)', async () => {
-    const shortLived = await startTestApp({ JWT_ACCESS_TTL: '1' });
+  it('renews a token that expired by itself (JWT_ACCESS_TTL of two seconds)', async () => {
+    const shortLived = await startTestApp({ JWT_ACCESS_TTL: '2' });
     try {
       const { api, refreshes, account } = await signedIn(shortLived);
-      await new Promise((resolve) => setTimeout(resolve, 2_100));
+      // Expiry is in whole seconds: past 3 s the first token has expired, and the new one lives 1 s at least.
+      await new Promise((resolve) => setTimeout(resolve, 3_100));
       expect((await api.auth.me.query()).user.id).toBe(account.userId);
       expect(refreshes()).toBe(1);
     } finally {
