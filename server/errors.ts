@@ -2,6 +2,7 @@
 // toApiError() maps anything thrown (AppError, TRPCError, Zod validation, body-parser failures, bugs) to
 // { status, code, message, issues } for REST, /trpc and plain Express routes alike.
 import { TRPCError } from '@trpc/server';
+import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY, type TRPC_ERROR_CODE_NUMBER } from '@trpc/server/rpc';
 import { ZodError } from 'zod';
 import { UnstorableText } from './unstorable-text.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
@@ -228,17 +229,68 @@ export function toApiError(err: unknown): ApiError {
   return isDatabaseUnavailable(err) ? databaseUnavailable() : httpError(500);
 }
 
+/** `error.data` of a `/trpc` error answer: the values of the REST body, typed for the TypeScript client. */
+export interface TrpcErrorData {
+  code: ErrorCode;
+  httpStatus: number;
+  requestId: string | undefined;
+  path?: string;
+  issues?: ApiIssue[];
+}
+
+/** `error` of a `/trpc` error answer: tRPC's envelope around TrpcErrorData. */
+export interface TrpcErrorShape {
+  message: string;
+  code: TRPC_ERROR_CODE_NUMBER;
+  data: TrpcErrorData;
+}
+
 /**
  * An error as `/trpc` answers it, inside tRPC's envelope (`error`): the values of the REST body under
- * `data`, and `code`, tRPC's JSON-RPC number. The errorFormatter of server/trpc.ts and the answers of what
- * is refused before tRPC has the request (server/http.ts) both build it here.
+ * `data`, and `code`, tRPC's JSON-RPC number (trpcErrorNumber). The errorFormatter of server/trpc.ts and the
+ * answers of what is refused before tRPC has the request (server/http.ts) both build it here.
  */
-export function trpcErrorShape(api: ApiError, code: number, requestId: string | undefined, path?: string) {
+export function trpcErrorShape(api: ApiError, code: TRPC_ERROR_CODE_NUMBER, requestId: string | undefined, path?: string): TrpcErrorShape {
   return {
     message: api.message,
     code,
-    data: { code: api.code, httpStatus: api.status, requestId, path, ...(api.issues ? { issues: api.issues } : {}) },
+    // Every ApiError's code is a key of ERROR_STATUS (toApiError, httpError and the rate limiter build them).
+    data: { code: api.code as ErrorCode, httpStatus: api.status, requestId, path, ...(api.issues ? { issues: api.issues } : {}) },
   };
+}
+
+/** tRPC's name of each HTTP status, whose JSON-RPC number is tRPC's own (TRPC_ERROR_CODES_BY_KEY). */
+const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  402: 'PAYMENT_REQUIRED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_SUPPORTED',
+  408: 'TIMEOUT',
+  409: 'CONFLICT',
+  412: 'PRECONDITION_FAILED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  422: 'UNPROCESSABLE_CONTENT',
+  428: 'PRECONDITION_REQUIRED',
+  429: 'TOO_MANY_REQUESTS',
+  499: 'CLIENT_CLOSED_REQUEST',
+  500: 'INTERNAL_SERVER_ERROR',
+  501: 'NOT_IMPLEMENTED',
+  502: 'BAD_GATEWAY',
+  503: 'SERVICE_UNAVAILABLE',
+  504: 'GATEWAY_TIMEOUT',
+};
+
+/**
+ * The JSON-RPC `error.code` of a `/trpc` error: tRPC's number for the class of its HTTP status (401 -32001,
+ * 409 -32009, 429 -32029...), so a domain error is not -32603 (internal). tRPC numbers 502, 503 and 504
+ * like 500; `error.data.httpStatus` and `error.data.code` tell them apart.
+ */
+export function trpcErrorNumber(status: number): TRPC_ERROR_CODE_NUMBER {
+  const key = TRPC_CODE_BY_STATUS[status] ?? (status >= 400 && status < 500 ? 'BAD_REQUEST' : 'INTERNAL_SERVER_ERROR');
+  return TRPC_ERROR_CODES_BY_KEY[key];
 }
 
 export function errorBody(error: ApiError, requestId: string): ErrorBody {

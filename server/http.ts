@@ -8,7 +8,7 @@ import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import type { AnyProcedure, AnyTRPCRouter } from '@trpc/server';
 import { requestIdOfError, type Meta } from './trpc.js';
 import { contextFactory, type AppDeps, type Context } from './context.js';
-import { AppError, errorBody, errorHeaders, httpError, toApiError, trpcErrorShape, type ApiError } from './errors.js';
+import { AppError, errorBody, errorHeaders, httpError, toApiError, trpcErrorNumber, trpcErrorShape, type ApiError } from './errors.js';
 import { safeUrl, type Logger } from './logger.js';
 import { UnstorableText } from './unstorable-text.js';
 import { notedErrorCode, noteRequest } from './monitoring.js';
@@ -174,14 +174,6 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
   };
 }
 
-/** tRPC's JSON-RPC error numbers by HTTP status, for errors raised before tRPC has the request. */
-const TRPC_ERROR_BY_STATUS: Record<number, keyof typeof TRPC_ERROR_CODES_BY_KEY> = {
-  400: 'BAD_REQUEST',
-  404: 'NOT_FOUND',
-  413: 'PAYLOAD_TOO_LARGE',
-  415: 'UNSUPPORTED_MEDIA_TYPE',
-};
-
 /** The status and headers of an error answer of the procedures (REST and /trpc alike). */
 function errorMeta(err: unknown) {
   const api = toApiError(err);
@@ -206,7 +198,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     res.set(errorHeaders(api));
     if (!isTrpcPath(req.path)) return void res.status(api.status).json(errorBody(api, req.id));
     const malformedJson = (err as { type?: unknown } | null)?.type === 'entity.parse.failed' && !(err instanceof UnstorableText);
-    const code = TRPC_ERROR_CODES_BY_KEY[malformedJson ? 'PARSE_ERROR' : (TRPC_ERROR_BY_STATUS[api.status] ?? 'INTERNAL_SERVER_ERROR')];
+    const code = malformedJson ? TRPC_ERROR_CODES_BY_KEY.PARSE_ERROR : trpcErrorNumber(api.status);
     res.status(api.status).json({ error: trpcErrorShape(api, code, req.id) });
   };
 }

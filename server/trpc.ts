@@ -4,7 +4,8 @@ import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { Request, RequestHandler } from 'express';
 import type { AppDeps, Context } from './context.js';
-import { AppError, toApiError, trpcErrorShape, type ErrorCode } from './errors.js';
+import { AppError, toApiError, trpcErrorNumber, trpcErrorShape, type ErrorCode } from './errors.js';
+import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import { platformRoleHas, type PlatformPermission, type WorkspacePermission } from './permissions.js';
 import { authenticate, type Principal } from '../routers/auth/sessions.js';
 import { API_KEY_PREFIX, authenticateApiKey, verifiedApiKeyId, type ApiKeyPrincipal } from '../routers/api-keys/service.js';
@@ -38,8 +39,13 @@ const t = initTRPC
   .meta<Meta>()
   .create({
     isDev: false,
-    // /trpc clients get the same code, message and issues as REST clients, inside tRPC's envelope.
-    errorFormatter: ({ shape, error, ctx }) => trpcErrorShape(toApiError(error), shape.code, ctx?.requestId ?? requestIdOfError.get(error), shape.data.path),
+    // /trpc clients get the same code, message and issues as REST clients, inside tRPC's envelope, with the
+    // JSON-RPC number of the answer's HTTP status (tRPC's would be -32603 for every domain error).
+    errorFormatter: ({ shape, error, ctx }) => {
+      const api = toApiError(error);
+      const code = shape.code === TRPC_ERROR_CODES_BY_KEY.PARSE_ERROR ? shape.code : trpcErrorNumber(api.status);
+      return trpcErrorShape(api, code, ctx?.requestId ?? requestIdOfError.get(error), shape.data.path);
+    },
   });
 
 export const router = t.router;
