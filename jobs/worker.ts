@@ -19,6 +19,7 @@ import { DELIVER_WEBHOOK, KEEP_ENDED_JOBS, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, att
 import { WebhookRunner } from './webhook-runner.js';
 import { cleanUpExpiredTokens } from './maintenance.js';
 import { PasswordHasher } from '../server/security/passwords.js';
+import { reconnectDelay } from '../server/redis.js';
 import { createStorage } from '../server/storage.js';
 import { resetDemo } from './demo.js';
 
@@ -47,7 +48,7 @@ const CLEAN_UP_TOKENS = 'clean-up-tokens';
 /** Every Redis connection the worker opens, cut at once when a shutdown cannot wait any longer. */
 const connections: Redis[] = [];
 const workerConnection = () => {
-  const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null });
+  const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay });
   // Its errors reach us through the BullMQ worker or queue using it, but only until that one closes: a
   // connection still trying to reconnect then would print "[ioredis] Unhandled error event" each time.
   connection.on('error', () => undefined);
