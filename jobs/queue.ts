@@ -37,6 +37,19 @@ export function deliverJobOptions(config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | '
  */
 export const KEEP_ENDED_JOBS = { removeOnComplete: { count: 0 }, removeOnFail: { count: 5000 } };
 
+/**
+ * How often a worker checks for jobs whose worker died (BullMQ's stalledInterval): every quarter of the job
+ * lock (WEBHOOK_JOB_LOCK_MS). A check marks the jobs running, every lock renewal clears the mark, and a
+ * later check moves back the jobs still marked whose lock has expired. A check is skipped while the marker
+ * key of the previous one lives (one interval), so the workers share one check per interval; a worker's own
+ * next check often comes a hair early and is skipped too, so checks can be two intervals apart. A killed
+ * worker's lock was renewed at most half a lock before the kill, so its job runs again between half a lock
+ * and a lock plus two intervals (one and a half locks) after the kill; a worker started after the kill
+ * moves it back within three intervals of its start. At a whole lock (as before), that was up to four
+ * locks, and a worker started after the kill needed up to three locks.
+ */
+export const stalledIntervalOf = (lockMs: number) => Math.round(lockMs / 4);
+
 /** The attempts a delivery had before its job was queued: a manual retry's job id carries them. */
 export const attemptsBeforeJob = (jobId: string | undefined) => Number(/-retry-(\d+)$/.exec(jobId ?? '')?.[1] ?? 0);
 

@@ -23,6 +23,7 @@ import {
   WEBHOOK_QUEUE,
   attemptsBeforeJob,
   createWebhookQueue,
+  stalledIntervalOf,
   webhookQueueEnabled,
   type DeliverWebhookJob,
   type WebhookQueue,
@@ -92,10 +93,12 @@ const deliveries = new Worker<DeliverWebhookJob>(
     connection: workerConnection(),
     prefix: config.QUEUE_PREFIX,
     concurrency: config.WEBHOOK_WORKER_CONCURRENCY,
-    // A running job's lock is renewed every half of it; a job whose worker died is found stalled once its
-    // lock has expired, by a check that runs as often (so recovery takes one to two of them).
+    // A running job's lock is renewed every half of it. A job whose worker died is moved back by a
+    // stalled-job check that finds it marked by an earlier check (every renewal clears the mark) and its
+    // lock expired; with checks every quarter lock, within one and a half locks of the kill
+    // (stalledIntervalOf; docs/decisions.md, "Queues", has the measurement).
     lockDuration: config.WEBHOOK_JOB_LOCK_MS,
-    stalledInterval: config.WEBHOOK_JOB_LOCK_MS,
+    stalledInterval: stalledIntervalOf(config.WEBHOOK_JOB_LOCK_MS),
   },
 );
 deliveries.on('failed', (job, err) => logger.info({ deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message }, 'delivery attempt failed'));
