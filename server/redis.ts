@@ -55,7 +55,8 @@ export function connectRedis(
       // QUIT lets pending replies arrive; on a connection that is not up it would wait for one forever, and
       // a Redis that answers nothing gets the command timeout before the connection is cut.
       const quitOrCut = async (c: Redis) => {
-        if (c.status !== 'ready' || !(await settlesWithin(config.REDIS_COMMAND_TIMEOUT_MS, c.quit()))) c.disconnect();
+        if (c.status === 'ready') await settlesWithin(config.REDIS_COMMAND_TIMEOUT_MS, c.quit());
+        if (c.status !== 'end') c.disconnect();
       };
       await Promise.all([commands, subscriber].map(quitOrCut));
     },

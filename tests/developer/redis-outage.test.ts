@@ -25,6 +25,8 @@ const REDIS_COMMAND_TIMEOUT_MS = 1_000;
 const ANSWER_WITHIN_MS = REDIS_COMMAND_TIMEOUT_MS + 700;
 /** How soon after Redis's return the API must use it again. */
 const RECOVER_WITHIN_MS = 5_000;
+/** An instance closing while Redis answers nothing: the queue, the dispatch and each connection wait the bound. */
+const CLOSE_WITHIN_MS = 3 * REDIS_COMMAND_TIMEOUT_MS + 1_500;
 const METRICS_TOKEN = `metrics-${hex(16)}`;
 const LIMIT = 1_000;
 const FIRST_NAME = 'Outage plan';
@@ -163,6 +165,9 @@ describe('Redis frozen (SIGSTOP)', () => {
     const hook = await createWebhook(app, s, { url: receiver.url() });
     const plan = await publishedPlan();
     expect(await countsInRedis()).toBe(true);
+    // An instance to shut down while Redis is frozen (its connections are up).
+    const leaving = await startAppOn(db, settings());
+    expect((await leaving.api('GET', '/auth/me', { token: s.accessToken })).status).toBe(200);
 
     redis.freeze();
     let id: string;
@@ -171,6 +176,8 @@ describe('Redis frozen (SIGSTOP)', () => {
       // The sweep while still frozen: its enqueue is bounded too, and queues the same job id again.
       await backdate(id);
       expect(await timed('the delivery sweep', () => app.deps.webhooks.sweep())).toBeGreaterThanOrEqual(1);
+      // A shutdown does not wait for Redis either (QUIT would wait for an answer forever).
+      await within(CLOSE_WITHIN_MS, leaving.close(), 'closing an instance with Redis frozen');
     } finally {
       redis.thaw();
     }
