@@ -1,15 +1,16 @@
 // The BullMQ queue of `deliver_webhook` jobs. Jobs carry the delivery id only (no secret, no payload
 // copy in Redis); the job id is the delivery id, so a delivery is queued once. The producer's Redis
-// connection fails fast: if Redis is away, the delivery stays `pending` and a sweep enqueues it later.
+// connection fails fast: if Redis is away or answers nothing for REDIS_COMMAND_TIMEOUT_MS, the delivery
+// stays `pending` and a sweep enqueues it later.
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config } from '../server/config.js';
+import { settlesWithin } from '../server/in-flight.js';
+import { reconnectDelay } from '../server/redis.js';
 
 export const WEBHOOK_QUEUE = 'webhooks';
 export const DELIVER_WEBHOOK = 'deliver_webhook';
 export const MAINTENANCE_QUEUE = 'maintenance';
-/** How long an enqueue waits for a Redis connection that is not ready. */
-const ENQUEUE_WAIT_MS = 2_000;
 
 export interface DeliverWebhookJob {
   deliveryId: string;
@@ -36,11 +37,36 @@ export function deliverJobOptions(config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | '
  */
 export const KEEP_ENDED_JOBS = { removeOnComplete: { count: 0 }, removeOnFail: { count: 5000 } };
 
+/**
+ * How often a worker checks for jobs whose worker died (BullMQ's stalledInterval): every quarter of the job
+ * lock (WEBHOOK_JOB_LOCK_MS). A check marks the jobs running, every lock renewal clears the mark, and a
+ * later check moves back the jobs still marked whose lock has expired. A check is skipped while the marker
+ * key of the previous one lives (one interval), so the workers share one check per interval; a worker's own
+ * next check often comes a hair early and is skipped too, so checks can be two intervals apart. A killed
+ * worker's lock was renewed at most half a lock before the kill, so its job runs again between half a lock
+ * and a lock plus two intervals (one and a half locks) after the kill; a worker started after the kill
+ * moves it back within three intervals of its start. At a whole lock (as before), that was up to four
+ * locks, and a worker started after the kill needed up to three locks.
+ */
+export const stalledIntervalOf = (lockMs: number) => Math.round(lockMs / 4);
+
 /** The attempts a delivery had before its job was queued: a manual retry's job id carries them. */
 export const attemptsBeforeJob = (jobId: string | undefined) => Number(/-retry-(\d+)$/.exec(jobId ?? '')?.[1] ?? 0);
 
+/** A delivery to queue (`retry`: the attempts made so far, for a manual retry), and one that was not. */
+type Entry = { deliveryId: string; retry?: number };
+type Failure = { deliveryId: string; error: Error };
+
 export function createWebhookQueue(config: Config) {
-  const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
+  /** The longest an enqueue takes, waiting for a connection that is not ready included. */
+  const waitMs = config.REDIS_COMMAND_TIMEOUT_MS;
+  const connection = new Redis(config.REDIS_URL!, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    connectTimeout: 2000,
+    commandTimeout: waitMs,
+    retryStrategy: reconnectDelay,
+  });
   connection.on('error', () => {
     /* reported by the callers whose commands fail */
   });
@@ -70,7 +96,7 @@ export function createWebhookQueue(config: Config) {
     return true;
   }
 
-  /** Resolves once the connection is ready; rejects after ENQUEUE_WAIT_MS (a request must not wait long). */
+  /** Resolves once the connection is ready; rejects after `waitMs` (a request must not wait long). */
   async function ready(): Promise<void> {
     if (connection.status === 'ready') return;
     let timer: NodeJS.Timeout | undefined;
@@ -78,7 +104,8 @@ export function createWebhookQueue(config: Config) {
     try {
       await new Promise<void>((resolve, reject) => {
         connection.once('ready', (onReady = resolve));
-        timer = setTimeout(() => reject(new Error(`Redis is not ready (${connection.status}): the delivery stays pending`)), ENQUEUE_WAIT_MS);
+        const notReady = () => new Error(`Redis is not ready (${connection.status}): the delivery stays pending`);
+        timer = setTimeout(() => reject(notReady()), waitMs);
       });
     } finally {
       clearTimeout(timer);
@@ -88,13 +115,29 @@ export function createWebhookQueue(config: Config) {
 
   /**
    * Queues the deliveries' jobs: a first attempt's by one bulk add, a manual retry's (`retry`: the attempts
-   * made so far) one by one, each running the delivery's own job now where that job has not ended. Redis
-   * is waited for once, at most ENQUEUE_WAIT_MS, for them all; on a timeout every one of them stays
-   * pending, and the sweep queues it later (the same job id: a delivery queued twice is still one job).
-   * Answers the deliveries that could not be queued, with the reason. `swept`: the deliveries were found
-   * waiting too long (the sweep), so a job of theirs that has ended is run again rather than added.
+   * made so far) one by one, each running the delivery's own job now where that job has not ended. Takes at
+   * most `waitMs` in all, waiting for a connection that is not ready included: past it every delivery
+   * counts as not queued and stays pending, and the sweep queues it later. A command Redis executes after
+   * that (a frozen Redis runs what it was sent once it thaws) queues the same job id as the sweep will, and
+   * BullMQ keeps one job per id; a job run after its delivery succeeded finds the row final and sends
+   * nothing (routers/webhooks/delivery.ts). Answers the deliveries that could not be queued, with the
+   * reason. `swept`: the deliveries were found waiting too long (the sweep), so a job of theirs that has
+   * ended is run again rather than added.
    */
-  async function enqueueAll(entries: Array<{ deliveryId: string; retry?: number }>, opts: { swept?: boolean } = {}): Promise<Array<{ deliveryId: string; error: Error }>> {
+  async function enqueueAll(entries: Entry[], opts: { swept?: boolean } = {}): Promise<Failure[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<Failure[]>((resolve) => {
+      const error = new Error(`Redis did not answer within ${waitMs} ms: the delivery stays pending`);
+      timer = setTimeout(() => resolve(entries.map(({ deliveryId }) => ({ deliveryId, error }))), waitMs);
+    });
+    try {
+      return await Promise.race([enqueue(entries, opts), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function enqueue(entries: Entry[], opts: { swept?: boolean }): Promise<Failure[]> {
     const failed = (list: typeof entries, error: Error) => list.map(({ deliveryId }) => ({ deliveryId, error }));
     try {
       await ready();
@@ -103,7 +146,7 @@ export function createWebhookQueue(config: Config) {
     }
     let firsts = entries.filter((e) => e.retry === undefined);
     const retries = entries.filter((e) => e.retry !== undefined);
-    const failures: Array<{ deliveryId: string; error: Error }> = [];
+    const failures: Failure[] = [];
     if (opts.swept) {
       const revived = await Promise.all(firsts.map(({ deliveryId }) => reviveEndedJob(deliveryId).catch(() => false)));
       firsts = firsts.filter((_, i) => !revived[i]);
@@ -129,9 +172,10 @@ export function createWebhookQueue(config: Config) {
     queue,
     enqueueAll,
     async close() {
-      // BullMQ's close waits for a connection that never came; without one there is nothing to flush.
+      // BullMQ's close waits for a connection that never came, or for the answers of a Redis that gives
+      // none; without them there is nothing to flush.
       if (connection.status !== 'ready') connection.disconnect();
-      await queue.close().catch(() => undefined);
+      await settlesWithin(waitMs, queue.close());
       connection.disconnect();
     },
   };

@@ -4,8 +4,9 @@
 // DEMO_RESET_CRON the demo reset (jobs/demo.ts) on the same maintenance queue. Its own Redis
 // connections (blocking ones need maxRetriesPerRequest: null). SIGTERM closes the workers first (jobs in
 // flight finish, within SHUTDOWN_TIMEOUT_MS), then Redis and the database pool, and exits 0. A job whose
-// worker died is found stalled and run again; the delivery row makes the second run harmless.
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+// worker died is found stalled and run again; the delivery row makes the second run harmless. Schedulers
+// that Redis lost (a restart without persistence) are put back when the connection is ready again.
+import { Queue, UnrecoverableError, Worker, type Job, type RepeatOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { loadConfigOrExit } from '../server/config.js';
 import { createLogger, exitAfterLogs } from '../server/logger.js';
@@ -15,10 +16,22 @@ import { SecretBox } from '../server/security/secret-box.js';
 import { createDb } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { attemptDelivery } from '../routers/webhooks/delivery.js';
-import { DELIVER_WEBHOOK, KEEP_ENDED_JOBS, MAINTENANCE_QUEUE, WEBHOOK_QUEUE, attemptsBeforeJob, createWebhookQueue, webhookQueueEnabled, type DeliverWebhookJob, type WebhookQueue } from './queue.js';
+import {
+  DELIVER_WEBHOOK,
+  KEEP_ENDED_JOBS,
+  MAINTENANCE_QUEUE,
+  WEBHOOK_QUEUE,
+  attemptsBeforeJob,
+  createWebhookQueue,
+  stalledIntervalOf,
+  webhookQueueEnabled,
+  type DeliverWebhookJob,
+  type WebhookQueue,
+} from './queue.js';
 import { WebhookRunner } from './webhook-runner.js';
 import { cleanUpExpiredTokens } from './maintenance.js';
 import { PasswordHasher } from '../server/security/passwords.js';
+import { reconnectDelay } from '../server/redis.js';
 import { createStorage } from '../server/storage.js';
 import { resetDemo } from './demo.js';
 
@@ -43,11 +56,13 @@ const CLOSE_POOL_MS = 5_000;
 const KEEP_MAINTENANCE_JOBS = { removeOnComplete: { count: 100 }, removeOnFail: { count: 1000 } };
 const SWEEP_DELIVERIES = 'sweep-deliveries';
 const CLEAN_UP_TOKENS = 'clean-up-tokens';
+/** How often the worker checks that Redis still holds the maintenance schedulers. */
+const SCHEDULER_CHECK_MS = 60_000;
 
 /** Every Redis connection the worker opens, cut at once when a shutdown cannot wait any longer. */
 const connections: Redis[] = [];
 const workerConnection = () => {
-  const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null });
+  const connection = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay });
   // Its errors reach us through the BullMQ worker or queue using it, but only until that one closes: a
   // connection still trying to reconnect then would print "[ioredis] Unhandled error event" each time.
   connection.on('error', () => undefined);
@@ -78,10 +93,12 @@ const deliveries = new Worker<DeliverWebhookJob>(
     connection: workerConnection(),
     prefix: config.QUEUE_PREFIX,
     concurrency: config.WEBHOOK_WORKER_CONCURRENCY,
-    // A running job's lock is renewed every half of it; a job whose worker died is found stalled once its
-    // lock has expired, by a check that runs as often (so recovery takes one to two of them).
+    // A running job's lock is renewed every half of it. A job whose worker died is moved back by a
+    // stalled-job check that finds it marked by an earlier check (every renewal clears the mark) and its
+    // lock expired; with checks every quarter lock, within one and a half locks of the kill
+    // (stalledIntervalOf; docs/decisions.md, "Queues", has the measurement).
     lockDuration: config.WEBHOOK_JOB_LOCK_MS,
-    stalledInterval: config.WEBHOOK_JOB_LOCK_MS,
+    stalledInterval: stalledIntervalOf(config.WEBHOOK_JOB_LOCK_MS),
   },
 );
 deliveries.on('failed', (job, err) => logger.info({ deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message }, 'delivery attempt failed'));
@@ -114,12 +131,24 @@ if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
   // events no API instance picked up.
   runnerQueue = createWebhookQueue(config);
   const runner = new WebhookRunner(deliveryDeps, runnerQueue);
-  maintenanceQueue = new Queue(MAINTENANCE_QUEUE, { connection: workerConnection(), prefix: config.QUEUE_PREFIX });
-  maintenanceQueue.on('error', (err) => logger.warn({ err }, 'maintenance queue: Redis error'));
+  const maintenanceConnection = workerConnection();
+  const queue = new Queue(MAINTENANCE_QUEUE, { connection: maintenanceConnection, prefix: config.QUEUE_PREFIX });
+  maintenanceQueue = queue;
+  queue.on('error', (err) => logger.warn({ err }, 'maintenance queue: Redis error'));
   // A shutdown during these calls closes the queue under them: their failure then ends nothing more.
-  await scheduleMaintenance(maintenanceQueue).catch((err: unknown) => {
+  await scheduleMaintenance(queue).catch((err: unknown) => {
     if (!stopping) throw err;
   });
+  // A Redis that restarts without persistence comes back without the schedulers: they are put back each
+  // time the connection is ready again, and checked every SCHEDULER_CHECK_MS (data lost while connected).
+  const restore = () => {
+    if (stopping) return;
+    restoreSchedulers(queue).catch((err: Error) => {
+      logger.warn({ err: { message: err.message } }, 'maintenance schedulers: check failed');
+    });
+  };
+  maintenanceConnection.on('ready', restore);
+  setInterval(restore, SCHEDULER_CHECK_MS).unref();
   if (!stopping) {
     maintenance = new Worker(
       MAINTENANCE_QUEUE,
@@ -138,20 +167,33 @@ if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
 
 if (!stopping) logger.info({ queue: WEBHOOK_QUEUE, maintenance: config.MAINTENANCE_SCHEDULER_ENABLED, demoResetCron: config.DEMO_RESET_CRON ?? null }, 'worker ready');
 
+/** The maintenance schedulers the settings ask for, with their repeat options; the others are removed. */
+function schedulers(): Array<{ id: string; repeat: RepeatOptions; wanted: boolean }> {
+  return [
+    { id: SWEEP_DELIVERIES, repeat: { every: 60_000 }, wanted: config.MAINTENANCE_SCHEDULER_ENABLED },
+    { id: CLEAN_UP_TOKENS, repeat: { pattern: '17 3 * * *' }, wanted: config.MAINTENANCE_SCHEDULER_ENABLED },
+    { id: DEMO_RESET, repeat: { pattern: config.DEMO_RESET_CRON ?? '' }, wanted: Boolean(config.DEMO_RESET_CRON) },
+  ];
+}
+
 /**
  * Makes the schedulers of the maintenance queue match the settings. A scheduler stays in Redis across
  * runs, so one whose setting is now off is removed, or its jobs would go on being queued.
  */
 async function scheduleMaintenance(queue: Queue) {
-  if (config.MAINTENANCE_SCHEDULER_ENABLED) {
-    await queue.upsertJobScheduler(SWEEP_DELIVERIES, { every: 60_000 }, { name: SWEEP_DELIVERIES });
-    await queue.upsertJobScheduler(CLEAN_UP_TOKENS, { pattern: '17 3 * * *' }, { name: CLEAN_UP_TOKENS });
-  } else {
-    await queue.removeJobScheduler(SWEEP_DELIVERIES);
-    await queue.removeJobScheduler(CLEAN_UP_TOKENS);
+  for (const { id, repeat, wanted } of schedulers()) {
+    if (wanted) await queue.upsertJobScheduler(id, repeat, { name: id });
+    else await queue.removeJobScheduler(id);
   }
-  if (config.DEMO_RESET_CRON) await queue.upsertJobScheduler(DEMO_RESET, { pattern: config.DEMO_RESET_CRON }, { name: DEMO_RESET });
-  else await queue.removeJobScheduler(DEMO_RESET);
+}
+
+/** Puts back the wanted schedulers that Redis no longer holds (the others are left as they are). */
+async function restoreSchedulers(queue: Queue) {
+  for (const { id, repeat, wanted } of schedulers()) {
+    if (!wanted || (await queue.getJobScheduler(id))) continue;
+    await queue.upsertJobScheduler(id, repeat, { name: id });
+    logger.warn({ scheduler: id }, 'maintenance scheduler was missing from Redis (lost data?): put back');
+  }
 }
 
 /**

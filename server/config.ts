@@ -180,6 +180,8 @@ export const configSchema = z.object({
   DATABASE_URL: connectionUrl(isDatabaseUrl, 'must be a postgres:// or postgresql:// URL, or memory:// (unset: embedded database under DATA_DIR)'),
   DATABASE_POOL_MAX: int(10, 1, 1000),
   REDIS_URL: connectionUrl(isRedisUrl, 'must be a redis:// or rediss:// URL (e.g. redis://host:6379)'),
+  // The longest a request waits for Redis before going on without it (docs/decisions.md, "Redis away").
+  REDIS_COMMAND_TIMEOUT_MS: int(1_000, 100, 2_000),
 
   // ---- accounts
   JWT_ACCESS_SECRET: optionalStr(),

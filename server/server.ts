@@ -45,9 +45,15 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
     const applied = await migrateToLatest(db);
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
     const passwords = new PasswordHasher(config.BCRYPT_COST);
-    const redis = connectRedis(config.REDIS_URL, logger);
+    const redis = connectRedis(config, logger);
     // With Redis every instance hears about plan changes at once; without it, copies refresh within 5 s.
-    const plans = new PlanCatalog(db, { ttlMs: redis ? 60_000 : 5_000, publisher: redis?.commands, subscriber: redis?.subscriber, logger });
+    const plans = new PlanCatalog(db, {
+      ttlMs: redis ? 60_000 : 5_000,
+      publisher: redis?.commands,
+      publishTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
+      subscriber: redis?.subscriber,
+      logger,
+    });
     const mailer = createMailer(config, db);
     const secrets = new SecretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY);
     const queue = webhookQueueEnabled(config) ? createWebhookQueue(config) : undefined;

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import type { Database, Plan } from '../../db/schema.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { AppError } from '../../server/errors.js';
+import { settlesWithin } from '../../server/in-flight.js';
 import type { Logger } from '../../server/logger.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import { toPlanOutput, type CreatePlanInput, type PlanOutput, type UpdatePlanInput } from './schemas.js';
@@ -21,7 +22,14 @@ export class PlanCatalog {
 
   constructor(
     private readonly db: Db,
-    private readonly opts: { ttlMs: number; publisher?: Redis; subscriber?: Redis; logger: Logger },
+    private readonly opts: {
+      ttlMs: number;
+      publisher?: Redis;
+      /** The longest a change waits for its announcement (REDIS_COMMAND_TIMEOUT_MS). */
+      publishTimeoutMs: number;
+      subscriber?: Redis;
+      logger: Logger;
+    },
   ) {}
 
   /** Starts listening for changes made on other instances. */
@@ -31,9 +39,18 @@ export class PlanCatalog {
     subscriber.on('message', (channel) => {
       if (channel === PLANS_CHANNEL) this.drop();
     });
-    // Not awaited: with Redis away at start-up the call would wait for it (the server must start anyway);
-    // ioredis subscribes again on every reconnect, and the TTL covers the time in between.
-    void subscriber.subscribe(PLANS_CHANNEL).catch((err: Error) => logger.warn({ err }, 'plan cache: Redis subscribe failed, TTL only'));
+    // Not awaited: with Redis away at start-up the call would wait for it (the server must start anyway).
+    const subscribe = () => subscriber.subscribe(PLANS_CHANNEL);
+    void subscribe().catch((err: Error) => logger.warn({ err }, 'plan cache: Redis subscribe failed, TTL only'));
+    // A change announced while this connection was down was never heard: each time it is up (again), this
+    // copy is dropped once the subscription is in place (ioredis subscribes again by itself; asking too
+    // tells us when that is done). A change announced after that is heard; one before it is in the reload.
+    subscriber.on('ready', () => {
+      void subscribe().then(
+        () => this.drop(),
+        (err: Error) => logger.warn({ err }, 'plan cache: Redis subscribe failed, TTL only'),
+      );
+    });
   }
 
   /** Changes whenever the catalog may have changed: caches of what it answered compare it. */
@@ -53,10 +70,19 @@ export class PlanCatalog {
     return this.loading;
   }
 
-  /** After a committed change: drop this copy and tell the other instances. */
+  /**
+   * After a committed change: drop this copy and tell the other instances, waiting for Redis at most
+   * `publishTimeoutMs` (a command behind others on an auto-pipelined connection can wait for theirs to time
+   * out first). An announcement that fails or comes late leaves the other copies to their TTL.
+   */
   async changed(): Promise<void> {
     this.drop();
-    await this.opts.publisher?.publish(PLANS_CHANNEL, '1').catch((err: Error) => this.opts.logger.warn({ err }, 'plan cache: Redis publish failed'));
+    const { publisher, publishTimeoutMs, logger } = this.opts;
+    if (!publisher) return;
+    const announced = publisher.publish(PLANS_CHANNEL, '1').catch((err: Error) => {
+      logger.warn({ err }, 'plan cache: Redis publish failed');
+    });
+    await settlesWithin(publishTimeoutMs, announced);
   }
 
   private drop() {

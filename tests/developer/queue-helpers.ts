@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
+import { testEnv } from '../helpers/app.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -15,6 +16,12 @@ export interface WorkerExit {
   code: number | null;
   signal: NodeJS.Signals | null;
   at: number;
+}
+
+/** The environment of a worker child process: the test settings with `settings`, PATH and HOME, nothing unset. */
+export function workerEnvOf(settings: Record<string, string | undefined>): Record<string, string> {
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...testEnv(settings) };
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
 /** `node --import tsx jobs/worker.ts`, as `npm run worker` runs it, with stdout and stderr kept. */

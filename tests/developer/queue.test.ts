@@ -501,8 +501,8 @@ describe('a worker killed in the middle of a delivery', () => {
     expect(await jobState(d.id)).toBe('active');
 
     // The job's lock (WEBHOOK_JOB_LOCK_MS, 2 s here) expires on its own; the second worker's stalled-job
-    // check (as often) then finds the job and runs it again: within a few seconds, where the defaults
-    // would take 30 to 60.
+    // checks (every quarter lock) then find the job and run it again: within a few seconds, where the
+    // defaults would take tens of seconds (tests/developer/stalled-recovery.test.ts times it).
     const killedAt = Date.now();
     await startWorker('second');
 

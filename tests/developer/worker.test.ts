@@ -9,6 +9,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { testEnv } from '../helpers/app.js';
+import { RedisServer } from '../helpers/redis-server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { MAINTENANCE_QUEUE } from '../../jobs/queue.js';
 import { WorkerProcess, deleteKeys, within } from './queue-helpers.js';
@@ -25,12 +26,14 @@ const prefixes: string[] = [];
 const workers: WorkerProcess[] = [];
 const proxies: TcpProxy[] = [];
 const queues: Queue[] = [];
+const servers: RedisServer[] = [];
 
 beforeAll(async () => {
   db = await ownDatabase('worker');
 });
 
 afterAll(async () => {
+  for (const s of servers) await s.close();
   for (const w of workers) await within(10_000, w.stop('SIGKILL'), `killing worker ${w.label}`).catch(() => undefined);
   for (const p of proxies) await p.close();
   for (const q of queues) await q.close();
@@ -67,9 +70,13 @@ async function startWorker(label: string, prefix: string, settings: Record<strin
   return w;
 }
 
-/** A BullMQ handle on the maintenance queue under `prefix`, to look at it. */
-function maintenanceQueue(prefix: string) {
-  const queue = new Queue(MAINTENANCE_QUEUE, { connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }), prefix });
+/** A BullMQ handle on the maintenance queue under `prefix` (of the suite's Redis, or `redisUrl`), to look at it. */
+function maintenanceQueue(prefix: string, redisUrl = REDIS_URL) {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  // A Redis of the test's own may be restarted under it.
+  connection.on('error', () => undefined);
+  const queue = new Queue(MAINTENANCE_QUEUE, { connection, prefix });
+  queue.on('error', () => undefined);
   queues.push(queue);
   return queue;
 }
@@ -131,3 +138,25 @@ it(`finished maintenance jobs do not pile up: of ${KEPT_COMPLETED + 30} complete
   expect(await queue.getFailedCount()).toBe(0);
   expect(await queue.getCompletedCount()).toBeLessThanOrEqual(KEPT_COMPLETED);
 }, 90_000);
+
+it('Redis restarted without its data: the worker puts the maintenance schedulers back within 5 s', async () => {
+  const redis = await RedisServer.start();
+  servers.push(redis);
+  const prefix = newPrefix();
+  // Once a year: the demo reset never runs during the test.
+  const settings = { REDIS_URL: redis.url, MAINTENANCE_SCHEDULER_ENABLED: 'true', DEMO_RESET_CRON: '0 0 1 1 *' };
+  const worker = await startWorker('schedulers back', prefix, settings);
+  const queue = maintenanceQueue(prefix, redis.url);
+  const schedulers = async () => (await queue.getJobSchedulers()).map((s) => s.key).sort();
+  const all = ['clean-up-tokens', 'demo-reset', 'sweep-deliveries'];
+  expect(await schedulers()).toEqual(all);
+
+  await redis.restart();
+  const restarted = Date.now();
+  const back = async () => JSON.stringify(await schedulers().catch(() => [])) === JSON.stringify(all);
+  await waitFor('the schedulers to be back in Redis', back, 15_000, 100);
+  expect(Date.now() - restarted).toBeLessThan(5_000);
+  expect(worker.running).toBe(true);
+  const putBack = worker.logs().filter((l) => String(l.msg).startsWith('maintenance scheduler was missing from Redis'));
+  expect(putBack.map((l) => l.scheduler).sort()).toEqual(all);
+}, 60_000);

@@ -85,6 +85,33 @@ export class RedisServer {
     this.frozen = false;
   }
 
+  /**
+   * While stopped: listens on the port until a client tries to connect, ends that connection at once (as a
+   * refused one ends), stops listening, and answers when (performance.now()). A restart right after puts
+   * the server back at the worst moment for that client: it has just failed an attempt and backs off.
+   */
+  async nextConnectionAttempt(timeoutMs = 20_000): Promise<number> {
+    if (this.child) throw new Error('redis-server is running: stop it first');
+    const listener = net.createServer();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        listener.once('error', reject);
+        listener.listen(this.port, '127.0.0.1', () => resolve());
+      });
+      return await new Promise<number>((resolve, reject) => {
+        const noAttempt = () => new Error(`no client tried port ${this.port} within ${timeoutMs} ms`);
+        const timer = setTimeout(() => reject(noAttempt()), timeoutMs);
+        listener.on('connection', (socket) => {
+          socket.destroy();
+          clearTimeout(timer);
+          resolve(performance.now());
+        });
+      });
+    } finally {
+      listener.close();
+    }
+  }
+
   /** Starts the server again on the same port, empty (stopping it first if it runs). */
   async restart(): Promise<void> {
     await this.stop();

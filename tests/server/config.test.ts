@@ -163,4 +163,11 @@ describe('configuration', () => {
     }
     for (const value of ['0 * * * *', '*/30 * * * * *', '0 3 * * MON']) expect(parseConfig({ DEMO_RESET_CRON: value }).DEMO_RESET_CRON).toBe(value);
   });
+
+  it('when REDIS_COMMAND_TIMEOUT_MS is outside 100 to 2000 ms, then it is refused by name (default 1000)', () => {
+    expect(parseConfig({}).REDIS_COMMAND_TIMEOUT_MS).toBe(1_000);
+    expect(parseConfig({ REDIS_COMMAND_TIMEOUT_MS: '2000' }).REDIS_COMMAND_TIMEOUT_MS).toBe(2_000);
+    expect(errorOf({ REDIS_COMMAND_TIMEOUT_MS: '2001' })).toContain('REDIS_COMMAND_TIMEOUT_MS: must be at most 2000');
+    expect(errorOf({ REDIS_COMMAND_TIMEOUT_MS: '99' })).toContain('REDIS_COMMAND_TIMEOUT_MS: must be at least 100');
+  });
 });
