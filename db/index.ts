@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect, type Dialect } from 'kysely';
 import pg from 'pg';
-import type { Config } from '../server/config.js';
+import type { Config } from '../server/platform/config.js';
 import type { Database } from './schema.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { preparedStatements } from './compiled.js';

@@ -1,8 +1,8 @@
 // Start-up seeding. Only creates: an existing row is never overwritten, so admin edits survive restarts.
 import type { Kysely } from 'kysely';
-import type { Config } from '../server/config.js';
-import type { Logger } from '../server/logger.js';
-import type { PasswordHasher } from '../server/security/passwords.js';
+import type { Config } from '../server/platform/config.js';
+import type { Logger } from '../server/platform/logger.js';
+import type { PasswordHasher } from '../server/platform/security/passwords.js';
 import type { Database, PlatformRole } from './schema.js';
 import { createPersonalWorkspace } from '../routers/auth/service.js';
 

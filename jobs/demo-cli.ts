@@ -2,10 +2,10 @@
 // choice as the server (Postgres with DATABASE_URL, else the embedded database under DATA_DIR), migrations
 // first, then the command; prints what it did (counts, addresses, names of settings; never a password or
 // a secret) and closes the database. Exit code 1 on a bad setting or a failure.
-import { ConfigError, loadConfigOrExit } from '../server/config.js';
-import { PasswordHasher } from '../server/security/passwords.js';
-import { SecretBox } from '../server/security/secret-box.js';
-import { createStorage } from '../server/storage.js';
+import { ConfigError, loadConfigOrExit } from '../server/platform/config.js';
+import { PasswordHasher } from '../server/platform/security/passwords.js';
+import { SecretBox } from '../server/platform/security/secret-box.js';
+import { createStorage } from '../server/platform/storage.js';
 import { createDb, databaseKind } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { formatDemoSummary, resetDemo, seedDemo } from './demo.js';

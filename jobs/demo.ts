@@ -4,10 +4,10 @@
 // how seed and reset find the demo data, and why they never touch anything else.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, DeliveryStatus, PlanLimits, PlatformRole, WebhookEvent, WorkspaceRole } from '../db/schema.js';
-import { ConfigError, type Config } from '../server/config.js';
-import { passwordPolicyViolation, type PasswordHasher } from '../server/security/passwords.js';
-import type { SecretBox } from '../server/security/secret-box.js';
-import type { Storage } from '../server/storage.js';
+import { ConfigError, type Config } from '../server/platform/config.js';
+import { passwordPolicyViolation, type PasswordHasher } from '../server/platform/security/passwords.js';
+import type { SecretBox } from '../server/platform/security/secret-box.js';
+import type { Storage } from '../server/platform/storage.js';
 import { estimateTokens } from '../routers/ai/providers/mock.js';
 import { envelope, newSecret } from '../routers/webhooks/service.js';
 import { defaultPlan } from '../routers/billing/service.js';

@@ -4,9 +4,9 @@
 // stays `pending` and a sweep enqueues it later.
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { Config } from '../server/config.js';
-import { settlesWithin } from '../server/in-flight.js';
-import { reconnectDelay } from '../server/redis.js';
+import type { Config } from '../server/platform/config.js';
+import { settlesWithin } from '../server/platform/in-flight.js';
+import { reconnectDelay } from '../server/platform/redis.js';
 
 export const WEBHOOK_QUEUE = 'webhooks';
 export const DELIVER_WEBHOOK = 'deliver_webhook';

@@ -4,7 +4,7 @@
 // deliveries whose enqueue failed (queue mode). Several instances may run this side by side: rows are
 // claimed with FOR UPDATE SKIP LOCKED.
 import { sql } from 'kysely';
-import type { Logger } from '../server/logger.js';
+import type { Logger } from '../server/platform/logger.js';
 import { attemptDelivery, type DeliveryDeps } from '../routers/webhooks/delivery.js';
 import { envelope, leaseEnd, type DeliveryStarter } from '../routers/webhooks/service.js';
 import type { WebhookQueue } from './queue.js';

@@ -8,11 +8,11 @@
 // that Redis lost (a restart without persistence) are put back when the connection is ready again.
 import { Queue, UnrecoverableError, Worker, type Job, type RepeatOptions } from 'bullmq';
 import { Redis } from 'ioredis';
-import { loadConfigOrExit } from '../server/config.js';
-import { createLogger, exitAfterLogs } from '../server/logger.js';
-import { settlesWithin } from '../server/in-flight.js';
-import { createMailer } from '../server/email/mailer.js';
-import { SecretBox } from '../server/security/secret-box.js';
+import { loadConfigOrExit } from '../server/platform/config.js';
+import { createLogger, exitAfterLogs } from '../server/platform/logger.js';
+import { settlesWithin } from '../server/platform/in-flight.js';
+import { createMailer } from '../server/platform/email/mailer.js';
+import { SecretBox } from '../server/platform/security/secret-box.js';
 import { createDb } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { attemptDelivery } from '../routers/webhooks/delivery.js';
@@ -30,9 +30,9 @@ import {
 } from './queue.js';
 import { WebhookRunner } from './webhook-runner.js';
 import { cleanUpExpiredTokens } from './maintenance.js';
-import { PasswordHasher } from '../server/security/passwords.js';
-import { reconnectDelay } from '../server/redis.js';
-import { createStorage } from '../server/storage.js';
+import { PasswordHasher } from '../server/platform/security/passwords.js';
+import { reconnectDelay } from '../server/platform/redis.js';
+import { createStorage } from '../server/platform/storage.js';
 import { resetDemo } from './demo.js';
 
 const { config } = loadConfigOrExit();

@@ -8,9 +8,9 @@
 import type { AnyTRPCRouter } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import type { Meta } from '../server/trpc.js';
-import { ERROR_STATUS, type ErrorCode } from '../server/errors.js';
-import { tierOf } from '../server/rate-limit.js';
+import type { Meta } from '../server/platform/trpc.js';
+import { ERROR_STATUS, type ErrorCode } from '../server/platform/errors.js';
+import { tierOf } from '../server/platform/rate-limit.js';
 import { codesOf, errorSchema } from './error-response.js';
 
 const ERROR_SCHEMA = {

@@ -7,11 +7,11 @@ import type { AnyTRPCRouter } from '@trpc/server';
 import { buildOpenApiDocument } from './document.js';
 import { billingWebhookOpenApiPaths } from '../routers/billing/webhooks.js';
 import { uploadOpenApiPaths } from '../routers/files/uploads.js';
-import { metricsOpenApiPaths } from '../server/metrics.js';
+import { metricsOpenApiPaths } from '../server/platform/metrics.js';
 
 /**
  * The plain Express routes (inbound provider webhooks, uploads), as their OpenAPI entries: documented here,
- * and the list by which the app matches a request to them (server/app.ts, server/route-templates.ts).
+ * and the list by which the app matches a request to them (server/app.ts, server/platform/route-templates.ts).
  */
 export const plainRoutePaths: ZodOpenApiPathsObject = { ...billingWebhookOpenApiPaths, ...uploadOpenApiPaths };
 

@@ -1,6 +1,6 @@
 // The application router: one sub-router per domain. Order matters for REST matching (first match wins),
 // so within a domain static paths are declared before parameter paths (tests/openapi.test.ts checks it).
-import { router } from '../server/trpc.js';
+import { router } from '../server/platform/trpc.js';
 import { aiRouter } from './ai/router.js';
 import { apiKeysRouter } from './api-keys/router.js';
 import { publicApiRouter } from './public-api/router.js';

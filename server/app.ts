@@ -4,21 +4,21 @@
 import express from 'express';
 import helmet from 'helmet';
 import cors from 'cors';
-import type { AppDeps } from './context.js';
-import { errorHandler, notFound, refuseAmbiguousPath, requestId, requestLogger, restHandler, trpcHandler } from './http.js';
+import type { AppDeps } from './platform/context.js';
+import { errorHandler, notFound, refuseAmbiguousPath, requestId, requestLogger, restHandler, trpcHandler } from './platform/http.js';
 import { appRouter } from '../routers/index.js';
 import { openApiRoutes, plainRoutePaths } from '../openapi/routes.js';
 import { MOCK_WEBHOOK_PATH, billingWebhookRoutes, mockWebhookEnabled } from '../routers/billing/webhooks.js';
-import { responseCache } from './response-cache.js';
-import { FailureLimiter, TIERS, isDocsPath, rateLimiter, type Tier } from './rate-limit.js';
+import { responseCache } from './platform/response-cache.js';
+import { FailureLimiter, TIERS, isDocsPath, rateLimiter, type Tier } from './platform/rate-limit.js';
 import { uploadRoutes } from '../routers/files/uploads.js';
 import { verifiedApiKeyId } from '../routers/api-keys/service.js';
-import { RouteTemplates, type RouteTemplate } from './route-templates.js';
-import { METRICS_PATH, Metrics, metricsRoute, webhookQueueCounts } from './metrics.js';
+import { RouteTemplates, type RouteTemplate } from './platform/route-templates.js';
+import { METRICS_PATH, Metrics, metricsRoute, webhookQueueCounts } from './platform/metrics.js';
 import { webhookQueueEnabled } from '../jobs/queue.js';
-import { startAuthentication } from './trpc.js';
-import { refuseUnstorableText, refuseUnstorableUrl } from './unstorable-text.js';
-import { JSON_BODY_LIMIT_BYTES, closeUnreadBody, refuseJsonBodyHeaders } from './request-body.js';
+import { startAuthentication } from './platform/trpc.js';
+import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
+import { JSON_BODY_LIMIT_BYTES, closeUnreadBody, refuseJsonBodyHeaders } from './platform/request-body.js';
 
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
@@ -83,7 +83,7 @@ export function createApp(deps: AppDeps): express.Express {
     // Of the decoded body: a small compressed body that inflates past it is refused as it inflates.
     limit: JSON_BODY_LIMIT_BYTES,
     reviver: refuseUnstorableText,
-    // The decoded bytes, which /trpc is given instead of the parsed value (trpcHandler, server/http.ts).
+    // The decoded bytes, which /trpc is given instead of the parsed value (trpcHandler, server/platform/http.ts).
     verify: (req, _res, buf) => {
       (req as express.Request).rawBody = buf;
     },

@@ -1,8 +1,8 @@
 // Entry point of `npm start`: parse the settings (a bad value stops here, naming the variable), boot, and
 // shut down in order on SIGTERM / SIGINT: drain, finish in-flight requests, close, exit 0. A second signal
 // cuts the drain short (Ctrl-C twice); the orderly close still follows.
-import { loadConfigOrExit } from './config.js';
-import { createLogger, exitAfterLogs } from './logger.js';
+import { loadConfigOrExit } from './platform/config.js';
+import { createLogger, exitAfterLogs } from './platform/logger.js';
 import { startServer, type RunningServer } from './server.js';
 
 const { config, warning } = loadConfigOrExit();

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { configSchema } from '../server/config.js';
+import { configSchema } from '../server/platform/config.js';
 
 describe('docs/configuration.md', () => {
   it('lists every setting of the configuration schema', () => {

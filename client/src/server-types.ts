@@ -4,7 +4,7 @@
 import type { inferRouterError } from '@trpc/server';
 import type { AppRouter as ServiceRouter } from '../../routers/index.js';
 
-export type { ApiIssue, ErrorCode } from '../../server/errors.js';
+export type { ApiIssue, ErrorCode } from '../../server/platform/errors.js';
 
 /** The router as the client sees it: every procedure's path, kind, input and output. */
 export type AppRouter = ServiceRouter;

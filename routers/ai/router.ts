@@ -1,7 +1,7 @@
 // The AI routes. Static paths (/ai/provider-status, /ai/templates) come before /ai/templates/{templateId}:
 // the REST matcher takes the first match in declaration order.
 import { z } from 'zod';
-import { authedProcedure, platformProcedure, router, workspaceProcedure } from '../../server/trpc.js';
+import { authedProcedure, platformProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
 import {
   adminUsageOutput,
   generateInput,

@@ -1,8 +1,8 @@
 // Inputs and outputs of the AI routes.
 import { z } from 'zod';
-import { exact } from '../../server/validation.js';
+import { exact } from '../../server/platform/validation.js';
 import { AI_PROVIDERS } from '../../db/schema.js';
-import { pageOutput, paginationInput } from '../../server/pagination.js';
+import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
 
 const isoDate = z.iso.datetime({ offset: true });
 

@@ -1,7 +1,7 @@
 // Product analytics: event intake (anonymous allowed; rate limited like every route) and the admin summary.
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { adminProcedure, authenticateRequest, publicProcedure, router } from '../../server/trpc.js';
+import { adminProcedure, authenticateRequest, publicProcedure, router } from '../../server/platform/trpc.js';
 
 const MAX_PROPERTIES_BYTES = 2048;
 

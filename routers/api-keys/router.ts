@@ -1,8 +1,8 @@
 // Workspace API keys (api_keys.manage). Demo accounts are refused every change.
 import { z } from 'zod';
-import { displayName, exact } from '../../server/validation.js';
+import { displayName, exact } from '../../server/platform/validation.js';
 import { API_KEY_SCOPES } from '../../db/schema.js';
-import { router, workspaceProcedure } from '../../server/trpc.js';
+import { router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import * as keys from './service.js';
 

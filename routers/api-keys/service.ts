@@ -6,7 +6,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import type { ApiKeysTable, ApiKeyScope, Database, Edition, PlanLimits } from '../../db/schema.js';
 import { compiledOnce } from '../../db/compiled.js';
 import { batchedLookup } from '../../db/batched.js';
-import { AppError } from '../../server/errors.js';
+import { AppError } from '../../server/platform/errors.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 
 type Db = Kysely<Database>;

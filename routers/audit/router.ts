@@ -1,6 +1,6 @@
 // The audit log: everything for platform admins, one workspace's entries for its OWNER and ADMINs.
 import { z } from 'zod';
-import { adminProcedure, router, workspaceProcedure } from '../../server/trpc.js';
+import { adminProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { auditFiltersInput, auditPageOutput } from './schemas.js';
 import { listAudit } from './service.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageOutput, paginationInput } from '../../server/pagination.js';
+import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
 
 export const auditFiltersInput = paginationInput.extend({
   actorId: z.uuid().optional().meta({ description: 'Only entries of this acting user.' }),

@@ -2,8 +2,8 @@
 // Metadata holds facts about the change (ids, states, roles), never a secret.
 import type { Kysely } from 'kysely';
 import type { AuditMetadata, Database } from '../../db/schema.js';
-import type { RequestMeta } from '../../server/context.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
+import type { RequestMeta } from '../../server/platform/context.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
 
 export type AuditAction =
   | 'auth.login_failed'

@@ -1,8 +1,8 @@
 // The nine auth routes of the spec.
 import { z } from 'zod';
-import { authedProcedure, publicProcedure, router } from '../../server/trpc.js';
-import type { Context } from '../../server/context.js';
-import { AppError } from '../../server/errors.js';
+import { authedProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
+import type { Context } from '../../server/platform/context.js';
+import { AppError } from '../../server/platform/errors.js';
 import {
   emailInput,
   loginInput,
@@ -24,7 +24,7 @@ const tags = ['Auth'];
 /**
  * A sign-in counted against its account when it fails (wrong password or unknown address), while rate
  * limiting is on: past RATE_LIMIT_AUTH_MAX_REQUESTS failures in the window, 429 whatever the address or
- * password (server/rate-limit.ts, FailureLimiter). Anything else, a success included, is not counted and
+ * password (server/platform/rate-limit.ts, FailureLimiter). Anything else, a success included, is not counted and
  * clears nothing.
  */
 async function countedLogin(ctx: Context, input: z.infer<typeof loginInput>) {

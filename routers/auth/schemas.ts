@@ -1,8 +1,8 @@
 // Inputs and outputs of the auth routes, and the mapping from rows to what clients see.
 import { z } from 'zod';
 import { EDITIONS, PLATFORM_ROLES, USER_STATUSES, WORKSPACE_ROLES, WORKSPACE_STATUSES, type User } from '../../db/schema.js';
-import { newPasswordSchema } from '../../server/security/passwords.js';
-import { displayName } from '../../server/validation.js';
+import { newPasswordSchema } from '../../server/platform/security/passwords.js';
+import { displayName } from '../../server/platform/validation.js';
 import type { WorkspaceContext } from '../workspaces/access.js';
 
 export const emailSchema = z.email({ error: 'Enter a valid e-mail address.' }).max(254);

@@ -2,11 +2,11 @@
 // over the database; no HTTP here.
 import type { Kysely } from 'kysely';
 import type { Database, UserTokenKind } from '../../db/schema.js';
-import type { AppDeps, RequestMeta } from '../../server/context.js';
-import { AppError } from '../../server/errors.js';
-import { emailVerificationMail, passwordResetMail, tokenLink } from '../../server/email/templates.js';
-import { sendAfterCommit } from '../../server/email/mailer.js';
-import { randomToken, sha256Hex } from '../../server/security/tokens.js';
+import type { AppDeps, RequestMeta } from '../../server/platform/context.js';
+import { AppError } from '../../server/platform/errors.js';
+import { emailVerificationMail, passwordResetMail, tokenLink } from '../../server/platform/email/templates.js';
+import { sendAfterCommit } from '../../server/platform/email/mailer.js';
+import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js';
 import { membershipsOf, workspaceContext, type WorkspaceAccess } from '../workspaces/access.js';
 import { insertWorkspace } from '../workspaces/service.js';
 import { USER_COLUMNS, toContextOutput, toUserOutput, type UserRow } from './schemas.js';

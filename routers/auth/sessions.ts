@@ -4,10 +4,10 @@
 import crypto from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import type { AppDeps, RequestMeta } from '../../server/context.js';
-import { AppError } from '../../server/errors.js';
-import { bearerToken, signAccessToken, verifyAccessToken } from '../../server/security/jwt.js';
-import { hmacSha256Hex, randomToken } from '../../server/security/tokens.js';
+import type { AppDeps, RequestMeta } from '../../server/platform/context.js';
+import { AppError } from '../../server/platform/errors.js';
+import { bearerToken, signAccessToken, verifyAccessToken } from '../../server/platform/security/jwt.js';
+import { hmacSha256Hex, randomToken } from '../../server/platform/security/tokens.js';
 import { compiledOnce } from '../../db/compiled.js';
 import { batchedLookup } from '../../db/batched.js';
 import { recordAudit } from '../audit/service.js';

@@ -1,7 +1,7 @@
 // The public plan catalog and the admin plan routes, with the read-only billing settings.
 import { z } from 'zod';
-import { AppError } from '../../server/errors.js';
-import { adminProcedure, adminWriteProcedure, publicProcedure, router } from '../../server/trpc.js';
+import { AppError } from '../../server/platform/errors.js';
+import { adminProcedure, adminWriteProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import * as plans from './plans.js';
 import { createPlanInput, planIdInput, planListOutput, planOutput, updatePlanInput } from './schemas.js';

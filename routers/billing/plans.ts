@@ -5,9 +5,9 @@ import { sql, type Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { Database, Plan } from '../../db/schema.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { AppError } from '../../server/errors.js';
-import { settlesWithin } from '../../server/in-flight.js';
-import type { Logger } from '../../server/logger.js';
+import { AppError } from '../../server/platform/errors.js';
+import { settlesWithin } from '../../server/platform/in-flight.js';
+import type { Logger } from '../../server/platform/logger.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import { toPlanOutput, type CreatePlanInput, type PlanOutput, type UpdatePlanInput } from './schemas.js';
 

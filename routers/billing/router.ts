@@ -1,7 +1,7 @@
 // Workspace billing: provider status, checkout, current plan, history, cancel, portal, and the legacy
 // workspace billing routes the spec keeps for compatibility (same services, workspace in the path).
 import { z } from 'zod';
-import { publicProcedure, router, workspaceProcedure } from '../../server/trpc.js';
+import { publicProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import {
   checkoutInput,

@@ -1,6 +1,6 @@
 // Inputs and outputs of the billing routes, and the mapping from plan rows to what clients see.
 import { z } from 'zod';
-import { displayName, exact } from '../../server/validation.js';
+import { displayName, exact } from '../../server/platform/validation.js';
 import {
   BILLING_PROVIDERS,
   EDITIONS,
@@ -10,7 +10,7 @@ import {
   SUBSCRIPTION_STATUSES,
   type Plan,
 } from '../../db/schema.js';
-import { pageOutput, paginationInput } from '../../server/pagination.js';
+import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
 
 const isoDate = z.iso.datetime({ offset: true });
 

@@ -12,15 +12,15 @@ import {
   type Subscription,
   type SubscriptionStatus,
 } from '../../db/schema.js';
-import { isDemoAccount } from '../../server/accounts.js';
-import type { Config } from '../../server/config.js';
-import { AppError } from '../../server/errors.js';
-import type { Logger } from '../../server/logger.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
+import { isDemoAccount } from '../../server/platform/accounts.js';
+import type { Config } from '../../server/platform/config.js';
+import { AppError } from '../../server/platform/errors.js';
+import type { Logger } from '../../server/platform/logger.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import type { BillingChange, PaymentChange, PaymentProcessor, ProcessorName, ProviderEvent, RefundChange, SubscriptionChange } from './processors/types.js';
 import { toPlanOutput } from './schemas.js';
-import { storableText } from '../../server/unstorable-text.js';
+import { storableText } from '../../server/platform/unstorable-text.js';
 
 type Db = Kysely<Database>;
 type Trx = Transaction<Database>;

@@ -1,7 +1,7 @@
 // GET /admin/billing/settings: what is configured, as booleans and URLs. Never a key or a secret.
 import { z } from 'zod';
 import { BILLING_PROVIDERS } from '../../db/schema.js';
-import type { Config } from '../../server/config.js';
+import type { Config } from '../../server/platform/config.js';
 import type { Processors } from './processors/index.js';
 
 const processorOutput = z.object({

@@ -2,15 +2,15 @@
 // bytes, which trpc-to-openapi cannot hand over), documented in /openapi.json through openApiPaths.
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import type { AppDeps } from '../../server/context.js';
-import type { Config } from '../../server/config.js';
-import { AppError, fromZodError } from '../../server/errors.js';
+import type { AppDeps } from '../../server/platform/context.js';
+import type { Config } from '../../server/platform/config.js';
+import { AppError, fromZodError } from '../../server/platform/errors.js';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { applyProviderEvent, mockCheckoutChanges, findPurchasablePlan } from './service.js';
 import type { ProcessorName, ProviderEvent } from './processors/types.js';
 import { errorResponse } from '../../openapi/error-response.js';
-import { UnstorableText, refuseUnstorableText } from '../../server/unstorable-text.js';
-import { JSON_BODY_LIMIT_BYTES, refuseJsonBodyHeaders } from '../../server/request-body.js';
+import { UnstorableText, refuseUnstorableText } from '../../server/platform/unstorable-text.js';
+import { JSON_BODY_LIMIT_BYTES, refuseJsonBodyHeaders } from '../../server/platform/request-body.js';
 
 /**
  * The body as bytes, whatever its Content-Type. A gzip, deflate or br delivery is decoded first: the

@@ -1,6 +1,6 @@
 // GET /demo/status: whether demo mode is on and what it restricts. Never names an account.
 import { z } from 'zod';
-import { publicProcedure, router } from '../../server/trpc.js';
+import { publicProcedure, router } from '../../server/platform/trpc.js';
 
 export const demoRouter = router({
   status: publicProcedure

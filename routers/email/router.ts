@@ -1,8 +1,8 @@
 // GET /admin/email-logs: the mails EMAIL_PROVIDER=MOCK wrote instead of sending, newest first.
 import { z } from 'zod';
-import { platformRoleHas } from '../../server/permissions.js';
-import { adminProcedure, router } from '../../server/trpc.js';
-import { offsetOf, pageOf, pageOutput, paginationInput } from '../../server/pagination.js';
+import { platformRoleHas } from '../../server/platform/permissions.js';
+import { adminProcedure, router } from '../../server/platform/trpc.js';
+import { offsetOf, pageOf, pageOutput, paginationInput } from '../../server/platform/pagination.js';
 
 const emailLogOutput = z.object({
   id: z.uuid(),

@@ -1,7 +1,7 @@
 // Storage status and workspace branding (the logo upload itself is a plain multipart route: uploads.ts).
 import { z } from 'zod';
-import { authedProcedure, router, workspaceProcedure } from '../../server/trpc.js';
-import { displayName } from '../../server/validation.js';
+import { authedProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
+import { displayName } from '../../server/platform/validation.js';
 import { actorOf, recordAudit } from '../audit/service.js';
 
 const color = z.string().regex(/^#[0-9a-fA-F]{6}$/, { error: 'A colour as #RRGGBB.' });

@@ -9,17 +9,17 @@ import multer from 'multer';
 import sharp, { type ResizeOptions } from 'sharp';
 import { fileTypeFromBuffer } from 'file-type';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import type { AppDeps } from '../../server/context.js';
-import { AppError } from '../../server/errors.js';
-import { resolveWorkspaceAccess } from '../../server/access.js';
-import type { WorkspacePermission } from '../../server/permissions.js';
-import { noteRequest } from '../../server/monitoring.js';
-import { isUuid } from '../../server/validation.js';
-import { authenticateRequest } from '../../server/trpc.js';
+import type { AppDeps } from '../../server/platform/context.js';
+import { AppError } from '../../server/platform/errors.js';
+import { resolveWorkspaceAccess } from '../../server/platform/access.js';
+import type { WorkspacePermission } from '../../server/platform/permissions.js';
+import { noteRequest } from '../../server/platform/monitoring.js';
+import { isUuid } from '../../server/platform/validation.js';
+import { authenticateRequest } from '../../server/platform/trpc.js';
 import type { Principal } from '../auth/sessions.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import { errorResponse } from '../../openapi/error-response.js';
-import { refuseContentEncoding, refuseDeclaredLength } from '../../server/request-body.js';
+import { refuseContentEncoding, refuseDeclaredLength } from '../../server/platform/request-body.js';
 
 const MiB = 1024 * 1024;
 /** Avatars and logos: still images, re-encoded to WebP. */

@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Db } from '../../db/index.js';
-import { publicProcedure, router } from '../../server/trpc.js';
+import { publicProcedure, router } from '../../server/platform/trpc.js';
 
 const DB_PING_TIMEOUT_MS = 2000;
 

@@ -3,8 +3,8 @@
 // (AI usage, API keys, webhooks, the audit log), and null otherwise.
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { roleHas, type WorkspacePermission } from '../../server/permissions.js';
-import { router, workspaceProcedure } from '../../server/trpc.js';
+import { roleHas, type WorkspacePermission } from '../../server/platform/permissions.js';
+import { router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { usage } from '../ai/service.js';
 
 const DAYS = 30;

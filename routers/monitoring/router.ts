@@ -4,10 +4,10 @@
 import os from 'node:os';
 import { sql } from 'kysely';
 import { z } from 'zod';
-import type { Context } from '../../server/context.js';
-import { AppError } from '../../server/errors.js';
-import { offsetOf, pageOf, pageOutput, paginationInput } from '../../server/pagination.js';
-import { adminProcedure, adminWriteProcedure, router } from '../../server/trpc.js';
+import type { Context } from '../../server/platform/context.js';
+import { AppError } from '../../server/platform/errors.js';
+import { offsetOf, pageOf, pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { adminProcedure, adminWriteProcedure, router } from '../../server/platform/trpc.js';
 
 const tags = ['Admin: monitoring'];
 const isoDate = z.iso.datetime({ offset: true });

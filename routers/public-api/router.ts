@@ -1,7 +1,7 @@
 // The public API: authenticated by a workspace API key (X-API-Key or Authorization: Bearer wsk_...).
 import { z } from 'zod';
 import { EDITIONS, WORKSPACE_STATUSES, API_KEY_SCOPES } from '../../db/schema.js';
-import { apiKeyProcedure, router } from '../../server/trpc.js';
+import { apiKeyProcedure, router } from '../../server/platform/trpc.js';
 import { loadWorkspace } from '../workspaces/service.js';
 
 const tags = ['Public API'];

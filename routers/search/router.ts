@@ -2,7 +2,7 @@
 // and a name/e-mail match over its members. Workspace-scoped and permission-checked.
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { router, workspaceProcedure } from '../../server/trpc.js';
+import { router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { escapeLike } from '../workspaces/service.js';
 
 const resultOutput = z.object({ type: z.enum(['generation', 'template', 'member']), id: z.uuid(), title: z.string(), snippet: z.string() });

@@ -1,7 +1,7 @@
 // Public status checks: search and security. They describe settings, never a secret.
 import { z } from 'zod';
-import { PASSWORD_MAX_BYTES, PASSWORD_MIN_CHARACTERS } from '../../server/security/passwords.js';
-import { publicProcedure, router } from '../../server/trpc.js';
+import { PASSWORD_MAX_BYTES, PASSWORD_MIN_CHARACTERS } from '../../server/platform/security/passwords.js';
+import { publicProcedure, router } from '../../server/platform/trpc.js';
 
 const tags = ['Status'];
 

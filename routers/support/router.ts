@@ -2,11 +2,11 @@
 // readable by platform admins. Both count in the contact rate-limit tier.
 import { z } from 'zod';
 import { TICKET_PRIORITIES } from '../../db/schema.js';
-import { sendAfterCommit } from '../../server/email/mailer.js';
-import { offsetOf, pageOf, pageOutput, paginationInput } from '../../server/pagination.js';
-import { adminProcedure, authedProcedure, publicProcedure, router } from '../../server/trpc.js';
+import { sendAfterCommit } from '../../server/platform/email/mailer.js';
+import { offsetOf, pageOf, pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { adminProcedure, authedProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
 import { emailSchema } from '../auth/schemas.js';
-import { AppError } from '../../server/errors.js';
+import { AppError } from '../../server/platform/errors.js';
 
 const isoDate = z.iso.datetime({ offset: true });
 const text = (max: number) => z.string().trim().min(1).max(max);

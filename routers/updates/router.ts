@@ -1,9 +1,9 @@
 // Product updates (authenticated) and the admin view of the catalog. `/latest` is declared before
 // `/{version}`: the REST matcher takes the first match.
 import { z } from 'zod';
-import type { Config } from '../../server/config.js';
-import { AppError } from '../../server/errors.js';
-import { adminProcedure, authedProcedure, router } from '../../server/trpc.js';
+import type { Config } from '../../server/platform/config.js';
+import { AppError } from '../../server/platform/errors.js';
+import { adminProcedure, authedProcedure, router } from '../../server/platform/trpc.js';
 import { RELEASES, compareVersions, latestRelease, type Release } from './catalog.js';
 
 const tags = ['Updates'];

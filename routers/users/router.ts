@@ -2,9 +2,9 @@
 import { z } from 'zod';
 import { PLATFORM_ROLES, USER_STATUSES } from '../../db/schema.js';
 import { userOutput, workspaceSummaryOutput } from '../auth/schemas.js';
-import { pageOutput, paginationInput } from '../../server/pagination.js';
-import { displayName } from '../../server/validation.js';
-import { adminProcedure, adminWriteProcedure, router } from '../../server/trpc.js';
+import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { displayName } from '../../server/platform/validation.js';
+import { adminProcedure, adminWriteProcedure, router } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import * as users from './service.js';
 

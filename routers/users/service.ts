@@ -1,8 +1,8 @@
 // Platform administration of users: search, read, rename and platform role, suspend and activate.
 import type { Kysely } from 'kysely';
 import type { Database, PlatformRole, User, UserStatus } from '../../db/schema.js';
-import { AppError } from '../../server/errors.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
+import { AppError } from '../../server/platform/errors.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import { toUserOutput } from '../auth/schemas.js';
 import { membershipsOf } from '../workspaces/access.js';

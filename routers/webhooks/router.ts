@@ -1,10 +1,10 @@
 // Outbound webhooks of a workspace (webhooks.manage) and their delivery log. Demo accounts are refused
 // every change of an endpoint.
 import { z } from 'zod';
-import { displayName, exact } from '../../server/validation.js';
+import { displayName, exact } from '../../server/platform/validation.js';
 import { DELIVERY_STATUSES, WEBHOOK_EVENTS } from '../../db/schema.js';
-import { pageOutput, paginationInput } from '../../server/pagination.js';
-import { router, workspaceProcedure } from '../../server/trpc.js';
+import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import * as hooks from './service.js';
 import { MAX_WEBHOOK_URL_LENGTH } from './url-policy.js';

@@ -4,10 +4,10 @@
 import crypto from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, DeliveryStatus, WebhookDeliveriesTable, WebhookEvent, WebhooksTable } from '../../db/schema.js';
-import type { Config } from '../../server/config.js';
-import { AppError } from '../../server/errors.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
-import type { SecretBox } from '../../server/security/secret-box.js';
+import type { Config } from '../../server/platform/config.js';
+import { AppError } from '../../server/platform/errors.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import type { SecretBox } from '../../server/platform/security/secret-box.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import { checkWebhookUrl } from './url-policy.js';
 

@@ -5,8 +5,8 @@
 import type { LookupAddress } from 'node:dns';
 import dns from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
-import { remember } from '../../server/bounded-cache.js';
-import { AppError } from '../../server/errors.js';
+import { remember } from '../../server/platform/bounded-cache.js';
+import { AppError } from '../../server/platform/errors.js';
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 

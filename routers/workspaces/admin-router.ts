@@ -1,7 +1,7 @@
 // Platform administration of workspaces: list, create with an owner, edit, state moves, safe delete and
 // ownership transfer. Reads for admin and demo admin; writes through adminWriteProcedure.
 import { z } from 'zod';
-import { adminProcedure, adminWriteProcedure, router } from '../../server/trpc.js';
+import { adminProcedure, adminWriteProcedure, router } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import {
   adminCreateWorkspaceInput,

@@ -1,6 +1,6 @@
 // Workspaces as their members see them: list, create, read, rename; members, invitations and roles.
 import { z } from 'zod';
-import { authedProcedure, router, workspaceProcedure } from '../../server/trpc.js';
+import { authedProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import {
   acceptInvitationInput,

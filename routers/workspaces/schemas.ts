@@ -1,8 +1,8 @@
 // Inputs and outputs of the workspace, member, invitation and admin workspace routes.
 import { z } from 'zod';
 import { EDITIONS, WORKSPACE_ROLES, WORKSPACE_STATUSES } from '../../db/schema.js';
-import { pageOutput, paginationInput } from '../../server/pagination.js';
-import { displayName } from '../../server/validation.js';
+import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { displayName } from '../../server/platform/validation.js';
 import { emailSchema, workspaceSummaryOutput } from '../auth/schemas.js';
 
 const isoDate = z.iso.datetime({ offset: true });

@@ -2,13 +2,13 @@
 // audited in its own transaction; changes that could leave a workspace without an OWNER lock its members.
 import type { Kysely, Transaction } from 'kysely';
 import { LIVE_SUBSCRIPTION_STATUSES, type Database, type WorkspaceRole, type WorkspaceStatus } from '../../db/schema.js';
-import type { AppDeps } from '../../server/context.js';
-import { AppError } from '../../server/errors.js';
-import { sendAfterCommit } from '../../server/email/mailer.js';
-import { invitationMail, tokenLink } from '../../server/email/templates.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/pagination.js';
-import { roleHas } from '../../server/permissions.js';
-import { randomToken, sha256Hex } from '../../server/security/tokens.js';
+import type { AppDeps } from '../../server/platform/context.js';
+import { AppError } from '../../server/platform/errors.js';
+import { sendAfterCommit } from '../../server/platform/email/mailer.js';
+import { invitationMail, tokenLink } from '../../server/platform/email/templates.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { roleHas } from '../../server/platform/permissions.js';
+import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import type { WorkspaceAccess } from './access.js';
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProcessorA } from '../../routers/billing/processors/processor-a.js';
 import { createProcessorB } from '../../routers/billing/processors/processor-b.js';
 import type { CheckoutRequest, PaymentProcessor } from '../../routers/billing/processors/types.js';
-import { AppError, type ErrorCode } from '../../server/errors.js';
+import { AppError, type ErrorCode } from '../../server/platform/errors.js';
 import { FAKE_STRIPE_ERROR_DETAIL, fakeSubscription, signStripe, startFakeStripe, stripeEvent, type FakeStripe } from '../helpers/fake-stripe.js';
 import { FAKE_LEMON_ERROR_DETAIL, lemonEvent, signLemon, startFakeLemonSqueezy, type FakeLemonSqueezy } from '../helpers/fake-lemonsqueezy.js';
 

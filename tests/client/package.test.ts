@@ -6,8 +6,8 @@ import path from 'node:path';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { builtClient, CLIENT_DIR, REPO_DIR } from '../helpers/client-build.js';
-import { ERROR_STATUS } from '../../server/errors.js';
-import { TRPC_MAX_BATCH_SIZE } from '../../server/http.js';
+import { ERROR_STATUS } from '../../server/platform/errors.js';
+import { TRPC_MAX_BATCH_SIZE } from '../../server/platform/http.js';
 
 const CONSUMER_DIR = path.join(REPO_DIR, 'tests/client-consumer');
 
@@ -58,7 +58,7 @@ describe('npm run build:client', () => {
     expect(deps.modules.map(packageOf).sort()).toEqual(['@trpc/client', '@trpc/server']);
   });
 
-  it('declares ErrorCode as exactly the codes of ERROR_STATUS (server/errors.ts)', () => {
+  it('declares ErrorCode as exactly the codes of ERROR_STATUS (server/platform/errors.ts)', () => {
     const source = ts.createSourceFile('index.d.ts', declaration, ts.ScriptTarget.Latest, true);
     const alias = source.statements.find(
       (s): s is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(s) && s.name.text === 'ErrorCode',

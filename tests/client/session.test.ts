@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { builtClient } from '../helpers/client-build.js';
 import { STRONG_PASSWORD, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
-import { signAccessToken } from '../../server/security/jwt.js';
+import { signAccessToken } from '../../server/platform/security/jwt.js';
 import type * as ClientModule from '../../client/src/index.js';
 
 type Client = typeof ClientModule;

@@ -6,7 +6,7 @@ import dns from 'node:dns/promises';
 import crypto from 'node:crypto';
 import os from 'node:os';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { AppError } from '../../server/errors.js';
+import { AppError } from '../../server/platform/errors.js';
 import { checkWebhookUrl, isPublicAddress, resolveDeliveryAddress } from '../../routers/webhooks/url-policy.js';
 
 const strict = { allowPrivate: false };

@@ -1,8 +1,8 @@
 // Boots the real service in-process on port 0 against the run's Postgres database, with its log lines
 // captured, and gives tests an HTTP client bound to it.
 import { inject } from 'vitest';
-import { parseConfig, withDevelopmentSecrets, type Config } from '../../server/config.js';
-import { createLogger } from '../../server/logger.js';
+import { parseConfig, withDevelopmentSecrets, type Config } from '../../server/platform/config.js';
+import { createLogger } from '../../server/platform/logger.js';
 import { startServer, type RunningServer } from '../../server/server.js';
 import { ledger } from './secret-ledger.js';
 import { errorLedger } from './error-ledger.js';

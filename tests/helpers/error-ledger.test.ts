@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorLedger } from './error-ledger.js';
 
-/** A request log line as server/http.ts writes it. */
+/** A request log line as server/platform/http.ts writes it. */
 const line = (method: string, route: string, status: number, code?: string | null) =>
   JSON.stringify({ level: status >= 500 ? 50 : 30, requestId: 'r', method, url: route, route, status, code, msg: `${method} ${status}` });
 

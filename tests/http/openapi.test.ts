@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { appRouter } from '../../routers/index.js';
-import type { Meta } from '../../server/trpc.js';
-import { ERROR_STATUS, type ErrorCode } from '../../server/errors.js';
+import type { Meta } from '../../server/platform/trpc.js';
+import { ERROR_STATUS, type ErrorCode } from '../../server/platform/errors.js';
 import SwaggerParser from '@apidevtools/swagger-parser';
 
 let app: TestApp;

@@ -7,8 +7,8 @@ import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { STRONG_PASSWORD, registerAndLogin, uniqueEmail, type ApiResponse, type Session } from '../helpers/http.js';
-import { AppError, trpcErrorNumber } from '../../server/errors.js';
-import { errorHandler, requestId } from '../../server/http.js';
+import { AppError, trpcErrorNumber } from '../../server/platform/errors.js';
+import { errorHandler, requestId } from '../../server/platform/http.js';
 
 /** tRPC's JSON-RPC numbers (TRPC_ERROR_CODES_BY_KEY), written out so the test does not share the server's table. */
 const JSON_RPC = {

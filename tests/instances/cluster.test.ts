@@ -348,7 +348,7 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
       );
     }
 
-    /** The reader's count in the Redis rate limiter (server/rate-limit.ts: the tier, the client, the tier). */
+    /** The reader's count in the Redis rate limiter (server/platform/rate-limit.ts: the tier, the client, the tier). */
     const counted = async (who: Actors) =>
       Number((await inspect.get(`rl:default:user:${who.reader.userId}:default`)) ?? 0);
 

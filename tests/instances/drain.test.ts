@@ -8,7 +8,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { parseConfig } from '../../server/config.js';
+import { parseConfig } from '../../server/platform/config.js';
 import { startTestApp, testEnv, type TestApp } from '../helpers/app.js';
 import { apiClient, registerAndLogin, type Api, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';

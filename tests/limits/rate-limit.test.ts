@@ -581,7 +581,7 @@ describe('Redis', () => {
   });
 
   it('many requests of one client at once: exactly the limit is served across two instances, each with its own remaining count', async () => {
-    // Concurrent charges of one key are sent to Redis together (server/rate-limit.ts): the count must stay
+    // Concurrent charges of one key are sent to Redis together (server/platform/rate-limit.ts): the count must stay
     // exact, and every answer must carry its own place in it.
     const redis = await RedisServer.start();
     const limit = 25;

@@ -8,7 +8,7 @@ import type { TestApp } from '../helpers/app.js';
 import type { ApiResponse, RequestOptions } from '../helpers/http.js';
 import { ledger, trackBody } from '../helpers/secret-ledger.js';
 
-export type { ErrorRecord, RequestRecord } from '../../server/monitoring.js';
+export type { ErrorRecord, RequestRecord } from '../../server/platform/monitoring.js';
 
 export interface Page<T> {
   items: T[];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, withDevelopmentSecrets } from '../../server/config.js';
+import { ConfigError, parseConfig, withDevelopmentSecrets } from '../../server/platform/config.js';
 
 const errorOf = (env: NodeJS.ProcessEnv) => {
   try {

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { parseConfig, withDevelopmentSecrets } from '../../server/config.js';
-import { createLogger } from '../../server/logger.js';
+import { parseConfig, withDevelopmentSecrets } from '../../server/platform/config.js';
+import { createLogger } from '../../server/platform/logger.js';
 import { startServer } from '../../server/server.js';
 import { apiClient, login, registerAndLogin } from '../helpers/http.js';
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, type RequestOptions, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
-import { Metrics, QUEUE_READ_TIMEOUT_MS, type QueueCounts } from '../../server/metrics.js';
+import { Metrics, QUEUE_READ_TIMEOUT_MS, type QueueCounts } from '../../server/platform/metrics.js';
 import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
 
 const hex = (bytes = 8) => crypto.randomBytes(bytes).toString('hex');

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../server/config.js';
+import { parseConfig } from '../../server/platform/config.js';
 import { startTestApp, testEnv, type TestApp } from '../helpers/app.js';
 import { expectError, registerAndLogin, type ApiResponse, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';

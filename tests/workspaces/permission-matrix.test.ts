@@ -1,7 +1,7 @@
 // The permission matrix: every workspace route x every role, a member of another workspace and an
 // anonymous caller on one ACTIVE fixture workspace, plus the owner and a member of a SUSPENDED and of an
 // ARCHIVED workspace. Each cell is its own test; the expected outcomes are written out by hand below (not
-// derived from server/permissions.ts), so a change of the role table shows up here as a failing cell.
+// derived from server/platform/permissions.ts), so a change of the role table shows up here as a failing cell.
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';

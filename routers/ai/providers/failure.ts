@@ -1,6 +1,6 @@
 // A provider failure as the client sees it: friendly and empty of anything the provider said (its answer
 // may echo the prompt, a key prefix or internal details). The cause goes to the server log only.
-import { AppError } from '../../../server/errors.js';
+import { AppError } from '../../../server/platform/errors.js';
 
 const KIND_BY_STATUS: Record<number, string> = {
   401: 'rejected our credentials',

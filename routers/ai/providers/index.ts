@@ -1,9 +1,9 @@
-import type { Config } from '../../../server/config.js';
+import type { Config } from '../../../server/platform/config.js';
 import { createMockProvider } from './mock.js';
 import { createProviderA } from './provider-a.js';
 import { createProviderB } from './provider-b.js';
 import type { TextProvider } from './types.js';
-import { storableText } from '../../../server/unstorable-text.js';
+import { storableText } from '../../../server/platform/unstorable-text.js';
 
 /** The provider AI_PROVIDER selects. Built at start-up; a missing key is reported, never fatal. */
 export function createTextProvider(config: Config): TextProvider {

@@ -1,7 +1,7 @@
 // PROVIDER_A: the OpenAI Chat Completions protocol through the official `openai` SDK. The base URL is a
 // setting, so tests and compatible gateways can stand in for the real API.
 import OpenAI from 'openai';
-import type { Config } from '../../../server/config.js';
+import type { Config } from '../../../server/platform/config.js';
 import { providerFailure } from './failure.js';
 import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
 

@@ -1,7 +1,7 @@
 // PROVIDER_B: the Anthropic Messages protocol through the official `@anthropic-ai/sdk`, with the base URL
 // as a setting.
 import Anthropic from '@anthropic-ai/sdk';
-import type { Config } from '../../../server/config.js';
+import type { Config } from '../../../server/platform/config.js';
 import { providerFailure } from './failure.js';
 import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
 

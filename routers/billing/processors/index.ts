@@ -1,6 +1,6 @@
 // Both processors are built whatever BILLING_PROVIDER says: the active one serves checkout, and either
 // one verifies its inbound webhooks whenever its secret is set (late events after a switch still land).
-import type { Config } from '../../../server/config.js';
+import type { Config } from '../../../server/platform/config.js';
 import { createProcessorA } from './processor-a.js';
 import { createProcessorB } from './processor-b.js';
 import type { PaymentProcessor, ProcessorName } from './types.js';

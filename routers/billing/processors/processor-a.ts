@@ -7,8 +7,8 @@
 // is typed for (e.g. subscription periods moved from the subscription onto its items in 2025).
 import Stripe from 'stripe';
 import type { PaymentStatus, SubscriptionStatus } from '../../../db/schema.js';
-import type { Config } from '../../../server/config.js';
-import { AppError } from '../../../server/errors.js';
+import type { Config } from '../../../server/platform/config.js';
+import { AppError } from '../../../server/platform/errors.js';
 import { ourId, type BillingChange, type CheckoutRequest, type PaymentChange, type PaymentProcessor, type SubscriptionChange } from './types.js';
 
 export type ProcessorAConfig = Pick<Config, 'PROCESSOR_A_SECRET_KEY' | 'PROCESSOR_A_WEBHOOK_SECRET' | 'PROCESSOR_A_BASE_URL'>;

@@ -4,8 +4,8 @@
 // (hex HMAC-SHA256 of the raw body) and translated into BillingChanges for the billing service.
 import crypto from 'node:crypto';
 import type { SubscriptionStatus } from '../../../db/schema.js';
-import type { Config } from '../../../server/config.js';
-import { AppError } from '../../../server/errors.js';
+import type { Config } from '../../../server/platform/config.js';
+import { AppError } from '../../../server/platform/errors.js';
 import type { ProcessorOptions } from './processor-a.js';
 import { ourId, type BillingChange, type CheckoutRequest, type PaymentChange, type PaymentProcessor, type SubscriptionChange } from './types.js';
 

@@ -1,11 +1,11 @@
-// Which workspace a request acts on, and whether the caller may: used by workspaceProcedure (server/trpc.ts)
+// Which workspace a request acts on, and whether the caller may: used by workspaceProcedure (server/platform/trpc.ts)
 // and by the plain Express routes (uploads), so both decide alike.
 import { z } from 'zod';
 import type { Config } from './config.js';
 import { AppError } from './errors.js';
 import { roleHas, type WorkspacePermission } from './permissions.js';
 import { isDemoAccount } from './accounts.js';
-import { workspaceContext, type WorkspaceAccess } from '../routers/workspaces/access.js';
+import { workspaceContext, type WorkspaceAccess } from '../../routers/workspaces/access.js';
 
 const workspaceIdSchema = z.uuid();
 

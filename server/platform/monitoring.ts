@@ -84,7 +84,7 @@ const FRIENDLY_5XX = 'The request failed on the server.';
 
 /**
  * Path segments that could be a token or a key are not kept, even on unknown routes: those of 16
- * characters or more, and shorter ones shaped like a secret (server/logger.ts). Cut to 200 characters
+ * characters or more, and shorter ones shaped like a secret (server/platform/logger.ts). Cut to 200 characters
  * only after that, so a cut never leaves the start of a secret behind.
  */
 const sanitizePath = (path: string) =>

@@ -12,8 +12,8 @@ import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { errorBody, httpError } from './errors.js';
 import type { Tier } from './rate-limit.js';
 import { bearerToken } from './security/jwt.js';
-import { WEBHOOK_QUEUE } from '../jobs/queue.js';
-import { errorResponse } from '../openapi/error-response.js';
+import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
+import { errorResponse } from '../../openapi/error-response.js';
 
 export const METRICS_PATH = '/metrics';
 

@@ -1,6 +1,6 @@
 // Who may do what: workspace roles to permissions, and platform roles to admin rights. The only table of
 // its kind: procedures ask for a permission by name (workspaceProcedure('ai.generate')), never for a role.
-import type { PlatformRole, WorkspaceRole } from '../db/schema.js';
+import type { PlatformRole, WorkspaceRole } from '../../db/schema.js';
 
 export const WORKSPACE_PERMISSIONS = [
   'workspace.read',

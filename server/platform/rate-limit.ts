@@ -16,7 +16,7 @@ import type { Logger } from './logger.js';
 import { trpcProcedures, type RouteTemplates } from './route-templates.js';
 import { noteRequest } from './monitoring.js';
 import { bearerToken, verifyAccessToken } from './security/jwt.js';
-import { batched, groupPositions } from '../db/batched.js';
+import { batched, groupPositions } from '../../db/batched.js';
 
 export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook'] as const;
 export type Tier = (typeof TIERS)[number];

@@ -7,9 +7,9 @@ import type { AppDeps, Context } from './context.js';
 import { AppError, toApiError, trpcErrorNumber, trpcErrorShape, type ErrorCode } from './errors.js';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import { platformRoleHas, type PlatformPermission, type WorkspacePermission } from './permissions.js';
-import { authenticate, type Principal } from '../routers/auth/sessions.js';
-import { API_KEY_PREFIX, authenticateApiKey, verifiedApiKeyId, type ApiKeyPrincipal } from '../routers/api-keys/service.js';
-import type { ApiKeyScope } from '../db/schema.js';
+import { authenticate, type Principal } from '../../routers/auth/sessions.js';
+import { API_KEY_PREFIX, authenticateApiKey, verifiedApiKeyId, type ApiKeyPrincipal } from '../../routers/api-keys/service.js';
+import type { ApiKeyScope } from '../../db/schema.js';
 import { resolveWorkspaceAccess, type AccessOptions } from './access.js';
 import { bearerToken } from './security/jwt.js';
 import { noteRequest } from './monitoring.js';
@@ -52,7 +52,7 @@ export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
 /**
- * Every procedure. Its success status (meta.successStatus) is applied by the REST handler (server/http.ts),
+ * Every procedure. Its success status (meta.successStatus) is applied by the REST handler (server/platform/http.ts),
  * which also counts it in flight until it settles: no per-procedure middleware, as each one costs two
  * copies of the call's options on every request.
  */
@@ -130,7 +130,7 @@ export const adminWriteProcedure = adminProcedure.use(({ ctx, next }) => {
 
 /**
  * A member of the workspace named by `workspaceId` (path, query or body) holding `permission`, decided by
- * resolveWorkspaceAccess (server/access.ts). The membership comes from authentication (loaded with the
+ * resolveWorkspaceAccess (server/platform/access.ts). The membership comes from authentication (loaded with the
  * user) and is handed on as ctx.workspace. With `orActiveWorkspace`, a request that names no workspace acts
  * on the caller's active workspace (the first ACTIVE one they joined), as the spec allows for the AI and
  * billing routes; `refuseDemoAccounts` is the one guard of demo accounts on key and webhook changes.

@@ -5,7 +5,7 @@ import { TRPCError } from '@trpc/server';
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY, type TRPC_ERROR_CODE_NUMBER } from '@trpc/server/rpc';
 import { ZodError } from 'zod';
 import { UnstorableText } from './unstorable-text.js';
-import { isDatabaseUnavailable } from '../db/errors.js';
+import { isDatabaseUnavailable } from '../../db/errors.js';
 
 /** Every code a client can see, with its HTTP status (DESIGN.md "Conventions of the HTTP surface"). */
 export const ERROR_STATUS = {
@@ -188,7 +188,7 @@ interface BodyParserError {
   code?: unknown;
 }
 
-/** The body parsers decode gzip, deflate and br (server/request-body.ts). */
+/** The body parsers decode gzip, deflate and br (server/platform/request-body.ts). */
 const UNDECODABLE_BODY = 'The request body is not valid gzip, deflate or br data, as its Content-Encoding says it is.';
 const UNSUPPORTED_ENCODING = 'This Content-Encoding is not accepted: send the body as is, or with gzip, deflate or br.';
 
@@ -247,8 +247,8 @@ export interface TrpcErrorShape {
 
 /**
  * An error as `/trpc` answers it, inside tRPC's envelope (`error`): the values of the REST body under
- * `data`, and `code`, tRPC's JSON-RPC number (trpcErrorNumber). The errorFormatter of server/trpc.ts and the
- * answers of what is refused before tRPC has the request (server/http.ts) both build it here.
+ * `data`, and `code`, tRPC's JSON-RPC number (trpcErrorNumber). The errorFormatter of server/platform/trpc.ts and the
+ * answers of what is refused before tRPC has the request (server/platform/http.ts) both build it here.
  */
 export function trpcErrorShape(api: ApiError, code: TRPC_ERROR_CODE_NUMBER, requestId: string | undefined, path?: string): TrpcErrorShape {
   return {

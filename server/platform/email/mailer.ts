@@ -2,7 +2,7 @@
 // by platform admins at GET /admin/email-logs); SMTP sends it through nodemailer.
 import nodemailer from 'nodemailer';
 import type { Config } from '../config.js';
-import type { Db } from '../../db/index.js';
+import type { Db } from '../../../db/index.js';
 import type { Logger } from '../logger.js';
 import { settlesWithin } from '../in-flight.js';
 

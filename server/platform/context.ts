@@ -1,16 +1,16 @@
 // What every procedure receives: the shared services of the process and the facts of this request.
 import type { Request, Response } from 'express';
 import type { Config } from './config.js';
-import type { Db } from '../db/index.js';
+import type { Db } from '../../db/index.js';
 import type { Logger } from './logger.js';
 import type { Mailer } from './email/mailer.js';
 import type { PasswordHasher } from './security/passwords.js';
 import type { RedisConnections } from './redis.js';
-import type { PlanCatalog } from '../routers/billing/plans.js';
-import type { Processors } from '../routers/billing/processors/index.js';
-import type { TextProvider } from '../routers/ai/providers/types.js';
+import type { PlanCatalog } from '../../routers/billing/plans.js';
+import type { Processors } from '../../routers/billing/processors/index.js';
+import type { TextProvider } from '../../routers/ai/providers/types.js';
 import type { SecretBox } from './security/secret-box.js';
-import type { WebhookRunner } from '../jobs/webhook-runner.js';
+import type { WebhookRunner } from '../../jobs/webhook-runner.js';
 import type { Monitor } from './monitoring.js';
 import type { Storage } from './storage.js';
 import type { InFlight } from './in-flight.js';
@@ -39,7 +39,7 @@ export interface AppDeps {
   /** Set when a shutdown begins: GET /health answers 503 `draining`, so load balancers stop sending here. */
   lifecycle: { draining: boolean };
   startedAt: Date;
-  /** Failed sign-ins per account, set by createApp while rate limiting is on (server/rate-limit.ts). */
+  /** Failed sign-ins per account, set by createApp while rate limiting is on (server/platform/rate-limit.ts). */
   failedSignIns?: FailureLimiter;
 }
 
