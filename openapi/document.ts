@@ -8,9 +8,8 @@
 import type { AnyTRPCRouter } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import type { Meta } from '../server/platform/trpc.js';
+import { tierOf, tierOfOperation, type Meta, type Tier } from '../server/platform/route-meta.js';
 import { ERROR_STATUS, type ErrorCode } from '../server/platform/errors.js';
-import { tierOf } from '../server/platform/rate-limit.js';
 import { codesOf, errorSchema } from './error-response.js';
 
 const ERROR_SCHEMA = {
@@ -66,6 +65,8 @@ interface Declared {
   successStatus?: number;
   errors: readonly ErrorCode[];
   sameBodyWith?: Record<number, string>;
+  /** Its rate-limit tier; undefined: never limited. */
+  tier: Tier | undefined;
 }
 
 function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
@@ -77,6 +78,7 @@ function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
       successStatus: meta.successStatus,
       errors: [...(meta.accessErrors ?? []), ...(meta.errors ?? [])],
       sameBodyWith: meta.sameBodyWith,
+      tier: tierOf(meta.rateLimit),
     });
   }
   return declared;
@@ -87,11 +89,11 @@ function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
  * parser refuses, an unknown id in the path, the rate limit, the database away. (Who may call it is the
  * procedure builder's `accessErrors`, or a plain route's own list.)
  */
-function errorsOfKind(method: string, path: string): ErrorCode[] {
+function errorsOfKind(method: string, path: string, tier: Tier | undefined): ErrorCode[] {
   const codes: ErrorCode[] = ['BAD_REQUEST', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'];
   if (method !== 'get') codes.push('PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
   if (path.includes('{')) codes.push('NOT_FOUND');
-  if (tierOf(method.toUpperCase(), path)) codes.push('RATE_LIMITED');
+  if (tier) codes.push('RATE_LIMITED');
   return codes;
 }
 
@@ -166,7 +168,8 @@ export function buildOpenApiDocument(
       }
       // trpc-to-openapi's generic error entries (no codes) are replaced by the lists below.
       for (const status of Object.keys(responses)) if (Number(status) >= 400 && !codesOf(responses[status]).length) delete responses[status];
-      documentErrors(op, [...errorsOfKind(method, path), ...(own?.errors ?? [])]);
+      const tier = own ? own.tier : tierOfOperation(op);
+      documentErrors(op, [...errorsOfKind(method, path, tier), ...(own?.errors ?? [])]);
       for (const [status, description] of Object.entries(own?.sameBodyWith ?? {})) {
         const success = responses[String(own?.successStatus ?? 200)];
         responses[status] = { description, content: success?.content };

@@ -5,22 +5,17 @@ import { Router } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { buildOpenApiDocument } from './document.js';
-import { billingWebhookOpenApiPaths } from '../routers/billing/webhooks.js';
-import { uploadOpenApiPaths } from '../routers/files/uploads.js';
 import { metricsOpenApiPaths } from '../server/platform/metrics.js';
 
 /**
- * The plain Express routes (inbound provider webhooks, uploads), as their OpenAPI entries: documented here,
- * and the list by which the app matches a request to them (server/app.ts, server/platform/route-templates.ts).
+ * The whole API's document: the procedures' routes and the plain Express routes (their OpenAPI entries,
+ * handed in by the composition root, server/app.ts).
  */
-export const plainRoutePaths: ZodOpenApiPathsObject = { ...billingWebhookOpenApiPaths, ...uploadOpenApiPaths };
+export const apiDocument = (appRouter: AnyTRPCRouter, version: string, plainPaths: ZodOpenApiPathsObject) =>
+  buildOpenApiDocument(appRouter, { version, extraPaths: { ...plainPaths, ...metricsOpenApiPaths } });
 
-/** The whole API's document: the procedures' routes and the plain Express routes. */
-export const apiDocument = (appRouter: AnyTRPCRouter, version: string) =>
-  buildOpenApiDocument(appRouter, { version, extraPaths: { ...plainRoutePaths, ...metricsOpenApiPaths } });
-
-export function openApiRoutes(appRouter: AnyTRPCRouter, version: string): Router {
-  const document = apiDocument(appRouter, version);
+export function openApiRoutes(appRouter: AnyTRPCRouter, version: string, plainPaths: ZodOpenApiPathsObject): Router {
+  const document = apiDocument(appRouter, version, plainPaths);
   const routes = Router();
   routes.get('/openapi.json', (_req, res) => {
     res.json(document);

@@ -7,18 +7,25 @@ import cors from 'cors';
 import type { AppDeps } from './platform/context.js';
 import { errorHandler, notFound, refuseAmbiguousPath, requestId, requestLogger, restHandler, trpcHandler } from './platform/http.js';
 import { appRouter } from '../routers/index.js';
-import { openApiRoutes, plainRoutePaths } from '../openapi/routes.js';
-import { MOCK_WEBHOOK_PATH, billingWebhookRoutes, mockWebhookEnabled } from '../routers/billing/webhooks.js';
+import { openApiRoutes } from '../openapi/routes.js';
+import type { ZodOpenApiPathsObject } from 'zod-openapi';
+import { MOCK_WEBHOOK_PATH, billingWebhookOpenApiPaths, billingWebhookRoutes, mockWebhookEnabled } from '../routers/billing/webhooks.js';
 import { responseCache } from './platform/response-cache.js';
-import { FailureLimiter, TIERS, isDocsPath, rateLimiter, type Tier } from './platform/rate-limit.js';
-import { uploadRoutes } from '../routers/files/uploads.js';
-import { verifiedApiKeyId } from '../routers/api-keys/service.js';
+import { FailureLimiter, isDocsPath, rateLimiter } from './platform/rate-limit.js';
+import { TIERS, type Tier } from './platform/route-meta.js';
+import { uploadOpenApiPaths, uploadRoutes } from '../routers/files/uploads.js';
 import { RouteTemplates, type RouteTemplate } from './platform/route-templates.js';
-import { METRICS_PATH, Metrics, metricsRoute, webhookQueueCounts } from './platform/metrics.js';
-import { webhookQueueEnabled } from '../jobs/queue.js';
+import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
+import { WEBHOOK_QUEUE, webhookQueueEnabled } from '../jobs/queue.js';
 import { startAuthentication } from './platform/trpc.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
 import { JSON_BODY_LIMIT_BYTES, closeUnreadBody, refuseJsonBodyHeaders } from './platform/request-body.js';
+
+/**
+ * The plain Express routes (inbound provider webhooks, uploads), as their OpenAPI entries: documented in
+ * /openapi.json, and the list by which the app matches a request to them (RouteTemplates).
+ */
+export const plainRoutePaths: ZodOpenApiPathsObject = { ...billingWebhookOpenApiPaths, ...uploadOpenApiPaths };
 
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
@@ -36,7 +43,7 @@ export function createApp(deps: AppDeps): express.Express {
   const metrics = metricsToken
     ? new Metrics({
         tiers: TIERS,
-        queue: webhookQueueEnabled(config) && redis ? webhookQueueCounts(redis.commands, config.QUEUE_PREFIX) : undefined,
+        queue: webhookQueueEnabled(config) && redis ? queueCounts(redis.commands, config.QUEUE_PREFIX, WEBHOOK_QUEUE) : undefined,
       })
     : undefined;
 
@@ -61,7 +68,7 @@ export function createApp(deps: AppDeps): express.Express {
   // The procedures' deps: with rate limiting on, sign-ins are also counted per account (routers/auth).
   let procedureDeps = deps;
   if (deps.config.RATE_LIMIT_ENABLED) {
-    app.use(rateLimiter({ ...deps, redis: deps.redis?.commands, routes, verifiedApiKeyId, onRejected }));
+    app.use(rateLimiter({ ...deps, redis: deps.redis?.commands, routes, knownApiKeyId: deps.auth.knownApiKeyId, onRejected }));
     const failedSignIns = new FailureLimiter(
       { ...deps, redis: deps.redis?.commands, onRejected },
       { name: 'auth-account', tier: 'auth', limit: deps.config.RATE_LIMIT_AUTH_MAX_REQUESTS },
@@ -69,7 +76,7 @@ export function createApp(deps: AppDeps): express.Express {
     procedureDeps = { ...deps, failedSignIns };
   }
   app.use(refuseUnstorableUrl);
-  const docs = openApiRoutes(appRouter, deps.config.SERVICE_VERSION);
+  const docs = openApiRoutes(appRouter, deps.config.SERVICE_VERSION, plainRoutePaths);
   app.use(only((req) => req.path === '/openapi.json' || isDocsPath(req.path), docs));
 
   // The public catalog is the same for everyone: kept as bytes until the catalog changes.

@@ -9,22 +9,9 @@ import type { Config } from './platform/config.js';
 import type { AppDeps } from './platform/context.js';
 import type { Logger } from './platform/logger.js';
 import { createApp } from './app.js';
-import { createMailer } from './platform/email/mailer.js';
 import { errorBody, httpError, type ApiError } from './platform/errors.js';
-import { PasswordHasher } from './platform/security/passwords.js';
-import { createDb, databaseKind } from '../db/index.js';
-import { migrateToLatest } from '../db/migrate.js';
-import { seedPlatformAdmins } from '../db/seed.js';
-import { connectRedis } from './platform/redis.js';
-import { PlanCatalog } from '../routers/billing/plans.js';
-import { createProcessors } from '../routers/billing/processors/index.js';
-import { createTextProvider } from '../routers/ai/providers/index.js';
-import { SecretBox } from './platform/security/secret-box.js';
-import { WebhookRunner } from '../jobs/webhook-runner.js';
-import { createWebhookQueue, webhookQueueEnabled } from '../jobs/queue.js';
-import { Monitor } from './platform/monitoring.js';
-import { createStorage } from './platform/storage.js';
-import { InFlight } from './platform/in-flight.js';
+import { databaseKind } from '../db/index.js';
+import { createDeps } from './deps.js';
 
 export interface RunningServer {
   url: string;
@@ -37,50 +24,6 @@ export interface RunningServer {
    * when called again during it (a second signal). Every call answers the same shutdown.
    */
   close(opts?: { drain?: boolean }): Promise<void>;
-}
-
-export async function createDeps(config: Config, logger: Logger): Promise<AppDeps> {
-  const db = await createDb(config, (err) => logger.error({ err }, 'idle database client failed'));
-  try {
-    const applied = await migrateToLatest(db);
-    if (applied.length) logger.info({ migrations: applied }, 'database migrated');
-    const passwords = new PasswordHasher(config.BCRYPT_COST);
-    const redis = connectRedis(config, logger);
-    // With Redis every instance hears about plan changes at once; without it, copies refresh within 5 s.
-    const plans = new PlanCatalog(db, {
-      ttlMs: redis ? 60_000 : 5_000,
-      publisher: redis?.commands,
-      publishTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
-      subscriber: redis?.subscriber,
-      logger,
-    });
-    const mailer = createMailer(config, db);
-    const secrets = new SecretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY);
-    const queue = webhookQueueEnabled(config) ? createWebhookQueue(config) : undefined;
-    const deps: AppDeps = {
-      config,
-      db,
-      logger,
-      mailer,
-      passwords,
-      redis,
-      plans,
-      processors: createProcessors(config),
-      ai: createTextProvider(config),
-      secrets,
-      webhooks: new WebhookRunner({ db, config, logger, secrets, mailer }, queue),
-      monitor: new Monitor(config),
-      storage: createStorage(config),
-      inFlight: new InFlight(),
-      lifecycle: { draining: false },
-      startedAt: new Date(),
-    };
-    await Promise.all([seedPlatformAdmins(deps), passwords.warmUp(), plans.listen()]);
-    return deps;
-  } catch (err) {
-    await db.destroy();
-    throw err;
-  }
 }
 
 /**

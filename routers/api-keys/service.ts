@@ -1,6 +1,7 @@
 // Workspace API keys for the public API. A key is `wsk_` + 40 base62 characters, shown once; only its
 // SHA-256 and its first 12 characters are stored. The plan's `limits.apiKeys` is checked under a lock of
 // the workspace row, so concurrent creations cannot pass it.
+import { API_KEY_PREFIX, type ApiKeyPrincipal } from '../../server/platform/principal.js';
 import crypto from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { ApiKeysTable, ApiKeyScope, Database, Edition, PlanLimits } from '../../db/schema.js';
@@ -11,7 +12,6 @@ import { recordAudit, type Actor } from '../audit/service.js';
 
 type Db = Kysely<Database>;
 
-export const API_KEY_PREFIX = 'wsk_';
 export const API_KEY_FORMAT = /^wsk_[A-Za-z0-9]{40}$/;
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -263,13 +263,11 @@ const keyLookup = batchedLookup(keyQuery, (row) => row.key_hash);
 const lastUsedWrites = new Map<string, number>();
 const LAST_USED_EVERY_MS = 60_000;
 
-export type ApiKeyPrincipal = Awaited<ReturnType<typeof authenticateApiKey>>;
-
 /**
  * The live key behind a raw value, with its workspace. A value that is not a well-formed key is refused
  * before any database lookup.
  */
-export async function authenticateApiKey(db: Db, raw: string | undefined) {
+export async function authenticateApiKey(db: Db, raw: string | undefined): Promise<ApiKeyPrincipal> {
   const unauthorized = new AppError('UNAUTHORIZED', 'Send a valid API key in X-API-Key (or Authorization: Bearer).');
   if (!raw || !API_KEY_FORMAT.test(raw)) throw unauthorized;
   const hash = hashKey(raw);

@@ -42,6 +42,7 @@ async function countedLogin(ctx: Context, input: z.infer<typeof loginInput>) {
 export const authRouter = router({
   register: publicProcedure
     .meta({
+      rateLimit: 'auth',
       openapi: { method: 'POST', path: '/auth/register', tags, protect: false, summary: 'Create an account and its personal workspace' },
       errors: ['EMAIL_TAKEN', 'WEAK_PASSWORD'],
       successStatus: 201,
@@ -52,6 +53,7 @@ export const authRouter = router({
 
   login: publicProcedure
     .meta({
+      rateLimit: 'auth',
       openapi: {
         method: 'POST',
         path: '/auth/login',
@@ -88,25 +90,25 @@ export const authRouter = router({
     .query(({ ctx }) => auth.me(ctx)),
 
   forgotPassword: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/forgot-password', tags, protect: false, summary: 'Mail a password reset link' } })
+    .meta({ rateLimit: 'auth', openapi: { method: 'POST', path: '/auth/forgot-password', tags, protect: false, summary: 'Mail a password reset link' } })
     .input(emailInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.forgotPassword(ctx, input)),
 
   resetPassword: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/reset-password', tags, protect: false, summary: 'Set a new password with a reset token' }, errors: ['INVALID_TOKEN', 'WEAK_PASSWORD'] })
+    .meta({ rateLimit: 'auth', openapi: { method: 'POST', path: '/auth/reset-password', tags, protect: false, summary: 'Set a new password with a reset token' }, errors: ['INVALID_TOKEN', 'WEAK_PASSWORD'] })
     .input(resetPasswordInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.resetPassword(ctx, input, ctx)),
 
   resendVerification: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/resend-verification', tags, protect: false, summary: 'Mail a new e-mail verification link' } })
+    .meta({ rateLimit: 'auth', openapi: { method: 'POST', path: '/auth/resend-verification', tags, protect: false, summary: 'Mail a new e-mail verification link' } })
     .input(emailInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.resendVerification(ctx, input)),
 
   verifyEmail: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/verify-email', tags, protect: false, summary: 'Verify an e-mail address with a token' }, errors: ['INVALID_TOKEN'] })
+    .meta({ rateLimit: 'auth', openapi: { method: 'POST', path: '/auth/verify-email', tags, protect: false, summary: 'Verify an e-mail address with a token' }, errors: ['INVALID_TOKEN'] })
     .input(tokenInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.verifyEmail(ctx, input)),

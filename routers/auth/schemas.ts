@@ -1,8 +1,9 @@
 // Inputs and outputs of the auth routes, and the mapping from rows to what clients see.
 import { z } from 'zod';
-import { EDITIONS, PLATFORM_ROLES, USER_STATUSES, WORKSPACE_ROLES, WORKSPACE_STATUSES, type User } from '../../db/schema.js';
+import { EDITIONS, PLATFORM_ROLES, USER_STATUSES, WORKSPACE_ROLES, WORKSPACE_STATUSES } from '../../db/schema.js';
 import { newPasswordSchema } from '../../server/platform/security/passwords.js';
 import { displayName } from '../../server/platform/validation.js';
+import type { UserRow } from '../../server/platform/principal.js';
 import type { WorkspaceContext } from '../workspaces/access.js';
 
 export const emailSchema = z.email({ error: 'Enter a valid e-mail address.' }).max(254);
@@ -66,7 +67,7 @@ export const meOutput = z.object({ user: userOutput }).extend(workspaceContextOu
 export const registerOutput = z.object({ user: userOutput, workspace: workspaceSummaryOutput });
 export const messageOutput = z.object({ message: z.string() });
 
-export type UserRow = Pick<User, 'id' | 'email' | 'name' | 'status' | 'platform_role' | 'email_verified_at' | 'created_at'>;
+export type { UserRow };
 export const USER_COLUMNS = ['id', 'email', 'name', 'status', 'platform_role', 'email_verified_at', 'created_at'] as const;
 
 export function toUserOutput(u: UserRow): z.infer<typeof userOutput> {

@@ -11,8 +11,11 @@ import { hmacSha256Hex, randomToken } from '../../server/platform/security/token
 import { compiledOnce } from '../../db/compiled.js';
 import { batchedLookup } from '../../db/batched.js';
 import { recordAudit } from '../audit/service.js';
-import { membershipsColumn, type WorkspaceAccess } from '../workspaces/access.js';
-import { USER_COLUMNS, type UserRow } from './schemas.js';
+import { membershipsColumn } from '../workspaces/access.js';
+import type { Principal } from '../../server/platform/principal.js';
+
+export type { Principal };
+import { USER_COLUMNS } from './schemas.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db'>;
 
@@ -26,11 +29,6 @@ export interface TokenPair {
 const unauthorized = () => new AppError('UNAUTHORIZED', 'Authentication required: send a valid, unexpired access token.');
 const suspended = () => new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
 
-export interface Principal {
-  user: UserRow;
-  /** Every workspace membership of the user, loaded in the same query. */
-  memberships: WorkspaceAccess[];
-}
 
 const principalQuery = compiledOnce((db, userIds: string[]) =>
   db

@@ -132,6 +132,7 @@ const received = {
 export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
   '/billing/webhooks/processor-a': {
     post: {
+      'x-rate-limit-tier': 'webhook',
       operationId: 'billing-webhooks-processor-a',
       summary: 'PROCESSOR_A events, verified by the Stripe-Signature header (300 s tolerance)',
       tags: ['Billing webhooks'],
@@ -143,6 +144,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
   },
   '/billing/webhooks/processor-b': {
     post: {
+      'x-rate-limit-tier': 'webhook',
       operationId: 'billing-webhooks-processor-b',
       summary: 'PROCESSOR_B events, verified by the X-Signature header (hex HMAC-SHA256 of the raw body)',
       tags: ['Billing webhooks'],
@@ -154,6 +156,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
   },
   [MOCK_WEBHOOK_PATH]: {
     post: {
+      'x-rate-limit-tier': 'webhook',
       operationId: 'billing-webhooks-mock',
       summary: 'Development events while BILLING_PROVIDER is MOCK (404 otherwise, and in production)',
       description:

@@ -30,7 +30,7 @@ const UPLOAD_TYPES = new Set([...REENCODED_UPLOAD_TYPES, 'application/pdf']);
 /** About 40 megapixels: a real photo passes, a header claiming 50,000 x 50,000 does not. */
 const MAX_PIXELS = 40_000_000;
 
-type Deps = Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger'>;
+type Deps = Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'auth'>;
 
 /**
  * What a form may add to its file's bytes: the multipart framing and the form fields (at most 10 of 1 KiB).
@@ -354,6 +354,7 @@ const refusals = {
 export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
   '/storage/upload': {
     post: {
+      'x-rate-limit-tier': 'upload',
       operationId: 'storage-upload',
       summary: 'Upload a file (field file, 10 MiB; images, GIF or PDF by content) to a workspace',
       tags: ['Storage'],
@@ -364,6 +365,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
   },
   '/profile/avatar': {
     post: {
+      'x-rate-limit-tier': 'upload',
       operationId: 'profile-avatar',
       summary: 'Set my avatar (field avatar, PNG/JPEG/WebP, 2 MiB; stored as a 512 x 512 WebP)',
       tags: ['Profile'],
@@ -374,6 +376,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
   },
   '/workspaces/{workspaceId}/branding/logo': {
     post: {
+      'x-rate-limit-tier': 'upload',
       operationId: 'workspace-branding-logo',
       summary: 'Set the workspace logo (field logo, PNG/JPEG/WebP, 1 MiB, no SVG)',
       tags: ['Workspaces'],

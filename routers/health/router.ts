@@ -33,6 +33,7 @@ export const healthOutput = z.object({
 export const healthRouter = router({
   health: publicProcedure
     .meta({
+      rateLimit: false,
       openapi: { method: 'GET', path: '/health', tags: ['Status'], protect: false, summary: 'Service and database health' },
       sameBodyWith: { 503: 'Degraded (the database does not answer) or draining (the instance is shutting down)' },
     })

@@ -9,7 +9,7 @@ const security = { protect: true };
 
 export const publicApiRouter = router({
   me: apiKeyProcedure()
-    .meta({ openapi: { method: 'GET', path: '/public-api/me', tags, ...security, summary: 'The API key making the call, and its workspace' } })
+    .meta({ rateLimit: 'publicApi', openapi: { method: 'GET', path: '/public-api/me', tags, ...security, summary: 'The API key making the call, and its workspace' } })
     .input(z.void())
     .output(
       z.object({
@@ -23,7 +23,7 @@ export const publicApiRouter = router({
     })),
 
   workspace: apiKeyProcedure(['workspace:read', 'read'])
-    .meta({ openapi: { method: 'GET', path: '/public-api/workspace', tags, ...security, summary: "The key's workspace (scope workspace:read or read)" } })
+    .meta({ rateLimit: 'publicApi', openapi: { method: 'GET', path: '/public-api/workspace', tags, ...security, summary: "The key's workspace (scope workspace:read or read)" } })
     .input(z.void())
     .output(z.object({ id: z.uuid(), name: z.string(), status: z.enum(WORKSPACE_STATUSES), edition: z.enum(EDITIONS), memberCount: z.number().int(), createdAt: z.iso.datetime({ offset: true }) }))
     .query(({ ctx }) => loadWorkspace(ctx.db, ctx.apiKey.workspace_id)),

@@ -7,13 +7,13 @@ const tags = ['Status'];
 
 export const statusRouter = router({
   search: publicProcedure
-    .meta({ openapi: { method: 'GET', path: '/search/status', tags, protect: false, summary: 'Search engine and what it covers' } })
+    .meta({ rateLimit: false, openapi: { method: 'GET', path: '/search/status', tags, protect: false, summary: 'Search engine and what it covers' } })
     .input(z.void())
     .output(z.object({ enabled: z.boolean(), engine: z.string(), sources: z.array(z.string()) }))
     .query(() => ({ enabled: true, engine: 'postgres-full-text', sources: ['ai_templates', 'ai_generations', 'members'] })),
 
   security: publicProcedure
-    .meta({ openapi: { method: 'GET', path: '/security/status', tags, protect: false, summary: 'Rate limiting, proxy trust, captcha, password policy, token lifetimes' } })
+    .meta({ rateLimit: false, openapi: { method: 'GET', path: '/security/status', tags, protect: false, summary: 'Rate limiting, proxy trust, captcha, password policy, token lifetimes' } })
     .input(z.void())
     .output(
       z.object({

@@ -25,7 +25,7 @@ const ticketOutput = z.object({
 
 export const supportRouter = router({
   contact: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/contact/messages', tags: ['Support'], protect: false, summary: 'Send a message to the team' }, successStatus: 201 })
+    .meta({ rateLimit: 'contact', openapi: { method: 'POST', path: '/contact/messages', tags: ['Support'], protect: false, summary: 'Send a message to the team' }, successStatus: 201 })
     .input(z.object({ name: text(100), email: emailSchema, subject: z.string().trim().max(200).optional(), message: text(5000), topic: z.string().trim().max(50).optional(), tier: z.string().trim().max(50).optional() }))
     .output(contactOutput)
     .mutation(async ({ ctx, input }) => {
@@ -44,7 +44,7 @@ export const supportRouter = router({
     }),
 
   ticket: authedProcedure
-    .meta({ openapi: { method: 'POST', path: '/support/tickets', tags: ['Support'], summary: 'Open a support ticket' }, errors: ['NOT_FOUND'], successStatus: 201 })
+    .meta({ rateLimit: 'contact', openapi: { method: 'POST', path: '/support/tickets', tags: ['Support'], summary: 'Open a support ticket' }, errors: ['NOT_FOUND'], successStatus: 201 })
     .input(
       z.object({
         subject: text(200),

@@ -3,17 +3,11 @@
 // (the first ACTIVE workspace, or why there is none).
 import type { ExpressionBuilder, Kysely } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
-import type { Database, Edition, PlanLimits, WorkspaceRole, WorkspaceStatus } from '../../db/schema.js';
+import type { Database } from '../../db/schema.js';
+import type { WorkspaceAccess } from '../../server/platform/principal.js';
 
-export interface WorkspaceAccess {
-  id: string;
-  name: string;
-  status: WorkspaceStatus;
-  edition: Edition;
-  /** The workspace's copy of its plan limits (AI generations, API keys, ...). */
-  limits: PlanLimits;
-  role: WorkspaceRole;
-}
+export type { WorkspaceAccess };
+export { workspaceContext, type WorkspaceContext, type WorkspaceUnavailableReason } from '../../server/platform/access.js';
 
 /**
  * For a select on `users`: that user's memberships of workspaces that are not deleted, in the order they
@@ -34,27 +28,4 @@ export const membershipsColumn = (eb: ExpressionBuilder<Database, 'users'>) =>
 export async function membershipsOf(db: Kysely<Database>, userId: string): Promise<WorkspaceAccess[]> {
   const row = await db.selectFrom('users').select(membershipsColumn).where('id', '=', userId).executeTakeFirst();
   return row?.memberships ?? [];
-}
-
-export type WorkspaceUnavailableReason = 'WORKSPACE_SUSPENDED' | 'WORKSPACE_ARCHIVED' | 'NO_WORKSPACE';
-
-export interface WorkspaceContext {
-  activeWorkspace: WorkspaceAccess | null;
-  hasActiveWorkspace: boolean;
-  workspaceUnavailableReason?: WorkspaceUnavailableReason;
-}
-
-/**
- * The workspace context of login and GET /auth/me: the first ACTIVE workspace the user joined; without
- * one, the reason (the state of the first membership, or NO_WORKSPACE).
- */
-export function workspaceContext(memberships: WorkspaceAccess[]): WorkspaceContext {
-  const active = memberships.find((m) => m.status === 'ACTIVE');
-  if (active) return { activeWorkspace: active, hasActiveWorkspace: true };
-  const first = memberships[0];
-  return {
-    activeWorkspace: null,
-    hasActiveWorkspace: false,
-    workspaceUnavailableReason: first ? (`WORKSPACE_${first.status}` as WorkspaceUnavailableReason) : 'NO_WORKSPACE',
-  };
 }

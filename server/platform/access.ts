@@ -5,7 +5,7 @@ import type { Config } from './config.js';
 import { AppError } from './errors.js';
 import { roleHas, type WorkspacePermission } from './permissions.js';
 import { isDemoAccount } from './accounts.js';
-import { workspaceContext, type WorkspaceAccess } from '../../routers/workspaces/access.js';
+import type { WorkspaceAccess } from './principal.js';
 
 const workspaceIdSchema = z.uuid();
 
@@ -50,4 +50,28 @@ export function resolveWorkspaceAccess(
     throw new AppError('DEMO_READ_ONLY', 'Demo accounts cannot change API keys or webhooks.');
   }
   return access;
+}
+
+export type WorkspaceUnavailableReason = 'WORKSPACE_SUSPENDED' | 'WORKSPACE_ARCHIVED' | 'NO_WORKSPACE';
+
+export interface WorkspaceContext {
+  activeWorkspace: WorkspaceAccess | null;
+  hasActiveWorkspace: boolean;
+  workspaceUnavailableReason?: WorkspaceUnavailableReason;
+}
+
+/**
+ * The workspace context of login and GET /auth/me, and the workspace of requests that name none: the first
+ * ACTIVE workspace the user joined; without one, the reason (the state of the first membership, or
+ * NO_WORKSPACE).
+ */
+export function workspaceContext(memberships: WorkspaceAccess[]): WorkspaceContext {
+  const active = memberships.find((m) => m.status === 'ACTIVE');
+  if (active) return { activeWorkspace: active, hasActiveWorkspace: true };
+  const first = memberships[0];
+  return {
+    activeWorkspace: null,
+    hasActiveWorkspace: false,
+    workspaceUnavailableReason: first ? (`WORKSPACE_${first.status}` as WorkspaceUnavailableReason) : 'NO_WORKSPACE',
+  };
 }

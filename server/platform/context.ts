@@ -6,18 +6,26 @@ import type { Logger } from './logger.js';
 import type { Mailer } from './email/mailer.js';
 import type { PasswordHasher } from './security/passwords.js';
 import type { RedisConnections } from './redis.js';
-import type { PlanCatalog } from '../../routers/billing/plans.js';
-import type { Processors } from '../../routers/billing/processors/index.js';
-import type { TextProvider } from '../../routers/ai/providers/types.js';
 import type { SecretBox } from './security/secret-box.js';
-import type { WebhookRunner } from '../../jobs/webhook-runner.js';
 import type { Monitor } from './monitoring.js';
 import type { Storage } from './storage.js';
 import type { InFlight } from './in-flight.js';
 import type { FailureLimiter } from './rate-limit.js';
+import type { Authenticator } from './principal.js';
 
-/** Long-lived services, built once at start-up (server/index.ts) and shared by every request. */
-export interface AppDeps {
+/**
+ * The domains' long-lived services (the plan catalog, payment processors, the AI provider, webhook
+ * delivery). Empty here: each is added by the domain that owns it, in routers/services.ts (TypeScript
+ * declaration merging), so the platform names no domain type while every procedure's ctx is fully typed.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface DomainServices {}
+
+/**
+ * Long-lived services, built once at start-up by the composition root (server/server.ts) and shared by
+ * every request: the platform's own, and the domains' (DomainServices).
+ */
+export interface AppDeps extends DomainServices {
   config: Config;
   db: Db;
   logger: Logger;
@@ -25,13 +33,10 @@ export interface AppDeps {
   passwords: PasswordHasher;
   /** Set when REDIS_URL is. */
   redis: RedisConnections | undefined;
-  plans: PlanCatalog;
-  processors: Processors;
-  /** The text-generation provider AI_PROVIDER selects. */
-  ai: TextProvider;
+  /** Who is calling: access tokens and API keys, checked by the auth and API-key domains. */
+  auth: Authenticator;
   /** Encrypts webhook signing secrets at rest. */
   secrets: SecretBox;
-  webhooks: WebhookRunner;
   monitor: Monitor;
   storage: Storage;
   /** Requests and procedures not finished yet: a shutdown waits for them before it closes the pool. */

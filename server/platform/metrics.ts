@@ -10,9 +10,8 @@ import type { Redis } from 'ioredis';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { errorBody, httpError } from './errors.js';
-import type { Tier } from './rate-limit.js';
+import type { Tier } from './route-meta.js';
 import { bearerToken } from './security/jwt.js';
-import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
 import { errorResponse } from '../../openapi/error-response.js';
 
 export const METRICS_PATH = '/metrics';
@@ -146,10 +145,10 @@ export class Metrics {
   }
 }
 
-/** The webhook queue, read through the app's request-path Redis connection (fail fast, no offline queue). */
-export function webhookQueueCounts(connection: Redis, prefix: string): () => QueueCounts {
+/** A queue's counts, read through the app's request-path Redis connection (fail fast, no offline queue). */
+export function queueCounts(connection: Redis, prefix: string, name: string): () => QueueCounts {
   return () => {
-    const queue = new Queue(WEBHOOK_QUEUE, { connection, prefix });
+    const queue = new Queue(name, { connection, prefix });
     queue.on('error', () => {
       /* the gauge reports the queue as down */
     });
@@ -189,6 +188,7 @@ export function metricsRoute(token: string, metrics: Metrics): RequestHandler {
 export const metricsOpenApiPaths: ZodOpenApiPathsObject = {
   [METRICS_PATH]: {
     get: {
+      'x-rate-limit-tier': false,
       operationId: 'metrics',
       summary: 'Prometheus metrics for operators (on when METRICS_TOKEN is set)',
       description:

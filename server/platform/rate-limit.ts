@@ -13,38 +13,18 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts,
 import type { Config } from './config.js';
 import { AppError, errorBody, trpcErrorShape, type ApiError } from './errors.js';
 import type { Logger } from './logger.js';
-import { trpcProcedures, type RouteTemplates } from './route-templates.js';
+import type { RouteTemplates } from './route-templates.js';
+import { TIERS, type Tier } from './route-meta.js';
+import { trpcProcedures } from './trpc-path.js';
 import { noteRequest } from './monitoring.js';
 import { bearerToken, verifyAccessToken } from './security/jwt.js';
 import { batched, groupPositions } from '../../db/batched.js';
 
-export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook'] as const;
-export type Tier = (typeof TIERS)[number];
 
 export const RATE_LIMIT_MESSAGE = 'Too many requests. Please try again later.';
 
-const AUTH_ROUTES = new Set(['/auth/login', '/auth/register', '/auth/forgot-password', '/auth/resend-verification', '/auth/reset-password', '/auth/verify-email']);
-const CONTACT_ROUTES = new Set(['/contact/messages', '/support/tickets']);
-const UPLOAD_ROUTES = [/^\/storage\/upload$/, /^\/profile\/avatar$/, /^\/workspaces\/\{workspaceId\}\/branding\/logo$/];
-/** Never limited: status checks, the metrics scrape, CORS preflights, and the docs UI. */
-const SKIPPED = new Set(['GET /health', 'GET /search/status', 'GET /security/status', 'GET /metrics']);
-
 /** The docs UI's mount: `/docs` and what is under it, not every path that merely starts with `/docs`. */
 export const isDocsPath = (path: string) => path === '/docs' || path.startsWith('/docs/');
-
-/**
- * The tier of a request by its method and route template (or raw path when it matches no route). Paths
- * are as the routers read them: the app refuses dot segments, backslashes and odd /trpc paths first.
- */
-export function tierOf(method: string, template: string): Tier | undefined {
-  if (method === 'OPTIONS' || SKIPPED.has(`${method} ${template}`) || isDocsPath(template)) return undefined;
-  if (method === 'POST' && AUTH_ROUTES.has(template)) return 'auth';
-  if (method === 'POST' && CONTACT_ROUTES.has(template)) return 'contact';
-  if (method === 'POST' && UPLOAD_ROUTES.some((r) => r.test(template))) return 'upload';
-  if (method === 'GET' && template.startsWith('/public-api/')) return 'publicApi';
-  if (method === 'POST' && template.startsWith('/billing/webhooks/')) return 'webhook';
-  return 'default';
-}
 
 function points(config: Config, tier: Tier): number {
   switch (tier) {
@@ -63,12 +43,12 @@ function points(config: Config, tier: Tier): number {
 }
 
 /** Who a request is counted against (the tier is added per limiter key). */
-function clientOf(config: Config, req: Request, verifiedApiKeyId: ((raw: string) => string | undefined) | undefined): string {
+function clientOf(config: Config, req: Request, knownApiKeyId: ((raw: string) => string | undefined) | undefined): string {
   const token = bearerToken(req.headers.authorization);
   const claims = token && !token.startsWith('wsk_') ? verifyAccessToken(config, token) : null;
   if (claims) return `user:${claims.userId}`;
   const apiKey = typeof req.headers['x-api-key'] === 'string' ? req.headers['x-api-key'].trim() : token?.startsWith('wsk_') ? token : undefined;
-  const keyId = apiKey && verifiedApiKeyId?.(apiKey);
+  const keyId = apiKey && knownApiKeyId?.(apiKey);
   if (keyId) return `key:${keyId}`;
   return `ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
 }
@@ -156,37 +136,38 @@ export function rateLimiter(deps: {
   routes: RouteTemplates;
   /** Told of every 429 (the metrics counter). */
   onRejected?: (tier: Tier) => void;
-  /** The id of an API key already verified by this instance (routers/api-keys), else undefined. */
-  verifiedApiKeyId?: (raw: string) => string | undefined;
+  /** The id of an API key already verified by this instance (the API-key domain), else undefined. */
+  knownApiKeyId?: (raw: string) => string | undefined;
 }): RequestHandler {
   const { config, routes } = deps;
   const limiters = buildLimiters(config, deps.redis);
 
-  /** Points per tier: one for a REST call; one per call of a /trpc batch, in its procedure's tier. */
+  /**
+   * Points per tier: one for a REST call, in its route's tier (its meta's `rateLimit`); one per call of a
+   * /trpc batch, in its procedure's tier. Paths of no route count in the default tier, except the docs UI
+   * and CORS preflights, which are never limited.
+   */
   function charges(req: Request): Map<Tier, number> {
     const charged = new Map<Tier, number>();
-    const add = (method: string, template: string) => {
-      const tier = tierOf(method, template);
+    const add = (tier: Tier | undefined) => {
       if (tier) charged.set(tier, (charged.get(tier) ?? 0) + 1);
     };
+    if (req.method === 'OPTIONS') return charged;
     const path = req.path;
     const procedures = trpcProcedures(path);
     if (!procedures) {
       const route = routes.matchRequest(req, path);
-      add(route?.method ?? req.method, route?.template ?? path);
+      add(route ? route.tier : isDocsPath(path) ? undefined : 'default');
       return charged;
     }
-    for (const procedure of procedures) {
-      const route = routes.ofProcedure(procedure);
-      add(route?.method ?? req.method, route?.template ?? path);
-    }
+    for (const procedure of procedures) add(routes.tierOfProcedure(procedure));
     return charged;
   }
 
   return async (req, res, next) => {
     const charged = charges(req);
     if (charged.size === 0) return next();
-    const client = clientOf(config, req, deps.verifiedApiKeyId);
+    const client = clientOf(config, req, deps.knownApiKeyId);
     // Every tier is charged; the answer's headers describe the tightest one.
     const outcomes = await Promise.all(
       [...charged].map(([tier, cost]) =>

@@ -2,13 +2,16 @@
 // serves it: for rate-limit tiers, monitoring and metrics, which must not count raw ids as distinct routes.
 // Built once from the routers' OpenAPI meta, in declaration order, like trpc-to-openapi's own matching.
 import type { AnyTRPCRouter } from '@trpc/server';
-import type { Meta } from './trpc.js';
+import { tierOf, tierOfOperation, type Meta, type Tier } from './route-meta.js';
+import { trpcProcedures } from './trpc-path.js';
 
 export interface RouteTemplate {
   method: string;
   template: string;
   /** The tRPC path of the procedure (e.g. `auth.login`); plain Express routes have none. */
   procedure?: string;
+  /** The rate-limit tier that counts its calls (its meta's `rateLimit`); undefined: never limited. */
+  tier: Tier | undefined;
   regexp: RegExp;
 }
 
@@ -21,14 +24,6 @@ export const UNMATCHED_ROUTE = '(unmatched)';
 /** The label of a /trpc call of several procedures at once. */
 export const TRPC_BATCH_ROUTE = '/trpc/(batch)';
 
-/**
- * The procedures a /trpc path calls (`/trpc/a,b` -> ['a', 'b']), or undefined for any other path. Read as
- * written: the app has already refused /trpc paths that tRPC would read otherwise (server/platform/http.ts).
- */
-export function trpcProcedures(path: string): string[] | undefined {
-  return path.startsWith('/trpc/') ? path.slice(6).split(',') : undefined;
-}
-
 export class RouteTemplates {
   /** `GET /auth/me` -> its route: templates without parameters, found without a scan. */
   private readonly exact = new Map<string, RouteTemplate>();
@@ -39,6 +34,8 @@ export class RouteTemplates {
   private readonly matched = new WeakMap<object, RouteTemplate | null>();
   /** `auth.login` -> `/trpc/auth.login`, built once so labelling a call allocates nothing. */
   private readonly trpcLabels = new Map<string, string>();
+  /** Every procedure's tier, REST route or not. */
+  private readonly procedureTiers = new Map<string, Tier | undefined>();
 
   /**
    * The procedures' REST routes, from their OpenAPI meta, and the plain Express routes, from their OpenAPI
@@ -48,12 +45,15 @@ export class RouteTemplates {
     const procedures = router._def.procedures as Record<string, { _def: { meta?: Meta } }>;
     for (const [path, procedure] of Object.entries(procedures)) {
       this.trpcLabels.set(path, `/trpc/${path}`);
-      const openapi = procedure._def.meta?.openapi;
-      if (openapi) this.add({ method: openapi.method, template: openapi.path, procedure: path, regexp: toRegExp(openapi.path) });
+      const meta = procedure._def.meta;
+      const tier = tierOf(meta?.rateLimit);
+      this.procedureTiers.set(path, tier);
+      const openapi = meta?.openapi;
+      if (openapi) this.add({ method: openapi.method, template: openapi.path, procedure: path, tier, regexp: toRegExp(openapi.path) });
     }
-    for (const [template, operations] of Object.entries(plainPaths)) {
-      for (const method of Object.keys(operations ?? {}).filter((key) => HTTP_METHODS.has(key))) {
-        this.add({ method: method.toUpperCase(), template, regexp: toRegExp(template) });
+    for (const [template, operations] of Object.entries(plainPaths) as Array<[string, Record<string, unknown> | undefined]>) {
+      for (const [method, operation] of Object.entries(operations ?? {}).filter(([key]) => HTTP_METHODS.has(key))) {
+        this.add({ method: method.toUpperCase(), template, tier: tierOfOperation(operation), regexp: toRegExp(template) });
       }
     }
   }
@@ -110,5 +110,10 @@ export class RouteTemplates {
   /** The REST route of a /trpc procedure path (e.g. `auth.login`). */
   ofProcedure(procedure: string): RouteTemplate | undefined {
     return this.byProcedure.get(procedure);
+  }
+
+  /** The tier of a /trpc procedure path; an unknown one counts in the default tier. */
+  tierOfProcedure(procedure: string): Tier | undefined {
+    return this.procedureTiers.has(procedure) ? this.procedureTiers.get(procedure) : 'default';
   }
 }

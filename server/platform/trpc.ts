@@ -1,32 +1,20 @@
 // The one place that owns tRPC: the instance, the error shape of /trpc, and the fixed set of procedure
 // builders every router uses. Authentication and permission checks happen here and nowhere else.
 import { initTRPC } from '@trpc/server';
-import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { Request, RequestHandler } from 'express';
 import type { AppDeps, Context } from './context.js';
+import type { Meta } from './route-meta.js';
+
+export type { Meta };
 import { AppError, toApiError, trpcErrorNumber, trpcErrorShape, type ErrorCode } from './errors.js';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import { platformRoleHas, type PlatformPermission, type WorkspacePermission } from './permissions.js';
-import { authenticate, type Principal } from '../../routers/auth/sessions.js';
-import { API_KEY_PREFIX, authenticateApiKey, verifiedApiKeyId, type ApiKeyPrincipal } from '../../routers/api-keys/service.js';
+import { API_KEY_PREFIX, type ApiKeyPrincipal, type Principal } from './principal.js';
 import type { ApiKeyScope } from '../../db/schema.js';
 import { resolveWorkspaceAccess, type AccessOptions } from './access.js';
 import { bearerToken } from './security/jwt.js';
 import { noteRequest } from './monitoring.js';
 
-export type Meta = OpenApiMeta<{
-  /** Success status when it is not 200: 201 for routes that create an addressable record, 202 for intake. */
-  successStatus?: 201 | 202;
-  /**
-   * The error codes the procedure answers besides those every route of its kind can (malformed input, no
-   * token, an unknown id in its path, the rate limit: openapi/document.ts), listed in /openapi.json.
-   */
-  errors?: readonly ErrorCode[];
-  /** The errors of the procedure's access check (who may call it), set by the procedure builders below. */
-  accessErrors?: readonly ErrorCode[];
-  /** Other statuses that answer with the success body (GET /health: 503 while the database is away). */
-  sameBodyWith?: Record<number, string>;
-}>;
 
 /**
  * The request id of errors tRPC raises before it has made the context (a batch too large, a missing
@@ -69,26 +57,26 @@ const principals = new WeakMap<Request, Promise<Principal>>();
 const apiKeys = new WeakMap<Request, Promise<ApiKeyPrincipal>>();
 const quietly = <T>(p: Promise<T>) => (p.catch(() => undefined), p);
 
-export function startAuthentication(deps: Pick<AppDeps, 'config' | 'db'>): RequestHandler {
+export function startAuthentication({ auth }: Pick<AppDeps, 'auth'>): RequestHandler {
   return (req, _res, next) => {
     const key = apiKeyOf(req);
     if (key !== undefined) {
-      if (verifiedApiKeyId(key)) apiKeys.set(req, quietly(authenticateApiKey(deps.db, key)));
+      if (auth.knownApiKeyId(key)) apiKeys.set(req, quietly(auth.apiKey(key)));
     } else if (req.headers.authorization) {
-      principals.set(req, quietly(authenticate(deps, req.headers.authorization)));
+      principals.set(req, quietly(auth.user(req.headers.authorization)));
     }
     next();
   };
 }
 
 /** The principal behind a request's access token: the authentication started on arrival, else a new one. */
-export function authenticateRequest(deps: Pick<AppDeps, 'config' | 'db'>, req: Request): Promise<Principal> {
-  return principals.get(req) ?? authenticate(deps, req.headers.authorization);
+export function authenticateRequest({ auth }: Pick<AppDeps, 'auth'>, req: Request): Promise<Principal> {
+  return principals.get(req) ?? auth.user(req.headers.authorization);
 }
 
 /** The key behind a request's API key: the lookup started on arrival, else a new one. */
-function authenticateApiKeyRequest(deps: Pick<AppDeps, 'db'>, req: Request): Promise<ApiKeyPrincipal> {
-  return apiKeys.get(req) ?? authenticateApiKey(deps.db, apiKeyOf(req));
+function authenticateApiKeyRequest({ auth }: Pick<AppDeps, 'auth'>, req: Request): Promise<ApiKeyPrincipal> {
+  return apiKeys.get(req) ?? auth.apiKey(apiKeyOf(req));
 }
 
 /**

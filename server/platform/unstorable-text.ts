@@ -5,7 +5,7 @@
 // routers/files/uploads.ts). Text that others make for us (a webhook endpoint's answer, an AI provider's
 // output, a billing processor's event id) is made storable instead (storableText).
 import type { RequestHandler } from 'express';
-import { trpcProcedures } from './route-templates.js';
+import { trpcProcedures } from './trpc-path.js';
 
 export class UnstorableText extends Error {
   constructor() {

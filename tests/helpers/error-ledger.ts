@@ -38,8 +38,12 @@ export class ErrorLedger {
   async undocumented(): Promise<string[]> {
     if (RECORD_TO || this.seen.size === 0) return [];
     // Loaded only here: a test file that started no app does not load the routers for nothing.
-    const [{ appRouter }, { apiDocument }] = await Promise.all([import('../../routers/index.js'), import('../../openapi/routes.js')]);
-    const paths = apiDocument(appRouter, 'test').paths as Record<string, Record<string, Operation>>;
+    const [{ appRouter }, { apiDocument }, { plainRoutePaths }] = await Promise.all([
+      import('../../routers/index.js'),
+      import('../../openapi/routes.js'),
+      import('../../server/app.js'),
+    ]);
+    const paths = apiDocument(appRouter, 'test', plainRoutePaths).paths as Record<string, Record<string, Operation>>;
     const found: string[] = [];
     for (const { method, route, status, code } of this.seen.values()) {
       const op = paths[route]?.[method.toLowerCase()];

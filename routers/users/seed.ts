@@ -1,10 +1,11 @@
-// Start-up seeding. Only creates: an existing row is never overwritten, so admin edits survive restarts.
+// Start-up seeding of the platform's admin accounts (run by the composition root). Only creates: an
+// existing row is never overwritten, so admin edits survive restarts.
 import type { Kysely } from 'kysely';
-import type { Config } from '../server/platform/config.js';
-import type { Logger } from '../server/platform/logger.js';
-import type { PasswordHasher } from '../server/platform/security/passwords.js';
-import type { Database, PlatformRole } from './schema.js';
-import { createPersonalWorkspace } from '../routers/auth/service.js';
+import type { Config } from '../../server/platform/config.js';
+import type { Logger } from '../../server/platform/logger.js';
+import type { PasswordHasher } from '../../server/platform/security/passwords.js';
+import type { Database, PlatformRole } from '../../db/schema.js';
+import { createPersonalWorkspace } from '../auth/service.js';
 
 interface SeedDeps {
   config: Config;

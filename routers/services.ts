@@ -1,0 +1,18 @@
+// The domains' long-lived services on every procedure's ctx (AppDeps): declared here, next to the domains
+// that own them, and built by the composition root (server/server.ts). The platform declares an empty
+// DomainServices and names no domain type; this adds to it (TypeScript declaration merging).
+import type { PlanCatalog } from './billing/plans.js';
+import type { Processors } from './billing/processors/index.js';
+import type { TextProvider } from './ai/providers/types.js';
+import type { WebhookRunner } from '../jobs/webhook-runner.js';
+
+declare module '../server/platform/context.js' {
+  interface DomainServices {
+    plans: PlanCatalog;
+    processors: Processors;
+    /** The text-generation provider AI_PROVIDER selects. */
+    ai: TextProvider;
+    /** Delivers webhook events: directly, or through the BullMQ queue and its worker. */
+    webhooks: WebhookRunner;
+  }
+}
