@@ -7,7 +7,7 @@ import { ZodError } from 'zod';
 import { UnstorableText } from './unstorable-text.js';
 import { isDatabaseUnavailable } from '../../db/errors.js';
 
-/** Every code a client can see, with its HTTP status (DESIGN.md "Conventions of the HTTP surface"). */
+/** Every code a client can see, with its HTTP status (docs/api.md, "Errors"). */
 export const ERROR_STATUS = {
   // HTTP-class codes
   BAD_REQUEST: 400,

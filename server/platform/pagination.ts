@@ -1,4 +1,4 @@
-// The list conventions of DESIGN.md: every list is { items }, paginated ones add page, limit, total and
+// The list conventions (docs/api.md): every list is { items }, paginated ones add page, limit, total and
 // totalPages; page starts at 1, limit defaults to 20 and is at most 100.
 import { z } from 'zod';
 

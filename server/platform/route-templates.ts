@@ -73,7 +73,7 @@ export class RouteTemplates {
   /**
    * The route of a REST request (path without query), or undefined. A static template wins over a
    * parameterised one (`/ai/templates` is never `/ai/templates/{templateId}`), as trpc-to-openapi decides;
-   * the route test of DESIGN.md's inventory checks that no parameterised path is declared before a static
+   * tests/http/openapi.test.ts checks that no parameterised path is declared before a static
    * path it would shadow.
    */
   match(method: string, path: string): RouteTemplate | undefined {

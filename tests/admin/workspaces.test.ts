@@ -163,7 +163,7 @@ describe('GET and PATCH /admin/workspaces/{workspaceId}', () => {
 type State = 'ACTIVE' | 'SUSPENDED' | 'ARCHIVED';
 type Move = 'suspend' | 'activate' | 'archive' | 'restore';
 
-/** move x start state -> the state it leads to, or null for 409 INVALID_STATE. Written out from DESIGN.md. */
+/** move x start state -> the state it leads to, or null for 409 INVALID_STATE. Written out from the documented state moves. */
 const STATE_TABLE: Array<[Move, State, State | null]> = [
   ['suspend', 'ACTIVE', 'SUSPENDED'],
   ['suspend', 'SUSPENDED', null],

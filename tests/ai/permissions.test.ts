@@ -1,7 +1,7 @@
 // Who may use the AI routes: the workspace AI routes (path and active-workspace forms) for each role of an
 // ACTIVE workspace (joined through real invitations), a caller from another workspace, an anonymous
 // caller, and the members of a SUSPENDED workspace; and the platform route GET /admin/ai-usage. Expected
-// outcomes are written out by hand (DESIGN.md: VIEWER holds ai.view only; MEMBER and above hold
+// outcomes are written out by hand (the role table: VIEWER holds ai.view only; MEMBER and above hold
 // ai.generate, ai.view and ai.view_usage).
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

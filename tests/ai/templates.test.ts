@@ -11,7 +11,7 @@ let app: TestApp;
 let user: Session;
 
 const TEMPLATE_FIELDS = ['id', 'slug', 'name', 'description', 'category', 'body', 'variables'].sort();
-/** DESIGN.md "AI": at least these useful templates are seeded. */
+/** At least these useful templates are seeded. */
 const SEEDED_SLUGS = ['blog-outline', 'product-description', 'email-reply', 'summary', 'tweet-thread'];
 
 /** Templates this file inserts itself (the seeded ones are shared by every test file: never changed). */

@@ -132,7 +132,7 @@ describe('POST /auth/refresh: reuse detection', () => {
   });
 
   it('treats a token older than the just-rotated one as reuse even within the grace period', async () => {
-    // DESIGN.md: the grace covers the just-rotated token; "with any older token, it is reuse".
+    // The rule: the grace covers the just-rotated token; "with any older token, it is reuse".
     const s = await registerAndLogin(app.api, { prefix: 'older' });
     const second = await refresh(app, s.refreshToken);
     expect(second.status).toBe(200);

@@ -79,7 +79,7 @@ describe('GET /billing/plans (public catalog)', () => {
     expect(slugs.indexOf('pro')).toBeLessThan(slugs.indexOf('enterprise'));
   });
 
-  it('shows every plan field DESIGN.md names, with code equal to slug', async () => {
+  it('shows every documented plan field, with code equal to slug', async () => {
     for (const p of await publicCatalog()) {
       expect(Object.keys(p).sort()).toEqual(PLAN_FIELDS);
       expect(p.code).toBe(p.slug);
@@ -91,7 +91,7 @@ describe('GET /billing/plans (public catalog)', () => {
     }
   });
 
-  it('offers the seeded Lite, Pro and Enterprise plans with DESIGN.md prices and limits; Lite is the default', async () => {
+  it('offers the seeded Lite, Pro and Enterprise plans with the documented prices and limits; Lite is the default', async () => {
     const bySlug = new Map((await publicCatalog()).map((p) => [p.slug, p]));
     expect(bySlug.get('lite')).toMatchObject({
       code: 'lite', name: 'Lite', edition: 'LITE', priceCents: 0, currency: 'USD', interval: 'MONTHLY', status: 'PUBLISHED',

@@ -6,13 +6,13 @@ import { expect } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, type TestApp } from '../helpers/app.js';
 import { login, type Session } from '../helpers/http.js';
 
-/** The field names DESIGN.md gives a plan. */
+/** The field names of a plan. */
 export const PLAN_FIELDS = [
   'id', 'name', 'slug', 'code', 'description', 'edition', 'priceCents', 'currency', 'interval', 'status', 'badgeText',
   'isPopular', 'isDefault', 'sortOrder', 'features', 'limits', 'providerAPriceId', 'providerBVariantId', 'createdAt', 'updatedAt',
 ].sort();
 
-/** DESIGN.md "Billing": limits of the default plans. */
+/** Limits of the default plans. */
 export const LITE_LIMITS = { apiKeys: 0, aiMonthlyGenerations: 20, members: 3 };
 export const PRO_LIMITS = { apiKeys: 5, aiMonthlyGenerations: 500, members: 10 };
 export const ENTERPRISE_LIMITS = { apiKeys: 50, aiMonthlyGenerations: 5000, members: 100 };

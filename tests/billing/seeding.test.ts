@@ -61,7 +61,7 @@ async function restart() {
 describe('default plans on a fresh database', () => {
   let admin: Session;
 
-  it('are created once at first start: Lite (default), Pro and Enterprise, PUBLISHED, with DESIGN.md prices and limits', async () => {
+  it('are created once at first start: Lite (default), Pro and Enterprise, PUBLISHED, with the documented prices and limits', async () => {
     app = await start();
     const rows = await running().deps.db.selectFrom('plans').selectAll().orderBy('sort_order').execute();
     expect(rows.map((r) => r.slug)).toEqual(['lite', 'pro', 'enterprise']);

@@ -84,7 +84,7 @@ export async function login(api: Api, email: string, password: string): Promise<
   };
 }
 
-/** Asserts the DESIGN.md error body and returns it. */
+/** Asserts the error body `{ code, message, requestId, issues? }` and returns it. */
 export function expectError(res: ApiResponse, status: number, code: string) {
   const ctx = `${res.status} ${res.text.slice(0, 300)}`;
   if (res.status !== status) throw new Error(`expected ${status} ${code}, got ${ctx}`);

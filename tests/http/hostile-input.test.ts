@@ -2,8 +2,8 @@
 // wrong type, fields of the wrong type, absurd sizes, path and query values that are not what the route
 // takes (broken percent-encoding among them). Each route is tried anonymously, as a workspace owner on
 // their own workspace, and as the platform admin, so that the input reaches validation behind the
-// authentication. No answer may be a 5xx (a 5xx is a bug; only DESIGN.md's 503s of a feature the server
-// has not configured are expected), and every 4xx must be an error body of DESIGN.md:
+// authentication. No answer may be a 5xx (a 5xx is a bug; only the documented 503s of a feature the server
+// has not configured are expected), and every 4xx must be the documented error body:
 // `{ code, message, requestId, issues? }`.
 //
 // The routes come from /openapi.json, so a route added later is covered without touching this file.
@@ -208,7 +208,7 @@ function sessionCaller(name: string, start: () => Promise<Session>): Caller {
 }
 
 const ERROR_BODY_KEYS = ['code', 'message', 'requestId'];
-/** The 503s of DESIGN.md: a feature this server has not configured (the test app configures none). */
+/** The documented 503s: a feature this server has not configured (the test app configures none). */
 const NOT_CONFIGURED = new Set(['AI_PROVIDER_NOT_CONFIGURED', 'BILLING_NOT_CONFIGURED', 'DOWNLOADS_DISABLED', 'STORAGE_NOT_CONFIGURED']);
 
 /** Every operation of /openapi.json. */

@@ -9,7 +9,7 @@ import { TEST_ADMIN, TEST_DEMO_ADMIN, startTestApp, type TestApp } from '../help
 import { expectError, login, registerAndLogin, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
 
-/** The Release fields of DESIGN.md ("Names of fields the spec leaves open"). */
+/** The fields of a release, as documented. */
 const RELEASE_FIELDS = ['version', 'title', 'date', 'summary', 'highlights', 'fixes', 'breakingChanges', 'upgradeNotes', 'docsUrl', 'downloadAvailable', 'download'].sort();
 const STATUS_FIELDS = [
   'installedVersion', 'latestVersion', 'updateAvailable', 'channel', 'checkEnabled', 'provider',

@@ -1,12 +1,11 @@
-// Every route of the spec's tables (and DESIGN.md's named team and admin routes) exists in /openapi.json
-// and answers a correct request with a 2xx. The list of routes is the fixture tests/routes/spec-routes.ts
-// (copied from the spec: the spec itself is not part of this repository).
+// Every route the product promises (its route tables, and the named team and admin routes) exists in
+// /openapi.json and answers a correct request with a 2xx. The list of routes is the fixture
+// tests/routes/spec-routes.ts.
 //
 // One app against a database of this file's own (tests/developer/helpers.ts explains why: every running
 // app sweeps the webhook deliveries of its whole database), MOCK providers, signed inbound processor
-// webhooks (their webhook secrets are set while MOCK is the active provider: DESIGN.md, "A processor's
-// inbound route verifies with that processor's webhook secret whenever the secret is set, active provider
-// or not"), and a local webhook receiver that answers 500 so that a delivery fails and can be retried.
+// webhooks (their webhook secrets are set while MOCK is the active provider: a processor's inbound route
+// verifies with that processor's webhook secret whenever the secret is set, active provider or not), and a local webhook receiver that answers 500 so that a delivery fails and can be retried.
 //
 // That every operation has a summary and tags is asserted by tests/http/openapi.test.ts, not repeated here.
 import fs from 'node:fs';
@@ -285,9 +284,8 @@ describe('every spec route answers a correct request', () => {
     const latest = await hit('GET /updates/releases/latest', '/updates/releases/latest', { token: ownerToken });
     const version: string = latest.body?.version ?? '1.2.0';
     await hit('GET /updates/releases/{version}', `/updates/releases/${version}`, { token: ownerToken });
-    // api-spec.md, Product update routes: "GET /updates/releases/:version/download | placeholder; always
-    // answers 503"; Errors: "503 | GET /updates/releases/:version/download for any version | message saying
-    // secure downloads are not enabled in the demo"; DESIGN.md: `DOWNLOADS_DISABLED` 503.
+    // The download route is a placeholder that always answers 503 `DOWNLOADS_DISABLED`, with a message
+    // saying secure downloads are not enabled in the demo.
     await hit('GET /updates/releases/{version}/download', `/updates/releases/${version}/download`, { token: ownerToken }, { status: 503, code: 'DOWNLOADS_DISABLED' });
 
     // ------------------------------------------------ team: invitation, acceptance, role change
@@ -338,8 +336,8 @@ describe('every spec route answers a correct request', () => {
     await hit('POST /admin/billing/plans/{planId}/archive', `/admin/billing/plans/${planId}/archive`, { token: adminToken });
     await hit('POST /admin/billing/plans/{planId}/restore', `/admin/billing/plans/${planId}/restore`, { token: adminToken });
     await hit('GET /admin/billing/settings', '/admin/billing/settings', { token: adminToken });
-    // api-spec.md, Admin plan routes: "PATCH | /admin/billing/settings | read-only when settings come from
-    // environment; answers with a friendly message"; DESIGN.md: `SETTINGS_READ_ONLY` 409. This service's
+    // PATCH /admin/billing/settings is read-only when settings come from the environment: 409
+    // `SETTINGS_READ_ONLY` with a friendly message. This service's
     // settings always come from the environment, so the route never answers 2xx.
     await hit('PATCH /admin/billing/settings', '/admin/billing/settings', json(adminToken, { provider: 'MOCK' }), { status: 409, code: 'SETTINGS_READ_ONLY' });
 

@@ -1,16 +1,15 @@
-// The routes the product spec promises, as a fixture for tests/routes/spec-routes.test.ts.
+// The routes the product promises, as a fixture for tests/routes/spec-routes.test.ts.
 //
-// Copied by hand from the route tables of the product spec (spec/api-spec.md, "Endpoints": Authentication,
-// AI, Billing + Admin plan routes + the legacy workspace billing routes, Developer, Public API, Monitoring,
-// Product update and "Other named routes") and from the routes DESIGN.md names where the spec says "not
-// shown" (DESIGN.md "Accounts and sessions": GET /admin/email-logs; "Workspaces, roles, admin": the
-// workspace, team and admin routes). Those documents live outside this repository (CI clones it alone), so
-// the list is kept here; update it when the spec changes.
+// Copied by hand from the product's route tables (authentication, AI, billing with the admin plan routes and
+// the legacy workspace billing routes, developer, public API, monitoring, product updates and other named
+// routes) and from the routes the product's design decisions name where those tables leave them open
+// (GET /admin/email-logs; the workspace, team and admin routes). docs/api.md describes them; the list is
+// kept here so that a route the product promises cannot disappear unnoticed.
 //
-// Paths are written the way /openapi.json writes them: the spec's `:name` parameters as `{name}`. Rows of
-// the spec that name several paths in one cell (GET /health, /search/status, ...) are one entry per path.
-// Routes the service has beyond these tables (e.g. POST /billing/portal, key and secret rotation, file
-// downloads) are not listed: this is what the spec promises, not everything that exists.
+// Paths are written the way /openapi.json writes them (`{name}` parameters). Rows that name several paths
+// in one cell (GET /health, /search/status, ...) are one entry per path. Routes the service has beyond
+// these tables (e.g. POST /billing/portal, key and secret rotation, file downloads) are not listed: this is
+// what the product promises, not everything that exists.
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -21,24 +20,24 @@ export interface SpecRoute {
   source: string;
 }
 
-const AUTH = 'api-spec.md: Authentication routes';
-const AI = 'api-spec.md: AI routes';
-const BILLING = 'api-spec.md: Billing routes';
-const ADMIN_PLANS = 'api-spec.md: Billing routes, Admin plan routes';
-const LEGACY_BILLING = 'api-spec.md: Billing routes, legacy workspace billing routes';
-const DEVELOPER = 'api-spec.md: Developer routes';
-const PUBLIC_API = 'api-spec.md: Developer routes, Public API';
-const MONITORING = 'api-spec.md: Monitoring routes';
-const UPDATES = 'api-spec.md: Product update routes';
-const OTHER = 'api-spec.md: Other named routes';
-const DESIGN_ACCOUNTS = 'DESIGN.md: Accounts and sessions';
-const DESIGN_WORKSPACES = 'DESIGN.md: Workspaces, roles, admin (workspace routes)';
-const DESIGN_ADMIN = 'DESIGN.md: Workspaces, roles, admin (admin routes)';
+const AUTH = 'Product routes: Authentication routes';
+const AI = 'Product routes: AI routes';
+const BILLING = 'Product routes: Billing routes';
+const ADMIN_PLANS = 'Product routes: Billing routes, Admin plan routes';
+const LEGACY_BILLING = 'Product routes: Billing routes, legacy workspace billing routes';
+const DEVELOPER = 'Product routes: Developer routes';
+const PUBLIC_API = 'Product routes: Developer routes, Public API';
+const MONITORING = 'Product routes: Monitoring routes';
+const UPDATES = 'Product routes: Product update routes';
+const OTHER = 'Product routes: Other named routes';
+const DESIGN_ACCOUNTS = 'Product decisions: Accounts and sessions';
+const DESIGN_WORKSPACES = 'Product decisions: Workspaces, roles, admin (workspace routes)';
+const DESIGN_ADMIN = 'Product decisions: Workspaces, roles, admin (admin routes)';
 
 const r = (method: HttpMethod, path: string, source: string): SpecRoute => ({ method, path, source });
 
 export const SPEC_ROUTES: readonly SpecRoute[] = [
-  // ---- api-spec.md: Authentication routes
+  // ---- Authentication routes
   r('POST', '/auth/register', AUTH),
   r('POST', '/auth/login', AUTH),
   r('POST', '/auth/refresh', AUTH),
@@ -49,7 +48,7 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   r('POST', '/auth/resend-verification', AUTH),
   r('POST', '/auth/verify-email', AUTH),
 
-  // ---- api-spec.md: AI routes
+  // ---- AI routes
   r('GET', '/ai/provider-status', AI),
   r('POST', '/ai/generate', AI),
   r('GET', '/ai/history', AI),
@@ -61,7 +60,7 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   r('GET', '/workspaces/{workspaceId}/ai/usage', AI),
   r('GET', '/admin/ai-usage', AI),
 
-  // ---- api-spec.md: Billing routes
+  // ---- Billing routes
   r('GET', '/billing/provider-status', BILLING),
   r('POST', '/billing/checkout', BILLING),
   r('GET', '/billing/current', BILLING),
@@ -72,7 +71,7 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   r('POST', '/billing/webhooks/processor-b', BILLING),
   r('POST', '/billing/webhooks/mock', BILLING),
 
-  // ---- api-spec.md: Admin plan routes
+  // ---- Admin plan routes
   r('GET', '/admin/billing/plans', ADMIN_PLANS),
   r('GET', '/admin/billing/plans/{planId}', ADMIN_PLANS),
   r('POST', '/admin/billing/plans', ADMIN_PLANS),
@@ -83,13 +82,13 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   r('GET', '/admin/billing/settings', ADMIN_PLANS),
   r('PATCH', '/admin/billing/settings', ADMIN_PLANS),
 
-  // ---- api-spec.md: legacy workspace billing routes kept for compatibility
+  // ---- legacy workspace billing routes kept for compatibility
   r('GET', '/workspaces/{workspaceId}/billing', LEGACY_BILLING),
   r('POST', '/workspaces/{workspaceId}/billing/mock-checkout', LEGACY_BILLING),
   r('POST', '/workspaces/{workspaceId}/billing/cancel', LEGACY_BILLING),
   r('GET', '/workspaces/{workspaceId}/billing/payments', LEGACY_BILLING),
 
-  // ---- api-spec.md: Developer routes
+  // ---- Developer routes
   r('GET', '/workspaces/{workspaceId}/api-keys', DEVELOPER),
   r('POST', '/workspaces/{workspaceId}/api-keys', DEVELOPER),
   r('PATCH', '/workspaces/{workspaceId}/api-keys/{apiKeyId}', DEVELOPER),
@@ -102,18 +101,18 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   r('GET', '/workspaces/{workspaceId}/webhook-deliveries', DEVELOPER),
   r('POST', '/workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry', DEVELOPER),
 
-  // ---- api-spec.md: Public API (API key auth)
+  // ---- Public API (API key auth)
   r('GET', '/public-api/me', PUBLIC_API),
   r('GET', '/public-api/workspace', PUBLIC_API),
 
-  // ---- api-spec.md: Monitoring routes
+  // ---- Monitoring routes
   r('GET', '/admin/monitoring/status', MONITORING),
   r('GET', '/admin/monitoring/summary', MONITORING),
   r('GET', '/admin/monitoring/errors', MONITORING),
   r('GET', '/admin/monitoring/requests', MONITORING),
   r('POST', '/admin/monitoring/clear', MONITORING),
 
-  // ---- api-spec.md: Product update routes
+  // ---- Product update routes
   r('GET', '/updates/status', UPDATES),
   r('GET', '/updates/releases', UPDATES),
   r('GET', '/updates/releases/latest', UPDATES),
@@ -122,7 +121,7 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   r('GET', '/admin/releases', UPDATES),
   r('GET', '/admin/releases/latest', UPDATES),
 
-  // ---- api-spec.md: Other named routes
+  // ---- Other named routes
   r('PATCH', '/workspaces/{workspaceId}/branding', OTHER),
   r('POST', '/workspaces/{workspaceId}/branding/logo', OTHER),
   r('POST', '/profile/avatar', OTHER),
@@ -138,10 +137,10 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   r('POST', '/storage/upload', OTHER),
   r('GET', '/dashboard/insights', OTHER),
 
-  // ---- DESIGN.md: Accounts and sessions
+  // ---- Accounts and sessions
   r('GET', '/admin/email-logs', DESIGN_ACCOUNTS),
 
-  // ---- DESIGN.md: workspace and team routes
+  // ---- workspace and team routes
   r('GET', '/workspaces', DESIGN_WORKSPACES),
   r('POST', '/workspaces', DESIGN_WORKSPACES),
   r('GET', '/workspaces/{workspaceId}', DESIGN_WORKSPACES),
@@ -152,7 +151,7 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   r('PATCH', '/workspaces/{workspaceId}/members/{userId}', DESIGN_WORKSPACES),
   r('DELETE', '/workspaces/{workspaceId}/members/{userId}', DESIGN_WORKSPACES),
 
-  // ---- DESIGN.md: admin routes
+  // ---- admin routes
   r('GET', '/admin/users', DESIGN_ADMIN),
   r('GET', '/admin/users/{userId}', DESIGN_ADMIN),
   r('PATCH', '/admin/users/{userId}', DESIGN_ADMIN),
