@@ -1,4 +1,4 @@
-// Entry point of `npm run demo:seed` and `npm run demo:reset` (jobs/demo.ts): same settings and database
+// Entry point of `npm run demo:seed` and `npm run demo:reset` (demo/data.ts): same settings and database
 // choice as the server (Postgres with DATABASE_URL, else the embedded database under DATA_DIR), migrations
 // first, then the command; prints what it did (counts, addresses, names of settings; never a password or
 // a secret) and closes the database. Exit code 1 on a bad setting or a failure.
@@ -8,11 +8,11 @@ import { SecretBox } from '../server/platform/security/secret-box.js';
 import { createStorage } from '../server/platform/storage.js';
 import { createDb, databaseKind } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { formatDemoSummary, resetDemo, seedDemo } from './demo.js';
+import { formatDemoSummary, resetDemo, seedDemo } from './data.js';
 
 const command = process.argv[2];
 if (command !== 'seed' && command !== 'reset') {
-  console.error('usage: tsx jobs/demo-cli.ts seed|reset   (npm run demo:seed, npm run demo:reset)');
+  console.error('usage: tsx demo/cli.ts seed|reset   (npm run demo:seed, npm run demo:reset)');
   process.exit(2);
 }
 
