@@ -1,7 +1,7 @@
 // Entry point of `npm run worker`: processes `deliver_webhook` jobs (BullMQ) when QUEUES_ENABLED and
 // WEBHOOK_QUEUE_ENABLED are on and REDIS_URL is set, and, with MAINTENANCE_SCHEDULER_ENABLED, runs the
 // repeatable maintenance jobs (the delivery sweep and the clean-up of expired tokens), and with
-// DEMO_RESET_CRON the demo reset (demo/data.ts) on the same maintenance queue. Its own Redis
+// DEMO_RESET_CRON the demo reset (demo/reset.ts) on the same maintenance queue. Its own Redis
 // connections (blocking ones need maxRetriesPerRequest: null). SIGTERM closes the workers first (jobs in
 // flight finish, within SHUTDOWN_TIMEOUT_MS), then Redis and the database pool, and exits 0. A job whose
 // worker died is found stalled and run again; the delivery row makes the second run harmless. Schedulers
@@ -33,7 +33,7 @@ import { cleanUpExpiredTokens } from './maintenance.js';
 import { PasswordHasher } from '../server/platform/security/passwords.js';
 import { reconnectDelay } from '../server/platform/redis.js';
 import { createStorage } from '../server/platform/storage.js';
-import { resetDemo } from '../demo/data.js';
+import { resetDemo } from '../demo/reset.js';
 
 const { config } = loadConfigOrExit();
 const logger = createLogger(config);
@@ -113,7 +113,7 @@ let stopping = false;
 process.once('SIGTERM', () => void shutdown('SIGTERM'));
 process.once('SIGINT', () => void shutdown('SIGINT'));
 
-// Demo reset (DEMO_RESET_CRON): demo/data.ts's resetDemo as a repeatable job of the maintenance queue.
+// Demo reset (DEMO_RESET_CRON): demo/reset.ts's resetDemo as a repeatable job of the maintenance queue.
 // Its scheduler is removed when the setting is emptied, so switching it off takes effect.
 const DEMO_RESET = 'demo-reset';
 const demoDeps = { db, config, passwords: new PasswordHasher(config.BCRYPT_COST), secrets: deliveryDeps.secrets, storage: createStorage(config) };

@@ -1,4 +1,4 @@
-// Demo administration (demo/data.ts, demo/cli.ts): seeding is idempotent, the seeded accounts work
+// Demo administration (demo/: data, seed, reset, cli.ts): seeding is idempotent, the seeded accounts work
 // through the API with their demo restrictions, and a reset puts the demo data back while leaving every
 // other row alone. The run's database is shared with other files, so every check is scoped to the demo
 // ids and this file's own demo addresses (set through the settings).
@@ -12,7 +12,10 @@ import { ConfigError, parseConfig, withDevelopmentSecrets } from '../../server/p
 import { PasswordHasher } from '../../server/platform/security/passwords.js';
 import { SecretBox } from '../../server/platform/security/secret-box.js';
 import { createDb, type Db } from '../../db/index.js';
-import { DEMO_IDS, DEMO_WORKSPACE_NAME, formatDemoSummary, resetDemo, seedDemo, type DemoDeps, type DemoSummary } from '../../demo/data.js';
+import { DEMO_IDS, DEMO_WORKSPACE_NAME, type DemoDeps } from '../../demo/data.js';
+import { resetDemo } from '../../demo/reset.js';
+import { seedDemo } from '../../demo/seed.js';
+import { formatDemoSummary, type DemoSummary } from '../../demo/summary.js';
 import { startTestApp, testEnv, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
