@@ -1,8 +1,10 @@
-// The BullMQ queue of `deliver_webhook` jobs. Jobs carry the delivery id only (no secret, no payload
-// copy in Redis); the job id is the delivery id, so a delivery is queued once. The producer's Redis
-// connection fails fast: if Redis is away or answers nothing for REDIS_COMMAND_TIMEOUT_MS, the delivery
-// stays `pending` and a sweep enqueues it later.
-import { Queue } from 'bullmq';
+// The queues: their names, job names and options, and the producers. `webhooks` holds the `deliver_webhook`
+// jobs. Jobs carry the delivery id only (no secret, no payload copy in Redis); the job id is the delivery
+// id, so a delivery is queued once. The producer's Redis connection fails fast: if Redis is away or answers
+// nothing for REDIS_COMMAND_TIMEOUT_MS, the delivery stays `pending` and a sweep enqueues it later.
+// `maintenance` holds the repeatable jobs the worker schedules (maintenanceSchedulers). The processors are
+// in jobs/processors/, registered by the worker (jobs/worker.ts).
+import { Queue, type RepeatOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config } from '../server/platform/config.js';
 import { settlesWithin } from '../server/platform/in-flight.js';
@@ -11,6 +13,10 @@ import { reconnectDelay } from '../server/platform/redis.js';
 export const WEBHOOK_QUEUE = 'webhooks';
 export const DELIVER_WEBHOOK = 'deliver_webhook';
 export const MAINTENANCE_QUEUE = 'maintenance';
+/** Jobs of the maintenance queue: the delivery sweep, the clean-up of expired tokens, the demo reset. */
+export const SWEEP_DELIVERIES = 'sweep-deliveries';
+export const CLEAN_UP_TOKENS = 'clean-up-tokens';
+export const DEMO_RESET = 'demo-reset';
 
 export interface DeliverWebhookJob {
   deliveryId: string;
@@ -36,6 +42,24 @@ export function deliverJobOptions(config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | '
  * the reason they failed.
  */
 export const KEEP_ENDED_JOBS = { removeOnComplete: { count: 0 }, removeOnFail: { count: 5000 } };
+
+/** Which ended maintenance jobs Redis keeps: enough to see the latest runs, not one job a minute forever. */
+export const KEEP_MAINTENANCE_JOBS = { removeOnComplete: { count: 100 }, removeOnFail: { count: 1000 } };
+
+/**
+ * The schedulers of the maintenance queue, with their repeat options and whether the settings want them
+ * (MAINTENANCE_SCHEDULER_ENABLED: the sweep every minute and a daily clean-up; DEMO_RESET_CRON: the demo
+ * reset). The worker removes the ones not wanted, so switching a setting off takes effect.
+ */
+export function maintenanceSchedulers(
+  config: Pick<Config, 'MAINTENANCE_SCHEDULER_ENABLED' | 'DEMO_RESET_CRON'>,
+): Array<{ id: string; repeat: RepeatOptions; wanted: boolean }> {
+  return [
+    { id: SWEEP_DELIVERIES, repeat: { every: 60_000 }, wanted: config.MAINTENANCE_SCHEDULER_ENABLED },
+    { id: CLEAN_UP_TOKENS, repeat: { pattern: '17 3 * * *' }, wanted: config.MAINTENANCE_SCHEDULER_ENABLED },
+    { id: DEMO_RESET, repeat: { pattern: config.DEMO_RESET_CRON ?? '' }, wanted: Boolean(config.DEMO_RESET_CRON) },
+  ];
+}
 
 /**
  * How often a worker checks for jobs whose worker died (BullMQ's stalledInterval): every quarter of the job

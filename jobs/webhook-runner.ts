@@ -3,6 +3,9 @@
 // `deliver_webhook` job when the queue is on. The sweep picks up what is due: retries (direct mode), and
 // deliveries whose enqueue failed (queue mode). Several instances may run this side by side: rows are
 // claimed with FOR UPDATE SKIP LOCKED.
+// Both processes run it: the API (server/server.ts: first attempts, and in direct mode the timers) and the
+// worker (its sweep job, processors/maintenance.ts). It sits beside the queue it produces to; the webhooks
+// domain knows only its DeliveryStarter interface, so no domain imports a job.
 import { sql } from 'kysely';
 import type { Logger } from '../server/platform/logger.js';
 import { attemptDelivery, type DeliveryDeps } from '../routers/webhooks/delivery.js';

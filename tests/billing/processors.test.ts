@@ -3,8 +3,8 @@
 // translation. PROCESSOR_A signatures come from the official SDK's test helper, PROCESSOR_B's from node:crypto.
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProcessorA } from '../../routers/billing/processors/processor-a.js';
-import { createProcessorB } from '../../routers/billing/processors/processor-b.js';
+import { createStripeProcessor } from '../../routers/billing/processors/stripe.js';
+import { createLemonSqueezyProcessor } from '../../routers/billing/processors/lemon-squeezy.js';
 import type { CheckoutRequest, PaymentProcessor } from '../../routers/billing/processors/types.js';
 import { AppError, type ErrorCode } from '../../server/platform/errors.js';
 import { FAKE_STRIPE_ERROR_DETAIL, fakeSubscription, signStripe, startFakeStripe, stripeEvent, type FakeStripe } from '../helpers/fake-stripe.js';
@@ -67,7 +67,7 @@ describe('PROCESSOR_A outbound (official SDK against a fake Stripe)', () => {
 
   beforeAll(async () => {
     fake = await startFakeStripe({ apiKey: STRIPE_KEY });
-    a = createProcessorA(
+    a = createStripeProcessor(
       { PROCESSOR_A_SECRET_KEY: STRIPE_KEY, PROCESSOR_A_WEBHOOK_SECRET: STRIPE_WHSEC, PROCESSOR_A_BASE_URL: fake.url },
       { timeoutMs: 500 },
     );
@@ -159,7 +159,7 @@ describe('PROCESSOR_A outbound (official SDK against a fake Stripe)', () => {
 
   it('turns a rejected key into BAD_GATEWAY without the key', async () => {
     const wrongKey = 'sk_test_wrongKey0123456789abcdef';
-    const other = createProcessorA({ PROCESSOR_A_SECRET_KEY: wrongKey, PROCESSOR_A_BASE_URL: fake.url });
+    const other = createStripeProcessor({ PROCESSOR_A_SECRET_KEY: wrongKey, PROCESSOR_A_BASE_URL: fake.url });
     const err = await expectAppError(() => other.cancelSubscription('sub_x'), 'BAD_GATEWAY');
     expect(err.message).not.toContain(wrongKey);
   });
@@ -172,24 +172,24 @@ describe('PROCESSOR_A outbound (official SDK against a fake Stripe)', () => {
   });
 
   it('answers BAD_GATEWAY when the provider is unreachable', async () => {
-    const down = createProcessorA({ PROCESSOR_A_SECRET_KEY: STRIPE_KEY, PROCESSOR_A_BASE_URL: await closedPortUrl() });
+    const down = createStripeProcessor({ PROCESSOR_A_SECRET_KEY: STRIPE_KEY, PROCESSOR_A_BASE_URL: await closedPortUrl() });
     await expectAppError(() => down.createCheckout(checkoutRequest()), 'BAD_GATEWAY');
   });
 
   it('answers BILLING_NOT_CONFIGURED without a secret key, and tells live keys from test keys', async () => {
-    const bare = createProcessorA({});
+    const bare = createStripeProcessor({});
     expect(bare.configured).toBe(false);
     expect(bare.webhookConfigured).toBe(false);
     await expectAppError(() => bare.createCheckout(checkoutRequest()), 'BILLING_NOT_CONFIGURED');
     await expectAppError(() => bare.cancelSubscription('sub_x'), 'BILLING_NOT_CONFIGURED');
-    expect(createProcessorA({ PROCESSOR_A_SECRET_KEY: 'sk_live_abc' }).mode).toBe('live');
-    expect(createProcessorA({ PROCESSOR_A_SECRET_KEY: 'rk_live_abc' }).mode).toBe('live');
-    expect(createProcessorA({ PROCESSOR_A_SECRET_KEY: 'rk_test_abc' }).mode).toBe('test');
+    expect(createStripeProcessor({ PROCESSOR_A_SECRET_KEY: 'sk_live_abc' }).mode).toBe('live');
+    expect(createStripeProcessor({ PROCESSOR_A_SECRET_KEY: 'rk_live_abc' }).mode).toBe('live');
+    expect(createStripeProcessor({ PROCESSOR_A_SECRET_KEY: 'rk_test_abc' }).mode).toBe('test');
   });
 });
 
 describe('PROCESSOR_A webhooks: translation', () => {
-  const a = createProcessorA({ PROCESSOR_A_WEBHOOK_SECRET: STRIPE_WHSEC });
+  const a = createStripeProcessor({ PROCESSOR_A_WEBHOOK_SECRET: STRIPE_WHSEC });
   const parse = (payload: string) => a.parseWebhook(Buffer.from(payload), { 'stripe-signature': signStripe(payload, STRIPE_WHSEC) });
   const metadata = { workspaceId: WORKSPACE_ID, planId: PLAN_ID, planSlug: 'pro' };
 
@@ -340,7 +340,7 @@ describe('PROCESSOR_A webhooks: translation', () => {
 });
 
 describe('PROCESSOR_A webhooks: signatures', () => {
-  const a = createProcessorA({ PROCESSOR_A_WEBHOOK_SECRET: STRIPE_WHSEC });
+  const a = createStripeProcessor({ PROCESSOR_A_WEBHOOK_SECRET: STRIPE_WHSEC });
   const payload = stripeEvent('invoice.paid', { id: 'in_sig', object: 'invoice', amount_paid: 100, currency: 'usd' }, { id: 'evt_sig' });
   const body = Buffer.from(payload);
   const parseWith = (header: string | string[] | undefined, raw: Buffer = body) => () => a.parseWebhook(raw, { 'stripe-signature': header });
@@ -384,7 +384,7 @@ describe('PROCESSOR_A webhooks: signatures', () => {
   });
 
   it('answers BILLING_NOT_CONFIGURED without a webhook secret', async () => {
-    const bare = createProcessorA({ PROCESSOR_A_SECRET_KEY: STRIPE_KEY });
+    const bare = createStripeProcessor({ PROCESSOR_A_SECRET_KEY: STRIPE_KEY });
     expect(bare.webhookConfigured).toBe(false);
     await expectAppError(() => bare.parseWebhook(body, { 'stripe-signature': signStripe(payload, STRIPE_WHSEC) }), 'BILLING_NOT_CONFIGURED');
   });
@@ -398,7 +398,7 @@ describe('PROCESSOR_B outbound (fetch client against a fake Lemon Squeezy)', () 
 
   beforeAll(async () => {
     fake = await startFakeLemonSqueezy({ apiKey: LEMON_KEY });
-    b = createProcessorB(
+    b = createLemonSqueezyProcessor(
       { PROCESSOR_B_API_KEY: LEMON_KEY, PROCESSOR_B_STORE_ID: LEMON_STORE, PROCESSOR_B_WEBHOOK_SECRET: LEMON_SECRET, PROCESSOR_B_BASE_URL: fake.url },
       { timeoutMs: 500 },
     );
@@ -461,7 +461,7 @@ describe('PROCESSOR_B outbound (fetch client against a fake Lemon Squeezy)', () 
 
   it('turns a rejected key into BAD_GATEWAY without the key', async () => {
     const wrongKey = 'lemon-wrong-key-0123456789abcdef';
-    const other = createProcessorB({ PROCESSOR_B_API_KEY: wrongKey, PROCESSOR_B_STORE_ID: LEMON_STORE, PROCESSOR_B_BASE_URL: fake.url });
+    const other = createLemonSqueezyProcessor({ PROCESSOR_B_API_KEY: wrongKey, PROCESSOR_B_STORE_ID: LEMON_STORE, PROCESSOR_B_BASE_URL: fake.url });
     const err = await expectAppError(() => other.cancelSubscription('1'), 'BAD_GATEWAY');
     expect(err.message).not.toContain(wrongKey);
   });
@@ -474,14 +474,14 @@ describe('PROCESSOR_B outbound (fetch client against a fake Lemon Squeezy)', () 
   });
 
   it('answers BAD_GATEWAY when the provider is unreachable', async () => {
-    const down = createProcessorB({ PROCESSOR_B_API_KEY: LEMON_KEY, PROCESSOR_B_STORE_ID: LEMON_STORE, PROCESSOR_B_BASE_URL: await closedPortUrl() });
+    const down = createLemonSqueezyProcessor({ PROCESSOR_B_API_KEY: LEMON_KEY, PROCESSOR_B_STORE_ID: LEMON_STORE, PROCESSOR_B_BASE_URL: await closedPortUrl() });
     await expectAppError(() => down.createCheckout(checkoutRequest()), 'BAD_GATEWAY');
   });
 
   it('answers BILLING_NOT_CONFIGURED without an API key or a store id, sending nothing', async () => {
     const before = fake.requests.length;
     for (const config of [{ PROCESSOR_B_API_KEY: LEMON_KEY }, { PROCESSOR_B_STORE_ID: LEMON_STORE }]) {
-      const bare = createProcessorB({ ...config, PROCESSOR_B_BASE_URL: fake.url });
+      const bare = createLemonSqueezyProcessor({ ...config, PROCESSOR_B_BASE_URL: fake.url });
       expect(bare.configured).toBe(false);
       await expectAppError(() => bare.createCheckout(checkoutRequest()), 'BILLING_NOT_CONFIGURED');
       await expectAppError(() => bare.cancelSubscription('1'), 'BILLING_NOT_CONFIGURED');
@@ -491,7 +491,7 @@ describe('PROCESSOR_B outbound (fetch client against a fake Lemon Squeezy)', () 
 });
 
 describe('PROCESSOR_B webhooks: translation', () => {
-  const b = createProcessorB({ PROCESSOR_B_WEBHOOK_SECRET: LEMON_SECRET });
+  const b = createLemonSqueezyProcessor({ PROCESSOR_B_WEBHOOK_SECRET: LEMON_SECRET });
   const parse = (raw: string) => b.parseWebhook(Buffer.from(raw), { 'x-signature': signLemon(raw, LEMON_SECRET) });
   const custom = { workspace_id: WORKSPACE_ID, plan_id: PLAN_ID, plan_slug: 'pro', plan_interval: 'MONTHLY' };
   const subscription = (attributes: Record<string, unknown>) => ({
@@ -612,7 +612,7 @@ describe('PROCESSOR_B webhooks: translation', () => {
 });
 
 describe('PROCESSOR_B webhooks: signatures', () => {
-  const b = createProcessorB({ PROCESSOR_B_WEBHOOK_SECRET: LEMON_SECRET });
+  const b = createLemonSqueezyProcessor({ PROCESSOR_B_WEBHOOK_SECRET: LEMON_SECRET });
   const raw = lemonEvent('subscription_payment_success', {
     type: 'subscription-invoices', id: '1', attributes: { subscription_id: 2, total: 100, currency: 'USD' },
   });
@@ -644,7 +644,7 @@ describe('PROCESSOR_B webhooks: signatures', () => {
   });
 
   it('answers BILLING_NOT_CONFIGURED without a webhook secret', async () => {
-    const bare = createProcessorB({ PROCESSOR_B_API_KEY: LEMON_KEY, PROCESSOR_B_STORE_ID: LEMON_STORE });
+    const bare = createLemonSqueezyProcessor({ PROCESSOR_B_API_KEY: LEMON_KEY, PROCESSOR_B_STORE_ID: LEMON_STORE });
     expect(bare.webhookConfigured).toBe(false);
     await expectAppError(() => bare.parseWebhook(body, { 'x-signature': signLemon(raw, LEMON_SECRET) }), 'BILLING_NOT_CONFIGURED');
   });

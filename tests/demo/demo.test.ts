@@ -1,4 +1,4 @@
-// Demo administration (jobs/demo.ts, jobs/demo-cli.ts): seeding is idempotent, the seeded accounts work
+// Demo administration (demo/: data, seed, reset, cli.ts): seeding is idempotent, the seeded accounts work
 // through the API with their demo restrictions, and a reset puts the demo data back while leaving every
 // other row alone. The run's database is shared with other files, so every check is scoped to the demo
 // ids and this file's own demo addresses (set through the settings).
@@ -12,7 +12,10 @@ import { ConfigError, parseConfig, withDevelopmentSecrets } from '../../server/p
 import { PasswordHasher } from '../../server/platform/security/passwords.js';
 import { SecretBox } from '../../server/platform/security/secret-box.js';
 import { createDb, type Db } from '../../db/index.js';
-import { DEMO_IDS, DEMO_WORKSPACE_NAME, formatDemoSummary, resetDemo, seedDemo, type DemoDeps, type DemoSummary } from '../../jobs/demo.js';
+import { DEMO_IDS, DEMO_WORKSPACE_NAME, type DemoDeps } from '../../demo/data.js';
+import { resetDemo } from '../../demo/reset.js';
+import { seedDemo } from '../../demo/seed.js';
+import { formatDemoSummary, type DemoSummary } from '../../demo/summary.js';
 import { startTestApp, testEnv, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
@@ -271,11 +274,11 @@ describe('npm run demo:reset (resetDemo)', () => {
   });
 });
 
-describe('jobs/demo-cli.ts', () => {
-  it('runs as `tsx jobs/demo-cli.ts seed`: recreates what is missing and prints what it did, without passwords or secrets', async () => {
+describe('demo/cli.ts', () => {
+  it('runs as `tsx demo/cli.ts seed`: recreates what is missing and prints what it did, without passwords or secrets', async () => {
     await db.deleteFrom('workspace_members').where('workspace_id', '=', ws).where('user_id', '=', DEMO_IDS.users[3]).execute();
     const env: NodeJS.ProcessEnv = { ...process.env, ...testEnv(demoSettings), LOG_LEVEL: 'error' };
-    const { stdout, stderr } = await promisify(execFile)(path.resolve('node_modules/.bin/tsx'), ['jobs/demo-cli.ts', 'seed'], { env, cwd: path.resolve('.') });
+    const { stdout, stderr } = await promisify(execFile)(path.resolve('node_modules/.bin/tsx'), ['demo/cli.ts', 'seed'], { env, cwd: path.resolve('.') });
     const printed = stdout + stderr;
     ledger.observe('demo:seed output', printed);
     expect(stdout).toMatch(/demo:seed created 1 membership\./);

@@ -17,7 +17,7 @@ import { hex, sleep, waitFor, type OwnDatabase, ownDatabase } from './helpers.js
 
 const REDIS_URL = inject('redisUrl');
 const SHUTDOWN_TIMEOUT_MS = 2_000;
-/** What the worker keeps of its completed maintenance jobs (jobs/worker.ts). */
+/** What the worker keeps of its completed maintenance jobs (KEEP_MAINTENANCE_JOBS, jobs/queue.ts). */
 const KEPT_COMPLETED = 100;
 
 let db: OwnDatabase;

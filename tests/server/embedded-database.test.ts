@@ -54,7 +54,7 @@ describe('embedded database', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'saas-data-'));
     const lockFile = path.join(dataDir, 'pglite.lock');
     const demoSeed = () =>
-      promisify(execFile)(process.execPath, ['--import', 'tsx', 'jobs/demo-cli.ts', 'seed'], {
+      promisify(execFile)(process.execPath, ['--import', 'tsx', 'demo/cli.ts', 'seed'], {
         env: { PATH: process.env.PATH, DATA_DIR: dataDir, BCRYPT_COST: '4', LOG_LEVEL: 'warn' },
         timeout: 60_000,
       }).then(

@@ -1,14 +1,14 @@
 import type { Config } from '../../../server/platform/config.js';
+import { createAnthropicProvider } from './anthropic.js';
 import { createMockProvider } from './mock.js';
-import { createProviderA } from './provider-a.js';
-import { createProviderB } from './provider-b.js';
+import { createOpenAIProvider } from './openai.js';
 import type { TextProvider } from './types.js';
 import { storableText } from '../../../server/platform/unstorable-text.js';
 
 /** The provider AI_PROVIDER selects. Built at start-up; a missing key is reported, never fatal. */
 export function createTextProvider(config: Config): TextProvider {
-  if (config.AI_PROVIDER === 'PROVIDER_A') return withStorableOutput(createProviderA(config));
-  if (config.AI_PROVIDER === 'PROVIDER_B') return withStorableOutput(createProviderB(config));
+  if (config.AI_PROVIDER === 'PROVIDER_A') return withStorableOutput(createOpenAIProvider(config));
+  if (config.AI_PROVIDER === 'PROVIDER_B') return withStorableOutput(createAnthropicProvider(config));
   return createMockProvider();
 }
 

@@ -83,6 +83,12 @@ export interface ProviderEvent {
   changes: BillingChange[];
 }
 
+/** Options of a processor adapter. */
+export interface ProcessorOptions {
+  /** How long one API call may take (default 10 s). Tests shorten it. */
+  timeoutMs?: number;
+}
+
 export interface PaymentProcessor {
   readonly name: ProcessorName;
   /** The keys checkout needs are set. */

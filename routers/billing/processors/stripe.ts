@@ -9,14 +9,17 @@ import Stripe from 'stripe';
 import type { PaymentStatus, SubscriptionStatus } from '../../../db/schema.js';
 import type { Config } from '../../../server/platform/config.js';
 import { AppError } from '../../../server/platform/errors.js';
-import { ourId, type BillingChange, type CheckoutRequest, type PaymentChange, type PaymentProcessor, type SubscriptionChange } from './types.js';
+import {
+  ourId,
+  type BillingChange,
+  type CheckoutRequest,
+  type PaymentChange,
+  type PaymentProcessor,
+  type ProcessorOptions,
+  type SubscriptionChange,
+} from './types.js';
 
-export type ProcessorAConfig = Pick<Config, 'PROCESSOR_A_SECRET_KEY' | 'PROCESSOR_A_WEBHOOK_SECRET' | 'PROCESSOR_A_BASE_URL'>;
-
-export interface ProcessorOptions {
-  /** How long one API call may take (default 10 s). Tests shorten it. */
-  timeoutMs?: number;
-}
+export type StripeConfig = Pick<Config, 'PROCESSOR_A_SECRET_KEY' | 'PROCESSOR_A_WEBHOOK_SECRET' | 'PROCESSOR_A_BASE_URL'>;
 
 /** Stripe's documented default: a signature older than 5 minutes is refused (replay protection). */
 const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -24,7 +27,7 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 
 const UNAVAILABLE = 'The payment provider could not complete the request. Please try again in a moment.';
 
-export function createProcessorA(config: ProcessorAConfig, options: ProcessorOptions = {}): PaymentProcessor {
+export function createStripeProcessor(config: StripeConfig, options: ProcessorOptions = {}): PaymentProcessor {
   const secretKey = config.PROCESSOR_A_SECRET_KEY;
   const webhookSecret = config.PROCESSOR_A_WEBHOOK_SECRET;
   const stripe = secretKey ? createClient(secretKey, config.PROCESSOR_A_BASE_URL, options.timeoutMs ?? DEFAULT_TIMEOUT_MS) : null;

@@ -5,9 +5,9 @@ import type { Config } from '../../../server/platform/config.js';
 import { providerFailure } from './failure.js';
 import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
 
-type ProviderBConfig = Pick<Config, 'PROVIDER_B_API_KEY' | 'PROVIDER_B_BASE_URL' | 'AI_PROVIDER_B_MODEL' | 'AI_REQUEST_TIMEOUT_MS'>;
+type AnthropicConfig = Pick<Config, 'PROVIDER_B_API_KEY' | 'PROVIDER_B_BASE_URL' | 'AI_PROVIDER_B_MODEL' | 'AI_REQUEST_TIMEOUT_MS'>;
 
-export function createProviderB(config: ProviderBConfig): TextProvider {
+export function createAnthropicProvider(config: AnthropicConfig): TextProvider {
   const client = config.PROVIDER_B_API_KEY
     ? new Anthropic({
         apiKey: config.PROVIDER_B_API_KEY,

@@ -6,10 +6,17 @@ import crypto from 'node:crypto';
 import type { SubscriptionStatus } from '../../../db/schema.js';
 import type { Config } from '../../../server/platform/config.js';
 import { AppError } from '../../../server/platform/errors.js';
-import type { ProcessorOptions } from './processor-a.js';
-import { ourId, type BillingChange, type CheckoutRequest, type PaymentChange, type PaymentProcessor, type SubscriptionChange } from './types.js';
+import {
+  ourId,
+  type BillingChange,
+  type CheckoutRequest,
+  type PaymentChange,
+  type PaymentProcessor,
+  type ProcessorOptions,
+  type SubscriptionChange,
+} from './types.js';
 
-export type ProcessorBConfig = Pick<
+export type LemonSqueezyConfig = Pick<
   Config,
   'PROCESSOR_B_API_KEY' | 'PROCESSOR_B_STORE_ID' | 'PROCESSOR_B_WEBHOOK_SECRET' | 'PROCESSOR_B_BASE_URL'
 >;
@@ -19,7 +26,7 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const JSON_API = 'application/vnd.api+json';
 const UNAVAILABLE = 'The payment provider could not complete the request. Please try again in a moment.';
 
-export function createProcessorB(config: ProcessorBConfig, options: ProcessorOptions = {}): PaymentProcessor {
+export function createLemonSqueezyProcessor(config: LemonSqueezyConfig, options: ProcessorOptions = {}): PaymentProcessor {
   const apiKey = config.PROCESSOR_B_API_KEY;
   const storeId = config.PROCESSOR_B_STORE_ID;
   const webhookSecret = config.PROCESSOR_B_WEBHOOK_SECRET;

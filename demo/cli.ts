@@ -1,18 +1,20 @@
-// Entry point of `npm run demo:seed` and `npm run demo:reset` (jobs/demo.ts): same settings and database
-// choice as the server (Postgres with DATABASE_URL, else the embedded database under DATA_DIR), migrations
-// first, then the command; prints what it did (counts, addresses, names of settings; never a password or
-// a secret) and closes the database. Exit code 1 on a bad setting or a failure.
+// Entry point of `npm run demo:seed` and `npm run demo:reset` (seed.ts, reset.ts): same settings and
+// database choice as the server (Postgres with DATABASE_URL, else the embedded database under DATA_DIR),
+// migrations first, then the command; prints what it did (counts, addresses, names of settings; never a
+// password or a secret) and closes the database. Exit code 1 on a bad setting or a failure.
 import { ConfigError, loadConfigOrExit } from '../server/platform/config.js';
 import { PasswordHasher } from '../server/platform/security/passwords.js';
 import { SecretBox } from '../server/platform/security/secret-box.js';
 import { createStorage } from '../server/platform/storage.js';
 import { createDb, databaseKind } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { formatDemoSummary, resetDemo, seedDemo } from './demo.js';
+import { resetDemo } from './reset.js';
+import { seedDemo } from './seed.js';
+import { formatDemoSummary } from './summary.js';
 
 const command = process.argv[2];
 if (command !== 'seed' && command !== 'reset') {
-  console.error('usage: tsx jobs/demo-cli.ts seed|reset   (npm run demo:seed, npm run demo:reset)');
+  console.error('usage: tsx demo/cli.ts seed|reset   (npm run demo:seed, npm run demo:reset)');
   process.exit(2);
 }
 

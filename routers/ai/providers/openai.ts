@@ -5,9 +5,9 @@ import type { Config } from '../../../server/platform/config.js';
 import { providerFailure } from './failure.js';
 import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
 
-type ProviderAConfig = Pick<Config, 'PROVIDER_A_API_KEY' | 'PROVIDER_A_BASE_URL' | 'AI_PROVIDER_A_MODEL' | 'AI_REQUEST_TIMEOUT_MS'>;
+type OpenAIConfig = Pick<Config, 'PROVIDER_A_API_KEY' | 'PROVIDER_A_BASE_URL' | 'AI_PROVIDER_A_MODEL' | 'AI_REQUEST_TIMEOUT_MS'>;
 
-export function createProviderA(config: ProviderAConfig): TextProvider {
+export function createOpenAIProvider(config: OpenAIConfig): TextProvider {
   const client = config.PROVIDER_A_API_KEY
     ? new OpenAI({
         apiKey: config.PROVIDER_A_API_KEY,
