@@ -149,7 +149,7 @@ export interface ResolvedAccount extends PlannedAccount {
 /**
  * Matches the planned accounts with the users table. A row with the fixed id is the demo account. The
  * demo admin may also be the DEMO_ADMIN account of SEED_DEMO_ADMIN_EMAIL created at start-up
- * (db/seed.ts): the settings name it and the role is only ever given to demo admins. Any other account
+ * (routers/users/seed.ts): the settings name it and the role is only ever given to demo admins. Any other account
  * holding a demo address is not ours and is left alone.
  */
 export async function resolveAccounts(db: Db, planned: PlannedAccount[]): Promise<ResolvedAccount[]> {

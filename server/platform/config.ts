@@ -283,7 +283,7 @@ export const configSchema = z.object({
   WEBHOOK_SECRET_ENCRYPTION_KEY: optionalStr(),
   MAINTENANCE_SCHEDULER_ENABLED: bool(false),
 
-  // ---- demo data (npm run demo:seed / demo:reset, jobs/demo.ts)
+  // ---- demo data (npm run demo:seed / demo:reset, demo/)
   DEMO_PASSWORD: optionalStr(),
   DEMO_RESET_CRON: cronPattern(),
 
