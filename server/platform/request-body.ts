@@ -57,18 +57,65 @@ export const refuseJsonBodyHeaders = both(
   refuseDeclaredLength(JSON_BODY_LIMIT_BYTES, 'Request body is too large (limit 1 MiB).'),
 );
 
+/** Lingering close of an answered request whose body is still coming (see closeUnreadBody). */
+const LINGER = { idleMs: 500, maxMs: 5_000, maxBytes: 16 * MiB } as const;
+
 /**
  * Sends `Connection: close` with an answer written before the request's body has arrived in full (a
  * refusal from the headers, a 401 before an upload is read): Node would otherwise read and discard the
- * rest of the body, however long, to reuse the connection. Requests without a body are left alone.
+ * rest of the body, however long, to reuse the connection. The connection is not cut at once, though: a
+ * client still sending its body would see a reset (EPIPE) instead of the answer, as fetch does. Like a web
+ * server's lingering close, the rest is read and discarded until it ends, and the connection closed then,
+ * or as soon as the client pauses for 0.5 s, after 5 s or after 16 MiB. Requests without a body are left
+ * alone.
  */
 export const closeUnreadBody: RequestHandler = (req, res, next) => {
   if (declaresBody(req) && req.headers['content-length'] !== '0') {
     const writeHead = res.writeHead;
     res.writeHead = function (this: Response, ...args: unknown[]) {
-      if (!req.complete && !this.headersSent) this.setHeader('Connection', 'close');
+      if (!req.complete && !this.headersSent) {
+        this.setHeader('Connection', 'close');
+        lingerBeforeClosing(req);
+      }
       return (writeHead as (...a: unknown[]) => Response).apply(this, args);
     } as Response['writeHead'];
   }
   next();
 };
+
+/** Replaces the close Node makes after a `Connection: close` answer by a lingering one (LINGER). */
+function lingerBeforeClosing(req: Request) {
+  const socket = req.socket;
+  const destroySoon = socket.destroySoon.bind(socket);
+  socket.destroySoon = () => {
+    if (req.complete) return destroySoon();
+    let received = 0;
+    let idle: NodeJS.Timeout | undefined;
+    const close = () => {
+      clearTimeout(idle);
+      clearTimeout(deadline);
+      socket.off('data', onData);
+      // The body has ended: close as Node would have. Otherwise stop reading at once.
+      if (req.complete) destroySoon();
+      else socket.destroy();
+    };
+    const restartIdle = () => {
+      clearTimeout(idle);
+      idle = setTimeout(close, LINGER.idleMs);
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > LINGER.maxBytes) close();
+      else restartIdle();
+    };
+    const deadline = setTimeout(close, LINGER.maxMs);
+    socket.on('data', onData);
+    // Node discards the rest of the body (req._dump()) and ends the request when the body has arrived.
+    req.once('end', close);
+    socket.once('close', () => {
+      clearTimeout(idle);
+      clearTimeout(deadline);
+    });
+    restartIdle();
+  };
+}

@@ -188,6 +188,66 @@ describe('a body declared larger than its route takes', () => {
   });
 });
 
+describe('a client still sending its body when the answer comes (fetch)', () => {
+  let app: TestApp;
+  let user: Session;
+  beforeAll(async () => {
+    app = await startTestApp();
+    user = await registerAndLogin(app.api, { prefix: 'lingering' });
+    ledger.sent(user.accessToken, 'a bearer token');
+  });
+  afterAll(() => app?.close());
+
+  const upload = (path: string, field: string, bytes: number, token?: string) => {
+    const form = new FormData();
+    form.append(field, new Blob([new Uint8Array(bytes)], { type: 'image/png' }), 'big.png');
+    return fetch(app.url + path, { method: 'POST', body: form, headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  };
+
+  it('fetch reads the answer: a 3 MiB avatar (limit 2 MiB) is 413, an upload without a token 401', async () => {
+    const res = await upload('/profile/avatar', 'avatar', 3 * MiB, user.accessToken);
+    expect(res.status).toBe(413);
+    expect(res.headers.get('connection')).toBe('close');
+    expect(await res.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    const anonymous = await upload('/storage/upload', 'file', MiB);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toMatchObject({ code: 'UNAUTHORIZED' });
+  });
+
+  // Before: the connection was cut right after the answer, so a client still writing its body got a reset
+  // (EPIPE or ECONNRESET; fetch then fails without showing the answer).
+  it('keeps the connection open while the rest of the body comes, then closes it', async () => {
+    // allowHalfOpen: the client does not close its side when the server ends its own, so it sees a reset.
+    const socket = net.connect({ port: Number(new URL(app.url).port), host: '127.0.0.1', allowHalfOpen: true });
+    const errors: string[] = [];
+    socket.on('error', (err: NodeJS.ErrnoException) => errors.push(err.code ?? err.message));
+    let answer = '';
+    let serverEnded = false;
+    const answered = new Promise<void>((resolve) => socket.on('data', (chunk) => ((answer += chunk.toString()), resolve())));
+    const ended = new Promise<void>((resolve) => socket.on('end', () => ((serverEnded = true), resolve())));
+    await new Promise<void>((resolve) => socket.on('connect', () => resolve()));
+    socket.write(head('POST', '/storage/upload', { 'Content-Type': 'multipart/form-data; boundary=x', 'Content-Length': MiB }));
+    await answered;
+    expect(answer).toMatch(/^HTTP\/1.1 401 /);
+    const endedWhileSending: boolean[] = [];
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      endedWhileSending.push(serverEnded);
+      await new Promise<void>((resolve) => socket.write(Buffer.alloc(MiB / 4), () => resolve()));
+    }
+    await ended;
+    socket.destroy();
+    expect(endedWhileSending).toEqual([false, false, false, false]);
+    expect(errors).toEqual([]);
+  });
+
+  it('the server stops reading after 16 MiB, and the answer still arrives first', async () => {
+    const answer = await exchange(app.url, [head('POST', '/auth/login', { ...json, 'Content-Length': FIFTY_MB }), 'x'.repeat(20 * MiB)], 5000);
+    expectErrorAnswer(answer, 413, 'PAYLOAD_TOO_LARGE');
+    expect(answer.closedAfterMs).toBeLessThan(5000);
+  });
+});
+
 describe('stalled requests', () => {
   let app: TestApp;
   beforeAll(async () => {
