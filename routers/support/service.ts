@@ -1,0 +1,90 @@
+// Contact messages and support tickets: stored, announced to SUPPORT_EMAIL, and listed for platform admins.
+import type { Selectable } from 'kysely';
+import type { Db } from '../../db/index.js';
+import type { ContactMessagesTable, SupportTicketsTable } from '../../db/schema.js';
+import type { AppDeps } from '../../server/platform/context.js';
+import { sendAfterCommit } from '../../server/platform/email/mailer.js';
+import { AppError } from '../../server/platform/errors.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import type { WorkspaceAccess } from '../workspaces/access.js';
+import type { ContactInput, TicketInput } from './schemas.js';
+
+type Deps = Pick<AppDeps, 'db' | 'config' | 'mailer' | 'logger'>;
+
+const toContact = (r: Selectable<ContactMessagesTable>) => ({
+  id: r.id,
+  name: r.name,
+  email: r.email,
+  subject: r.subject,
+  message: r.message,
+  topic: r.topic,
+  createdAt: r.created_at.toISOString(),
+});
+
+const toTicket = (r: Selectable<SupportTicketsTable>) => ({
+  id: r.id,
+  userId: r.user_id,
+  workspaceId: r.workspace_id,
+  subject: r.subject,
+  message: r.message,
+  priority: r.priority,
+  status: r.status,
+  createdAt: r.created_at.toISOString(),
+});
+
+export async function sendContactMessage(deps: Deps, input: ContactInput) {
+  const row = await deps.db
+    .insertInto('contact_messages')
+    .values({ name: input.name, email: input.email.toLowerCase(), subject: input.subject ?? '', message: input.message, topic: input.topic ?? input.tier ?? null })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await sendAfterCommit(deps, {
+    to: deps.config.SUPPORT_EMAIL,
+    subject: `Contact: ${input.subject || 'new message'}`,
+    template: 'contact-message',
+    text: `From ${input.name} <${row.email}>${row.topic ? ` (${row.topic})` : ''}:\n\n${input.message}`,
+  });
+  return toContact(row);
+}
+
+/**
+ * Opens a ticket from the signed-in user. A named workspace must be one of theirs (404 otherwise), whatever
+ * its state: a suspended workspace is exactly what one writes to support about.
+ */
+export async function openTicket(
+  deps: Deps,
+  user: { id: string; name: string; email: string },
+  memberships: WorkspaceAccess[],
+  input: TicketInput,
+) {
+  const workspace = input.workspaceId ? memberships.find((m) => m.id === input.workspaceId) : undefined;
+  if (input.workspaceId && !workspace) throw new AppError('NOT_FOUND', 'Workspace not found.');
+  const row = await deps.db
+    .insertInto('support_tickets')
+    .values({ user_id: user.id, workspace_id: workspace?.id ?? null, subject: input.subject, message: input.message, priority: input.priority })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await sendAfterCommit(deps, {
+    to: deps.config.SUPPORT_EMAIL,
+    subject: `[${row.priority}] Ticket: ${row.subject}`,
+    template: 'support-ticket',
+    text: `From ${user.name} <${user.email}>${workspace ? ` (workspace ${workspace.name})` : ''}:\n\n${row.message}`,
+  });
+  return toTicket(row);
+}
+
+export async function listContactMessages(db: Db, page: Pagination) {
+  const [rows, count] = await Promise.all([
+    db.selectFrom('contact_messages').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+    db.selectFrom('contact_messages').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return pageOf(rows.map(toContact), Number(count.n), page);
+}
+
+export async function listTickets(db: Db, page: Pagination) {
+  const [rows, count] = await Promise.all([
+    db.selectFrom('support_tickets').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+    db.selectFrom('support_tickets').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return pageOf(rows.map(toTicket), Number(count.n), page);
+}
