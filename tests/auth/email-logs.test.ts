@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
-import { HIDDEN_LINK } from '../../routers/email/router.js';
+import { HIDDEN_LINK } from '../../routers/email/service.js';
 import { STRONG_PASSWORD, expectError, login, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
 
 let app: TestApp;

@@ -1,0 +1,40 @@
+// The mails EMAIL_PROVIDER=MOCK wrote instead of sending, newest first.
+import type { Db } from '../../db/index.js';
+import type { PlatformRole } from '../../db/schema.js';
+import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { platformRoleHas } from '../../server/platform/permissions.js';
+
+/** What the read-only demo admin sees in place of a mail's link. */
+export const HIDDEN_LINK = '[link hidden from the read-only demo admin]';
+
+/**
+ * A mail's link carries a single-use token (a password reset, a verification, an invitation): whoever
+ * reads it can act as the recipient. The demo admin reads what an admin reads but must not be able to take
+ * over an account (a reset link of the real admin would make it one), so it gets the mails without their
+ * links, in `link` and in the text alike.
+ */
+function withoutLink<M extends { text: string; link: string | null }>(mail: M): M {
+  return mail.link ? { ...mail, text: mail.text.split(mail.link).join(HIDDEN_LINK), link: null } : mail;
+}
+
+/** The mails, to one address or all; with their links only for a reader holding admin.write. */
+export async function listEmailLogs(db: Db, reader: { platformRole: PlatformRole }, filters: { to?: string }, page: Pagination) {
+  let query = db.selectFrom('email_logs');
+  if (filters.to) query = query.where('to', '=', filters.to.trim().toLowerCase());
+  const [rows, count] = await Promise.all([
+    query
+      .select(['id', 'to', 'subject', 'template', 'text', 'link', 'created_at'])
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(offsetOf(page))
+      .execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  const readOnly = !platformRoleHas(reader.platformRole, 'admin.write');
+  const items = rows.map(({ created_at, ...r }) => {
+    const mail = { ...r, createdAt: created_at.toISOString() };
+    return readOnly ? withoutLink(mail) : mail;
+  });
+  return pageOf(items, Number(count.total), page);
+}
