@@ -1,11 +1,10 @@
 // The public plan catalog and the admin plan routes, with the read-only billing settings.
 import { z } from 'zod';
-import { AppError } from '../../server/platform/errors.js';
 import { adminProcedure, adminWriteProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import * as plans from './plans.js';
-import { createPlanInput, planIdInput, planListOutput, planOutput, updatePlanInput } from './schemas.js';
-import { billingSettings, billingSettingsOutput } from './settings.js';
+import { billingSettingsOutput, createPlanInput, planIdInput, planListOutput, planOutput, updatePlanInput } from './schemas.js';
+import { billingSettings, refuseSettingsChange } from './settings.js';
 
 const tags = ['Admin: billing'];
 
@@ -21,7 +20,7 @@ export const plansRouter = router({
     .meta({ openapi: { method: 'GET', path: '/billing/plans', tags: ['Billing'], protect: false, summary: 'Published plans, by sort order' } })
     .input(z.void())
     .output(planListOutput)
-    .query(async ({ ctx }) => ({ items: await ctx.plans.published() })),
+    .query(({ ctx }) => plans.publishedPlans(ctx.plans)),
 
   list: adminProcedure
     .meta({ openapi: { method: 'GET', path: '/admin/billing/plans', tags, summary: 'Every plan, drafts and archived included' } })
@@ -66,10 +65,5 @@ export const plansRouter = router({
     .meta({ openapi: { method: 'PATCH', path: '/admin/billing/settings', tags, summary: 'Read-only: settings come from the environment' }, errors: ['SETTINGS_READ_ONLY'] })
     .input(z.looseObject({}))
     .output(billingSettingsOutput)
-    .mutation(() => {
-      throw new AppError(
-        'SETTINGS_READ_ONLY',
-        'Billing settings come from the environment (BILLING_PROVIDER, PROCESSOR_A_*, PROCESSOR_B_*, BILLING_*). Change them there and restart the service.',
-      );
-    }),
+    .mutation(() => refuseSettingsChange()),
 });

@@ -100,6 +100,11 @@ export class PlanCatalog {
 
 const notFound = () => new AppError('PLAN_NOT_FOUND', 'Plan not found.');
 
+/** The public catalog: published plans, by sort order, from this instance's copy. */
+export async function publishedPlans(catalog: PlanCatalog) {
+  return { items: await catalog.published() };
+}
+
 export async function listAllPlans(db: Db) {
   const rows = await db.selectFrom('plans').selectAll().orderBy('sort_order').orderBy('name').execute();
   return { items: rows.map(toPlanOutput) };

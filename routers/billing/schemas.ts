@@ -193,3 +193,43 @@ export const providerStatusOutput = z.object({
   message: z.string(),
   customerPortalEnabled: z.boolean(),
 });
+
+// ---- admin settings
+
+const processorSettingsOutput = z.object({
+  active: z.boolean(),
+  configured: z.boolean(),
+  webhookConfigured: z.boolean(),
+  webhookPath: z.string(),
+  mode: z.enum(['test', 'live']),
+  pricesConfigured: z.object({ lite: z.boolean(), pro: z.boolean(), enterprise: z.boolean() }),
+});
+
+export const billingSettingsOutput = z.object({
+  provider: z.enum(BILLING_PROVIDERS),
+  source: z.literal('environment'),
+  readOnly: z.literal(true),
+  successUrl: z.string(),
+  cancelUrl: z.string(),
+  supportEmail: z.string(),
+  customerPortalEnabled: z.boolean(),
+  mockWebhookEnabled: z.boolean(),
+  processorA: processorSettingsOutput,
+  processorB: processorSettingsOutput,
+});
+export type BillingSettings = z.infer<typeof billingSettingsOutput>;
+
+// ---- the MOCK provider's development webhook (a plain route: webhooks.ts)
+
+export const mockEventInput = z.object({
+  id: z.string().min(1).max(200),
+  type: z.string().min(1).max(100),
+  data: z
+    .object({
+      workspaceId: z.uuid().optional(),
+      planCode: z.string().max(63).optional(),
+      planId: z.uuid().optional(),
+    })
+    .optional(),
+});
+export type MockEvent = z.infer<typeof mockEventInput>;

@@ -19,7 +19,7 @@ import type { Logger } from '../../server/platform/logger.js';
 import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import type { BillingChange, PaymentChange, PaymentProcessor, ProcessorName, ProviderEvent, RefundChange, SubscriptionChange } from './processors/types.js';
-import { toPlanOutput } from './schemas.js';
+import { toPlanOutput, type MockEvent } from './schemas.js';
 import { storableText } from '../../server/platform/unstorable-text.js';
 
 type Db = Kysely<Database>;
@@ -421,6 +421,32 @@ export async function applyProviderEvent(d: EventDeps, provider: BillingProvider
   });
   await cancelReplacedAtProcessor(d, replaced);
   return outcome;
+}
+
+/**
+ * Applies an event of the development webhook of BILLING_PROVIDER=MOCK: `checkout.completed` with
+ * `data: { workspaceId, planCode | planId }` moves the workspace to the plan like a MOCK checkout;
+ * `subscription.canceled` with `data: { workspaceId }` ends its live subscription. Other types are
+ * recorded and ignored. A repeated id changes nothing.
+ */
+export async function applyMockEvent(d: EventDeps, { id, type, data }: MockEvent): Promise<EventOutcome> {
+  const event: ProviderEvent = { id, type, occurredAt: new Date(), changes: [] };
+  if (type === 'checkout.completed' && data?.workspaceId && (data.planCode || data.planId)) {
+    const plan = await findPurchasablePlan(d.db, data);
+    event.changes = mockCheckoutChanges(plan, data.workspaceId, event.occurredAt);
+  } else if (type === 'subscription.canceled' && data?.workspaceId) {
+    const live = await d.db
+      .selectFrom('subscriptions')
+      .select('provider_subscription_id')
+      .where('workspace_id', '=', data.workspaceId)
+      .where('provider', '=', 'MOCK')
+      .where('status', 'in', ['ACTIVE', 'TRIALING', 'PAST_DUE'])
+      .executeTakeFirst();
+    if (live?.provider_subscription_id) {
+      event.changes = [{ kind: 'subscription', providerSubscriptionId: live.provider_subscription_id, status: 'CANCELED', cancelAtPeriodEnd: false }];
+    }
+  }
+  return applyProviderEvent(d, 'MOCK', event);
 }
 
 function applyChange(run: EventRun, change: BillingChange): Promise<EventOutcome> {

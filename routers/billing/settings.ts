@@ -1,32 +1,11 @@
-// GET /admin/billing/settings: what is configured, as booleans and URLs. Never a key or a secret.
-import { z } from 'zod';
-import { BILLING_PROVIDERS } from '../../db/schema.js';
+// The admin's view of the payment settings: what is configured, as booleans and URLs. Never a key or a
+// secret. They come from the environment, so they are read-only here.
 import type { Config } from '../../server/platform/config.js';
+import { AppError } from '../../server/platform/errors.js';
 import type { Processors } from './processors/index.js';
+import type { BillingSettings } from './schemas.js';
 
-const processorOutput = z.object({
-  active: z.boolean(),
-  configured: z.boolean(),
-  webhookConfigured: z.boolean(),
-  webhookPath: z.string(),
-  mode: z.enum(['test', 'live']),
-  pricesConfigured: z.object({ lite: z.boolean(), pro: z.boolean(), enterprise: z.boolean() }),
-});
-
-export const billingSettingsOutput = z.object({
-  provider: z.enum(BILLING_PROVIDERS),
-  source: z.literal('environment'),
-  readOnly: z.literal(true),
-  successUrl: z.string(),
-  cancelUrl: z.string(),
-  supportEmail: z.string(),
-  customerPortalEnabled: z.boolean(),
-  mockWebhookEnabled: z.boolean(),
-  processorA: processorOutput,
-  processorB: processorOutput,
-});
-
-export function billingSettings({ config, processors }: { config: Config; processors: Processors }): z.infer<typeof billingSettingsOutput> {
+export function billingSettings({ config, processors }: { config: Config; processors: Processors }): BillingSettings {
   const describe = (name: 'PROCESSOR_A' | 'PROCESSOR_B', prices: [string | undefined, string | undefined, string | undefined]) => ({
     active: config.BILLING_PROVIDER === name,
     configured: processors[name].configured,
@@ -47,4 +26,12 @@ export function billingSettings({ config, processors }: { config: Config; proces
     processorA: describe('PROCESSOR_A', [config.PROCESSOR_A_PRICE_LITE, config.PROCESSOR_A_PRICE_PRO, config.PROCESSOR_A_PRICE_ENTERPRISE]),
     processorB: describe('PROCESSOR_B', [config.PROCESSOR_B_VARIANT_LITE, config.PROCESSOR_B_VARIANT_PRO, config.PROCESSOR_B_VARIANT_ENTERPRISE]),
   };
+}
+
+/** PATCH /admin/billing/settings: always refused, the settings come from the environment. */
+export function refuseSettingsChange(): never {
+  throw new AppError(
+    'SETTINGS_READ_ONLY',
+    'Billing settings come from the environment (BILLING_PROVIDER, PROCESSOR_A_*, PROCESSOR_B_*, BILLING_*). Change them there and restart the service.',
+  );
 }

@@ -6,8 +6,9 @@ import type { AppDeps } from '../../server/platform/context.js';
 import type { Config } from '../../server/platform/config.js';
 import { AppError, fromZodError } from '../../server/platform/errors.js';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import { applyProviderEvent, mockCheckoutChanges, findPurchasablePlan } from './service.js';
-import type { ProcessorName, ProviderEvent } from './processors/types.js';
+import { applyMockEvent, applyProviderEvent } from './service.js';
+import { mockEventInput } from './schemas.js';
+import type { ProcessorName } from './processors/types.js';
 import { errorResponse } from '../../openapi/error-response.js';
 import { UnstorableText, refuseUnstorableText } from '../../server/platform/unstorable-text.js';
 import { JSON_BODY_LIMIT_BYTES, refuseJsonBodyHeaders } from '../../server/platform/request-body.js';
@@ -38,24 +39,7 @@ function processorWebhook(deps: Deps, name: ProcessorName): RequestHandler {
   };
 }
 
-const mockEventInput = z.object({
-  id: z.string().min(1).max(200),
-  type: z.string().min(1).max(100),
-  data: z
-    .object({
-      workspaceId: z.uuid().optional(),
-      planCode: z.string().max(63).optional(),
-      planId: z.uuid().optional(),
-    })
-    .optional(),
-});
-
-/**
- * The development webhook of BILLING_PROVIDER=MOCK (unsigned): `checkout.completed` with
- * `data: { workspaceId, planCode | planId }` moves the workspace to the plan like a MOCK checkout;
- * `subscription.canceled` with `data: { workspaceId }` ends its live subscription. Other types are
- * recorded and ignored. A repeated id changes nothing.
- */
+/** The development webhook of BILLING_PROVIDER=MOCK (unsigned): the event, checked, for applyMockEvent. */
 function mockWebhook(deps: Deps): RequestHandler {
   return async (req, res, next) => {
     try {
@@ -71,24 +55,7 @@ function mockWebhook(deps: Deps): RequestHandler {
         const api = fromZodError(parsed.error);
         throw new AppError('BAD_REQUEST', api.message, api.issues);
       }
-      const { id, type, data } = parsed.data;
-      const event: ProviderEvent = { id, type, occurredAt: new Date(), changes: [] };
-      if (type === 'checkout.completed' && data?.workspaceId && (data.planCode || data.planId)) {
-        const plan = await findPurchasablePlan(deps.db, data);
-        event.changes = mockCheckoutChanges(plan, data.workspaceId, event.occurredAt);
-      } else if (type === 'subscription.canceled' && data?.workspaceId) {
-        const live = await deps.db
-          .selectFrom('subscriptions')
-          .select('provider_subscription_id')
-          .where('workspace_id', '=', data.workspaceId)
-          .where('provider', '=', 'MOCK')
-          .where('status', 'in', ['ACTIVE', 'TRIALING', 'PAST_DUE'])
-          .executeTakeFirst();
-        if (live?.provider_subscription_id) {
-          event.changes = [{ kind: 'subscription', providerSubscriptionId: live.provider_subscription_id, status: 'CANCELED', cancelAtPeriodEnd: false }];
-        }
-      }
-      res.json({ received: true, outcome: await applyProviderEvent(deps, 'MOCK', event) });
+      res.json({ received: true, outcome: await applyMockEvent(deps, parsed.data) });
     } catch (err) {
       next(err);
     }
