@@ -2,7 +2,6 @@
 import { z } from 'zod';
 import { authedProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
 import type { Context } from '../../server/platform/context.js';
-import { AppError } from '../../server/platform/errors.js';
 import {
   emailInput,
   loginInput,
@@ -17,27 +16,13 @@ import {
   tokenPairOutput,
 } from './schemas.js';
 import * as auth from './service.js';
-import { revokeSessionOf, rotateRefreshToken } from './sessions.js';
+import { rotateRefreshToken } from './sessions.js';
 
 const tags = ['Auth'];
 
-/**
- * A sign-in counted against its account when it fails (wrong password or unknown address), while rate
- * limiting is on: past RATE_LIMIT_AUTH_MAX_REQUESTS failures in the window, 429 whatever the address or
- * password (server/platform/rate-limit.ts, FailureLimiter). Anything else, a success included, is not counted and
- * clears nothing.
- */
-async function countedLogin(ctx: Context, input: z.infer<typeof loginInput>) {
-  const attempt = await ctx.failedSignIns?.begin(ctx.res, `login:${auth.normalizeEmail(input.email)}`);
-  try {
-    const signedIn = await auth.login(ctx, input, ctx);
-    attempt?.settle(false);
-    return signedIn;
-  } catch (err) {
-    attempt?.settle(err instanceof AppError && err.code === 'INVALID_CREDENTIALS');
-    throw err;
-  }
-}
+/** The failed-sign-in limiter, while rate limiting is on, bound to this request's response (for its 429). */
+const signInAttempts = ({ failedSignIns, res }: Context): auth.SignInAttempts | undefined =>
+  failedSignIns && { begin: (key) => failedSignIns.begin(res, key) };
 
 export const authRouter = router({
   register: publicProcedure
@@ -66,7 +51,7 @@ export const authRouter = router({
     })
     .input(loginInput)
     .output(loginOutput)
-    .mutation(({ ctx, input }) => countedLogin(ctx, input)),
+    .mutation(({ ctx, input }) => auth.countedLogin(ctx, input, ctx, signInAttempts(ctx))),
 
   refresh: publicProcedure
     .meta({ openapi: { method: 'POST', path: '/auth/refresh', tags, protect: false, summary: 'Rotate a refresh token for a new token pair' }, errors: ['UNAUTHORIZED', 'USER_SUSPENDED'] })
@@ -78,10 +63,7 @@ export const authRouter = router({
     .meta({ openapi: { method: 'POST', path: '/auth/logout', tags, protect: false, summary: 'Revoke a refresh token and its session' } })
     .input(refreshTokenInput)
     .output(messageOutput)
-    .mutation(async ({ ctx, input }) => {
-      await revokeSessionOf(ctx, input.refreshToken);
-      return { message: 'Signed out.' };
-    }),
+    .mutation(({ ctx, input }) => auth.logout(ctx, input.refreshToken)),
 
   me: authedProcedure
     .meta({ openapi: { method: 'GET', path: '/auth/me', tags, summary: 'The signed-in user and workspace context' } })

@@ -10,7 +10,7 @@ import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js
 import { membershipsOf, workspaceContext, type WorkspaceAccess } from '../workspaces/access.js';
 import { insertWorkspace } from '../workspaces/service.js';
 import { USER_COLUMNS, toContextOutput, toUserOutput, type UserRow } from './schemas.js';
-import { openSession, revokeAllSessions, type Principal } from './sessions.js';
+import { openSession, revokeAllSessions, revokeSessionOf, type Principal } from './sessions.js';
 import { recordAudit } from '../audit/service.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'passwords'>;
@@ -115,6 +115,37 @@ export async function login(deps: Deps, input: { email: string; password: string
     deps.db.updateTable('users').set({ last_login_at: new Date() }).where('id', '=', user.id).execute(),
   ]);
   return { ...tokens, user: toUserOutput(user), ...toContextOutput(workspaceContext(memberships)) };
+}
+
+/**
+ * Where failed sign-ins are counted per account, while rate limiting is on (FailureLimiter,
+ * server/platform/rate-limit.ts): `begin` takes an attempt's place, or refuses it with the 429.
+ */
+export interface SignInAttempts {
+  begin(key: string): Promise<{ settle(failed: boolean): void }>;
+}
+
+/**
+ * login(), counted against its account when it fails (wrong password or unknown address): past
+ * RATE_LIMIT_AUTH_MAX_REQUESTS failures in the window, 429 whatever the address or password. Anything
+ * else, a success included, is not counted and clears nothing.
+ */
+export async function countedLogin(deps: Deps, input: { email: string; password: string }, meta: RequestMeta, attempts: SignInAttempts | undefined) {
+  const attempt = await attempts?.begin(`login:${normalizeEmail(input.email)}`);
+  try {
+    const signedIn = await login(deps, input, meta);
+    attempt?.settle(false);
+    return signedIn;
+  } catch (err) {
+    attempt?.settle(err instanceof AppError && err.code === 'INVALID_CREDENTIALS');
+    throw err;
+  }
+}
+
+/** Ends the session the refresh token belongs to. An unknown token is ignored: logout is idempotent. */
+export async function logout(deps: Deps, refreshToken: string) {
+  await revokeSessionOf(deps, refreshToken);
+  return { message: 'Signed out.' };
 }
 
 /** The signed-in user and workspace context, from what authentication already loaded. */
