@@ -11,14 +11,15 @@ import {
   providerStatusOutput,
   templateOutput,
   usageOutput,
+  usageInput,
   workspaceGenerateInput,
   workspaceHistoryInput,
+  workspaceInput,
 } from './schemas.js';
 import * as ai from './service.js';
 
 const tags = ['AI'];
 const activeOrNamed = { orActiveWorkspace: true };
-const workspaceInput = z.object({ workspaceId: z.uuid() });
 
 export const aiRouter = router({
   providerStatus: authedProcedure
@@ -53,7 +54,7 @@ export const aiRouter = router({
 
   usage: workspaceProcedure('ai.view_usage', activeOrNamed)
     .meta({ openapi: { method: 'GET', path: '/ai/usage', tags, summary: 'This month: used, limit and its source, remaining, reset date, tokens, by model' } })
-    .input(z.object({ workspaceId: z.uuid().optional() }))
+    .input(usageInput)
     .output(usageOutput)
     .query(({ ctx }) => ai.usage(ctx, ctx.workspace, ctx.user)),
 
