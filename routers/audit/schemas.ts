@@ -1,3 +1,4 @@
+// Inputs and outputs of the audit log routes.
 import { z } from 'zod';
 import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
 
@@ -7,6 +8,9 @@ export const auditFiltersInput = paginationInput.extend({
   from: z.iso.datetime({ offset: true }).optional().meta({ description: 'Entries at or after this time.' }),
   to: z.iso.datetime({ offset: true }).optional().meta({ description: 'Entries before this time.' }),
 });
+
+export const adminAuditInput = auditFiltersInput.extend({ workspaceId: z.uuid().optional().meta({ description: 'Only entries of this workspace.' }) });
+export const workspaceAuditInput = auditFiltersInput.extend({ workspaceId: z.uuid() });
 
 export const auditEntryOutput = z.object({
   id: z.uuid(),
