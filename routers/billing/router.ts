@@ -10,6 +10,8 @@ import {
   historyInput,
   historyOutput,
   legacyCheckoutInput,
+  legacyHistoryInput,
+  legacyWorkspaceInput,
   providerStatusOutput,
   workspaceBillingInput,
 } from './schemas.js';
@@ -18,8 +20,6 @@ import * as billing from './service.js';
 const tags = ['Billing'];
 const legacy = ['Billing (legacy)'];
 const activeOrNamed = { orActiveWorkspace: true };
-
-const legacyWorkspaceInput = z.object({ workspaceId: z.uuid() });
 
 export const billingRouter = router({
   providerStatus: publicProcedure
@@ -78,7 +78,7 @@ export const billingRouter = router({
 
   legacyPayments: workspaceProcedure('billing.view')
     .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/billing/payments', tags: legacy, summary: 'Payment history (legacy route)' } })
-    .input(legacyWorkspaceInput.extend(historyInput.shape).extend({ workspaceId: z.uuid() }))
+    .input(legacyHistoryInput)
     .output(historyOutput)
     .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),
 });

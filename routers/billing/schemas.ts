@@ -184,6 +184,10 @@ export const paymentOutput = z.object({
 });
 
 export const historyInput = workspaceBillingInput.extend(paginationInput.shape);
+
+/** The legacy routes name the workspace in the path. */
+export const legacyWorkspaceInput = z.object({ workspaceId: z.uuid() });
+export const legacyHistoryInput = legacyWorkspaceInput.extend(historyInput.shape).extend({ workspaceId: z.uuid() });
 export const historyOutput = pageOutput(paymentOutput);
 
 export const providerStatusOutput = z.object({
