@@ -9,6 +9,7 @@ import {
   historyInput,
   historyOutput,
   providerStatusOutput,
+  templateIdInput,
   templateOutput,
   usageOutput,
   usageInput,
@@ -36,7 +37,7 @@ export const aiRouter = router({
 
   template: authedProcedure
     .meta({ openapi: { method: 'GET', path: '/ai/templates/{templateId}', tags, summary: 'One prompt template' } })
-    .input(z.object({ templateId: z.uuid() }))
+    .input(templateIdInput)
     .output(templateOutput)
     .query(({ ctx, input }) => ai.getTemplate(ctx.db, input.templateId)),
 

@@ -112,3 +112,4 @@ export const adminUsageOutput = z.object({
 /** A route of one workspace, named in the path. */
 export const workspaceInput = z.object({ workspaceId: z.uuid() });
 export const usageInput = z.object({ workspaceId: z.uuid().optional() });
+export const templateIdInput = z.object({ templateId: z.uuid() });

@@ -12,6 +12,7 @@ import {
   legacyCheckoutInput,
   legacyHistoryInput,
   legacyWorkspaceInput,
+  portalOutput,
   providerStatusOutput,
   workspaceBillingInput,
 } from './schemas.js';
@@ -55,7 +56,7 @@ export const billingRouter = router({
   portal: workspaceProcedure('billing.manage', activeOrNamed)
     .meta({ openapi: { method: 'POST', path: '/billing/portal', tags, summary: "The processor's billing portal for the workspace" }, errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'] })
     .input(workspaceBillingInput)
-    .output(z.object({ portalUrl: z.url() }))
+    .output(portalOutput)
     .mutation(({ ctx }) => billing.portal(ctx, ctx.workspace.id)),
 
   legacyCurrent: workspaceProcedure('billing.view')

@@ -162,6 +162,8 @@ export const currentPlanOutput = z.object({
   currentPeriodEnd: isoDate.nullable(),
 });
 
+export const portalOutput = z.object({ portalUrl: z.url() });
+
 export const checkoutOutput = z.object({
   provider: z.enum(BILLING_PROVIDERS),
   /** PROCESSOR_A / PROCESSOR_B: where to send the customer. */
