@@ -58,7 +58,8 @@ export const workspacesRouter = router({
     .output(listOutput(memberOutput))
     .query(async ({ ctx }) => ({ items: await workspaces.listMembers(ctx.db, ctx.workspace.id) })),
 
-  invite: workspaceProcedure('members.manage')
+  // Only a role that may make owners (ownership.manage) may invite one.
+  invite: workspaceProcedure((input) => (input.role === 'OWNER' ? 'ownership.manage' : 'members.manage'))
     .meta({
       openapi: { method: 'POST', path: '/workspaces/{workspaceId}/invitations', tags, summary: 'Invite someone by e-mail' },
       errors: ['CONFLICT', 'MEMBER_LIMIT_REACHED'],

@@ -141,7 +141,8 @@ type InviteDeps = Pick<AppDeps, 'db' | 'config' | 'mailer' | 'logger'>;
 
 /**
  * Invites an address with a role; the mail carries a single-use link valid for 7 days. A new invitation
- * to the same address replaces the open one. Only a role holding ownership.manage may invite an OWNER.
+ * to the same address replaces the open one. Who may invite an OWNER is the procedure's builder's to decide
+ * (routers/workspaces/router.ts).
  */
 export async function invite(
   deps: InviteDeps,
@@ -151,9 +152,6 @@ export async function invite(
   inviterName: string,
 ) {
   const email = input.email.trim().toLowerCase();
-  if (input.role === 'OWNER' && !roleHas(access.role, 'ownership.manage')) {
-    throw new AppError('PERMISSION_DENIED', 'Only an owner can invite another owner.');
-  }
   const token = randomToken(32);
   const invitation = await deps.db.transaction().execute(async (trx) => {
     await assertMemberCapacity(trx, access.id, { countOpenInvitations: true, exceptEmail: email });

@@ -117,17 +117,24 @@ export const adminWriteProcedure = adminProcedure.use(({ ctx, next }) => {
 }).meta({ accessErrors: [...ADMIN_ERRORS, 'DEMO_READ_ONLY'] });
 
 /**
+ * The permission a call needs, by its input as sent (before validation): inviting an OWNER takes
+ * ownership.manage where other invitations take members.manage.
+ */
+type PermissionOfInput = (input: { readonly [field: string]: unknown }) => WorkspacePermission;
+
+/**
  * A member of the workspace named by `workspaceId` (path, query or body) holding `permission`, decided by
  * resolveWorkspaceAccess (server/platform/access.ts). The membership comes from authentication (loaded with the
  * user) and is handed on as ctx.workspace. With `orActiveWorkspace`, a request that names no workspace acts
  * on the caller's active workspace (the first ACTIVE one they joined), as the spec allows for the AI and
  * billing routes; `refuseDemoAccounts` is the one guard of demo accounts on key and webhook changes.
  */
-export const workspaceProcedure = (permission: WorkspacePermission, opts: AccessOptions = {}) =>
+export const workspaceProcedure = (permission: WorkspacePermission | PermissionOfInput, opts: AccessOptions = {}) =>
   authedProcedure.use(async ({ ctx, getRawInput, next }) => {
     const raw = (await getRawInput()) as { workspaceId?: unknown } | undefined;
     const candidate = raw?.workspaceId ?? ctx.req.query?.workspaceId;
-    const access = resolveWorkspaceAccess({ email: ctx.user.email, memberships: ctx.memberships }, candidate, permission, { ...opts, config: ctx.config });
+    const needed = typeof permission === 'function' ? permission(Object(raw)) : permission;
+    const access = resolveWorkspaceAccess({ email: ctx.user.email, memberships: ctx.memberships }, candidate, needed, { ...opts, config: ctx.config });
     noteRequest(ctx.req, { workspaceId: access.id });
     return next({ ctx: { workspace: access } });
   })
