@@ -2,7 +2,15 @@
 import { z } from 'zod';
 import { router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
-import { apiKeyOutput, createKeyInput, createdKeyOutput, keyInput, rotateKeyInput, updateKeyInput, workspaceInput } from './schemas.js';
+import {
+  apiKeyOutput,
+  createKeyInput,
+  createdKeyOutput,
+  keyInput,
+  rotateKeyInput,
+  updateKeyInput,
+  workspaceInput,
+} from './schemas.js';
 import * as keys from './service.js';
 
 const tags = ['API keys'];

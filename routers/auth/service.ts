@@ -130,7 +130,12 @@ export interface SignInAttempts {
  * RATE_LIMIT_AUTH_MAX_REQUESTS failures in the window, 429 whatever the address or password. Anything
  * else, a success included, is not counted and clears nothing.
  */
-export async function countedLogin(deps: Deps, input: { email: string; password: string }, meta: RequestMeta, attempts: SignInAttempts | undefined) {
+export async function countedLogin(
+  deps: Deps,
+  input: { email: string; password: string },
+  meta: RequestMeta,
+  attempts: SignInAttempts | undefined,
+) {
   const attempt = await attempts?.begin(`login:${normalizeEmail(input.email)}`);
   try {
     const signedIn = await login(deps, input, meta);

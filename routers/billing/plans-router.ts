@@ -3,7 +3,14 @@ import { z } from 'zod';
 import { adminProcedure, adminWriteProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import * as plans from './plans.js';
-import { billingSettingsOutput, createPlanInput, planIdInput, planListOutput, planOutput, updatePlanInput } from './schemas.js';
+import {
+  billingSettingsOutput,
+  createPlanInput,
+  planIdInput,
+  planListOutput,
+  planOutput,
+  updatePlanInput,
+} from './schemas.js';
 import { billingSettings, refuseSettingsChange } from './settings.js';
 
 const tags = ['Admin: billing'];

@@ -9,5 +9,7 @@ export const emailRouter = router({
     .meta({ openapi: { method: 'GET', path: '/admin/email-logs', tags: ['Admin'], summary: 'Mails written by the MOCK e-mail provider' } })
     .input(emailLogsInput)
     .output(pageOutput(emailLogOutput))
-    .query(({ ctx, input: { page, limit, to } }) => listEmailLogs(ctx.db, { platformRole: ctx.user.platform_role }, { to }, { page, limit })),
+    .query(({ ctx, input: { page, limit, to } }) =>
+      listEmailLogs(ctx.db, { platformRole: ctx.user.platform_role }, { to }, { page, limit }),
+    ),
 });

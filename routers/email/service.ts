@@ -18,7 +18,12 @@ function withoutLink<M extends { text: string; link: string | null }>(mail: M): 
 }
 
 /** The mails, to one address or all; with their links only for a reader holding admin.write. */
-export async function listEmailLogs(db: Db, reader: { platformRole: PlatformRole }, filters: { to?: string }, page: Pagination) {
+export async function listEmailLogs(
+  db: Db,
+  reader: { platformRole: PlatformRole },
+  filters: { to?: string },
+  page: Pagination,
+) {
   let query = db.selectFrom('email_logs');
   if (filters.to) query = query.where('to', '=', filters.to.trim().toLowerCase());
   const [rows, count] = await Promise.all([

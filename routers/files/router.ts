@@ -22,5 +22,7 @@ export const filesRouter = router({
     .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/branding', tags: ['Workspaces'], summary: 'Set display name and colours' } })
     .input(updateBrandingInput)
     .output(brandingOutput)
-    .mutation(({ ctx, input: { workspaceId: _, ...changes } }) => files.updateBranding(ctx.db, actorOf(ctx), ctx.workspace.id, changes)),
+    .mutation(({ ctx, input: { workspaceId: _, ...changes } }) =>
+      files.updateBranding(ctx.db, actorOf(ctx), ctx.workspace.id, changes),
+    ),
 });

@@ -96,7 +96,12 @@ const safeName = (name: string) => name.replace(/[^\w.-]+/g, '_').slice(-120);
 
 /** The storage provider and what the upload route accepts. */
 export function providerStatus(storage: Storage) {
-  return { provider: storage.provider, configured: storage.configured, maxUploadBytes: UPLOAD_LIMITS.file, acceptedTypes: [...UPLOAD_TYPES] };
+  return {
+    provider: storage.provider,
+    configured: storage.configured,
+    maxUploadBytes: UPLOAD_LIMITS.file,
+    acceptedTypes: [...UPLOAD_TYPES],
+  };
 }
 
 /** Stores a workspace file: images re-encoded (same size and format), PDF as sent. */

@@ -15,7 +15,17 @@ import type { Principal } from '../auth/sessions.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import { errorResponse } from '../../openapi/error-response.js';
 import { refuseContentEncoding, refuseDeclaredLength } from '../../server/platform/request-body.js';
-import { MiB, UPLOAD_LIMITS, avatarOf, findFile, readFile, setAvatar, setLogo, storeUpload, type Upload } from './service.js';
+import {
+  MiB,
+  UPLOAD_LIMITS,
+  avatarOf,
+  findFile,
+  readFile,
+  setAvatar,
+  setLogo,
+  storeUpload,
+  type Upload,
+} from './service.js';
 
 type Deps = Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'auth'>;
 
@@ -113,7 +123,8 @@ export function uploadRoutes(deps: Deps): Router {
     asyncRoute(async (req, res) => {
       const principal = await signedIn(deps, req);
       const workspace = workspaceFor(deps, req, principal, 'files.write', req.body?.workspaceId ?? req.query.workspaceId);
-      const stored = await storeUpload(deps, { userId: principal.user.id, workspaceId: workspace.id }, fileOf(req, 'file'));
+      const uploader = { userId: principal.user.id, workspaceId: workspace.id };
+      const stored = await storeUpload(deps, uploader, fileOf(req, 'file'));
       res.status(201).json(stored);
     }),
   );
@@ -156,7 +167,8 @@ export function uploadRoutes(deps: Deps): Router {
     '/users/:userId/avatar',
     asyncRoute(async (req, res) => {
       const { user, memberships } = await signedIn(deps, req);
-      const data = await avatarOf(deps, { id: user.id, platformRole: user.platform_role, memberships }, String(req.params.userId));
+      const viewer = { id: user.id, platformRole: user.platform_role, memberships };
+      const data = await avatarOf(deps, viewer, String(req.params.userId));
       res.setHeader('Content-Type', 'image/webp');
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.setHeader('Cache-Control', 'private, max-age=300');

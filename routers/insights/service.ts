@@ -18,7 +18,11 @@ function everyDaySince(start: Date, counted: Array<{ day: string; n: string | nu
   });
 }
 
-export async function workspaceInsights(deps: Pick<AppDeps, 'db' | 'config'>, access: WorkspaceAccess, user: { id: string; email: string }) {
+export async function workspaceInsights(
+  deps: Pick<AppDeps, 'db' | 'config'>,
+  access: WorkspaceAccess,
+  user: { id: string; email: string },
+) {
   const { db } = deps;
   const id = access.id;
   // The last 30 UTC calendar days, today included.
