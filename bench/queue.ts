@@ -99,7 +99,7 @@ async function timed(n: number, q: QueueUnderTest): Promise<QueueMeasurement> {
   await q.queue.pause();
   await q.fill(n);
   const cpu = () =>
-    Promise.all([cpuSecondsOf(q.worker.pid), redisCpuSeconds(q.redis), q.receiverPid ? cpuSecondsOf(q.receiverPid) : undefined, cpuSecondsByPid('postgres')] as const);
+    Promise.all([cpuSecondsOf(q.worker.pid), redisCpuSeconds(q.redis), q.receiverPid ? cpuSecondsOf(q.receiverPid) : Promise.resolve(undefined), cpuSecondsByPid('postgres')] as const);
   const before = await cpu();
   const started = performance.now();
   await q.queue.resume();

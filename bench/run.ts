@@ -344,7 +344,7 @@ const requestsThrough = (r: autocannon.Result) => (r.requests.total + r.requests
 function combine(s: Scenario, rounds: autocannon.Result[]): Measurement {
   const durationS = s.durationS ?? DURATION_S;
   const sum = (f: (r: autocannon.Result) => number) => rounds.reduce((n, r) => n + f(r), 0);
-  const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
   const requests = sum((r) => r.requests.total);
   const non2xx = sum((r) => r.non2xx);
   const errors = sum((r) => r.errors);
@@ -402,8 +402,8 @@ function table(results: Measurement[]): string {
     m.target === undefined ? '' : `>= ${m.target.toFixed(2)}x`,
     m.verdict,
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   const errors = results.filter((m) => m.error).map((m) => `  ERROR ${m.name}: ${m.error}`);
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line), ...errors].join('\n');
 }
@@ -467,7 +467,7 @@ function startWorker(name: string, script: string, env: Record<string, string>, 
     };
     cleanups.push(stop);
     let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       if (readyLine.test(out)) resolve({ pid: child.pid!, stop });
     });

@@ -2,8 +2,8 @@
 
 /** A unique constraint (or unique index) named `constraint` refused the write: Postgres error 23505. */
 export function isUniqueViolation(err: unknown, constraint: string): boolean {
-  const e = err as { code?: unknown; constraint?: unknown; message?: unknown } | null;
-  return e?.code === '23505' && `${String(e.constraint ?? '')} ${String(e.message ?? '')}`.includes(constraint);
+  const e = err as { code?: unknown; constraint?: string; message?: string } | null;
+  return e?.code === '23505' && `${e.constraint ?? ''} ${e.message ?? ''}`.includes(constraint);
 }
 
 /** Node's errors of a connection that could not be made or was lost. */

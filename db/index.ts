@@ -26,6 +26,7 @@ class PreparingClient extends pg.Client {
   override query(...args: unknown[]): never {
     const [text, values] = args;
     const name = typeof text === 'string' && Array.isArray(values) ? preparedStatements.get(text) : undefined;
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called with `this` below
     const query = super.query as (...a: unknown[]) => never;
     return name ? query.call(this, { name, text, values }, ...args.slice(2)) : query.apply(this, args);
   }
@@ -83,7 +84,7 @@ function claimDataDir(dataDir: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const owner = Number(fs.readFileSync(lockFile, 'utf8'));
       if (owner && owner !== process.pid && isRunning(owner)) {
-        throw new Error(`The embedded database in ${dataDir} is in use by process ${owner} (npm start?). Stop it first, or set DATABASE_URL to a Postgres server.`);
+        throw new Error(`The embedded database in ${dataDir} is in use by process ${owner} (npm start?). Stop it first, or set DATABASE_URL to a Postgres server.`, { cause: err });
       }
       fs.rmSync(lockFile, { force: true });
     }

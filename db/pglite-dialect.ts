@@ -99,6 +99,7 @@ export class PGliteDialect implements Dialect {
   createDriver(): Driver {
     return new PGliteDriver(this.pglite, this.onClose);
   }
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely's Dialect interface takes Kysely<any>
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);
   }

@@ -135,7 +135,7 @@ export function plannedAccounts(config: DemoDeps['config']): { accounts: Planned
   const password = demoPassword(config);
   MEMBER_SLOTS.forEach((slot, i) => {
     const email = userEmails[i];
-    if (email) accounts.push({ id: DEMO_IDS.users[i]!, email, name: slot.name, platformRole: 'USER', role: slot.role, password, passwordSetting: 'DEMO_PASSWORD' });
+    if (email) accounts.push({ id: DEMO_IDS.users[i], email, name: slot.name, platformRole: 'USER', role: slot.role, password, passwordSetting: 'DEMO_PASSWORD' });
   });
   return { accounts, ignored: userEmails.slice(MEMBER_SLOTS.length) };
 }
@@ -202,7 +202,7 @@ export async function workspaceValues(db: Db, memberCount: number) {
 /** Samples as routers/ai/service.ts writes them for demo accounts: marked is_sample, never counted. */
 export function sampleRows(members: ResolvedAccount[], now: Date) {
   return SAMPLES.map((s, i) => ({
-    id: DEMO_IDS.samples[i]!,
+    id: DEMO_IDS.samples[i],
     workspace_id: DEMO_IDS.workspace,
     user_id: members[i % members.length]?.id ?? null,
     template_id: null,
@@ -261,7 +261,7 @@ export function deliveryRows(config: DemoDeps['config'], members: ResolvedAccoun
   ];
   return specs.map((d, i) => {
     const at = new Date(now.getTime() - d.hoursAgo * 3_600_000);
-    const id = DEMO_IDS.deliveries[i]!;
+    const id = DEMO_IDS.deliveries[i];
     return {
       id,
       webhook_id: DEMO_IDS.webhook,

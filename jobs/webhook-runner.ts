@@ -96,7 +96,7 @@ export class WebhookRunner implements DeliveryStarter {
       const payloads = new Map<string, Record<string, unknown>>();
       if (wanted.length) {
         const read = await trx.selectFrom('domain_events').select(['id', 'payload']).where('id', 'in', wanted.map((w) => w.e.id)).execute();
-        for (const e of read) payloads.set(e.id, e.payload as Record<string, unknown>);
+        for (const e of read) payloads.set(e.id, e.payload);
       }
       // Leased to their first attempt (service.ts): in direct mode, a first attempt still waiting on a slow
       // endpoint after STUCK_PENDING_MS is not taken by the sweep and sent a second time.

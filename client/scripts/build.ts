@@ -117,7 +117,7 @@ function unionLines(checker: ts.TypeChecker, type: ts.Type): string {
   const members = type.isUnion() ? type.types : [type];
   if (!members.every((m) => m.isStringLiteral()))
     throw new BuildError(`ErrorCode is not a union of strings: ${checker.typeToString(type)}`);
-  return members.map((m) => `  | ${JSON.stringify((m as ts.StringLiteralType).value)}`).join('\n');
+  return members.map((m) => `  | ${JSON.stringify((m).value)}`).join('\n');
 }
 
 function property(checker: ts.TypeChecker, type: ts.Type, name: string, where: string): ts.Type {
@@ -275,7 +275,7 @@ export function buildClient(outDir = path.join(CLIENT_DIR, 'dist')): { files: st
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
   const at = process.argv.indexOf('--out');
-  const outDir = at > 0 ? path.resolve(process.argv[at + 1]!) : undefined;
+  const outDir = at > 0 ? path.resolve(process.argv[at + 1]) : undefined;
   try {
     const started = performance.now();
     const { files, declarationBytes } = buildClient(outDir);

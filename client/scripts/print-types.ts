@@ -113,7 +113,7 @@ export class TypePrinter {
       const reference = type as ts.TypeReference;
       const [element] = checker.getTypeArguments(reference);
       const readonly = reference.target.symbol?.name === 'ReadonlyArray';
-      const inner = this.print(element!, `${where}[]`, indent);
+      const inner = this.print(element, `${where}[]`, indent);
       const simple = /^[\w$."]+$/.test(inner);
       if (readonly) return simple ? `readonly ${inner}[]` : `ReadonlyArray<${inner}>`;
       return simple ? `${inner}[]` : `Array<${inner}>`;
@@ -140,7 +140,7 @@ export class TypePrinter {
   private tuple(type: ts.TupleTypeReference, where: string, indent: number): string {
     const target = type.target;
     const elements = this.checker.getTypeArguments(type).map((t, i) => {
-      const flags = target.elementFlags[i]!;
+      const flags = target.elementFlags[i];
       const text = this.print(t, `${where}[${i}]`, indent);
       if (flags & ts.ElementFlags.Rest) return `...${this.parenthesized(text)}[]`;
       if (flags & ts.ElementFlags.Optional) return `${this.parenthesized(text)}?`;
@@ -182,9 +182,9 @@ export class TypePrinter {
 
   private templateLiteral(type: ts.TemplateLiteralType, where: string, indent: number): string {
     const escape = (text: string) => text.replace(/[`\\]|\$\{/g, (m) => `\\${m}`);
-    let out = escape(type.texts[0]!);
+    let out = escape(type.texts[0]);
     type.types.forEach((t, i) => {
-      out += `\${${this.print(t, where, indent)}}${escape(type.texts[i + 1]!)}`;
+      out += `\${${this.print(t, where, indent)}}${escape(type.texts[i + 1])}`;
     });
     return `\`${out}\``;
   }

@@ -82,7 +82,7 @@ export class ApiError<C extends ApiErrorCode = ApiErrorCode> extends TRPCClientE
 export function isApiError(err: unknown): err is ApiError;
 export function isApiError<C extends ApiErrorCode>(err: unknown, code: C, ...more: C[]): err is ApiError<C>;
 export function isApiError(err: unknown, ...codes: ApiErrorCode[]): boolean {
-  return err instanceof ApiError && (codes.length === 0 || codes.includes(err.code));
+  return err instanceof ApiError && (codes.length === 0 || codes.includes((err as ApiError).code));
 }
 
 interface ResponseLike {
@@ -92,7 +92,7 @@ interface ResponseLike {
 
 /** Any failure of a call as an ApiError. */
 function toApiError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err;
+  if (err instanceof ApiError) return err as ApiError;
   const e =
     err instanceof TRPCClientError
       ? (err as TRPCClientError<AppRouter>)
@@ -290,7 +290,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     getTokens: async () => storage.get(),
   };
   return new Proxy(trpc, {
-    get: (target, key, receiver) => (key === 'session' ? session : Reflect.get(target, key, receiver)),
+    get: (target, key, receiver) => (key === 'session' ? session : (Reflect.get(target, key, receiver) as unknown)),
   }) as ApiClient;
 }
 

@@ -185,14 +185,14 @@ const reserveOne = batched<Reservation, Granted | undefined>(async (db, inputs) 
   // Refused unless granted below (DataLoader wants an answer in every position).
   const results: Array<Granted | undefined | Error> = inputs.map(() => undefined);
   const grant = (i: number, used: number, stored: Map<string, Stored>) => {
-    const id = inputs[i]!.generation?.id;
+    const id = inputs[i].generation?.id;
     results[i] = id === undefined ? { used } : { used, stored: stored.get(id) };
   };
   await Promise.all(
     groupPositions(inputs, (r) => `${r.table}|${r.key}|${r.period}|${r.limit}`).map(async (positions) => {
-      const r = inputs[positions[0]!]!;
+      const r = inputs[positions[0]];
       const n = positions.length;
-      const members = positions.map((i) => inputs[i]!);
+      const members = positions.map((i) => inputs[i]);
       if (r.limit <= 0) return; // nothing fits: all refused
       const together = n > r.limit ? undefined : await reserveMany(db, r, members).catch((err: Error) => err);
       if (together && !(together instanceof Error)) {
@@ -200,13 +200,13 @@ const reserveOne = batched<Reservation, Granted | undefined>(async (db, inputs) 
         return;
       }
       if (n === 1) {
-        results[positions[0]!] = together;
+        results[positions[0]] = together;
         return;
       }
       let full = false;
       for (const i of positions) {
         if (full) continue;
-        const one = await reserveMany(db, r, [inputs[i]!]).catch((err: Error) => err);
+        const one = await reserveMany(db, r, [inputs[i]]).catch((err: Error) => err);
         if (one instanceof Error) results[i] = one;
         else if (one) grant(i, one.used, one.stored);
         else full = true;
@@ -246,7 +246,7 @@ const recordSucceeded = batched<NewGeneration, Stored>(async (db, inputs) => {
     return inputs.map((i) => rows.get(i.id) ?? new Error('the generation was not stored'));
   } catch (err) {
     if (inputs.length === 1) return [err as Error];
-    return Promise.all(inputs.map((i) => storeSucceeded(db, [i]).then(([row]) => row!, (e: Error) => e)));
+    return Promise.all(inputs.map((i) => storeSucceeded(db, [i]).then(([row]) => row, (e: Error) => e)));
   }
 });
 

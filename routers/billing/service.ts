@@ -8,7 +8,6 @@ import {
   type BillingProvider,
   type Database,
   type Plan,
-  type PlanLimits,
   type Subscription,
   type SubscriptionStatus,
 } from '../../db/schema.js';
@@ -174,7 +173,7 @@ async function moveWorkspaceToPlan(trx: Trx, workspaceId: string, plan: Pick<Pla
     .set({
       plan_id: plan?.id ?? null,
       edition: plan?.edition ?? 'LITE',
-      limits: JSON.stringify((plan?.limits ?? {}) as PlanLimits),
+      limits: JSON.stringify((plan?.limits ?? {})),
       updated_at: new Date(),
     })
     .where('id', '=', workspaceId)
@@ -404,7 +403,7 @@ export async function applyProviderEvent(d: EventDeps, provider: BillingProvider
     if (!recorded) return 'duplicate';
     const outcomes: EventOutcome[] = [];
     for (const change of event.changes) outcomes.push(await applyChange({ trx, deps: d, provider, event, replaced }, change));
-    const outcome = outcomes.length === 0 ? 'ignored' : outcomes.includes('applied') ? 'applied' : outcomes[0]!;
+    const outcome = outcomes.length === 0 ? 'ignored' : outcomes.includes('applied') ? 'applied' : outcomes[0];
     const named = event.changes.map((c) => (c.kind === 'refund' ? undefined : c.workspaceId)).find(Boolean);
     const workspaceId = (named && (await workspaceExists(trx, named)) ? named : null) ?? (await workspaceOfChanges(trx, provider, event.changes));
     // One billing.updated per event that changed something, whatever it changed.

@@ -122,7 +122,7 @@ export function uploadRoutes(deps: Deps): Router {
     singleFile('file', UPLOAD_LIMITS.file),
     asyncRoute(async (req, res) => {
       const principal = await signedIn(deps, req);
-      const workspace = workspaceFor(deps, req, principal, 'files.write', req.body?.workspaceId ?? req.query.workspaceId);
+      const workspace = workspaceFor(deps, req, principal, 'files.write', (req.body as { workspaceId?: unknown } | undefined)?.workspaceId ?? req.query.workspaceId);
       const uploader = { userId: principal.user.id, workspaceId: workspace.id };
       const stored = await storeUpload(deps, uploader, fileOf(req, 'file'));
       res.status(201).json(stored);

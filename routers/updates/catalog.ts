@@ -69,4 +69,4 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-export const latestRelease = (): Release => [...RELEASES].sort((a, b) => compareVersions(b.version, a.version))[0]!;
+export const latestRelease = (): Release => [...RELEASES].sort((a, b) => compareVersions(b.version, a.version))[0];

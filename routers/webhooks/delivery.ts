@@ -116,7 +116,7 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
 const openedSecrets = new WeakMap<SecretBox, Map<string, string>>();
 function openSecret(box: SecretBox, sealed: string): string {
   let opened = openedSecrets.get(box);
-  if (!opened) openedSecrets.set(box, (opened = new Map()));
+  if (!opened) openedSecrets.set(box, (opened = new Map<string, string>()));
   return opened.get(sealed) ?? remember(opened, sealed, box.open(sealed));
 }
 

@@ -126,6 +126,6 @@ export async function resolveDeliveryAddress(
   if (!opts.allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
     throw urlNotAllowed('its host name resolves to a private, loopback, link-local or reserved address');
   }
-  const first = addresses[0]!;
+  const first = addresses[0];
   return { address: first.address, family: first.family === 6 ? 6 : 4 };
 }

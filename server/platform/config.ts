@@ -95,7 +95,7 @@ const cronPattern = () =>
     trimmedOrUnset,
     z
       .string()
-      .refine((s) => /^[\w*?#\/,-]+(\s+[\w*?#\/,-]+){4,5}$/.test(s) && succeeds(() => CronExpressionParser.parse(s)), {
+      .refine((s) => /^[\w*?#/,-]+(\s+[\w*?#/,-]+){4,5}$/.test(s) && succeeds(() => CronExpressionParser.parse(s)), {
         error: 'must be a cron pattern of 5 or 6 fields (e.g. 0 * * * *)',
       })
       .optional(),
@@ -366,7 +366,7 @@ export function withDevelopmentSecrets(cfg: ParsedConfig): { config: Config; war
   if (!isMemoryDatabase(cfg)) {
     const file = path.resolve(cfg.DATA_DIR, 'secrets.json');
     where = file;
-    if (fs.existsSync(file)) stored = JSON.parse(fs.readFileSync(file, 'utf8'));
+    if (fs.existsSync(file)) stored = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof stored;
     for (const name of missing) stored[name] ??= generate();
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, JSON.stringify(stored, null, 2), { mode: 0o600 });

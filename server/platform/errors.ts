@@ -172,7 +172,7 @@ export function fromZodError(e: ZodError): ApiError {
   const [only] = domainCodes;
   if (domainCodes.size === 1 && only && only in ERROR_STATUS) {
     const code = only as ErrorCode;
-    return { status: ERROR_STATUS[code], code, message: issues[0]!.message, issues };
+    return { status: ERROR_STATUS[code], code, message: issues[0].message, issues };
   }
   const first = issues[0];
   // Zod's own messages may already start with "Invalid input" ("Invalid input: expected string, ..."): said once.

@@ -159,10 +159,10 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     maxBatchSize: TRPC_MAX_BATCH_SIZE,
     responseMeta: ({ errors }) => (errors[0] ? errorMeta(errors[0]) : {}),
     onError: ({ error, req }) => {
-      requestIdOfError.set(error, (req as Request).id);
+      requestIdOfError.set(error, (req).id);
       const api = toApiError(error);
-      noteRequest(req as Request, { error: api, errorName: errorName(error) });
-      logIfServerError(deps.logger, api, causeOf(error), (req as Request).id);
+      noteRequest(req, { error: api, errorName: errorName(error) });
+      logIfServerError(deps.logger, api, causeOf(error), (req).id);
     },
   });
   return (req, res, next) => {

@@ -39,6 +39,7 @@ const TIMED_OUT = Symbol('timed out');
 const timeout = (ms: number) => {
   let timer: NodeJS.Timeout | undefined;
   const promise = new Promise<never>((_, reject) => {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a sentinel, never thrown out
     timer = setTimeout(() => reject(TIMED_OUT), ms);
   });
   return { promise, cancel: () => clearTimeout(timer) };
@@ -72,9 +73,9 @@ export class Metrics {
   /** One answered request; `route` must be a template or another bounded name, never a raw path. */
   observeRequest(method: string, route: string, status: number, seconds: number): void {
     let byMethod = this.series.get(route);
-    if (!byMethod) this.series.set(route, (byMethod = new Map()));
+    if (!byMethod) this.series.set(route, (byMethod = new Map<string, Map<number, RouteSeries>>()));
     let byStatus = byMethod.get(method);
-    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    if (!byStatus) byMethod.set(method, (byStatus = new Map<number, RouteSeries>()));
     let s = byStatus.get(status);
     if (!s) {
       const labels = { method, route, status: String(status) };

@@ -171,7 +171,7 @@ export class Monitor {
     for (const r of requests) {
       byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
       const cls = `${Math.floor(r.status / 100)}xx`;
-      if (cls in byClass) byClass[cls]! += 1;
+      if (cls in byClass) byClass[cls] += 1;
       const route = `${r.method} ${r.path}`;
       const durations = byRoute.get(route);
       if (durations) durations.push(r.durationMs);

@@ -39,9 +39,9 @@ export const API_KEY_PREFIX = 'wsk_';
 
 export interface Authenticator {
   /** The ACTIVE user behind an `Authorization: Bearer` access token; UNAUTHORIZED or USER_SUSPENDED otherwise. */
-  user(authorization: string | undefined): Promise<Principal>;
+  user: (authorization: string | undefined) => Promise<Principal>;
   /** The live key behind a raw API key; UNAUTHORIZED, WORKSPACE_UNAVAILABLE or API_KEYS_NOT_IN_PLAN otherwise. */
-  apiKey(raw: string | undefined): Promise<ApiKeyPrincipal>;
+  apiKey: (raw: string | undefined) => Promise<ApiKeyPrincipal>;
   /** The id of a key this process has verified before, without a lookup (the rate limiter's identity). */
-  knownApiKeyId(raw: string): string | undefined;
+  knownApiKeyId: (raw: string) => string | undefined;
 }

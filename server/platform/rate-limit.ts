@@ -94,11 +94,11 @@ interface Charge {
  * side (auto-pipelined). An error (Redis and the insurance limiter both failing) fails that key's requests.
  */
 const chargeTogether = batched<Charge, { result: RateLimiterRes; rejected: boolean }, Limiters>(async (limiters, charges) => {
-  const outcomes: Array<{ result: RateLimiterRes; rejected: boolean } | Error> = new Array(charges.length);
+  const outcomes = new Array<{ result: RateLimiterRes; rejected: boolean } | Error>(charges.length);
   await Promise.all(
     groupPositions(charges, (c) => c.key).map(async (members) => {
-      const { tier, key, limit } = charges[members[0]!]!;
-      const total = members.reduce((sum, i) => sum + charges[i]!.cost, 0);
+      const { tier, key, limit } = charges[members[0]];
+      const total = members.reduce((sum, i) => sum + charges[i].cost, 0);
       let after: RateLimiterRes;
       try {
         after = await limiters[tier].consume(key, total);
@@ -111,8 +111,8 @@ const chargeTogether = batched<Charge, { result: RateLimiterRes; rejected: boole
       }
       let place = after.consumedPoints - total;
       for (const i of members) {
-        place += charges[i]!.cost;
-        const result = new RateLimiterRes(Math.max(0, limit - place), after.msBeforeNext, place, after.isFirstInDuration && place === charges[i]!.cost);
+        place += charges[i].cost;
+        const result = new RateLimiterRes(Math.max(0, limit - place), after.msBeforeNext, place, after.isFirstInDuration && place === charges[i].cost);
         outcomes[i] = { result, rejected: place > limit };
       }
     }),
@@ -204,7 +204,7 @@ export function rateLimiter(deps: {
 /** The 429 in tRPC's envelope (one per call of a batch), so `@trpc/client` reads it like its own errors. */
 function trpcRateLimited(req: Request, procedures: string[], api: ApiError) {
   const error = (path: string) => ({ error: trpcErrorShape(api, TRPC_TOO_MANY_REQUESTS, req.id, path) });
-  return req.query.batch === undefined ? error(procedures[0]!) : procedures.map(error);
+  return req.query.batch === undefined ? error(procedures[0]) : procedures.map(error);
 }
 
 /** JSON-RPC code of tRPC's TOO_MANY_REQUESTS. */

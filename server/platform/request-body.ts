@@ -71,13 +71,13 @@ const LINGER = { idleMs: 500, maxMs: 5_000, maxBytes: 16 * MiB } as const;
  */
 export const closeUnreadBody: RequestHandler = (req, res, next) => {
   if (declaresBody(req) && req.headers['content-length'] !== '0') {
-    const writeHead = res.writeHead;
+    const writeHead = res.writeHead.bind(res);
     res.writeHead = function (this: Response, ...args: unknown[]) {
       if (!req.complete && !this.headersSent) {
         this.setHeader('Connection', 'close');
         lingerBeforeClosing(req);
       }
-      return (writeHead as (...a: unknown[]) => Response).apply(this, args);
+      return (writeHead as (...a: unknown[]) => Response)(...args);
     } as Response['writeHead'];
   }
   next();

@@ -104,7 +104,7 @@ export class RouteTemplates {
     if (route) return route.template;
     const procedures = trpcProcedures(path);
     if (!procedures) return UNMATCHED_ROUTE;
-    return procedures.length > 1 ? TRPC_BATCH_ROUTE : (this.trpcLabels.get(procedures[0]!) ?? UNMATCHED_ROUTE);
+    return procedures.length > 1 ? TRPC_BATCH_ROUTE : (this.trpcLabels.get(procedures[0]) ?? UNMATCHED_ROUTE);
   }
 
   /** The REST route of a /trpc procedure path (e.g. `auth.login`). */

@@ -74,7 +74,7 @@ function storageFailure(operation: StorageFailure['detail']['operation'], err: u
   const name = typeof e.name === 'string' && e.name !== 'Error' ? e.name : undefined;
   const providerCode = name ?? (typeof e.code === 'string' ? e.code : undefined);
   let kind = 'could not be reached';
-  if (/timeout/i.test(`${name} ${e.code}`) || e.code === 'ETIMEDOUT') kind = 'did not answer in time';
+  if (/timeout/i.test(`${name} ${String(e.code)}`) || e.code === 'ETIMEDOUT') kind = 'did not answer in time';
   else if (status === 401 || status === 403) kind = 'refused our credentials';
   else if (status !== undefined) kind = status >= 500 ? 'had an internal error' : 'answered with an error';
   return new StorageFailure({ operation, kind, status, providerCode });

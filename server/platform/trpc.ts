@@ -133,7 +133,7 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
   authedProcedure.use(async ({ ctx, getRawInput, next }) => {
     const raw = (await getRawInput()) as { workspaceId?: unknown } | undefined;
     const candidate = raw?.workspaceId ?? ctx.req.query?.workspaceId;
-    const needed = typeof permission === 'function' ? permission(Object(raw)) : permission;
+    const needed = typeof permission === 'function' ? permission(Object(raw) as Record<string, unknown>) : permission;
     const access = resolveWorkspaceAccess({ email: ctx.user.email, memberships: ctx.memberships }, candidate, needed, { ...opts, config: ctx.config });
     noteRequest(ctx.req, { workspaceId: access.id });
     return next({ ctx: { workspace: access } });

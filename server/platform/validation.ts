@@ -18,6 +18,7 @@ export const isUuid = (id: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
  * and C1 controls (U+0000-U+001F, U+007F-U+009F). In a name shown to other people they make one name look
  * like another ("admin" written backwards behind an override) or hide part of it.
  */
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const INVISIBLE_OR_CONTROL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200d\u202a-\u202e\u2060\u2066-\u2069\ufeff]/;
 
 /**

@@ -167,9 +167,9 @@ describe('what a generation stores', () => {
     const events = await domainEvents(app, owner.workspaceId, 'ai.generation.completed');
     expect(events).toHaveLength(3);
     for (const g of generated) {
-      const mine = events.filter((e) => (e.payload as Record<string, unknown>).generationId === g.id);
+      const mine = events.filter((e) => (e.payload).generationId === g.id);
       expect(mine).toHaveLength(1);
-      expect(mine[0]!.payload).toMatchObject({ generationId: g.id, model: 'mock-writer-1', provider: 'MOCK', totalTokens: g.totalTokens });
+      expect(mine[0].payload).toMatchObject({ generationId: g.id, model: 'mock-writer-1', provider: 'MOCK', totalTokens: g.totalTokens });
     }
   });
 
@@ -301,7 +301,7 @@ describe('usage', () => {
       await generateOk(app, user.accessToken, { prompt: uniquePrompt() }),
     ];
     expect(made.map((g) => g.usage.used)).toEqual([1, 2, 3]);
-    expect(made[2]!.usage).toEqual({ used: 3, limit: 20, remaining: 17 });
+    expect(made[2].usage).toEqual({ used: 3, limit: 20, remaining: 17 });
 
     const usage = await usageOf(app, user.accessToken);
     const month = thisMonth();
@@ -312,8 +312,8 @@ describe('usage', () => {
     expect(new Date(usage.period.resetsAt).toISOString()).toBe(month.resetsAt.toISOString());
     const byModel = Object.fromEntries(usage.byModel.map((m) => [`${m.provider}/${m.model}`, m]));
     expect(Object.keys(byModel).sort()).toEqual(['MOCK/mock-writer-1', 'MOCK/mock-writer-2']);
-    expect(byModel['MOCK/mock-writer-1']).toMatchObject({ generations: 2, tokens: tokensOf([made[0]!, made[2]!]) });
-    expect(byModel['MOCK/mock-writer-2']).toMatchObject({ generations: 1, tokens: made[1]!.totalTokens });
+    expect(byModel['MOCK/mock-writer-1']).toMatchObject({ generations: 2, tokens: tokensOf([made[0], made[2]]) });
+    expect(byModel['MOCK/mock-writer-2']).toMatchObject({ generations: 1, tokens: made[1].totalTokens });
 
     const named = await app.api('GET', `/workspaces/${user.workspaceId}/ai/usage`, { token: user.accessToken });
     expect(named.status, named.text).toBe(200);
@@ -358,7 +358,7 @@ describe('history', () => {
     expect(res.body).toMatchObject({ page: 1, limit: 20, total: 5, totalPages: 1 });
     expect(idsOf(res.body)).toEqual(newestFirst());
     for (const g of res.body.items) expect(Object.keys(g).sort()).toEqual(GENERATION_FIELDS);
-    expect(res.body.items[0]).toMatchObject({ prompt: made[4]!.prompt, output: made[4]!.output, isSample: false, status: 'SUCCEEDED' });
+    expect(res.body.items[0]).toMatchObject({ prompt: made[4].prompt, output: made[4].output, isSample: false, status: 'SUCCEEDED' });
   });
 
   it('pages with limit and page', async () => {

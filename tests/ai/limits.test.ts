@@ -87,7 +87,7 @@ describe('workspace monthly limit', () => {
       ),
     );
     for (const [i, owner] of owners.entries()) {
-      const mine = responses[i]!;
+      const mine = responses[i];
       expect(tally(mine)).toEqual({ '200': 20, '403 AI_MONTHLY_LIMIT_REACHED': 10 });
       const used = mine.filter((r) => r.status === 200).map((r) => r.body.usage.used as number);
       expect(used.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, n) => n + 1));

@@ -57,7 +57,7 @@ const PROVIDERS: ProviderCase[] = [
     wrongKey: `sk-test-wrongA-${hex(16)}`,
     defaultModel: 'fake-gpt-4o-test',
     canary: FAKE_OPENAI_CANARY,
-    startFake: (apiKey) => startFakeOpenAI({ apiKey }) as Promise<Fake>,
+    startFake: (apiKey) => startFakeOpenAI({ apiKey }),
     env: (url, apiKey) => ({ AI_PROVIDER: 'PROVIDER_A', PROVIDER_A_API_KEY: apiKey, PROVIDER_A_BASE_URL: `${url}/v1`, AI_PROVIDER_A_MODEL: 'fake-gpt-4o-test' }),
     path: '/v1/chat/completions',
     expectAuth(req, apiKey) {
@@ -80,7 +80,7 @@ const PROVIDERS: ProviderCase[] = [
     wrongKey: `sk-ant-test-wrongB-${hex(16)}`,
     defaultModel: 'fake-claude-test',
     canary: FAKE_ANTHROPIC_CANARY,
-    startFake: (apiKey) => startFakeAnthropic({ apiKey }) as Promise<Fake>,
+    startFake: (apiKey) => startFakeAnthropic({ apiKey }),
     env: (url, apiKey) => ({ AI_PROVIDER: 'PROVIDER_B', PROVIDER_B_API_KEY: apiKey, PROVIDER_B_BASE_URL: url, AI_PROVIDER_B_MODEL: 'fake-claude-test' }),
     path: '/v1/messages',
     expectAuth(req, apiKey) {
@@ -93,8 +93,8 @@ const PROVIDERS: ProviderCase[] = [
       const r = req as unknown as { system?: unknown; messages?: Array<{ role: string; content: unknown }> };
       const messages = r.messages ?? [];
       expect(messages).toHaveLength(1);
-      expect(messages[0]!.role).toBe('user');
-      const content = messages[0]!.content;
+      expect(messages[0].role).toBe('user');
+      const content = messages[0].content;
       const user = typeof content === 'string' ? content : (content as Array<{ text?: string }>).map((b) => b.text ?? '').join('');
       const system = r.system === undefined ? undefined : typeof r.system === 'string' ? r.system : (r.system as Array<{ text?: string }>).map((b) => b.text ?? '').join('');
       return { system, user };
@@ -198,7 +198,7 @@ for (const p of PROVIDERS) {
         user_id: user.userId,
       });
       const events = await domainEvents(app, user.workspaceId, 'ai.generation.completed');
-      expect(events.some((e) => (e.payload as Record<string, unknown>).generationId === res.body.id)).toBe(true);
+      expect(events.some((e) => (e.payload).generationId === res.body.id)).toBe(true);
     });
 
     it('keeps an answer with a NUL character, with U+FFFD in its place (Postgres refused it: a 500, nothing stored)', async () => {

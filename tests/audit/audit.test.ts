@@ -63,7 +63,7 @@ async function entryOf(action: string, rid: string, before: number): Promise<Ent
   expect(res.status, res.text).toBe(200);
   const matches = (res.body.items as Entry[]).filter((e) => e.requestId === rid);
   expect(matches, `one ${action} entry for request ${rid}`).toHaveLength(1);
-  return matches[0]!;
+  return matches[0];
 }
 
 const LOOPBACK = /^(::ffff:)?127\.0\.0\.1$|^::1$/;

@@ -41,8 +41,8 @@ describe('POST /auth/forgot-password', () => {
 
     const mails = await resetMails(s.email);
     expect(mails).toHaveLength(1);
-    expect(mails[0]!.link).toMatch(/^http:\/\/app\.tests\.local\/reset-password\?token=[A-Za-z0-9_%-]+$/);
-    expect(mails[0]!.text).toContain(mails[0]!.link!);
+    expect(mails[0].link).toMatch(/^http:\/\/app\.tests\.local\/reset-password\?token=[A-Za-z0-9_%-]+$/);
+    expect(mails[0].text).toContain(mails[0].link!);
     expect(await mailsTo(app, unknownEmail)).toHaveLength(0);
   });
 
@@ -76,7 +76,7 @@ describe('POST /auth/forgot-password', () => {
     const rows = await app.deps.db.selectFrom('user_tokens').selectAll().where('user_id', '=', s.userId).where('kind', '=', 'PASSWORD_RESET').execute();
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(token);
-    expect(rows[0]!.token_hash).toBe(crypto.createHash('sha256').update(token).digest('hex'));
+    expect(rows[0].token_hash).toBe(crypto.createHash('sha256').update(token).digest('hex'));
     const byRaw = await app.deps.db.selectFrom('user_tokens').select('id').where('token_hash', '=', token).execute();
     expect(byRaw).toHaveLength(0);
   });
@@ -200,9 +200,9 @@ describe('POST /auth/reset-password', () => {
     const results = await Promise.all(passwords.map((p) => reset(token, p)));
     expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
     const loserIndex = results.findIndex((r) => r.status === 400);
-    expectError(results[loserIndex]!, 400, 'INVALID_TOKEN');
-    const winner = passwords[1 - loserIndex]!;
-    const loser = passwords[loserIndex]!;
+    expectError(results[loserIndex], 400, 'INVALID_TOKEN');
+    const winner = passwords[1 - loserIndex];
+    const loser = passwords[loserIndex];
     expect((await signIn(s.email, winner)).status).toBe(200);
     expectError(await signIn(s.email, loser), 401, 'INVALID_CREDENTIALS');
   });

@@ -219,10 +219,10 @@ describe('POST /auth/refresh: after the grace window, only the newest token of a
     const s = await registerAndLogin(shortGrace.api, { prefix: 'two-tabs' });
     const both = [refresh(shortGrace, s.refreshToken), refresh(shortGrace, s.refreshToken)];
     const [first, last] = await arrivalOrder(both);
-    expect([first!.status, last!.status]).toEqual([200, 200]);
-    expect(first!.body.refreshToken).not.toBe(last!.body.refreshToken);
+    expect([first.status, last.status]).toEqual([200, 200]);
+    expect(first.body.refreshToken).not.toBe(last.body.refreshToken);
     await sleep(1200);
-    const next = await refresh(shortGrace, last!.body.refreshToken);
+    const next = await refresh(shortGrace, last.body.refreshToken);
     expect(next.status).toBe(200);
     await sleep(1200);
     expect((await refresh(shortGrace, next.body.refreshToken)).status).toBe(200);
@@ -234,10 +234,10 @@ describe('POST /auth/refresh: after the grace window, only the newest token of a
     const s = await registerAndLogin(shortGrace.api, { prefix: 'tab-late' });
     const both = [refresh(shortGrace, s.refreshToken), refresh(shortGrace, s.refreshToken)];
     const [first, last] = await arrivalOrder(both);
-    expect([first!.status, last!.status]).toEqual([200, 200]);
+    expect([first.status, last.status]).toEqual([200, 200]);
     await sleep(1200);
-    expectError(await refresh(shortGrace, first!.body.refreshToken), 401, 'UNAUTHORIZED');
-    expectError(await refresh(shortGrace, last!.body.refreshToken), 401, 'UNAUTHORIZED');
+    expectError(await refresh(shortGrace, first.body.refreshToken), 401, 'UNAUTHORIZED');
+    expectError(await refresh(shortGrace, last.body.refreshToken), 401, 'UNAUTHORIZED');
     await expectFamilyRevoked(shortGrace, s.refreshToken);
   });
 
@@ -304,8 +304,8 @@ describe('refresh token storage and secrets', () => {
     const dump = JSON.stringify(rows);
     expect(dump).not.toContain(s.refreshToken);
     expect(dump).not.toContain(s.refreshToken.replace(/^rt_/, ''));
-    expect(rows[0]!.token_hash).toBe(crypto.createHmac('sha256', TEST_JWT_REFRESH_SECRET).update(s.refreshToken).digest('hex'));
-    expect(rows[0]!.token_hash).not.toBe(crypto.createHash('sha256').update(s.refreshToken).digest('hex'));
+    expect(rows[0].token_hash).toBe(crypto.createHmac('sha256', TEST_JWT_REFRESH_SECRET).update(s.refreshToken).digest('hex'));
+    expect(rows[0].token_hash).not.toBe(crypto.createHash('sha256').update(s.refreshToken).digest('hex'));
     const byRaw = await app.deps.db.selectFrom('refresh_tokens').select('id').where('token_hash', '=', s.refreshToken).execute();
     expect(byRaw).toHaveLength(0);
   });

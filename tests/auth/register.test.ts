@@ -20,7 +20,7 @@ describe('POST /auth/register', () => {
     expect(res.text).not.toMatch(/hash/i);
     const mails = await mailsTo(app, email);
     expect(mails.map((m) => m.template)).toEqual(['email-verification']);
-    expect(mails[0]!.link).toMatch(/^http:\/\/app\.tests\.local\/verify-email\?token=/);
+    expect(mails[0].link).toMatch(/^http:\/\/app\.tests\.local\/verify-email\?token=/);
   });
 
   it('stores the address lower-cased, so a differently cased duplicate is 409 EMAIL_TAKEN', async () => {

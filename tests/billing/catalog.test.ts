@@ -480,8 +480,8 @@ describe('audit trail of plan changes', () => {
       expect(r.actor_email).toBe(TEST_ADMIN.email);
       expect(r.target_type).toBe('plan');
     }
-    expect(rows[2]!.metadata).toMatchObject({ from: 'PUBLISHED', to: 'ARCHIVED' });
-    expect(rows[3]!.metadata).toMatchObject({ from: 'ARCHIVED', to: 'PUBLISHED' });
+    expect(rows[2].metadata).toMatchObject({ from: 'PUBLISHED', to: 'ARCHIVED' });
+    expect(rows[3].metadata).toMatchObject({ from: 'ARCHIVED', to: 'PUBLISHED' });
 
     // Also readable through the admin audit route.
     const listed = await app.api('GET', `/admin/audit-logs?action=plan.archived&limit=100`, { token });

@@ -233,7 +233,7 @@ describe('a PROCESSOR_B subscription from checkout to expiry', () => {
     const calls = fake.requests.slice(before);
     expect(calls).toHaveLength(1);
     expect(calls[0]).toMatchObject({ method: 'DELETE', path: `/v1/subscriptions/${subscriptionId}` });
-    expect(calls[0]!.headers.authorization).toBe(`Bearer ${LEMON_KEY}`);
+    expect(calls[0].headers.authorization).toBe(`Bearer ${LEMON_KEY}`);
     expect(res.body).toMatchObject({
       edition: 'PRO', status: 'ACTIVE', currentPeriodEnd: new Date(fake.endsAt).toISOString(),
       subscription: { status: 'ACTIVE', cancelAtPeriodEnd: true },

@@ -95,7 +95,7 @@ describe('POST /billing/checkout (MOCK)', () => {
     expect((await checkout(s.accessToken, { workspaceId: s.workspaceId, planCode: 'pro' })).status).toBe(200);
     const [live] = await liveSubscriptionsOf(app, s.workspaceId);
     const [payment] = await paymentsOf(app, s.workspaceId);
-    expect(payment!.subscription_id).toBe(live!.id);
+    expect(payment.subscription_id).toBe(live.id);
   });
 
   it.each([
@@ -136,7 +136,7 @@ describe('POST /billing/checkout (MOCK)', () => {
     const live = await liveSubscriptionsOf(app, s.workspaceId);
     expect(live).toHaveLength(1);
     const ws = await workspaceRow(app, s.workspaceId);
-    expect(ws.plan_id).toBe(live[0]!.plan_id);
+    expect(ws.plan_id).toBe(live[0].plan_id);
   });
 
   it('buys the free Lite plan without a payment', async () => {

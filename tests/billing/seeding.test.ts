@@ -81,8 +81,8 @@ describe('default plans on a fresh database', () => {
 
   it('keep an admin edit of Pro and the deletion of Enterprise across a restart', async () => {
     admin = await adminLogin(running());
-    const pro = (await plansWithSlug('pro'))[0]!;
-    const enterprise = (await plansWithSlug('enterprise'))[0]!;
+    const pro = (await plansWithSlug('pro'))[0];
+    const enterprise = (await plansWithSlug('enterprise'))[0];
     const edited = await running().api('PATCH', `/admin/billing/plans/${pro.id}`, {
       token: admin.accessToken,
       body: { priceCents: 3500, name: 'Pro (edited)', limits: { apiKeys: 6, aiMonthlyGenerations: 600, members: 12 } },
@@ -112,7 +112,7 @@ describe('default plans on a fresh database', () => {
     expect(starter.isDefault).toBe(true);
     const defaults = await running().deps.db.selectFrom('plans').select('slug').where('is_default', '=', true).execute();
     expect(defaults.map((d) => d.slug)).toEqual([starter.slug]);
-    const lite = await running().api('GET', `/admin/billing/plans/${(await plansWithSlug('lite'))[0]!.id}`, { token: admin.accessToken });
+    const lite = await running().api('GET', `/admin/billing/plans/${(await plansWithSlug('lite'))[0].id}`, { token: admin.accessToken });
     expect(lite.body.isDefault).toBe(false);
 
     // Through PATCH as well: Lite becomes the default again, the new plan stops being it.
@@ -126,13 +126,13 @@ describe('default plans on a fresh database', () => {
 
   it("a new registration's workspace starts on the default plan: its edition and limits", async () => {
     const [starter] = await running().deps.db.selectFrom('plans').selectAll().where('is_default', '=', true).execute();
-    expect(starter!.slug).toMatch(/^starter-/);
+    expect(starter.slug).toMatch(/^starter-/);
     const owner = await registerAndLogin(running().api, { prefix: 'seed-newcomer' });
     const current = await currentOf(running(), owner.accessToken, owner.workspaceId);
     expect(current).toMatchObject({
       workspaceId: owner.workspaceId,
       edition: 'CUSTOM',
-      plan: { id: starter!.id, slug: starter!.slug },
+      plan: { id: starter.id, slug: starter.slug },
       limits: { apiKeys: 1, aiMonthlyGenerations: 42, members: 5 },
       status: 'FREE',
       subscription: null,
@@ -157,10 +157,10 @@ describe('the default plan under concurrent and destructive admin changes', () =
         });
       const results = await Promise.all([makeDefault(a.id), makeDefault(b.id), createDefault(), makeDefault(a.id), makeDefault(b.id), createDefault()]);
       expect(results.map((r) => r.status), results.map((r) => r.text).join('\n')).toEqual([200, 200, 201, 200, 200, 201]);
-      const candidates = [a.id, b.id, results[2]!.body.id, results[5]!.body.id];
+      const candidates = [a.id, b.id, results[2].body.id, results[5].body.id];
       const after = await defaults();
       expect(after).toHaveLength(1);
-      expect(candidates).toContain(after[0]!.id);
+      expect(candidates).toContain(after[0].id);
     }
   });
 

@@ -281,7 +281,7 @@ describe('a subscription from checkout to deletion', () => {
     expect(second).toMatchObject({ invoiceUrl: `https://invoice.stripe.test/i/${withoutPdf.invoiceId}` });
     expect(second).not.toHaveProperty('receiptUrl');
     const [sub] = await subscriptionsOf(app, s.workspaceId);
-    expect((await paymentsOf(app, s.workspaceId)).map((p) => p.subscription_id)).toEqual([sub!.id, sub!.id]);
+    expect((await paymentsOf(app, s.workspaceId)).map((p) => p.subscription_id)).toEqual([sub.id, sub.id]);
     expect(await domainEventTypes(app, s.workspaceId)).toContain('payment.succeeded');
   });
 
@@ -462,8 +462,8 @@ describe('a new subscription replacing the live one', () => {
     const { s, ids } = await upgraded('proc-a-replace-fail', () => fake.failNext(500));
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
     const [replaced] = (await subscriptionsOf(app, s.workspaceId)).filter((sub) => sub.provider_subscription_id === ids.a);
-    expect(replaced!.status).toBe('CANCELED');
-    expect(app.logs.some((line) => line.includes('could not cancel a replaced subscription') && line.includes(replaced!.id))).toBe(true);
+    expect(replaced.status).toBe('CANCELED');
+    expect(app.logs.some((line) => line.includes('could not cancel a replaced subscription') && line.includes(replaced.id))).toBe(true);
   });
 
   it('a later renewal of the replaced one answers 200 ignored and leaves it CANCELED beside the new one (was a 500 on the one-live index)', async () => {
@@ -474,8 +474,8 @@ describe('a new subscription replacing the live one', () => {
     expect((await liveSubscriptionsOf(app, s.workspaceId)).map((sub) => sub.provider_subscription_id)).toEqual([ids.b]);
     expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'ENTERPRISE', status: 'ACTIVE' });
     const [old] = (await subscriptionsOf(app, s.workspaceId)).filter((sub) => sub.provider_subscription_id === ids.a);
-    expect(old!.status).toBe('CANCELED');
-    expect(app.logs.some((line) => line.includes('canceled subscription was not revived') && line.includes(old!.id))).toBe(true);
+    expect(old.status).toBe('CANCELED');
+    expect(app.logs.some((line) => line.includes('canceled subscription was not revived') && line.includes(old.id))).toBe(true);
   });
 
   it('an upgrade still incomplete leaves the live plan in GET /billing/current; once paid it replaces it', async () => {
@@ -487,7 +487,7 @@ describe('a new subscription replacing the live one', () => {
     expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.b, now - 50, { status: 'incomplete', metadata: enterprise }))).body.outcome).toBe('applied');
     const [subA] = await liveSubscriptionsOf(app, s.workspaceId);
     expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
-      edition: 'PRO', status: 'ACTIVE', currentPeriodEnd: expect.any(String), subscription: { id: subA!.id, status: 'ACTIVE' },
+      edition: 'PRO', status: 'ACTIVE', currentPeriodEnd: expect.any(String), subscription: { id: subA.id, status: 'ACTIVE' },
     });
 
     const before = fake.requests.length;

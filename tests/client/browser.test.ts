@@ -123,7 +123,7 @@ async function visit(origin: string, hash: Record<string, string>, context: { ne
   const tab = await context.newPage();
   const problems: string[] = [];
   tab.on('pageerror', (err) => problems.push(err.message));
-  await tab.goto(`${origin}/#${new URLSearchParams(hash)}`);
+  await tab.goto(`${origin}/#${new URLSearchParams(hash).toString()}`);
   await tab.waitForSelector('#out[data-done]', { timeout: 20_000 }).catch(() => undefined);
   const shown = await tab
     .locator('#out')

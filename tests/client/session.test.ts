@@ -97,7 +97,7 @@ describe('batching', () => {
     expect(typeof demo.demoMode).toBe('boolean');
     expect(health.status).toBe('ok');
     expect(sent.map((s) => s.procedures)).toEqual([['auth.me', 'demo.status', 'health.health']]);
-    expect(sent[0]!.path).toContain('batch=1');
+    expect(sent[0].path).toContain('batch=1');
 
     const single = await signedIn(app, { batch: false });
     await Promise.all([single.api.auth.me.query(), single.api.demo.status.query(), single.api.health.health.query()]);
@@ -117,7 +117,7 @@ describe('tokens and refresh', () => {
     const client = clientOf(app);
     const refused = await rejection(client.api.auth.me.query());
     expect(refused.code).toBe('UNAUTHORIZED');
-    expect(client.sent[0]!.authorization).toBeNull();
+    expect(client.sent[0].authorization).toBeNull();
     const account = await registerAndLogin(app.api, { prefix: 'client-attach' });
     await client.api.session.signIn(account.email, account.password);
     const tokens = await client.api.session.getTokens();
@@ -137,7 +137,7 @@ describe('tokens and refresh', () => {
     ]);
     const rotated = await api.session.getTokens();
     expect(rotated!.refreshToken).not.toBe(login.refreshToken);
-    expect(sent[2]!.authorization).toBe(`Bearer ${rotated!.accessToken}`);
+    expect(sent[2].authorization).toBe(`Bearer ${rotated!.accessToken}`);
   });
 
   it('renews a token that expired by itself (JWT_ACCESS_TTL of two seconds)', async () => {
@@ -232,7 +232,7 @@ describe('errors: one typed ApiError with the code, status, request id and issue
     );
     expect(err).toBeInstanceOf(c.ApiError);
     expect(err).toBeInstanceOf(Error);
-    expect(err).toMatchObject({ name: 'ApiError', code: 'BAD_REQUEST', status: 400, requestId: sent[0]!.requestId });
+    expect(err).toMatchObject({ name: 'ApiError', code: 'BAD_REQUEST', status: 400, requestId: sent[0].requestId });
     expect(err.requestId).toMatch(/^[\w-]{20,}$/);
     expect(err.issues).toEqual([{ path: 'email', message: expect.any(String), code: expect.any(String) }]);
     expect(err.data?.code).toBe('BAD_REQUEST');
@@ -254,7 +254,7 @@ describe('errors: one typed ApiError with the code, status, request id and issue
 
     const anonymous = clientOf(app);
     const unauthorized = await rejection(anonymous.api.auth.me.query());
-    expect(unauthorized).toMatchObject({ code: 'UNAUTHORIZED', status: 401, requestId: anonymous.sent[0]!.requestId });
+    expect(unauthorized).toMatchObject({ code: 'UNAUTHORIZED', status: 401, requestId: anonymous.sent[0].requestId });
     expect(anonymous.refreshes()).toBe(0);
 
     const member = await signedIn(app);

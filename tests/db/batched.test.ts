@@ -136,8 +136,8 @@ describe('authentication on batched lookups', () => {
   it('refuses a suspended user on the very next request while other requests keep the lookups busy', async () => {
     const [victim, ...others] = sessions;
     const busy = others.flatMap((s) => Array.from({ length: 10 }, () => app.api('GET', '/auth/me', { token: s.accessToken })));
-    await app.deps.db.updateTable('users').set({ status: 'SUSPENDED' }).where('email', '=', victim!.email).execute();
-    expectError(await app.api('GET', '/auth/me', { token: victim!.accessToken }), 403, 'USER_SUSPENDED');
+    await app.deps.db.updateTable('users').set({ status: 'SUSPENDED' }).where('email', '=', victim.email).execute();
+    expectError(await app.api('GET', '/auth/me', { token: victim.accessToken }), 403, 'USER_SUSPENDED');
     expect((await Promise.all(busy)).every((r) => r.status === 200)).toBe(true);
   });
 });

@@ -32,7 +32,7 @@ describe('compiledOnce statements', () => {
     const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
       select generic_plans, custom_plans from pg_prepared_statements where statement like ${`%${table}%`}`.execute(db);
     expect(rows).toHaveLength(1);
-    expect(Number(rows[0]!.generic_plans)).toBe(0);
-    expect(Number(rows[0]!.custom_plans)).toBe(12);
+    expect(Number(rows[0].generic_plans)).toBe(0);
+    expect(Number(rows[0].custom_plans)).toBe(12);
   });
 });

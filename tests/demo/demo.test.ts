@@ -96,7 +96,7 @@ async function demoState() {
   };
 }
 
-const demoLogin = (i: number) => login(app.api, DEMO.users[i]!, DEMO.password);
+const demoLogin = (i: number) => login(app.api, DEMO.users[i], DEMO.password);
 
 beforeAll(async () => {
   ledger.sent(DEMO.password, 'DEMO_PASSWORD');
@@ -152,10 +152,10 @@ describe('npm run demo:seed (seedDemo)', () => {
 
   it('reports addresses and setting names, never a password or the webhook secret', async () => {
     const [hook] = (await storedDemoRows()).webhooks;
-    const secret = deps.secrets.open(hook!.secret_encrypted);
+    const secret = deps.secrets.open(hook.secret_encrypted);
     expect(secret).toMatch(/^whsec_/);
     const printed = JSON.stringify(firstSeed) + formatDemoSummary(firstSeed).join('\n');
-    for (const value of [DEMO.password, DEMO.adminPassword, secret, hook!.secret_encrypted]) expect(printed).not.toContain(value);
+    for (const value of [DEMO.password, DEMO.adminPassword, secret, hook.secret_encrypted]) expect(printed).not.toContain(value);
     expect(printed).toContain('DEMO_PASSWORD');
   });
 

@@ -127,7 +127,7 @@ describe('plan limits', () => {
     const s = await ownerOn(app, 'pro', 'key-revcount');
     const keys = [];
     for (let i = 0; i < 5; i++) keys.push(await createKey(app, s, { name: `k${i}` }));
-    const revoked = await app.api('DELETE', keysPath(s.workspaceId, keys[0]!.id), { token: s.accessToken });
+    const revoked = await app.api('DELETE', keysPath(s.workspaceId, keys[0].id), { token: s.accessToken });
     expect(revoked.status, revoked.text).toBe(200);
     await createKey(app, s, { name: 'replacement' });
     expectError(await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'one too many', scopes: ['read'] } }), 403, 'API_KEY_LIMIT_REACHED');
@@ -264,7 +264,7 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
     const s = await ownerOn(app, 'pro', 'key-rotfull');
     const keys = [];
     for (let i = 0; i < 5; i++) keys.push(await createKey(app, s, { name: `k${i}` }));
-    const res = await rotate(s, keys[0]!.id, { gracePeriodSeconds: 60 });
+    const res = await rotate(s, keys[0].id, { gracePeriodSeconds: 60 });
     expect(res.status, res.text).toBe(200);
     expect(res.body.rawKey).toMatch(API_KEY_FORMAT);
   });
@@ -273,15 +273,15 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
     const s = await ownerOn(app, 'pro', 'key-rotonce');
     const keys = [];
     for (let i = 0; i < 5; i++) keys.push(await createKey(app, s, { name: `k${i}` }));
-    const first = await rotate(s, keys[0]!.id, { gracePeriodSeconds: 3600 });
+    const first = await rotate(s, keys[0].id, { gracePeriodSeconds: 3600 });
     expect(first.status, first.text).toBe(200);
-    expectError(await rotate(s, keys[0]!.id, { gracePeriodSeconds: 3600 }), 409, 'INVALID_STATE');
+    expectError(await rotate(s, keys[0].id, { gracePeriodSeconds: 3600 }), 409, 'INVALID_STATE');
     const second = await rotate(s, first.body.id, { gracePeriodSeconds: 3600 });
     expect(second.status, second.text).toBe(200);
     // Five keys of the plan, plus one in its grace period: creating a sixth is still refused.
     expectError(await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'sixth', scopes: ['read'] } }), 403, 'API_KEY_LIMIT_REACHED');
     const working = [];
-    for (const raw of [keys[0]!.rawKey, first.body.rawKey, second.body.rawKey, ...keys.slice(1).map((k) => k.rawKey)]) working.push(await meStatus(raw));
+    for (const raw of [keys[0].rawKey, first.body.rawKey, second.body.rawKey, ...keys.slice(1).map((k) => k.rawKey)]) working.push(await meStatus(raw));
     // Rotating the replacement ended the grace period of the key before it: two working values at most.
     expect(working).toEqual([401, 200, 200, 200, 200, 200, 200]);
   });
@@ -318,7 +318,7 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
     const s = await ownerOn(app, 'pro', 'key-rotcount');
     const keys = [];
     for (let i = 0; i < 5; i++) keys.push(await createKey(app, s, { name: `k${i}` }));
-    const rotated = await rotate(s, keys[0]!.id, { gracePeriodSeconds: 3600 });
+    const rotated = await rotate(s, keys[0].id, { gracePeriodSeconds: 3600 });
     expect(rotated.status, rotated.text).toBe(200);
     expect((await app.api('DELETE', keysPath(s.workspaceId, rotated.body.id), { token: s.accessToken })).status).toBe(200);
     const res = await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'fifth again', scopes: ['read'] } });
@@ -439,8 +439,8 @@ describe('audit log', () => {
         expect(text).not.toContain(sha256Hex(raw));
       }
     }
-    expect(rows[0]!.target_id).toBe(key.id);
-    expect(rows[3]!.target_id).toBe(rotated.body.id);
+    expect(rows[0].target_id).toBe(key.id);
+    expect(rows[3].target_id).toBe(rotated.body.id);
   });
 
   it('writes no audit row for a refused creation', async () => {

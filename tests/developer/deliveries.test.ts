@@ -156,17 +156,17 @@ describe('a test delivery', () => {
 
     expect(r.requests).toHaveLength(1);
     const [req] = r.requests;
-    expect(req!.url).toBe('/hook?source=tests');
-    expect(req!.headers['x-service-delivery']).toBe(delivery.id);
-    const envelope = expectSignedDelivery(req!, hook.secret, 'webhook.test');
+    expect(req.url).toBe('/hook?source=tests');
+    expect(req.headers['x-service-delivery']).toBe(delivery.id);
+    const envelope = expectSignedDelivery(req, hook.secret, 'webhook.test');
     expect(envelope.workspaceId).toBe(s.workspaceId);
     expect(typeof envelope.data.message).toBe('string');
     expect(new Date(envelope.createdAt).getTime()).toBeGreaterThanOrEqual(before - 1_000);
     // The signature depends on the secret, the timestamp and every byte of the body.
-    const ts = String(req!.headers['x-service-timestamp']);
-    expect(signaturesOf(req!)[0]).not.toBe(expectedSignature(`${hook.secret}x`, ts, req!.body));
-    expect(signaturesOf(req!)[0]).not.toBe(expectedSignature(hook.secret, String(Number(ts) + 1), req!.body));
-    expect(signaturesOf(req!)[0]).not.toBe(expectedSignature(hook.secret, ts, `${req!.body} `));
+    const ts = String(req.headers['x-service-timestamp']);
+    expect(signaturesOf(req)[0]).not.toBe(expectedSignature(`${hook.secret}x`, ts, req.body));
+    expect(signaturesOf(req)[0]).not.toBe(expectedSignature(hook.secret, String(Number(ts) + 1), req.body));
+    expect(signaturesOf(req)[0]).not.toBe(expectedSignature(hook.secret, ts, `${req.body} `));
   });
 
   it('shows no next retry time on a delivery that is not waiting for a retry (its attempt holds a lease)', async () => {
@@ -208,7 +208,7 @@ describe('a test delivery', () => {
     });
     expect(Number.isInteger(item.durationMs)).toBe(true);
     expect(item.durationMs).toBeGreaterThanOrEqual(0);
-    expect(item.payload).toEqual(JSON.parse(req!.body));
+    expect(item.payload).toEqual(JSON.parse(req.body));
 
     const headers = Object.fromEntries(Object.entries(item.requestHeaders as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]));
     expect(headers).toMatchObject({
@@ -216,14 +216,14 @@ describe('a test delivery', () => {
       'user-agent': USER_AGENT,
       'x-service-event': 'webhook.test',
       'x-service-delivery': delivery.id,
-      'x-service-timestamp': req!.headers['x-service-timestamp'],
+      'x-service-timestamp': req.headers['x-service-timestamp'],
     });
     expect(Object.keys(headers).filter((k) => /signature|secret|authorization/i.test(k))).toEqual([]);
-    expect(res.text).not.toContain(signaturesOf(req!)[0]!);
+    expect(res.text).not.toContain(signaturesOf(req)[0]);
     expect(res.text).not.toContain(hook.secret);
 
     const row = await deliveryRow(delivery.id);
-    expect(JSON.stringify(row)).not.toContain(signaturesOf(req!)[0]!);
+    expect(JSON.stringify(row)).not.toContain(signaturesOf(req)[0]);
     expect(JSON.stringify(row)).not.toContain(hook.secret);
   });
 
@@ -231,7 +231,7 @@ describe('a test delivery', () => {
     // 24 test deliveries in flight together; the receiver answers each with a status and body derived from
     // its X-Service-Delivery, so a record mixed up between deliveries would show.
     const s = await ownerOn(app, 'lite', 'deliv-many');
-    const statusOf = (id: string) => [200, 201, 202, 410][parseInt(id.slice(-1), 16) % 4]!;
+    const statusOf = (id: string) => [200, 201, 202, 410][parseInt(id.slice(-1), 16) % 4];
     const r = await receiver();
     r.reply((req) => {
       const id = String(req.headers['x-service-delivery']);
@@ -296,13 +296,13 @@ describe('retries in direct mode', () => {
 
     expect(r.requests).toHaveLength(2);
     const [a, b] = r.requests;
-    expect(b!.headers['x-service-delivery']).toBe(first.id);
-    expect(a!.headers['x-service-delivery']).toBe(first.id);
-    expect(Number(b!.headers['x-service-timestamp'])).toBeGreaterThan(Number(a!.headers['x-service-timestamp']));
-    expectSignedDelivery(a!, hook.secret, 'webhook.test');
-    expectSignedDelivery(b!, hook.secret, 'webhook.test');
-    expect(b!.body).toBe(a!.body);
-    expect(signaturesOf(b!)[0]).not.toBe(signaturesOf(a!)[0]);
+    expect(b.headers['x-service-delivery']).toBe(first.id);
+    expect(a.headers['x-service-delivery']).toBe(first.id);
+    expect(Number(b.headers['x-service-timestamp'])).toBeGreaterThan(Number(a.headers['x-service-timestamp']));
+    expectSignedDelivery(a, hook.secret, 'webhook.test');
+    expectSignedDelivery(b, hook.secret, 'webhook.test');
+    expect(b.body).toBe(a.body);
+    expect(signaturesOf(b)[0]).not.toBe(signaturesOf(a)[0]);
   }, 30_000);
 
   it(`always 500: ends failed after WEBHOOK_MAX_RETRIES + 1 = ${MAX_RETRIES + 1} attempts, and is not tried again`, async () => {
@@ -350,7 +350,7 @@ describe('retries in direct mode', () => {
     const hook = await hookTo(s, r);
     const answered = sendTest(s, hook.id, slow);
     const [req] = await r.waitForRequests(1);
-    const id = String(req!.headers['x-service-delivery']);
+    const id = String(req.headers['x-service-delivery']);
     // As if this attempt had taken 31 s so far (an endpoint slow to connect, to answer and to finish).
     await ageDelivery(id);
     await slow.deps.webhooks.sweep();
@@ -450,11 +450,11 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
     expect(res.body).toMatchObject({ id: failed.id, status: 'success', attempts: 2, responseStatus: 200, responsePreview: 'back', error: null });
     expect(r.requests).toHaveLength(2);
     const [a, b] = r.requests;
-    expect(b!.headers['x-service-delivery']).toBe(failed.id);
-    expect(a!.headers['x-service-delivery']).toBe(failed.id);
-    expect(Number(b!.headers['x-service-timestamp'])).toBeGreaterThan(Number(a!.headers['x-service-timestamp']));
-    expectSignedDelivery(b!, hook.secret, 'webhook.test');
-    expect(signaturesOf(b!)[0]).not.toBe(signaturesOf(a!)[0]);
+    expect(b.headers['x-service-delivery']).toBe(failed.id);
+    expect(a.headers['x-service-delivery']).toBe(failed.id);
+    expect(Number(b.headers['x-service-timestamp'])).toBeGreaterThan(Number(a.headers['x-service-timestamp']));
+    expectSignedDelivery(b, hook.secret, 'webhook.test');
+    expect(signaturesOf(b)[0]).not.toBe(signaturesOf(a)[0]);
   });
 
   it('makes one more attempt: a sweep while the endpoint holds it does not send the delivery a second time', async () => {
@@ -512,16 +512,16 @@ describe('signing secret rotation', () => {
 
     await sendTest(s, hook.id);
     const [during] = await r.waitForRequests(1);
-    const ts = String(during!.headers['x-service-timestamp']);
-    const sigs = signaturesOf(during!);
+    const ts = String(during.headers['x-service-timestamp']);
+    const sigs = signaturesOf(during);
     expect(sigs).toHaveLength(2);
-    expect(sigs[0]).toBe(expectedSignature(newSecret, ts, during!.body));
-    expect(sigs[1]).toBe(expectedSignature(hook.secret, ts, during!.body));
+    expect(sigs[0]).toBe(expectedSignature(newSecret, ts, during.body));
+    expect(sigs[1]).toBe(expectedSignature(hook.secret, ts, during.body));
 
     await sleep(Math.max(0, endsAt - Date.now() + 300));
     await sendTest(s, hook.id);
     const [, after] = await r.waitForRequests(2);
-    expectSignedDelivery(after!, newSecret, 'webhook.test');
+    expectSignedDelivery(after, newSecret, 'webhook.test');
   });
 
   it('with gracePeriodSeconds 0 signs with the new secret only, at once', async () => {
@@ -534,8 +534,8 @@ describe('signing secret rotation', () => {
     secrets.push(rotated.body.secret);
     await sendTest(s, hook.id);
     const [req] = await r.waitForRequests(1);
-    expectSignedDelivery(req!, rotated.body.secret, 'webhook.test');
-    expect(signaturesOf(req!)[0]).not.toBe(expectedSignature(hook.secret, String(req!.headers['x-service-timestamp']), req!.body));
+    expectSignedDelivery(req, rotated.body.secret, 'webhook.test');
+    expect(signaturesOf(req)[0]).not.toBe(expectedSignature(hook.secret, String(req.headers['x-service-timestamp']), req.body));
   });
 });
 
@@ -570,14 +570,14 @@ describe('domain events', () => {
     const hook = await hookTo(s, r, ['member.added', 'member.removed']);
     const member = await inviteAndJoin(app, s.accessToken, s.workspaceId, 'MEMBER');
     const [added] = await r.waitForRequests(1);
-    const env = expectSignedDelivery(added!, hook.secret, 'member.added');
+    const env = expectSignedDelivery(added, hook.secret, 'member.added');
     expect(env.workspaceId).toBe(s.workspaceId);
     expect(env.data).toMatchObject({ userId: member.userId, role: 'MEMBER' });
 
     const removed = await app.api('DELETE', `/workspaces/${s.workspaceId}/members/${member.userId}`, { token: s.accessToken });
     expect(removed.status, removed.text).toBe(200);
     const [, gone] = await r.waitForRequests(2);
-    expect(expectSignedDelivery(gone!, hook.secret, 'member.removed').data).toMatchObject({ userId: member.userId });
+    expect(expectSignedDelivery(gone, hook.secret, 'member.removed').data).toMatchObject({ userId: member.userId });
   });
 
   it('creating and revoking an API key sends api_key.created and api_key.revoked, without the raw key', async () => {
@@ -586,14 +586,14 @@ describe('domain events', () => {
     const hook = await hookTo(s, r, ['api_key.created', 'api_key.revoked']);
     const key = await createKey(app, s, { name: 'hooked key', scopes: ['read'] });
     const [created] = await r.waitForRequests(1);
-    const env = expectSignedDelivery(created!, hook.secret, 'api_key.created');
+    const env = expectSignedDelivery(created, hook.secret, 'api_key.created');
     expect(env.data).toMatchObject({ apiKeyId: key.id, name: 'hooked key', prefix: key.prefix });
-    expect(created!.body).not.toContain(key.rawKey);
+    expect(created.body).not.toContain(key.rawKey);
 
     expect((await app.api('DELETE', `/workspaces/${s.workspaceId}/api-keys/${key.id}`, { token: s.accessToken })).status).toBe(200);
     const [, revoked] = await r.waitForRequests(2);
-    expect(expectSignedDelivery(revoked!, hook.secret, 'api_key.revoked').data).toMatchObject({ apiKeyId: key.id });
-    expect(revoked!.body).not.toContain(key.rawKey);
+    expect(expectSignedDelivery(revoked, hook.secret, 'api_key.revoked').data).toMatchObject({ apiKeyId: key.id });
+    expect(revoked.body).not.toContain(key.rawKey);
   });
 
   it('a text generation sends ai.generation.completed', async () => {
@@ -603,7 +603,7 @@ describe('domain events', () => {
     const gen = await app.api('POST', '/ai/generate', { token: s.accessToken, body: { workspaceId: s.workspaceId, prompt: 'Write a haiku about webhooks.' } });
     expect(gen.status, gen.text).toBe(200);
     const [req] = await r.waitForRequests(1);
-    expect(expectSignedDelivery(req!, hook.secret, 'ai.generation.completed').data).toMatchObject({ generationId: gen.body.id });
+    expect(expectSignedDelivery(req, hook.secret, 'ai.generation.completed').data).toMatchObject({ generationId: gen.body.id });
   });
 
   it('a burst of events larger than a dispatch batch is dispatched within a run or two, not at a batch a second', async () => {
@@ -662,7 +662,7 @@ describe('delivery switches', () => {
     const sent = await sendTest(demo, hook.id, allowed);
     expect(sent.status).toBe('success');
     const [req] = await r.waitForRequests(1);
-    expectSignedDelivery(req!, hook.secret, 'webhook.test');
+    expectSignedDelivery(req, hook.secret, 'webhook.test');
 
     // A workspace is a demo workspace through its owners: the demo account as a mere member changes nothing.
     const s = await ownerOn(app, 'lite', 'deliv-demo-member');
@@ -781,8 +781,8 @@ describe('endpoints that keep failing', () => {
 
     const mails = (await mailsTo(app, s.email)).filter((m) => m.template === 'webhook-disabled');
     expect(mails).toHaveLength(1);
-    expect(mails[0]!.text).toContain(hook.name);
-    expect(mails[0]!.text).not.toContain(hook.secret);
+    expect(mails[0].text).toContain(hook.name);
+    expect(mails[0].text).not.toContain(hook.secret);
     expect((await auditActions(app, s.workspaceId, hook.id)).map((a) => a.action)).toContain('webhook.disabled');
 
     const next = await sendTest(s, hook.id);

@@ -229,13 +229,13 @@ describe('deliveries go through the queue', () => {
     expect(job?.data).toEqual({ deliveryId: answered.id });
 
     const [req] = await r.waitForRequests(1);
-    const envelope = expectSigned(req!, hook.secret, 'webhook.test', answered.id);
+    const envelope = expectSigned(req, hook.secret, 'webhook.test', answered.id);
     expect(envelope.workspaceId).toBe(s.workspaceId);
     expect(envelope.data).toMatchObject({ webhookId: hook.id });
 
     const done = await until(answered.id, 'success');
     expect(done).toMatchObject({ attempts: 1, response_status: 200, response_preview: 'queued ok', next_retry_at: null, last_error: null });
-    expect(done.payload).toEqual(JSON.parse(req!.body));
+    expect(done.payload).toEqual(JSON.parse(req.body));
     // The worker ran the job to its end, and the completed job is not kept: the delivery row is the record.
     await waitForJobState(answered.id, [REMOVED]);
     expect(await inspect.getJob(answered.id)).toBeUndefined();
@@ -259,12 +259,12 @@ describe('deliveries go through the queue', () => {
     seen.tokens.push(key.rawKey);
 
     const [req] = await r.waitForRequests(1);
-    const envelope = expectSigned(req!, hook.secret, 'api_key.created');
+    const envelope = expectSigned(req, hook.secret, 'api_key.created');
     expect(envelope.workspaceId).toBe(s.workspaceId);
     expect(envelope.data).toMatchObject({ apiKeyId: key.id, name: 'queued key' });
-    expect(req!.body).not.toContain(key.rawKey);
+    expect(req.body).not.toContain(key.rawKey);
 
-    const deliveryId = String(req!.headers['x-service-delivery']);
+    const deliveryId = String(req.headers['x-service-delivery']);
     seen.deliveryIds.push(deliveryId);
     expect((await inspect.getJob(deliveryId))?.data).toEqual({ deliveryId });
     const done = await until(deliveryId, 'success');
@@ -285,8 +285,8 @@ describe('https', () => {
 
     const answered = await sendTest(s, hook.id);
     const [req] = await r.waitForRequests(1);
-    expectSigned(req!, hook.secret, 'webhook.test', answered.id);
-    expect(req!.headers.host).toBe(`localhost:${r.port}`);
+    expectSigned(req, hook.secret, 'webhook.test', answered.id);
+    expect(req.headers.host).toBe(`localhost:${r.port}`);
     const done = await until(answered.id, 'success');
     expect(done).toMatchObject({ attempts: 1, response_status: 200, response_preview: 'secure', last_error: null });
   });
@@ -326,10 +326,10 @@ describe.concurrent(`retries by BullMQ (WEBHOOK_MAX_RETRIES=${MAX_RETRIES}, back
     expect(done).toMatchObject({ attempts: 3, response_status: 200, response_preview: 'third time lucky', next_retry_at: null, last_error: null });
     for (const req of reqs) expectSigned(req, hook.secret, 'webhook.test', d.id);
     const stamps = reqs.map((q) => Number(q.headers['x-service-timestamp']));
-    expect(stamps[2]).toBeGreaterThan(stamps[0]!);
+    expect(stamps[2]).toBeGreaterThan(stamps[0]);
     // BullMQ's exponential backoff: 1 s, then 2 s.
-    expect(reqs[1]!.receivedAt - reqs[0]!.receivedAt).toBeGreaterThanOrEqual(900);
-    expect(reqs[2]!.receivedAt - reqs[1]!.receivedAt).toBeGreaterThanOrEqual(1_900);
+    expect(reqs[1].receivedAt - reqs[0].receivedAt).toBeGreaterThanOrEqual(900);
+    expect(reqs[2].receivedAt - reqs[1].receivedAt).toBeGreaterThanOrEqual(1_900);
     expect(await waitForJobState(d.id, [REMOVED])).toBe(REMOVED);
     expect(await deliveriesOf(hook.id)).toHaveLength(1);
   });
@@ -358,7 +358,7 @@ describe.concurrent(`retries by BullMQ (WEBHOOK_MAX_RETRIES=${MAX_RETRIES}, back
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
     const [req] = await r.waitForRequests(1);
-    expectSigned(req!, hook.secret, 'webhook.test', d.id);
+    expectSigned(req, hook.secret, 'webhook.test', d.id);
     const done = await until(d.id, 'failed');
     expect(done).toMatchObject({ attempts: 1, response_status: 410, next_retry_at: null });
     expect(done.last_error).toMatch(/410/);
@@ -462,7 +462,7 @@ describe('what Redis holds', () => {
     for (const [key, dump] of jobs) {
       const deliveryId = jobKey.exec(key)![1];
       expect(dump.fields?.name).toBe('deliver_webhook');
-      expect(JSON.parse(dump.fields!.data!)).toEqual({ deliveryId });
+      expect(JSON.parse(dump.fields!.data)).toEqual({ deliveryId });
     }
 
     const everything = [...keys].map(([k, v]) => `${k} ${v.text}`).join('\n');
@@ -491,7 +491,7 @@ describe('a worker killed in the middle of a delivery', () => {
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
     const [held] = await r.waitForRequests(1);
-    expectSigned(held!, hook.secret, 'webhook.test', d.id);
+    expectSigned(held, hook.secret, 'webhook.test', d.id);
     expect(await jobState(d.id)).toBe('active');
 
     const exit = await first!.stop('SIGKILL');
@@ -507,8 +507,8 @@ describe('a worker killed in the middle of a delivery', () => {
     await startWorker('second');
 
     const reqs = await r.waitForRequests(2, 20_000);
-    expect(reqs[1]!.receivedAt - killedAt).toBeLessThan(6 * JOB_LOCK_MS);
-    expectSigned(reqs[1]!, hook.secret, 'webhook.test', d.id);
+    expect(reqs[1].receivedAt - killedAt).toBeLessThan(6 * JOB_LOCK_MS);
+    expectSigned(reqs[1], hook.secret, 'webhook.test', d.id);
     const done = await until(d.id, 'success', 10_000);
     // The killed attempt never got an answer; it still counts: the second worker's attempt is attempt 2.
     expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'second worker', last_error: null, next_retry_at: null });
@@ -625,7 +625,7 @@ describe('Redis unreachable when the API queues a delivery', () => {
     expect(done).toMatchObject({ attempts: 1, response_status: 200, response_preview: 'after the outage' });
     await r.waitForRequests(2);
     expect(r.requests).toHaveLength(2);
-    expectSigned(r.requests[1]!, hook.secret, 'webhook.test', stuck.id);
+    expectSigned(r.requests[1], hook.secret, 'webhook.test', stuck.id);
 
     // And the instance queues new deliveries again.
     const after = await sendTest(s, hook.id, b);
@@ -651,11 +651,11 @@ describe('SIGTERM', () => {
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
     const [req] = await r.waitForRequests(1);
-    expectSigned(req!, hook.secret, 'webhook.test', d.id);
+    expectSigned(req, hook.secret, 'webhook.test', d.id);
 
     const signalledAt = Date.now();
-    worker!.child.kill('SIGTERM');
-    const exit = await within(10_000, worker!.exited, 'the worker exiting after SIGTERM');
+    worker.child.kill('SIGTERM');
+    const exit = await within(10_000, worker.exited, 'the worker exiting after SIGTERM');
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(r.answeredAt[0]).toBeDefined();
     expect(r.answeredAt[0]!).toBeGreaterThanOrEqual(signalledAt);
@@ -664,7 +664,7 @@ describe('SIGTERM', () => {
     expect(await deliveryRow(d.id)).toMatchObject({ status: 'success', attempts: 1, response_status: 200, response_preview: 'slow but fine' });
     expect(await jobState(d.id)).toBe(REMOVED);
     expect(await inspect.getActiveCount()).toBe(0);
-    const messages = worker!.logs().map((l) => l.msg);
+    const messages = worker.logs().map((l) => l.msg);
     expect(messages).toContain('worker shutting down: finishing jobs in flight');
     expect(messages.at(-1)).toBe('worker stopped');
   });
@@ -674,7 +674,7 @@ describe('the worker with the queue off', () => {
   it('exits 0 at once, saying why, whether QUEUES_ENABLED is false or REDIS_URL is unset', async () => {
     const [off, noRedis] = queueOff;
     expect(noRedis).toBeDefined();
-    for (const w of [off!, noRedis!]) {
+    for (const w of [off, noRedis]) {
       const exit = await within(20_000, w.exited, `worker "${w.label}" exiting`);
       expect(exit, w.output).toMatchObject({ code: 0, signal: null });
       const line = w.logs().find((l) => typeof l.msg === 'string' && l.msg.startsWith('the webhook queue is off'));
@@ -682,8 +682,8 @@ describe('the worker with the queue off', () => {
       expect(line!.msg).toMatch(/QUEUES_ENABLED, WEBHOOK_QUEUE_ENABLED and REDIS_URL are all needed/);
       expect(w.logs().map((l) => l.msg)).not.toContain('worker ready');
     }
-    expect(off!.logs().find((l) => String(l.msg).startsWith('the webhook queue is off'))).toMatchObject({ queuesEnabled: false, webhookQueueEnabled: true, redis: true });
-    expect(noRedis!.logs().find((l) => String(l.msg).startsWith('the webhook queue is off'))).toMatchObject({ queuesEnabled: true, webhookQueueEnabled: true, redis: false });
+    expect(off.logs().find((l) => String(l.msg).startsWith('the webhook queue is off'))).toMatchObject({ queuesEnabled: false, webhookQueueEnabled: true, redis: true });
+    expect(noRedis.logs().find((l) => String(l.msg).startsWith('the webhook queue is off'))).toMatchObject({ queuesEnabled: true, webhookQueueEnabled: true, redis: false });
   });
 });
 
@@ -694,7 +694,7 @@ describe("the worker's output", () => {
     // Not vacuous: the workers did log, including the failed attempts of the retry tests.
     expect(output).toContain('worker ready');
     expect(output).toContain('delivery attempt failed');
-    const key = workerEnv().WEBHOOK_SECRET_ENCRYPTION_KEY!;
+    const key = workerEnv().WEBHOOK_SECRET_ENCRYPTION_KEY;
     expect(key.length).toBeGreaterThanOrEqual(32);
     expect(seen.secrets.length).toBeGreaterThanOrEqual(8);
     expect(output).not.toContain('whsec_');

@@ -106,7 +106,7 @@ async function kill(victim: WorkerProcess): Promise<number> {
 /** When the receiver got the delivery again (the second request of it). */
 async function pickedUpAt(before: number): Promise<number> {
   const requests = await receiver.waitForRequests(before + 2, 6 * LOCK_MS);
-  return requests[before + 1]!.receivedAt;
+  return requests[before + 1].receivedAt;
 }
 
 it('a worker started after the kill (lock expired) picks the job up within two intervals of being ready', async () => {

@@ -35,9 +35,9 @@ const urlOfLength = (length: number) => {
 function openSealed(sealed: string): string {
   const key = crypto.createHash('sha256').update(String(testEnv().WEBHOOK_SECRET_ENCRYPTION_KEY), 'utf8').digest();
   const [iv, tag, ciphertext] = sealed.split('.').map((p) => Buffer.from(p, 'base64url'));
-  const decipher = crypto.createDecipheriv('aes-256-gcm', key, iv!);
-  decipher.setAuthTag(tag!);
-  return Buffer.concat([decipher.update(ciphertext!), decipher.final()]).toString('utf8');
+  const decipher = crypto.createDecipheriv('aes-256-gcm', key, iv);
+  decipher.setAuthTag(tag);
+  return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
 }
 
 const WEBHOOK_FIELDS = ['consecutiveFailures', 'createdAt', 'disabledReason', 'events', 'id', 'isActive', 'name', 'secretRotationEndsAt', 'updatedAt', 'url', 'workspaceId'];

@@ -45,7 +45,7 @@ async function withLock<T>(work: () => Promise<T>): Promise<T> {
       // A lock left by a run that was killed mid-build.
       const age = Date.now() - (fs.statSync(LOCK, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
       if (age > 300_000) fs.rmSync(LOCK, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`client build: ${LOCK} is held by another run`);
+      if (Date.now() > deadline) throw new Error(`client build: ${LOCK} is held by another run`, { cause: err });
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }

@@ -66,7 +66,7 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
     if (!req.headers['anthropic-version']) {
       return json(res, 400, error('invalid_request_error', 'anthropic-version: header is required'));
     }
-    const messages = Array.isArray(body?.messages) ? (body!.messages as AnthropicMessage[]) : [];
+    const messages = Array.isArray(body?.messages) ? (body.messages as AnthropicMessage[]) : [];
     const lastUser = [...messages].reverse().find((m) => m.role === 'user');
     const prompt = textOf(lastUser?.content);
 

@@ -57,11 +57,14 @@ export type FakeOpenAI = FakeProvider<RecordedChatRequest>;
 /** The answer text the fake gives to a user message (also used by tests to predict it). */
 export const fakeOpenAIAnswer = (lastUserMessage: string) => `fake-openai answer #${digest(lastUserMessage)}: ${lastUserMessage.slice(0, 60)}`;
 
+/** A message's text: its content when a string, else the parts' JSON. */
+const textOf = (content: unknown) => (typeof content === 'string' ? content : JSON.stringify(content ?? ''));
+
 const digest = (text: string) => crypto.createHash('sha256').update(text).digest('hex').slice(0, 12);
 
 /** Token counts the fake reports: deliberately unlike the MOCK provider's estimate (chars / 4). */
 export const fakeOpenAIUsage = (messages: ChatMessage[], output: string) => ({
-  prompt_tokens: 17 + messages.reduce((n, m) => n + String(m.content ?? '').split(/\s+/).filter(Boolean).length, 0),
+  prompt_tokens: 17 + messages.reduce((n, m) => n + textOf(m.content).split(/\s+/).filter(Boolean).length, 0),
   completion_tokens: 5 + output.split(/\s+/).filter(Boolean).length,
 });
 
@@ -82,9 +85,9 @@ export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<F
       const given = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
       return json(res, 401, { error: { message: `Incorrect API key provided: ${given}. ${FAKE_OPENAI_CANARY}`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
     }
-    const messages = Array.isArray(body?.messages) ? (body!.messages as ChatMessage[]) : [];
+    const messages = Array.isArray(body?.messages) ? (body.messages as ChatMessage[]) : [];
     const lastUser = [...messages].reverse().find((m) => m.role === 'user');
-    const prompt = String(lastUser?.content ?? '');
+    const prompt = textOf(lastUser?.content);
 
     switch (mode) {
       case 'hang':
@@ -147,7 +150,7 @@ export async function recordedRequest(req: IncomingMessage): Promise<RecordedPro
   const body = await readJsonBody(req);
   return {
     method: req.method ?? '',
-    path: (req.url ?? '').split('?')[0]!,
+    path: (req.url ?? '').split('?')[0],
     headers: req.headers,
     body,
     model: body?.model,

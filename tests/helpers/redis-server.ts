@@ -131,8 +131,8 @@ export class RedisServer {
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.output = '';
     const collect = (chunk: Buffer) => void (this.output += chunk.toString('utf8'));
-    child.stdout!.on('data', collect);
-    child.stderr!.on('data', collect);
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
     running.add(child);
     child.once('exit', () => {
       running.delete(child);

@@ -72,7 +72,7 @@ export class WebhookReceiver {
   /** One reply for every request, a sequence (the last one repeats), or a function of the request. */
   reply(how: Reply | Reply[] | Responder): this {
     if (typeof how === 'function') this.responder = how;
-    else if (Array.isArray(how)) this.responder = (_req, i) => how[Math.min(i, how.length - 1)]!;
+    else if (Array.isArray(how)) this.responder = (_req, i) => how[Math.min(i, how.length - 1)];
     else this.responder = () => how;
     return this;
   }

@@ -60,7 +60,7 @@ describe('X-Request-Id', () => {
 describe('errors of the HTTP layer', () => {
   it('answers unknown routes 404 NOT_FOUND in the error shape, whatever the method', async () => {
     for (const [method, path] of [['GET', '/nope'], ['POST', '/auth/nope'], ['DELETE', '/auth/login'], ['PUT', '/auth/login']]) {
-      expectError(await app.api(method!, path!, method === 'POST' ? { body: {} } : {}), 404, 'NOT_FOUND');
+      expectError(await app.api(method, path, method === 'POST' ? { body: {} } : {}), 404, 'NOT_FOUND');
     }
   });
 
@@ -94,14 +94,14 @@ describe('errors of the HTTP layer', () => {
     const [head, body] = answer.split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 431 /);
     expect(head).toMatch(/X-Request-Id: [0-9a-f-]{36}/i);
-    expect(JSON.parse(body!)).toMatchObject({ code: 'REQUEST_HEADER_FIELDS_TOO_LARGE', message: expect.any(String), requestId: expect.any(String) });
+    expect(JSON.parse(body)).toMatchObject({ code: 'REQUEST_HEADER_FIELDS_TOO_LARGE', message: expect.any(String), requestId: expect.any(String) });
   });
 
   it.each(['*', 'auth/login'])('answers the request target %s 400 in the error shape, and keeps serving (it used to end the process)', async (target) => {
     const answer = await rawRequest(app.url, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     const [head, body] = answer.split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 400 /);
-    expect(JSON.parse(body!)).toMatchObject({ code: 'BAD_REQUEST', requestId: expect.any(String) });
+    expect(JSON.parse(body)).toMatchObject({ code: 'BAD_REQUEST', requestId: expect.any(String) });
     expect((await fetch(`${app.url}/health`)).status).toBe(200);
   });
 

@@ -86,7 +86,7 @@ describe('GET /openapi.json', () => {
     expect(doc.paths['/auth/register'].post.responses['201']).toBeDefined();
     expect(doc.paths['/auth/register'].post.responses['200']).toBeUndefined();
     for (const { method, path, op } of operations()) {
-      for (const [status, response] of Object.entries(op.responses) as Array<[string, any]>) {
+      for (const [status, response] of Object.entries<any>(op.responses)) {
         if (Number(status) < 400 || (path === '/health' && status === '503')) continue;
         const where = `${method} ${path} ${status}`;
         const schema = response.content['application/json'].schema;

@@ -138,7 +138,7 @@ describe('/trpc error.code of what is refused before tRPC', () => {
     };
     const mini = express();
     mini.use(requestId);
-    mini.use('/trpc/:what', (req, _res, next) => next(errors[req.params.what as string]));
+    mini.use('/trpc/:what', (req, _res, next) => next(errors[req.params.what]));
     mini.use(errorHandler(app.deps.logger));
     const server = http.createServer(mini).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));

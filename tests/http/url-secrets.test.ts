@@ -67,7 +67,7 @@ beforeAll(async () => {
   // A secret in the parameter of a known route: the route template is logged, and the raw URL masked.
   await get(`/workspaces/${sent.apiKeyOnKnownRoute}`, user.accessToken);
   // Percent-encoded: `r` as %72.
-  await get(`/x/%72${sent.encodedRefreshToken!.slice(1)}`);
+  await get(`/x/%72${sent.encodedRefreshToken.slice(1)}`);
   const query = [
     `pw=${sent.pw}`,
     `Password=${sent.Password}`,

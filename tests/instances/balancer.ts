@@ -118,7 +118,7 @@ export class Balancer {
     const deadline = Date.now() + 10_000;
     for (;;) {
       for (let i = 0; i < this.backends.length; i++) {
-        const b = this.backends[(this.next + i) % this.backends.length]!;
+        const b = this.backends[(this.next + i) % this.backends.length];
         if (b.up) {
           this.next = (this.next + i + 1) % this.backends.length;
           return b;

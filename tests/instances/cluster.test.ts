@@ -186,10 +186,10 @@ async function deliveryStatuses(hookId: string): Promise<Record<string, number>>
 describe('two API instances and two workers on one Postgres and one Redis', () => {
   it(`the default tier's limit is shared: ${LIMIT + 1} requests spread over both instances get one 429`, async () => {
     const [a, b] = apis;
-    const s = await registerAndLogin(a!.api, { prefix: 'shared-limit' });
+    const s = await registerAndLogin(a.api, { prefix: 'shared-limit' });
     const statuses: number[] = [];
     for (let i = 0; i < LIMIT + 1; i++) {
-      const node = i % 2 === 0 ? a! : b!;
+      const node = i % 2 === 0 ? a : b;
       statuses.push((await node.api('GET', '/auth/me', { token: s.accessToken })).status);
     }
     expect(statuses.filter((st) => st === 429)).toHaveLength(1);
@@ -198,7 +198,7 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
   }, 60_000);
 
   it(`${EVENTS} events fanned out to a webhook are delivered exactly once each, and nothing fails`, async () => {
-    const { s, receiver, hookId } = await ownerWithHook(apis[0]!.api, { status: 200, body: 'ok' });
+    const { s, receiver, hookId } = await ownerWithHook(apis[0].api, { status: 200, body: 'ok' });
     await insertEvents(s.workspaceId, EVENTS, 'once');
 
     await receiver.waitForRequests(EVENTS, 60_000);
@@ -217,7 +217,7 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
   it(`a worker SIGKILLed in the middle of ${EVENTS} deliveries: every event still arrives, `
     + 'a repeat carries the same delivery id', async () => {
     // Each answer takes 250 ms: the run lasts seconds, and the killed worker holds deliveries in flight.
-    const { s, receiver, hookId } = await ownerWithHook(apis[1]!.api, { status: 200, body: 'ok', delayMs: 250 });
+    const { s, receiver, hookId } = await ownerWithHook(apis[1].api, { status: 200, body: 'ok', delayMs: 250 });
     await insertEvents(s.workspaceId, EVENTS, 'kill');
 
     await receiver.waitForRequests(100, 60_000);
@@ -254,7 +254,7 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
     const users = await Promise.all([0, 1, 2].map(async () => {
       const email = uniqueEmail('rolling');
       const body = { email, password: STRONG_PASSWORD, name: 'R' };
-      const reg = await apis[0]!.api('POST', '/auth/register', { body });
+      const reg = await apis[0].api('POST', '/auth/register', { body });
       expect(reg.status, reg.text).toBe(201);
       return { email, userId: reg.body.user.id as string };
     }));
@@ -326,9 +326,9 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
 
     /** A webhook owner (its test deliveries) and another user (GET /auth/me), fresh so no limit is near. */
     async function actors(label: string) {
-      const { s, hookId } = await ownerWithHookTo(apis[0]!.api, receiver, label);
+      const { s, hookId } = await ownerWithHookTo(apis[0].api, receiver, label);
       hookIds.push(hookId);
-      const reader = await registerAndLogin(apis[1]!.api, { prefix: `${label}-reader` });
+      const reader = await registerAndLogin(apis[1].api, { prefix: `${label}-reader` });
       return { testPath: `/workspaces/${s.workspaceId}/webhooks/${hookId}/test`, owner: s.accessToken, reader };
     }
     type Actors = Awaited<ReturnType<typeof actors>>;

@@ -11,7 +11,7 @@ type Result = { type: 'generation' | 'template' | 'member'; id: string; title: s
 
 const tag = () => crypto.randomBytes(4).toString('hex');
 /** A word no other test uses (letters only, so every parser keeps it whole). */
-const word = (prefix: string) => `${prefix}${crypto.randomBytes(6).toString('hex').replace(/[0-9]/g, (d) => 'ghijklmnop'[Number(d)]!)}`;
+const word = (prefix: string) => `${prefix}${crypto.randomBytes(6).toString('hex').replace(/[0-9]/g, (d) => 'ghijklmnop'[Number(d)])}`;
 
 let app: TestApp;
 let owner: Session;
@@ -58,7 +58,7 @@ async function search(q: string, opts: { token?: string; workspaceId?: string | 
   const params = new URLSearchParams({ q });
   const ws = opts.workspaceId === undefined ? owner.workspaceId : opts.workspaceId;
   if (ws !== null) params.set('workspaceId', ws);
-  return app.api('GET', `/search?${params}`, { token: opts.token ?? owner.accessToken });
+  return app.api('GET', `/search?${params.toString()}`, { token: opts.token ?? owner.accessToken });
 }
 
 async function found(q: string, opts: { token?: string; workspaceId?: string | null } = {}): Promise<Result[]> {
@@ -140,7 +140,7 @@ describe('members', () => {
   });
 
   it('finds a member by part of the e-mail address', async () => {
-    const local = viewer.email.split('@')[0]!;
+    const local = viewer.email.split('@')[0];
     const items = await found(local.toUpperCase());
     expect(items.filter((i) => i.type === 'member').map((m) => m.id)).toEqual([viewer.userId]);
   });

@@ -167,7 +167,7 @@ describe('GET /security/status', () => {
 
   it('states an access-token lifetime that the issued tokens really have', async () => {
     const u = await registerAndLogin(tuned.api, { prefix: 'status-ttl' });
-    const claims = JSON.parse(Buffer.from(u.accessToken.split('.')[1]!, 'base64url').toString('utf8')) as { iat: number; exp: number };
+    const claims = JSON.parse(Buffer.from(u.accessToken.split('.')[1], 'base64url').toString('utf8')) as { iat: number; exp: number };
     expect(claims.exp - claims.iat).toBe((await securityOf(tuned)).tokens.accessTokenTtlSeconds);
   });
 });

@@ -62,10 +62,10 @@ describe('POST /contact/messages', () => {
     const mails = await supportMails(message);
     expect(mails).toHaveLength(1);
     expect(mails[0]).toMatchObject({ to: SUPPORT_EMAIL, template: 'contact-message' });
-    expect(mails[0]!.subject).toContain('On-premise');
-    expect(mails[0]!.text).toContain('Alan Turing');
-    expect(mails[0]!.text).toContain(email);
-    expect(mails[0]!.text).toContain('enterprise');
+    expect(mails[0].subject).toContain('On-premise');
+    expect(mails[0].text).toContain('Alan Turing');
+    expect(mails[0].text).toContain(email);
+    expect(mails[0].text).toContain('enterprise');
   });
 
   it('needs no account, keeps tier as the topic when no topic is given, and works without a subject', async () => {
@@ -134,11 +134,11 @@ describe('POST /support/tickets', () => {
     const mails = await supportMails(subject);
     expect(mails).toHaveLength(1);
     expect(mails[0]).toMatchObject({ to: SUPPORT_EMAIL, template: 'support-ticket' });
-    expect(mails[0]!.subject).toContain('URGENT');
-    expect(mails[0]!.subject).toContain(subject);
-    expect(mails[0]!.text).toContain(user.email);
-    expect(mails[0]!.text).toContain(teamName);
-    expect(mails[0]!.text).toContain('No deliveries since noon.');
+    expect(mails[0].subject).toContain('URGENT');
+    expect(mails[0].subject).toContain(subject);
+    expect(mails[0].text).toContain(user.email);
+    expect(mails[0].text).toContain(teamName);
+    expect(mails[0].text).toContain('No deliveries since noon.');
   });
 
   it('defaults the priority to NORMAL and needs no workspace', async () => {
@@ -153,7 +153,7 @@ describe('POST /support/tickets', () => {
     const res = await app.api('POST', '/support/tickets', { token: user.accessToken, body: { subject, message: 'Hello', name: 'Someone Else', email: 'ceo@example.com' } });
     expect(res.status, res.text).toBe(201);
     expect(res.body.userId).toBe(user.userId);
-    const mail = (await supportMails(subject))[0]!;
+    const mail = (await supportMails(subject))[0];
     expect(mail.text).toContain(user.email);
     expect(mail.text).not.toContain('ceo@example.com');
   });

@@ -136,7 +136,7 @@ describe('after a known sequence of requests on a fresh app', () => {
       const ours = records.slice(0, 10).reverse();
       expect(ours.map((r) => r.requestId)).toEqual(seq.map((e) => e.requestId));
       for (const [k, r] of ours.entries()) {
-        const e = seq[k]!;
+        const e = seq[k];
         expect(r, e.label).toMatchObject({ method: e.method, path: e.path, status: e.status, userId: e.userId });
         if (e.workspaceId !== undefined) expect(r.workspaceId, e.label).toBe(e.workspaceId);
       }
@@ -233,7 +233,7 @@ describe('after a known sequence of requests on a fresh app', () => {
   describe('GET /admin/monitoring/summary', () => {
     it('counts the window, the success rate and the status mix exactly', () => {
       const records = sequenceRecords();
-      expect(summary.window).toEqual({ requests: 15, from: records.at(-1)!.timestamp, to: records[0]!.timestamp });
+      expect(summary.window).toEqual({ requests: 15, from: records.at(-1)!.timestamp, to: records[0].timestamp });
       // 200: three logins, a, b, c, /health; 201: two registrations.
       expect(summary.successRate).toBe(0.6);
       expect(summary.statusClasses).toEqual({ '2xx': 9, '3xx': 0, '4xx': 5, '5xx': 1 });
@@ -269,7 +269,7 @@ describe('after a known sequence of requests on a fresh app', () => {
       for (const r of sequenceRecords()) byRoute.set(`${r.method} ${r.path}`, [...(byRoute.get(`${r.method} ${r.path}`) ?? []), r.durationMs]);
       for (const stat of summary.topRoutesByCount) {
         const d = [...byRoute.get(stat.route)!].sort((x, y) => x - y);
-        const p95 = d[Math.min(d.length - 1, Math.ceil(d.length * 0.95) - 1)]!;
+        const p95 = d[Math.min(d.length - 1, Math.ceil(d.length * 0.95) - 1)];
         expect(stat.p95Ms, stat.route).toBe(p95);
         expect(stat.avgMs, stat.route).toBe(Math.round((d.reduce((x, y) => x + y, 0) / d.length) * 10) / 10);
       }
@@ -561,11 +561,11 @@ describe('a 5xx while the database is down', () => {
       ['GET', '/health', 503],
       ['POST', '/auth/login', 503],
     ]);
-    expect(errs.items[0]!.code).toBe('SERVICE_UNAVAILABLE');
-    expect(errs.items[2]!.code).toBe('SERVICE_UNAVAILABLE');
+    expect(errs.items[0].code).toBe('SERVICE_UNAVAILABLE');
+    expect(errs.items[2].code).toBe('SERVICE_UNAVAILABLE');
     // One fixed friendly text for every 5xx, whatever failed.
     expect(new Set(errs.items.map((r) => r.message)).size).toBe(1);
-    const friendly = errs.items[0]!.message;
+    const friendly = errs.items[0].message;
     expect(friendly).toMatch(/^[A-Z].{5,200}[.!]$/);
     const text = JSON.stringify(errs);
     expect(text).not.toMatch(/ECONNREFUSED|ECONNRESET|connect|terminat|postgres|127\.0\.0\.1|:\d{4,5}\b/i);
@@ -620,7 +620,7 @@ describe('secrets never reach the monitoring record or the logs', () => {
 
     const go = async (label: string, method: string, path: string, opts: Parameters<TestApp['api']>[2], status: number) => {
       ids[label] = rid(label);
-      const res = await send(app, method, path, ids[label]!, opts);
+      const res = await send(app, method, path, ids[label], opts);
       expect(res.status, `${label}: ${res.text.slice(0, 300)}`).toBe(status);
       return res;
     };
@@ -752,7 +752,7 @@ describe('the ring buffers stay bounded', () => {
     expect(summary.errors).toBe(20);
     const pages = [1, 2].map((page) => read<Page<RequestRecord>>(app, admin.accessToken, `${R}?limit=30&page=${page}`));
     const [p1, p2] = await Promise.all(pages);
-    expect([p1!.items.length, p2!.items.length, p1!.total, p2!.totalPages]).toEqual([30, 20, 50, 2]);
+    expect([p1.items.length, p2.items.length, p1.total, p2.totalPages]).toEqual([30, 20, 50, 2]);
   });
 });
 

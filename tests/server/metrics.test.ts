@@ -26,8 +26,8 @@ function parse(text: string): Sample[] {
       const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
       if (!m) throw new Error(`not an exposition line: ${line}`);
       const labels: Record<string, string> = {};
-      for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
-      return { name: m[1]!, labels, value: Number(m[3]) };
+      for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2]!;
+      return { name: m[1], labels, value: Number(m[3]) };
     });
 }
 
@@ -38,7 +38,7 @@ const find = (samples: Sample[], name: string, labels: Record<string, string> = 
 const valueOf = (samples: Sample[], name: string, labels: Record<string, string> = {}) => {
   const found = find(samples, name, labels);
   if (found.length !== 1) throw new Error(`expected one ${name} ${JSON.stringify(labels)}, found ${found.length}`);
-  return found[0]!.value;
+  return found[0].value;
 };
 
 async function scrape(app: TestApp) {
@@ -180,7 +180,7 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     expect((await asAdmin('/admin/monitoring/requests?pathPrefix=/workspaces&limit=100')).body.total).toBeGreaterThan(0);
 
     const { samples } = await scrape(app);
-    expect(find(samples, 'http_requests_total').filter((s) => /metrics/.test(s.labels.route!))).toEqual([]);
+    expect(find(samples, 'http_requests_total').filter((s) => /metrics/.test(s.labels.route))).toEqual([]);
   });
 
   it('answers only at exactly GET /metrics: other spellings and methods are unknown routes', async () => {

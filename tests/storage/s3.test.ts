@@ -88,7 +88,7 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
 
     const added = (await s3.keys()).filter((k) => !before.includes(k));
     expect(added).toHaveLength(1);
-    const key = added[0]!;
+    const key = added[0];
     expect(key).toMatch(/^files\/[0-9a-f-]{36}\.png$/);
     expect(key).not.toMatch(/holiday|photo/);
     const [row] = (await fileRows(app, owner.workspaceId)).filter((r) => r.id === res.body.id);
@@ -103,7 +103,7 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
     expect(up.status).toBe(201);
     expect(up.body.contentType).toBe('application/pdf');
     const [row] = (await fileRows(app, owner.workspaceId)).filter((r) => r.id === up.body.id);
-    expect((await s3.object(row!.storage_key)).body.equals(PDF)).toBe(true);
+    expect((await s3.object(row.storage_key)).body.equals(PDF)).toBe(true);
 
     const mine = await download(app, up.body.url, owner.accessToken);
     expect(mine.status).toBe(200);
@@ -120,7 +120,7 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
     const up = await app.api('POST', '/storage/upload', { token: owner.accessToken, form: form('file', PNG, 'pixels.png', 'image/png') });
     expect(up.status).toBe(201);
     const [row] = (await fileRows(app, owner.workspaceId)).filter((r) => r.id === up.body.id);
-    const stored = await s3.object(row!.storage_key);
+    const stored = await s3.object(row.storage_key);
     const mine = await download(app, up.body.url, owner.accessToken);
     expect(mine.status).toBe(200);
     expect(mine.bytes.equals(stored.body)).toBe(true);
@@ -136,7 +136,7 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
     const [firstKey, ...more] = (await s3.keys()).filter((k) => !before.includes(k));
     expect(more).toEqual([]);
     expect(firstKey).toMatch(/^avatars\/[0-9a-f-]{36}\.webp$/);
-    const stored = await s3.object(firstKey!);
+    const stored = await s3.object(firstKey);
     expect(stored.contentType).toBe('image/webp');
     expect((await sharp(stored.body).metadata()).width).toBe(512);
 
@@ -161,7 +161,7 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
     const added = (await s3.keys()).filter((k) => !before.includes(k));
     expect(added).toHaveLength(1);
     expect(added[0]).toMatch(/^logos\/[0-9a-f-]{36}\.webp$/);
-    const stored = await s3.object(added[0]!);
+    const stored = await s3.object(added[0]);
     expect(stored.contentType).toBe('image/webp');
 
     const mine = await download(app, res.body.logoUrl, owner.accessToken);

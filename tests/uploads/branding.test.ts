@@ -154,7 +154,7 @@ describe('POST /workspaces/{workspaceId}/branding/logo', () => {
     const added = await addedSince(local, before);
     expect(added).toHaveLength(1);
     expect(added[0]).toMatch(/^uploads\/logos\/[0-9a-f-]{36}\.webp$/);
-    const stored = await fs.readFile(path.join(local.root, added[0]!));
+    const stored = await fs.readFile(path.join(local.root, added[0]));
     expect(res.body.size).toBe(stored.length);
     expect(await sharp(stored).metadata()).toMatchObject({ format: 'webp', width: 1024, height: 256 });
 

@@ -126,7 +126,7 @@ const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
 
 export function crc32(data: Buffer): number {
   let c = 0xffffffff;
-  for (const byte of data) c = CRC_TABLE[(c ^ byte) & 0xff]! ^ (c >>> 8);
+  for (const byte of data) c = CRC_TABLE[(c ^ byte) & 0xff] ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
 }
 

@@ -70,8 +70,8 @@ async function uploadOk(data: Buffer, name: string, type?: string) {
   expect(res.status, res.text).toBe(201);
   const added = await addedSince(local, before);
   expect(added).toHaveLength(1);
-  const stored = await fs.readFile(path.join(local.root, added[0]!));
-  return { body: res.body, file: added[0]!, stored };
+  const stored = await fs.readFile(path.join(local.root, added[0]));
+  return { body: res.body, file: added[0], stored };
 }
 
 /** Sends a request that must be refused, and checks it left nothing on disk and no files row. */
@@ -243,7 +243,7 @@ describe('POST /storage/upload: nothing of an image payload survives re-encoding
     if (res.status === 201) {
       expect(res.body.contentType).toBe('image/gif');
       expect(added).toHaveLength(1);
-      const stored = await fs.readFile(path.join(local.root, added[0]!));
+      const stored = await fs.readFile(path.join(local.root, added[0]));
       expect(stored.includes('PAYLOAD-')).toBe(false);
     } else {
       // Refusing such a GIF outright is acceptable too, provided nothing is kept.
@@ -326,7 +326,7 @@ describe('POST /profile/avatar', () => {
     const added = await addedSince(local, before);
     expect(added).toHaveLength(1);
     expect(added[0]).toMatch(/^uploads\/avatars\/[0-9a-f-]{36}\.webp$/);
-    const stored = await fs.readFile(path.join(local.root, added[0]!));
+    const stored = await fs.readFile(path.join(local.root, added[0]));
     expect(res.body.size).toBe(stored.length);
 
     // The owner shares a workspace with the member and sees it; one who shares none does not, nor does an
@@ -364,7 +364,7 @@ describe('POST /profile/avatar', () => {
     const res = await sendAvatar(user.accessToken, crafted);
     expect(res.status, res.text).toBe(201);
     const [file] = await addedSince(local, before);
-    const stored = await fs.readFile(path.join(local.root, file!));
+    const stored = await fs.readFile(path.join(local.root, file));
     expect(stored.includes('PAYLOAD-')).toBe(false);
     expect(stored.includes('<script')).toBe(false);
     const served = await download(local.app, res.body.avatarUrl, user.accessToken);

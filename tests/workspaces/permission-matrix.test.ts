@@ -431,7 +431,7 @@ interface Cell {
 const cells: Cell[] = [
   ...ROUTES.flatMap((route) =>
     PRINCIPALS.map((principal, i) => {
-      const expected = ACTIVE_TABLE[route.label]![i]!;
+      const expected = ACTIVE_TABLE[route.label][i];
       return { label: `${principal} on ${route.label} → ${expected}`, route, principal, expected };
     }),
   ),

@@ -210,8 +210,8 @@ describe('POST /workspaces/{workspaceId}/invitations', () => {
     expect((await app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email, role: 'MEMBER' } })).status).toBe(201);
     const mails = (await mailsTo(app, email)).filter((m) => m.template === INVITATION_TEMPLATE);
     expect(mails).toHaveLength(1);
-    expect(mails[0]!.link).toMatch(/^http:\/\/app\.tests\.local\/invitations\/accept\?token=[^&]{20,}$/);
-    expect(mails[0]!.text).toContain(t.name);
+    expect(mails[0].link).toMatch(/^http:\/\/app\.tests\.local\/invitations\/accept\?token=[^&]{20,}$/);
+    expect(mails[0].text).toContain(t.name);
   });
 
   it('stores only the SHA-256 digest of the token: the raw token is in no column of the invitation row', async () => {

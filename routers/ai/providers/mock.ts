@@ -31,8 +31,8 @@ export function createMockProvider(): TextProvider {
         .createHash('sha256')
         .update(JSON.stringify([req.model, req.systemPrompt ?? '', req.prompt, req.temperature ?? null]))
         .digest();
-      const count = 3 + (digest[0]! % 4);
-      const picked = Array.from({ length: count }, (_, i) => SENTENCES[digest[i + 1]! % SENTENCES.length]!);
+      const count = 3 + (digest[0] % 4);
+      const picked = Array.from({ length: count }, (_, i) => SENTENCES[digest[i + 1] % SENTENCES.length]);
       const topic = req.prompt.replace(/\s+/g, ' ').trim().slice(0, 80);
       const output = `Draft for "${topic}":\n\n${picked.map((s, i) => `${i + 1}. ${s}`).join('\n')}`;
       const completion = output.slice(0, req.maxTokens * 4);

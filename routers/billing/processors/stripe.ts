@@ -180,7 +180,7 @@ function headerTimestamp(header: string): number | null {
     .map((part) => part.trim().split('='))
     .filter(([key]) => key === 't')
     .map(([, value]) => value ?? '');
-  return values.length === 1 && /^\d{1,12}$/.test(values[0]!) ? Number(values[0]) : null;
+  return values.length === 1 && /^\d{1,12}$/.test(values[0]) ? Number(values[0]) : null;
 }
 
 function isEventWire(value: unknown): value is EventWire {

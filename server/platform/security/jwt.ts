@@ -91,5 +91,5 @@ function verifyUncached(config: JwtConfig, token: string): (AccessClaims & { exp
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-  return match ? match[1]! : null;
+  return match ? match[1] : null;
 }
