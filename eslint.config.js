@@ -5,7 +5,15 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/', 'client/dist/', 'data/', 'coverage/', 'tests/fixtures/', 'tests/client-consumer/', 'bench/.scratch/'],
+    ignores: [
+      'node_modules/',
+      'client/dist/',
+      'data/',
+      'coverage/',
+      'tests/fixtures/',
+      'tests/client-consumer/',
+      'bench/.scratch/',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,

@@ -99,7 +99,12 @@ async function timed(n: number, q: QueueUnderTest): Promise<QueueMeasurement> {
   await q.queue.pause();
   await q.fill(n);
   const cpu = () =>
-    Promise.all([cpuSecondsOf(q.worker.pid), redisCpuSeconds(q.redis), q.receiverPid ? cpuSecondsOf(q.receiverPid) : Promise.resolve(undefined), cpuSecondsByPid('postgres')] as const);
+    Promise.all([
+      cpuSecondsOf(q.worker.pid),
+      redisCpuSeconds(q.redis),
+      q.receiverPid ? cpuSecondsOf(q.receiverPid) : Promise.resolve(undefined),
+      cpuSecondsByPid('postgres'),
+    ] as const);
   const before = await cpu();
   const started = performance.now();
   await q.queue.resume();
@@ -107,7 +112,8 @@ async function timed(n: number, q: QueueUnderTest): Promise<QueueMeasurement> {
   const seconds = (performance.now() - started) / 1000;
   const after = await cpu();
   const perJob = (s?: number) => (s === undefined ? undefined : (s * 1e6) / n);
-  const between = (i: 0 | 1 | 2) => (before[i] === undefined || after[i] === undefined ? undefined : after[i] - before[i]);
+  const between = (i: 0 | 1 | 2) =>
+    before[i] === undefined || after[i] === undefined ? undefined : after[i] - before[i];
   return {
     jobs: n,
     seconds,
@@ -129,7 +135,8 @@ async function warmedUp(q: QueueUnderTest, warmUp: number, stop: () => Promise<v
 /** Waits until `queue` holds no job waiting, delayed or running (polled every 20 ms). */
 async function untilDrained(queue: Queue, what: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const left = async () => Object.values(await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active')).reduce((a, b) => a + b, 0);
+  const left = async () =>
+    Object.values(await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active')).reduce((a, b) => a + b, 0);
   while ((await left()) > 0) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
@@ -175,9 +182,15 @@ export async function startRawJobs(opts: {
   const name = `bench-raw-${Date.now()}`;
   const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue(name, { connection });
-  const worker = await opts.startWorker({ REDIS_URL: opts.redisUrl, BENCH_QUEUE: name, BENCH_CONCURRENCY: String(opts.concurrency) });
+  const worker = await opts.startWorker({
+    REDIS_URL: opts.redisUrl,
+    BENCH_QUEUE: name,
+    BENCH_CONCURRENCY: String(opts.concurrency),
+  });
   const fill = async (n: number) => {
-    await queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })));
+    await queue.addBulk(
+      Array.from({ length: n }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })),
+    );
   };
   return warmedUp({ queue, fill, worker, redis: connection, what: 'raw jobs' }, opts.warmUp, async () => {
     await worker.stop();
@@ -210,7 +223,12 @@ export async function startWebhookDeliveries(opts: {
 }): Promise<QueueBench> {
   const client = new pg.Client({ connectionString: opts.databaseUrl });
   await client.connect();
-  const payload = JSON.stringify({ event: 'billing.updated', createdAt: new Date().toISOString(), workspaceId: opts.workspaceId, data: { bench: true } });
+  const payload = JSON.stringify({
+    event: 'billing.updated',
+    createdAt: new Date().toISOString(),
+    workspaceId: opts.workspaceId,
+    data: { bench: true },
+  });
   const ids: string[] = [];
   const insert = async (n: number) => {
     const { rows } = await client.query<{ id: string }>(
@@ -226,14 +244,19 @@ export async function startWebhookDeliveries(opts: {
   await opts.queue.obliterate({ force: true });
   const worker = await opts.startWorker();
   const fill = async (n: number) => opts.enqueue(await insert(n));
-  return warmedUp({ queue: opts.queue, fill, worker, redis: opts.redis, receiverPid: opts.receiverPid, what: 'webhook deliveries' }, opts.warmUp, async () => {
-    await worker.stop();
-    const { rows: outcomes } = await client.query<{ status: string; n: number }>(
-      `select status, count(*)::int as n from webhook_deliveries where id = any($1::uuid[]) group by status`,
-      [ids],
-    );
-    await client.end();
-    const succeeded = outcomes.find((o) => o.status === 'success')?.n ?? 0;
-    if (succeeded !== ids.length) throw new Error(`webhook deliveries: ${succeeded} of ${ids.length} succeeded (${JSON.stringify(outcomes)})`);
-  });
+  return warmedUp(
+    { queue: opts.queue, fill, worker, redis: opts.redis, receiverPid: opts.receiverPid, what: 'webhook deliveries' },
+    opts.warmUp,
+    async () => {
+      await worker.stop();
+      const { rows: outcomes } = await client.query<{ status: string; n: number }>(
+        `select status, count(*)::int as n from webhook_deliveries where id = any($1::uuid[]) group by status`,
+        [ids],
+      );
+      await client.end();
+      const succeeded = outcomes.find((o) => o.status === 'success')?.n ?? 0;
+      if (succeeded !== ids.length)
+        throw new Error(`webhook deliveries: ${succeeded} of ${ids.length} succeeded (${JSON.stringify(outcomes)})`);
+    },
+  );
 }

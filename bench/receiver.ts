@@ -11,7 +11,10 @@ const port = Number(process.env.PORT ?? 3101);
 const host = process.env.HOST ?? '127.0.0.1';
 
 const answer = (status: string, body: string) =>
-  Buffer.from(`HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nKeep-Alive: timeout=60\r\n\r\n${body}`, 'latin1');
+  Buffer.from(
+    `HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nKeep-Alive: timeout=60\r\n\r\n${body}`,
+    'latin1',
+  );
 const OK = answer('200 OK', 'ok');
 const NOT_ALLOWED = answer('405 Method Not Allowed', '');
 const CONTENT_LENGTH = /\r\ncontent-length:[ \t]*(\d+)/i;

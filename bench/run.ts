@@ -44,7 +44,14 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { DELIVER_WEBHOOK, WEBHOOK_QUEUE, deliverJobOptions } from '../jobs/queue.js';
-import { combined, startRawJobs, startWebhookDeliveries, type QueueBench, type QueueMeasurement, type StartedWorker } from './queue.js';
+import {
+  combined,
+  startRawJobs,
+  startWebhookDeliveries,
+  type QueueBench,
+  type QueueMeasurement,
+  type StartedWorker,
+} from './queue.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
@@ -57,7 +64,9 @@ const BCRYPT_CONNECTIONS = positiveInt('BENCH_BCRYPT_CONNECTIONS', 8);
 const BCRYPT_DURATION_S = 2 * DURATION_S;
 const WARM_UP_S = 2;
 /** `node` options of every child process: CPU profiles when BENCH_PROFILE_DIR is set. */
-const CHILD_NODE_ARGS = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`] : [];
+const CHILD_NODE_ARGS = process.env.BENCH_PROFILE_DIR
+  ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
+  : [];
 /** Rounds over the scenario list; each round runs every scenario for its duration / ROUNDS. */
 const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
 const JOBS = positiveInt('BENCH_JOBS', 20000);
@@ -122,7 +131,9 @@ async function storedHashCost(db: BenchDatabase, email: string): Promise<number>
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ password_hash: string }>('select password_hash from users where email = $1', [email]);
+    const { rows } = await client.query<{ password_hash: string }>('select password_hash from users where email = $1', [
+      email,
+    ]);
     return Number(rows[0]?.password_hash.split('$')[2]);
   } finally {
     await client.end();
@@ -165,7 +176,10 @@ async function waitUntilReady(child: Child, readyPath: string): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (child.exited) throw new Error(`${child.name} exited during start-up (${child.exited})`);
-    const status = await fetch(child.url + readyPath).then((r) => r.status, () => 0);
+    const status = await fetch(child.url + readyPath).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
@@ -182,20 +196,26 @@ async function stopChild(child: Child): Promise<void> {
 }
 
 function assertAlive(...children: Child[]): void {
-  for (const child of children) if (child.exited) throw new Error(`${child.name} exited unexpectedly (${child.exited})`);
+  for (const child of children)
+    if (child.exited) throw new Error(`${child.name} exited unexpectedly (${child.exited})`);
 }
 
 // ---------------------------------------------------------------- API session
 
 async function postJson(url: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
 /** Registers the bench user and signs in; returns the access token. */
 async function signIn(apiUrl: string): Promise<string> {
   const registered = await postJson(`${apiUrl}/auth/register`, USER);
-  if (registered.status !== 201) throw new Error(`POST /auth/register answered ${registered.status}: ${JSON.stringify(registered.json)}`);
+  if (registered.status !== 201)
+    throw new Error(`POST /auth/register answered ${registered.status}: ${JSON.stringify(registered.json)}`);
   const login = await postJson(`${apiUrl}/auth/login`, { email: USER.email, password: USER.password });
   if (login.status !== 200 || typeof login.json.accessToken !== 'string') {
     throw new Error(`POST /auth/login answered ${login.status}: ${JSON.stringify(login.json)}`);
@@ -264,11 +284,42 @@ function scenarios(t: Targets): Scenario[] {
   return [
     { name: 'bare GET /json', url: `${t.bare}/json`, method: 'GET', ...base },
     { name: 'GET /health', url: `${t.api}/health`, method: 'GET', ...base, baseline: 'bare GET /json' },
-    { name: 'GET /auth/me', url: `${t.api}/auth/me`, method: 'GET', headers: auth, ...base, baseline: 'bare GET /json', target: 0.45 },
-    { name: 'GET /billing/plans', url: `${t.api}/billing/plans`, method: 'GET', ...base, baseline: 'bare GET /json', target: 0.6 },
-    { name: 'GET /public-api/me', url: `${t.api}/public-api/me`, method: 'GET', headers: { 'x-api-key': t.apiKey }, ...base, baseline: 'bare GET /json', target: 0.45 },
+    {
+      name: 'GET /auth/me',
+      url: `${t.api}/auth/me`,
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'bare GET /json',
+      target: 0.45,
+    },
+    {
+      name: 'GET /billing/plans',
+      url: `${t.api}/billing/plans`,
+      method: 'GET',
+      ...base,
+      baseline: 'bare GET /json',
+      target: 0.6,
+    },
+    {
+      name: 'GET /public-api/me',
+      url: `${t.api}/public-api/me`,
+      method: 'GET',
+      headers: { 'x-api-key': t.apiKey },
+      ...base,
+      baseline: 'bare GET /json',
+      target: 0.45,
+    },
     { name: 'GET /ai/history page 1', url: page(1), method: 'GET', headers: auth, ...base },
-    { name: 'GET /ai/history page 500', url: page(500), method: 'GET', headers: auth, ...base, baseline: 'GET /ai/history page 1', target: 0.5 },
+    {
+      name: 'GET /ai/history page 500',
+      url: page(500),
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'GET /ai/history page 1',
+      target: 0.5,
+    },
     {
       name: 'POST /ai/generate (MOCK)',
       url: `${t.api}/ai/generate`,
@@ -279,7 +330,13 @@ function scenarios(t: Targets): Scenario[] {
       baseline: 'bare GET /json',
       target: 0.25,
     },
-    { name: 'GET /auth/me, limiter and monitoring off', url: `${t.bareStack}/auth/me`, method: 'GET', headers: auth, ...base },
+    {
+      name: 'GET /auth/me, limiter and monitoring off',
+      url: `${t.bareStack}/auth/me`,
+      method: 'GET',
+      headers: auth,
+      ...base,
+    },
     {
       name: 'GET /auth/me, Redis limiter + monitoring',
       url: `${t.fullStack}/auth/me`,
@@ -322,7 +379,14 @@ function selected(all: Scenario[]): Scenario[] {
 }
 
 function load(s: Scenario, durationS: number): Promise<autocannon.Result> {
-  return autocannon({ url: s.url, method: s.method, headers: s.headers, body: s.body, connections: s.connections, duration: durationS });
+  return autocannon({
+    url: s.url,
+    method: s.method,
+    headers: s.headers,
+    body: s.body,
+    connections: s.connections,
+    duration: durationS,
+  });
 }
 
 /** One measured run of a scenario (after its warm-up, the first time). */
@@ -403,7 +467,8 @@ function table(results: Measurement[]): string {
     m.verdict,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   const errors = results.filter((m) => m.error).map((m) => `  ERROR ${m.name}: ${m.error}`);
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line), ...errors].join('\n');
 }
@@ -413,7 +478,17 @@ async function writeResults(results: Measurement[]): Promise<void> {
     finishedAt: new Date().toISOString(),
     node: process.version,
     cpus: os.cpus().length,
-    settings: { durationS: DURATION_S, rounds: ROUNDS, warmUpS: WARM_UP_S, jsonConnections: JSON_CONNECTIONS, bcryptConnections: BCRYPT_CONNECTIONS, bcryptCost: BCRYPT_COST, queueJobs: JOBS, queueWarmUpJobs: WARM_UP_JOBS, queueConcurrency: CONCURRENCY },
+    settings: {
+      durationS: DURATION_S,
+      rounds: ROUNDS,
+      warmUpS: WARM_UP_S,
+      jsonConnections: JSON_CONNECTIONS,
+      bcryptConnections: BCRYPT_CONNECTIONS,
+      bcryptCost: BCRYPT_COST,
+      queueJobs: JOBS,
+      queueWarmUpJobs: WARM_UP_JOBS,
+      queueConcurrency: CONCURRENCY,
+    },
     results,
   };
   await fs.mkdir(path.dirname(RESULTS_FILE), { recursive: true });
@@ -433,7 +508,10 @@ const cleanUp = () =>
     for (const undo of cleanups.reverse()) {
       let timer: NodeJS.Timeout | undefined;
       const stuck = new Promise<void>((resolve) => {
-        timer = setTimeout(() => resolve(console.error(`clean-up: a step took over 15 s (${undo.toString().slice(0, 80)})`)), 15_000);
+        timer = setTimeout(
+          () => resolve(console.error(`clean-up: a step took over 15 s (${undo.toString().slice(0, 80)})`)),
+          15_000,
+        );
       });
       await Promise.race([undo().catch((err: Error) => console.error(`clean-up: ${err.message}`)), stuck]);
       clearTimeout(timer);
@@ -441,10 +519,21 @@ const cleanUp = () =>
   })());
 
 /** Authenticated JSON call; fails the run on any other answer than `expect`. */
-async function call(url: string, method: string, token: string, body: unknown, expect: number): Promise<Record<string, unknown>> {
-  const res = await fetch(url, { method, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+async function call(
+  url: string,
+  method: string,
+  token: string,
+  body: unknown,
+  expect: number,
+): Promise<Record<string, unknown>> {
+  const res = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json()) as Record<string, unknown>;
-  if (res.status !== expect) throw new Error(`${method} ${url} answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
+  if (res.status !== expect)
+    throw new Error(`${method} ${url} answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
   return json;
 }
 
@@ -456,9 +545,18 @@ const cpuNote = (q: QueueMeasurement) =>
 const us = (x: number | undefined) => (x === undefined ? '?' : `${x.toFixed(0)} µs`);
 
 /** A child process that has no HTTP port (workers): ready once it prints `readyLine`. */
-function startWorker(name: string, script: string, env: Record<string, string>, readyLine: RegExp): Promise<StartedWorker> {
+function startWorker(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  readyLine: RegExp,
+): Promise<StartedWorker> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CHILD_NODE_ARGS, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...CHILD_NODE_ARGS, '--import', 'tsx', script], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const stop = async () => {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
@@ -502,14 +600,26 @@ async function main(): Promise<void> {
       RATE_LIMIT_AUTH_MAX_REQUESTS: unlimited,
       RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: unlimited,
     }),
-    bareStack: await startChild('API (limiter and monitoring off)', 'server/index.ts', { ...shared, RATE_LIMIT_ENABLED: 'false', MONITORING_ENABLED: 'false' }),
+    bareStack: await startChild('API (limiter and monitoring off)', 'server/index.ts', {
+      ...shared,
+      RATE_LIMIT_ENABLED: 'false',
+      MONITORING_ENABLED: 'false',
+    }),
   };
   for (const child of Object.values(apis)) cleanups.push(() => stopChild(child));
-  const bare = await startChild('bare server', 'bench/bare-server.ts', { NODE_ENV: 'production', BCRYPT_COST: String(BCRYPT_COST), BENCH_PASSWORD: USER.password });
+  const bare = await startChild('bare server', 'bench/bare-server.ts', {
+    NODE_ENV: 'production',
+    BCRYPT_COST: String(BCRYPT_COST),
+    BENCH_PASSWORD: USER.password,
+  });
   cleanups.push(() => stopChild(bare));
   const receiver = await startChild('webhook receiver', 'bench/receiver.ts', {});
   cleanups.push(() => stopChild(receiver));
-  await Promise.all([...Object.values(apis).map((a) => waitUntilReady(a, '/health')), waitUntilReady(bare, '/json'), waitUntilReady(receiver, '/ready')]);
+  await Promise.all([
+    ...Object.values(apis).map((a) => waitUntilReady(a, '/health')),
+    waitUntilReady(bare, '/json'),
+    waitUntilReady(receiver, '/ready'),
+  ]);
 
   const accessToken = await signIn(apis.api.url);
   const apiCost = await storedHashCost(db, USER.email);
@@ -523,10 +633,25 @@ async function main(): Promise<void> {
   // Enterprise allows 5,000 generations a month, fewer than a 10 s generate run can make: lift the
   // workspace's copy of its plan limits so every answer of the run is a generation.
   await withAdminOn(db.url, (client) =>
-    client.query(`update workspaces set limits = limits || '{"aiMonthlyGenerations": 1000000000}'::jsonb where id = $1`, [workspaceId]),
+    client.query(
+      `update workspaces set limits = limits || '{"aiMonthlyGenerations": 1000000000}'::jsonb where id = $1`,
+      [workspaceId],
+    ),
   );
-  const key = await call(`${apis.api.url}/workspaces/${workspaceId}/api-keys`, 'POST', accessToken, { name: 'bench', scopes: ['read'] }, 201);
-  const hook = await call(`${apis.api.url}/workspaces/${workspaceId}/webhooks`, 'POST', accessToken, { name: 'bench', url: `${receiver.url}/hook`, events: ['billing.updated'] }, 201);
+  const key = await call(
+    `${apis.api.url}/workspaces/${workspaceId}/api-keys`,
+    'POST',
+    accessToken,
+    { name: 'bench', scopes: ['read'] },
+    201,
+  );
+  const hook = await call(
+    `${apis.api.url}/workspaces/${workspaceId}/webhooks`,
+    'POST',
+    accessToken,
+    { name: 'bench', url: `${receiver.url}/hook`, events: ['billing.updated'] },
+    201,
+  );
   const history = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench history' }, 201);
   await withAdminOn(db.url, (client) =>
     client.query(
@@ -538,7 +663,9 @@ async function main(): Promise<void> {
   );
   await withAdminOn(db.url, (client) => client.query('analyze ai_generations'));
 
-  console.log(`bench: ${DURATION_S} s per run, ${JSON_CONNECTIONS} connections (JSON routes), ${BCRYPT_CONNECTIONS} (login, bcrypt cost ${BCRYPT_COST}), ${os.cpus().length} CPUs, node ${process.version}`);
+  console.log(
+    `bench: ${DURATION_S} s per run, ${JSON_CONNECTIONS} connections (JSON routes), ${BCRYPT_CONNECTIONS} (login, bcrypt cost ${BCRYPT_COST}), ${os.cpus().length} CPUs, node ${process.version}`,
+  );
   const targets: Targets = {
     api: apis.api.url,
     fullStack: apis.fullStack.url,
@@ -559,7 +686,9 @@ async function main(): Promise<void> {
       const r = await measureRound(s, round);
       assertAlive(...Object.values(apis), bare);
       rounds.get(s.name)!.push(r);
-      console.log(` ${(requestsThrough(r) / ((s.durationS ?? DURATION_S) / ROUNDS)).toFixed(1)} req/s, p99 ${r.latency.p99} ms`);
+      console.log(
+        ` ${(requestsThrough(r) / ((s.durationS ?? DURATION_S) / ROUNDS)).toFixed(1)} req/s, p99 ${r.latency.p99} ms`,
+      );
     }
   }
   const measured: Measurement[] = list.map((s) => combine(s, rounds.get(s.name)!));
@@ -569,8 +698,20 @@ async function main(): Promise<void> {
   // webhook worker's default).
   const queueRedis = `${redisBase}/8`;
   if (ONLY && !ONLY.test('deliver_webhook via BullMQ') && !ONLY.test('raw BullMQ no-op jobs')) return report(measured);
-  const raw = await startRawJobs({ redisUrl: queueRedis, warmUp: WARM_UP_JOBS, concurrency: CONCURRENCY, startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/) });
-  const workerEnv = { ...shared, REDIS_URL: queueRedis, QUEUES_ENABLED: 'true', WEBHOOK_QUEUE_ENABLED: 'true', WEBHOOK_WORKER_CONCURRENCY: String(CONCURRENCY), LOG_LEVEL: 'info' };
+  const raw = await startRawJobs({
+    redisUrl: queueRedis,
+    warmUp: WARM_UP_JOBS,
+    concurrency: CONCURRENCY,
+    startWorker: (env) => startWorker('raw worker', 'bench/raw-worker.ts', env, /raw worker ready/),
+  });
+  const workerEnv = {
+    ...shared,
+    REDIS_URL: queueRedis,
+    QUEUES_ENABLED: 'true',
+    WEBHOOK_QUEUE_ENABLED: 'true',
+    WEBHOOK_WORKER_CONCURRENCY: String(CONCURRENCY),
+    LOG_LEVEL: 'info',
+  };
   const producerConnection = new Redis(queueRedis, { maxRetriesPerRequest: null });
   const producer = new Queue(WEBHOOK_QUEUE, { connection: producerConnection });
   cleanups.push(async () => {
@@ -587,7 +728,13 @@ async function main(): Promise<void> {
     receiverPid: receiver.process.pid,
     enqueue: async (ids) => {
       const options = { WEBHOOK_MAX_RETRIES: 3, WEBHOOK_RETRY_BACKOFF_SECONDS: 30 };
-      await producer.addBulk(ids.map((deliveryId) => ({ name: DELIVER_WEBHOOK, data: { deliveryId }, opts: deliverJobOptions(options, deliveryId) })));
+      await producer.addBulk(
+        ids.map((deliveryId) => ({
+          name: DELIVER_WEBHOOK,
+          data: { deliveryId },
+          opts: deliverJobOptions(options, deliveryId),
+        })),
+      );
     },
     startWorker: () => startWorker('webhook worker', 'jobs/worker.ts', workerEnv, /worker ready/),
   });
@@ -624,7 +771,10 @@ async function main(): Promise<void> {
     target,
     verdict: '-',
   });
-  measured.push(asMeasurement('raw BullMQ no-op jobs', combined(rawRuns)), asMeasurement('deliver_webhook via BullMQ', combined(deliveryRuns), 'raw BullMQ no-op jobs', 0.5));
+  measured.push(
+    asMeasurement('raw BullMQ no-op jobs', combined(rawRuns)),
+    asMeasurement('deliver_webhook via BullMQ', combined(deliveryRuns), 'raw BullMQ no-op jobs', 0.5),
+  );
   await report(measured);
 }
 
@@ -632,9 +782,15 @@ async function report(measured: Measurement[]): Promise<void> {
   const results = compare(measured);
   console.log(`\n${table(results)}\n`);
   if (!ONLY) await writeResults(results);
-  const missed = results.filter((m) => m.verdict === 'FAIL' || m.verdict === 'ERROR').map((m) => `${m.name} ${m.verdict}`);
+  const missed = results
+    .filter((m) => m.verdict === 'FAIL' || m.verdict === 'ERROR')
+    .map((m) => `${m.name} ${m.verdict}`);
   console.log(missed.length ? `verdict: ${missed.join(', ')}` : 'verdict: all targets met');
-  console.log(ONLY ? 'a partial run (BENCH_ONLY): results not written' : `results written to ${path.relative(ROOT, RESULTS_FILE)}`);
+  console.log(
+    ONLY
+      ? 'a partial run (BENCH_ONLY): results not written'
+      : `results written to ${path.relative(ROOT, RESULTS_FILE)}`,
+  );
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -23,7 +23,8 @@ export function compiledOnce<P extends unknown[], R>(build: (db: Kysely<Database
       const slots = params.map((_, i) => new Slot(i)) as unknown as P;
       compiled = build(db, ...slots).compile();
       cache.set(db, compiled);
-      if (!preparedStatements.has(compiled.sql)) preparedStatements.set(compiled.sql, `hot_${preparedStatements.size + 1}`);
+      if (!preparedStatements.has(compiled.sql))
+        preparedStatements.set(compiled.sql, `hot_${preparedStatements.size + 1}`);
     }
     const parameters = compiled.parameters.map((p) => (p instanceof Slot ? params[p.index] : p));
     const result = await db.executeQuery<R>({ ...compiled, parameters });

@@ -7,12 +7,22 @@ export function isUniqueViolation(err: unknown, constraint: string): boolean {
 }
 
 /** Node's errors of a connection that could not be made or was lost. */
-const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const CONNECTION_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 /** SQLSTATEs of a server that cannot take the work now: a connection exception (class 08), a server
  * shutting down, crashed or starting (57P01-57P03), too many connections (53300). */
 const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300)$/;
 /** What `pg` says of a connection that ended, or of a pool that waited too long for one. */
-const PG_CONNECTION_LOST = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+const PG_CONNECTION_LOST =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
 
 /**
  * The database could not be reached, or went away during the statement (down, restarting, out of

@@ -45,13 +45,21 @@ export function databaseKind(config: Pick<Config, 'DATABASE_URL'>): 'postgres' |
 export async function createDialect(config: DbConfig, onPoolError?: (err: Error) => void): Promise<Dialect> {
   const kind = databaseKind(config);
   if (kind === 'postgres') {
-    const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX, Client: PreparingClient });
+    const pool = new pg.Pool({
+      connectionString: config.DATABASE_URL,
+      max: config.DATABASE_POOL_MAX,
+      Client: PreparingClient,
+    });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', (err) => onPoolError?.(err));
     // The prepared statements are planned for the values of each execution, never by a generic plan: a
     // generic plan made while a table was small (a seq scan of a new webhook_deliveries) would stay until
     // the next ANALYZE, however large the table grew meanwhile. Queued before the client's first query.
-    pool.on('connect', (client) => void client.query('set plan_cache_mode = force_custom_plan').catch((err: Error) => onPoolError?.(err)));
+    pool.on(
+      'connect',
+      (client) =>
+        void client.query('set plan_cache_mode = force_custom_plan').catch((err: Error) => onPoolError?.(err)),
+    );
     return new PostgresDialect({ pool });
   }
   // Loaded only when used: PGlite costs hundreds of MB of WebAssembly memory.
@@ -84,14 +92,18 @@ function claimDataDir(dataDir: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const owner = Number(fs.readFileSync(lockFile, 'utf8'));
       if (owner && owner !== process.pid && isRunning(owner)) {
-        throw new Error(`The embedded database in ${dataDir} is in use by process ${owner} (npm start?). Stop it first, or set DATABASE_URL to a Postgres server.`, { cause: err });
+        throw new Error(
+          `The embedded database in ${dataDir} is in use by process ${owner} (npm start?). Stop it first, or set DATABASE_URL to a Postgres server.`,
+          { cause: err },
+        );
       }
       fs.rmSync(lockFile, { force: true });
     }
   }
   const release = () => {
     process.off('exit', release);
-    if (fs.existsSync(lockFile) && fs.readFileSync(lockFile, 'utf8') === String(process.pid)) fs.rmSync(lockFile, { force: true });
+    if (fs.existsSync(lockFile) && fs.readFileSync(lockFile, 'utf8') === String(process.pid))
+      fs.rmSync(lockFile, { force: true });
   };
   process.on('exit', release);
   return release;

@@ -26,7 +26,11 @@ export type BillingProvider = (typeof BILLING_PROVIDERS)[number];
 export const SUBSCRIPTION_STATUSES = ['ACTIVE', 'TRIALING', 'PAST_DUE', 'CANCELED', 'INCOMPLETE'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 /** Statuses of the one live subscription a workspace may have. */
-export const LIVE_SUBSCRIPTION_STATUSES = ['ACTIVE', 'TRIALING', 'PAST_DUE'] as const satisfies readonly SubscriptionStatus[];
+export const LIVE_SUBSCRIPTION_STATUSES = [
+  'ACTIVE',
+  'TRIALING',
+  'PAST_DUE',
+] as const satisfies readonly SubscriptionStatus[];
 export const PAYMENT_STATUSES = ['SUCCEEDED', 'FAILED', 'REFUNDED', 'PENDING'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
@@ -275,7 +279,15 @@ export interface AiUserUsageCountersTable {
   generations: ColumnType<number, number | undefined, number>;
 }
 
-export const API_KEY_SCOPES = ['read', 'write', 'workspace:read', 'files:read', 'files:write', 'webhooks:send', 'ai:generate'] as const;
+export const API_KEY_SCOPES = [
+  'read',
+  'write',
+  'workspace:read',
+  'files:read',
+  'files:write',
+  'webhooks:send',
+  'ai:generate',
+] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 export interface ApiKeysTable {
@@ -388,8 +400,16 @@ export interface SupportTicketsTable {
   workspace_id: string | null;
   subject: string;
   message: string;
-  priority: ColumnType<(typeof TICKET_PRIORITIES)[number], (typeof TICKET_PRIORITIES)[number] | undefined, (typeof TICKET_PRIORITIES)[number]>;
-  status: ColumnType<'OPEN' | 'PENDING' | 'CLOSED', 'OPEN' | 'PENDING' | 'CLOSED' | undefined, 'OPEN' | 'PENDING' | 'CLOSED'>;
+  priority: ColumnType<
+    (typeof TICKET_PRIORITIES)[number],
+    (typeof TICKET_PRIORITIES)[number] | undefined,
+    (typeof TICKET_PRIORITIES)[number]
+  >;
+  status: ColumnType<
+    'OPEN' | 'PENDING' | 'CLOSED',
+    'OPEN' | 'PENDING' | 'CLOSED' | undefined,
+    'OPEN' | 'PENDING' | 'CLOSED'
+  >;
   created_at: CreatedAt;
 }
 

@@ -23,14 +23,20 @@ if (warning) console.error(`warning: ${warning}`);
 
 const failed = (err: unknown) =>
   // A configuration problem names the setting; anything else is reported by its message only.
-  console.error(err instanceof ConfigError ? err.message : `demo:${command} failed: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(
+    err instanceof ConfigError
+      ? err.message
+      : `demo:${command} failed: ${err instanceof Error ? err.message : String(err)}`,
+  );
 
 let exitCode = 0;
 // The embedded database may be held by a running server: said in one line, like any other failure.
-const db = await createDb(config, (err) => console.error(`database connection failed: ${err.message}`)).catch((err: unknown) => {
-  failed(err);
-  process.exit(1);
-});
+const db = await createDb(config, (err) => console.error(`database connection failed: ${err.message}`)).catch(
+  (err: unknown) => {
+    failed(err);
+    process.exit(1);
+  },
+);
 try {
   const applied = await migrateToLatest(db);
   console.log(`database: ${databaseKind(config)}${applied.length ? `, ${applied.length} migration(s) applied` : ''}`);

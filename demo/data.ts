@@ -18,7 +18,12 @@ export interface DemoDeps {
   db: Db;
   config: Pick<
     Config,
-    'NODE_ENV' | 'AI_DEMO_RESTRICTED_EMAILS' | 'SEED_DEMO_ADMIN_EMAIL' | 'SEED_DEMO_ADMIN_PASSWORD' | 'DEMO_PASSWORD' | 'WEBHOOK_USER_AGENT'
+    | 'NODE_ENV'
+    | 'AI_DEMO_RESTRICTED_EMAILS'
+    | 'SEED_DEMO_ADMIN_EMAIL'
+    | 'SEED_DEMO_ADMIN_PASSWORD'
+    | 'DEMO_PASSWORD'
+    | 'WEBHOOK_USER_AGENT'
   >;
   passwords: PasswordHasher;
   /** Seals the demo webhook's signing secret, as routers/webhooks/service.ts does. */
@@ -60,12 +65,14 @@ const WEBHOOK = {
 const SAMPLES = [
   {
     prompt: 'Write an outline for a blog post about remote onboarding for engineering managers.',
-    output: 'Title: Onboarding remote engineers in 30 days\n1. Before day one\n2. The first week\n3. The first month\n4. Measuring success',
+    output:
+      'Title: Onboarding remote engineers in 30 days\n1. Before day one\n2. The first week\n3. The first month\n4. Measuring success',
     hoursAgo: 2,
   },
   {
     prompt: 'Write a product description of about 120 words for a standing desk.',
-    output: 'Work the way your body wants to: the desk rises from 70 to 120 cm in eight quiet seconds and remembers four heights...',
+    output:
+      'Work the way your body wants to: the desk rises from 70 to 120 cm in eight quiet seconds and remembers four heights...',
     hoursAgo: 9,
   },
   {
@@ -75,7 +82,8 @@ const SAMPLES = [
   },
   {
     prompt: 'Draft a friendly reply to a customer asking when the mobile app will support offline mode.',
-    output: 'Hi Sam, thanks for asking! Offline mode is on our roadmap for the next quarter; we will write to you as soon as it is in beta.',
+    output:
+      'Hi Sam, thanks for asking! Offline mode is on our roadmap for the next quarter; we will write to you as soon as it is in beta.',
     hoursAgo: 75,
   },
 ];
@@ -106,7 +114,9 @@ function demoPassword(config: DemoDeps['config']) {
     return config.DEMO_PASSWORD;
   }
   if (config.NODE_ENV === 'production') {
-    throw new ConfigError('Invalid configuration:\n  DEMO_PASSWORD: required when NODE_ENV is production (the password of the demo accounts)');
+    throw new ConfigError(
+      'Invalid configuration:\n  DEMO_PASSWORD: required when NODE_ENV is production (the password of the demo accounts)',
+    );
   }
   return DEVELOPMENT_DEMO_PASSWORD;
 }
@@ -114,13 +124,17 @@ function demoPassword(config: DemoDeps['config']) {
 export function plannedAccounts(config: DemoDeps['config']): { accounts: PlannedAccount[]; ignored: string[] } {
   const userEmails = [...new Set(config.AI_DEMO_RESTRICTED_EMAILS)];
   if (userEmails.length === 0) {
-    throw new ConfigError('Invalid configuration:\n  AI_DEMO_RESTRICTED_EMAILS: names no account; the demo workspace needs at least its owner');
+    throw new ConfigError(
+      'Invalid configuration:\n  AI_DEMO_RESTRICTED_EMAILS: names no account; the demo workspace needs at least its owner',
+    );
   }
   const accounts: PlannedAccount[] = [];
   const adminEmail = config.SEED_DEMO_ADMIN_EMAIL?.trim().toLowerCase();
   if (adminEmail && config.SEED_DEMO_ADMIN_PASSWORD) {
     if (userEmails.includes(adminEmail)) {
-      throw new ConfigError('Invalid configuration:\n  SEED_DEMO_ADMIN_EMAIL: must not be one of AI_DEMO_RESTRICTED_EMAILS');
+      throw new ConfigError(
+        'Invalid configuration:\n  SEED_DEMO_ADMIN_EMAIL: must not be one of AI_DEMO_RESTRICTED_EMAILS',
+      );
     }
     checkPassword('SEED_DEMO_ADMIN_PASSWORD', config.SEED_DEMO_ADMIN_PASSWORD);
     accounts.push({
@@ -135,7 +149,16 @@ export function plannedAccounts(config: DemoDeps['config']): { accounts: Planned
   const password = demoPassword(config);
   MEMBER_SLOTS.forEach((slot, i) => {
     const email = userEmails[i];
-    if (email) accounts.push({ id: DEMO_IDS.users[i], email, name: slot.name, platformRole: 'USER', role: slot.role, password, passwordSetting: 'DEMO_PASSWORD' });
+    if (email)
+      accounts.push({
+        id: DEMO_IDS.users[i],
+        email,
+        name: slot.name,
+        platformRole: 'USER',
+        role: slot.role,
+        password,
+        passwordSetting: 'DEMO_PASSWORD',
+      });
   });
   return { accounts, ignored: userEmails.slice(MEMBER_SLOTS.length) };
 }
@@ -156,7 +179,20 @@ export async function resolveAccounts(db: Db, planned: PlannedAccount[]): Promis
   const rows = await db
     .selectFrom('users')
     .select(['id', 'email', 'platform_role', 'password_hash'])
-    .where((eb) => eb.or([eb('id', 'in', planned.map((a) => a.id)), eb('email', 'in', planned.map((a) => a.email))]))
+    .where((eb) =>
+      eb.or([
+        eb(
+          'id',
+          'in',
+          planned.map((a) => a.id),
+        ),
+        eb(
+          'email',
+          'in',
+          planned.map((a) => a.email),
+        ),
+      ]),
+    )
     .execute();
   const resolved = planned.map((a): ResolvedAccount => {
     const own = rows.find((r) => r.id === a.id);
@@ -242,21 +278,49 @@ export function webhookValues(secrets: SecretBox, owner: ResolvedAccount | undef
 
 /** Final statuses only, so no sweep ever picks a demo delivery up. */
 export function deliveryRows(config: DemoDeps['config'], members: ResolvedAccount[], now: Date) {
-  const specs: Array<{ event: WebhookEvent; data: Record<string, unknown>; status: DeliveryStatus; attempts: number; responseStatus: number; preview: string; durationMs: number; error: string | null; hoursAgo: number }> = [
+  const specs: Array<{
+    event: WebhookEvent;
+    data: Record<string, unknown>;
+    status: DeliveryStatus;
+    attempts: number;
+    responseStatus: number;
+    preview: string;
+    durationMs: number;
+    error: string | null;
+    hoursAgo: number;
+  }> = [
     {
       event: 'webhook.test',
       data: { message: `This is a test delivery of the webhook "${WEBHOOK.name}".`, webhookId: DEMO_IDS.webhook },
-      status: 'success', attempts: 1, responseStatus: 200, preview: '{"received":true}', durationMs: 184, error: null, hoursAgo: 80,
+      status: 'success',
+      attempts: 1,
+      responseStatus: 200,
+      preview: '{"received":true}',
+      durationMs: 184,
+      error: null,
+      hoursAgo: 80,
     },
     {
       event: 'member.added',
       data: { userId: members[1]?.id ?? members[0]?.id ?? null, role: members[1]?.role ?? 'OWNER' },
-      status: 'success', attempts: 1, responseStatus: 204, preview: '', durationMs: 97, error: null, hoursAgo: 50,
+      status: 'success',
+      attempts: 1,
+      responseStatus: 204,
+      preview: '',
+      durationMs: 97,
+      error: null,
+      hoursAgo: 50,
     },
     {
       event: 'ai.generation.completed',
       data: { generationId: DEMO_IDS.samples[0], model: 'sample', provider: 'MOCK', totalTokens: 60 },
-      status: 'failed', attempts: 4, responseStatus: 503, preview: 'Service Unavailable', durationMs: 2011, error: 'The endpoint answered HTTP 503.', hoursAgo: 2,
+      status: 'failed',
+      attempts: 4,
+      responseStatus: 503,
+      preview: 'Service Unavailable',
+      durationMs: 2011,
+      error: 'The endpoint answered HTTP 503.',
+      hoursAgo: 2,
     },
   ];
   return specs.map((d, i) => {
@@ -291,4 +355,5 @@ export function deliveryRows(config: DemoDeps['config'], members: ResolvedAccoun
 }
 
 /** Seed and reset of the demo data run one at a time. */
-export const lockDemoData = (trx: Transaction<Database>) => sql`select pg_advisory_xact_lock(hashtext('demo-data'))`.execute(trx);
+export const lockDemoData = (trx: Transaction<Database>) =>
+  sql`select pg_advisory_xact_lock(hashtext('demo-data'))`.execute(trx);

@@ -51,7 +51,12 @@ export async function resetDemo(deps: DemoDeps, opts: { via?: 'command' | 'sched
 
     // Stored objects go once the rows are gone for good (after the commit).
     const files = await trx.selectFrom('files').select('storage_key').where('workspace_id', '=', ws).execute();
-    const avatars = await trx.selectFrom('users').select('avatar_key').where('id', 'in', managedIds).where('avatar_key', 'is not', null).execute();
+    const avatars = await trx
+      .selectFrom('users')
+      .select('avatar_key')
+      .where('id', 'in', managedIds)
+      .where('avatar_key', 'is not', null)
+      .execute();
     objectKeys.push(...files.map((f) => f.storage_key), ...avatars.map((a) => a.avatar_key!));
 
     const values = await workspaceValues(trx, members.length);
@@ -64,7 +69,9 @@ export async function resetDemo(deps: DemoDeps, opts: { via?: 'command' | 'sched
 
     // Accounts: fixed-id accounts the settings no longer name go; the others get their seeded values.
     const unnamed = fixedUserIds.filter((id) => !managedIds.includes(id));
-    removed.accounts = unnamed.length ? count(await trx.deleteFrom('users').where('id', 'in', unnamed).executeTakeFirst()) : 0;
+    removed.accounts = unnamed.length
+      ? count(await trx.deleteFrom('users').where('id', 'in', unnamed).executeTakeFirst())
+      : 0;
     for (const a of managed) {
       const values = {
         email: a.email,
@@ -78,38 +85,78 @@ export async function resetDemo(deps: DemoDeps, opts: { via?: 'command' | 'sched
       await trx
         .insertInto('users')
         .values({ id: a.id, ...values, email_verified_at: now })
-        .onConflict((oc) => oc.column('id').doUpdateSet({ ...values, email_verified_at: (eb) => eb.fn.coalesce('users.email_verified_at', eb.val(now)), updated_at: now }))
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet({
+            ...values,
+            email_verified_at: (eb) => eb.fn.coalesce('users.email_verified_at', eb.val(now)),
+            updated_at: now,
+          }),
+        )
         .execute();
     }
     written.accounts = managed.length;
     // Open reset and verification links of demo accounts (MOCK mail is readable by the demo admin).
-    removed.openLinks = count(await trx.deleteFrom('user_tokens').where('user_id', 'in', managedIds).where('used_at', 'is', null).executeTakeFirst());
+    removed.openLinks = count(
+      await trx
+        .deleteFrom('user_tokens')
+        .where('user_id', 'in', managedIds)
+        .where('used_at', 'is', null)
+        .executeTakeFirst(),
+    );
 
-    removed.members = count(await trx.deleteFrom('workspace_members').where('workspace_id', '=', ws).where('user_id', 'not in', memberIds).executeTakeFirst());
+    removed.members = count(
+      await trx
+        .deleteFrom('workspace_members')
+        .where('workspace_id', '=', ws)
+        .where('user_id', 'not in', memberIds)
+        .executeTakeFirst(),
+    );
     await trx
       .insertInto('workspace_members')
       .values(members.map((m) => ({ workspace_id: ws, user_id: m.id, role: m.role!, created_at: now })))
-      .onConflict((oc) => oc.columns(['workspace_id', 'user_id']).doUpdateSet({ role: (eb) => eb.ref('excluded.role') }))
+      .onConflict((oc) =>
+        oc.columns(['workspace_id', 'user_id']).doUpdateSet({ role: (eb) => eb.ref('excluded.role') }),
+      )
       .execute();
     written.members = members.length;
 
-    removed.invitations = count(await trx.deleteFrom('workspace_invitations').where('workspace_id', '=', ws).executeTakeFirst());
+    removed.invitations = count(
+      await trx.deleteFrom('workspace_invitations').where('workspace_id', '=', ws).executeTakeFirst(),
+    );
     removed.apiKeys = count(await trx.deleteFrom('api_keys').where('workspace_id', '=', ws).executeTakeFirst());
     removed.files = count(await trx.deleteFrom('files').where('workspace_id', '=', ws).executeTakeFirst());
     removed.payments = count(await trx.deleteFrom('payments').where('workspace_id', '=', ws).executeTakeFirst());
-    removed.subscriptions = count(await trx.deleteFrom('subscriptions').where('workspace_id', '=', ws).executeTakeFirst());
-    removed.usageCounters = count(await trx.deleteFrom('ai_usage_counters').where('workspace_id', '=', ws).executeTakeFirst());
-    removed.domainEvents = count(await trx.deleteFrom('domain_events').where('workspace_id', '=', ws).executeTakeFirst());
+    removed.subscriptions = count(
+      await trx.deleteFrom('subscriptions').where('workspace_id', '=', ws).executeTakeFirst(),
+    );
+    removed.usageCounters = count(
+      await trx.deleteFrom('ai_usage_counters').where('workspace_id', '=', ws).executeTakeFirst(),
+    );
+    removed.domainEvents = count(
+      await trx.deleteFrom('domain_events').where('workspace_id', '=', ws).executeTakeFirst(),
+    );
 
     // Samples and deliveries are written anew (their dates follow "now"); other rows there were not demo data.
     const samples = sampleRows(members, now);
     const sampleIds = samples.map((r) => r.id);
-    removed.generations = count(await trx.deleteFrom('ai_generations').where('workspace_id', '=', ws).where('id', 'not in', sampleIds).executeTakeFirst());
+    removed.generations = count(
+      await trx
+        .deleteFrom('ai_generations')
+        .where('workspace_id', '=', ws)
+        .where('id', 'not in', sampleIds)
+        .executeTakeFirst(),
+    );
     await trx.deleteFrom('ai_generations').where('id', 'in', sampleIds).execute();
     await trx.insertInto('ai_generations').values(samples).execute();
     written.samples = samples.length;
 
-    removed.webhooks = count(await trx.deleteFrom('webhooks').where('workspace_id', '=', ws).where('id', '!=', DEMO_IDS.webhook).executeTakeFirst());
+    removed.webhooks = count(
+      await trx
+        .deleteFrom('webhooks')
+        .where('workspace_id', '=', ws)
+        .where('id', '!=', DEMO_IDS.webhook)
+        .executeTakeFirst(),
+    );
     const hook = webhookValues(deps.secrets, owner);
     await trx
       .insertInto('webhooks')
@@ -120,19 +167,29 @@ export async function resetDemo(deps: DemoDeps, opts: { via?: 'command' | 'sched
 
     const deliveries = deliveryRows(deps.config, members, now);
     const deliveryIds = deliveries.map((r) => r.id);
-    removed.deliveries = count(await trx.deleteFrom('webhook_deliveries').where('workspace_id', '=', ws).where('id', 'not in', deliveryIds).executeTakeFirst());
+    removed.deliveries = count(
+      await trx
+        .deleteFrom('webhook_deliveries')
+        .where('workspace_id', '=', ws)
+        .where('id', 'not in', deliveryIds)
+        .executeTakeFirst(),
+    );
     await trx.deleteFrom('webhook_deliveries').where('id', 'in', deliveryIds).execute();
     await trx.insertInto('webhook_deliveries').values(deliveries).execute();
     written.deliveries = deliveries.length;
 
     const removedTotal = Object.values(removed).reduce((a, b) => a + b, 0);
-    await recordAudit(trx, { userId: null, email: null, requestId: null, ip: null }, {
-      action: 'demo.reset',
-      targetType: 'workspace',
-      targetId: ws,
-      workspaceId: ws,
-      metadata: { via: opts.via ?? 'command', removedRows: removedTotal, accounts: managed.map((a) => a.email) },
-    });
+    await recordAudit(
+      trx,
+      { userId: null, email: null, requestId: null, ip: null },
+      {
+        action: 'demo.reset',
+        targetType: 'workspace',
+        targetId: ws,
+        workspaceId: ws,
+        metadata: { via: opts.via ?? 'command', removedRows: removedTotal, accounts: managed.map((a) => a.email) },
+      },
+    );
   });
 
   const failedObjects: string[] = [];
@@ -140,7 +197,8 @@ export async function resetDemo(deps: DemoDeps, opts: { via?: 'command' | 'sched
     for (const key of objectKeys) await deps.storage.delete(key).catch(() => failedObjects.push(key));
   }
   const notes = ignoredNotes(ignored);
-  if (objectKeys.length && !deps.storage) notes.push(`${objectKeys.length} stored upload(s) of removed rows were left in storage`);
+  if (objectKeys.length && !deps.storage)
+    notes.push(`${objectKeys.length} stored upload(s) of removed rows were left in storage`);
   if (failedObjects.length) notes.push(`${failedObjects.length} stored upload(s) could not be removed from storage`);
 
   return {

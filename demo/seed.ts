@@ -34,7 +34,14 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
     for (const a of accounts.filter((x) => x.state === 'missing')) {
       const row = await trx
         .insertInto('users')
-        .values({ id: a.id, email: a.email, name: a.name, password_hash: hashes.get(a.id)!, platform_role: a.platformRole, email_verified_at: now })
+        .values({
+          id: a.id,
+          email: a.email,
+          name: a.name,
+          password_hash: hashes.get(a.id)!,
+          platform_role: a.platformRole,
+          email_verified_at: now,
+        })
         .onConflict((oc) => oc.doNothing())
         .returning('id')
         .executeTakeFirst();
@@ -42,7 +49,19 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
     }
     written.accounts = created.size;
     // A concurrent run may have taken an address between the look-up and the lock.
-    const present = new Set((await trx.selectFrom('users').select('id').where('id', 'in', members.map((m) => m.id)).execute()).map((r) => r.id));
+    const present = new Set(
+      (
+        await trx
+          .selectFrom('users')
+          .select('id')
+          .where(
+            'id',
+            'in',
+            members.map((m) => m.id),
+          )
+          .execute()
+      ).map((r) => r.id),
+    );
     const seatedMembers = members.filter((m) => present.has(m.id));
 
     const workspace = await trx
@@ -63,7 +82,14 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
     if (seatedMembers.length) {
       const rows = await trx
         .insertInto('workspace_members')
-        .values(seatedMembers.map((m) => ({ workspace_id: DEMO_IDS.workspace, user_id: m.id, role: m.role!, created_at: now })))
+        .values(
+          seatedMembers.map((m) => ({
+            workspace_id: DEMO_IDS.workspace,
+            user_id: m.id,
+            role: m.role!,
+            created_at: now,
+          })),
+        )
         .onConflict((oc) => oc.columns(['workspace_id', 'user_id']).doNothing())
         .returning('user_id')
         .execute();
@@ -80,14 +106,27 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
 
     const webhook = await trx
       .insertInto('webhooks')
-      .values({ id: DEMO_IDS.webhook, ...webhookValues(deps.secrets, seatedMembers.find((m) => m.id === owner?.id)), created_at: now, updated_at: now })
+      .values({
+        id: DEMO_IDS.webhook,
+        ...webhookValues(
+          deps.secrets,
+          seatedMembers.find((m) => m.id === owner?.id),
+        ),
+        created_at: now,
+        updated_at: now,
+      })
       .onConflict((oc) => oc.column('id').doNothing())
       .returning('id')
       .executeTakeFirst();
     written.webhooks = webhook ? 1 : 0;
 
     // Only under the demo webhook: a delivery row never moves to another one.
-    const hook = await trx.selectFrom('webhooks').select('id').where('id', '=', DEMO_IDS.webhook).where('workspace_id', '=', DEMO_IDS.workspace).executeTakeFirst();
+    const hook = await trx
+      .selectFrom('webhooks')
+      .select('id')
+      .where('id', '=', DEMO_IDS.webhook)
+      .where('workspace_id', '=', DEMO_IDS.workspace)
+      .executeTakeFirst();
     if (hook) {
       const deliveries = await trx
         .insertInto('webhook_deliveries')
@@ -99,14 +138,25 @@ export async function seedDemo(deps: DemoDeps): Promise<DemoSummary> {
     }
   });
 
-  const workspace = await db.selectFrom('workspaces').select(['id', 'name']).where('id', '=', DEMO_IDS.workspace).executeTakeFirstOrThrow();
+  const workspace = await db
+    .selectFrom('workspaces')
+    .select(['id', 'name'])
+    .where('id', '=', DEMO_IDS.workspace)
+    .executeTakeFirstOrThrow();
   return {
     action: 'seed',
     workspace,
-    accounts: accounts.map((a) => accountSummary(a, a.state === 'skipped' ? 'skipped' : created.has(a.id) ? 'created' : 'present')),
+    accounts: accounts.map((a) =>
+      accountSummary(a, a.state === 'skipped' ? 'skipped' : created.has(a.id) ? 'created' : 'present'),
+    ),
     written,
     removed: {},
     changed: Object.values(written).some((n) => n > 0) || limitRaised,
-    notes: [...ignoredNotes(ignored), ...(limitRaised ? [`raised the demo workspace's member limit to ${memberLimit}, to fit its members and one invitation`] : [])],
+    notes: [
+      ...ignoredNotes(ignored),
+      ...(limitRaised
+        ? [`raised the demo workspace's member limit to ${memberLimit}, to fit its members and one invitation`]
+        : []),
+    ],
   };
 }

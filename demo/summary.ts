@@ -26,7 +26,14 @@ export interface DemoSummary {
   notes: string[];
 }
 
-export const noRows = (): Record<DemoRowKind, number> => ({ accounts: 0, workspaces: 0, members: 0, samples: 0, webhooks: 0, deliveries: 0 });
+export const noRows = (): Record<DemoRowKind, number> => ({
+  accounts: 0,
+  workspaces: 0,
+  members: 0,
+  samples: 0,
+  webhooks: 0,
+  deliveries: 0,
+});
 
 export function accountSummary(a: ResolvedAccount, state: DemoAccountSummary['state']): DemoAccountSummary {
   return {
@@ -34,13 +41,17 @@ export function accountSummary(a: ResolvedAccount, state: DemoAccountSummary['st
     role: a.role ?? 'DEMO_ADMIN',
     state,
     passwordSetting: a.passwordSetting,
-    ...(a.state === 'skipped' && { note: 'the address belongs to an account the demo seed did not create; left as it is' }),
+    ...(a.state === 'skipped' && {
+      note: 'the address belongs to an account the demo seed did not create; left as it is',
+    }),
   };
 }
 
 export function ignoredNotes(ignored: string[]) {
   return ignored.length
-    ? [`AI_DEMO_RESTRICTED_EMAILS names ${ignored.length} more address(es) than the four roles; not seeded: ${ignored.join(', ')}`]
+    ? [
+        `AI_DEMO_RESTRICTED_EMAILS names ${ignored.length} more address(es) than the four roles; not seeded: ${ignored.join(', ')}`,
+      ]
     : [];
 }
 

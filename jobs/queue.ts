@@ -27,7 +27,11 @@ export const webhookQueueEnabled = (config: Pick<Config, 'QUEUES_ENABLED' | 'WEB
   config.QUEUES_ENABLED && config.WEBHOOK_QUEUE_ENABLED && Boolean(config.REDIS_URL);
 
 /** How a deliver_webhook job is queued: its id is the delivery id (a manual retry gets its own). */
-export function deliverJobOptions(config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | 'WEBHOOK_RETRY_BACKOFF_SECONDS'>, deliveryId: string, retry?: number) {
+export function deliverJobOptions(
+  config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | 'WEBHOOK_RETRY_BACKOFF_SECONDS'>,
+  deliveryId: string,
+  retry?: number,
+) {
   return {
     jobId: retry === undefined ? deliveryId : `${deliveryId}-retry-${retry}`,
     attempts: config.WEBHOOK_MAX_RETRIES + 1,
@@ -177,7 +181,13 @@ export function createWebhookQueue(config: Config) {
     }
     if (firsts.length) {
       await queue
-        .addBulk(firsts.map(({ deliveryId }) => ({ name: DELIVER_WEBHOOK, data: { deliveryId }, opts: deliverJobOptions(config, deliveryId) })))
+        .addBulk(
+          firsts.map(({ deliveryId }) => ({
+            name: DELIVER_WEBHOOK,
+            data: { deliveryId },
+            opts: deliverJobOptions(config, deliveryId),
+          })),
+        )
         .catch((err: Error) => failures.push(...failed(firsts, err)));
     }
     for (const { deliveryId, retry } of retries) {

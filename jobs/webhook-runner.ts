@@ -36,8 +36,15 @@ export class WebhookRunner implements DeliveryStarter {
     if (this.queue) {
       if (deliveryIds.length === 0) return;
       // A delivery attempted before (a manual retry, a swept one) is queued as a retry of its attempts.
-      const rows = await this.deps.db.selectFrom('webhook_deliveries').select(['id', 'attempts']).where('id', 'in', deliveryIds).execute();
-      const failures = await this.queue.enqueueAll(rows.map((r) => ({ deliveryId: r.id, retry: r.attempts || undefined })), { swept: opts.swept });
+      const rows = await this.deps.db
+        .selectFrom('webhook_deliveries')
+        .select(['id', 'attempts'])
+        .where('id', 'in', deliveryIds)
+        .execute();
+      const failures = await this.queue.enqueueAll(
+        rows.map((r) => ({ deliveryId: r.id, retry: r.attempts || undefined })),
+        { swept: opts.swept },
+      );
       for (const { deliveryId, error } of failures) {
         this.deps.logger.warn({ err: { message: error.message }, deliveryId }, 'enqueue failed: the sweep will retry');
       }
@@ -77,7 +84,14 @@ export class WebhookRunner implements DeliveryStarter {
         .updateTable('domain_events')
         .set({ dispatched_at: new Date() })
         .where('id', 'in', (eb) =>
-          eb.selectFrom('domain_events').select('id').where('dispatched_at', 'is', null).orderBy('created_at').limit(DISPATCH_BATCH).forUpdate().skipLocked(),
+          eb
+            .selectFrom('domain_events')
+            .select('id')
+            .where('dispatched_at', 'is', null)
+            .orderBy('created_at')
+            .limit(DISPATCH_BATCH)
+            .forUpdate()
+            .skipLocked(),
         )
         .returning(['id', 'workspace_id', 'type', 'created_at'])
         .execute();
@@ -91,11 +105,24 @@ export class WebhookRunner implements DeliveryStarter {
         .execute();
       // Payloads are read only for the events some webhook wants (most have none).
       const wanted = events
-        .map((e) => ({ e, subscribers: hooks.filter((h) => h.workspace_id === e.workspace_id && (h.events as string[]).includes(e.type)) }))
+        .map((e) => ({
+          e,
+          subscribers: hooks.filter(
+            (h) => h.workspace_id === e.workspace_id && (h.events as string[]).includes(e.type),
+          ),
+        }))
         .filter((w) => w.subscribers.length > 0);
       const payloads = new Map<string, Record<string, unknown>>();
       if (wanted.length) {
-        const read = await trx.selectFrom('domain_events').select(['id', 'payload']).where('id', 'in', wanted.map((w) => w.e.id)).execute();
+        const read = await trx
+          .selectFrom('domain_events')
+          .select(['id', 'payload'])
+          .where(
+            'id',
+            'in',
+            wanted.map((w) => w.e.id),
+          )
+          .execute();
         for (const e of read) payloads.set(e.id, e.payload);
       }
       // Leased to their first attempt (service.ts): in direct mode, a first attempt still waiting on a slow
@@ -116,7 +143,9 @@ export class WebhookRunner implements DeliveryStarter {
         ? await trx
             .insertInto('webhook_deliveries')
             .values(rows)
-            .onConflict((oc) => oc.columns(['webhook_id', 'domain_event_id']).where('domain_event_id', 'is not', null).doNothing())
+            .onConflict((oc) =>
+              oc.columns(['webhook_id', 'domain_event_id']).where('domain_event_id', 'is not', null).doNothing(),
+            )
             .returning('id')
             .execute()
         : [];
@@ -144,12 +173,22 @@ export class WebhookRunner implements DeliveryStarter {
               ? // Deliveries whose job should have run by now: not queued (Redis was away), or their job
                 // ended without recording an attempt (Postgres was away through all of its attempts).
                 eb.or([
-                  eb.and([eb('status', '=', 'pending'), eb('created_at', '<', new Date(now.getTime() - STUCK_PENDING_MS))]),
-                  eb.and([eb('status', '=', 'retrying'), eb('next_retry_at', '<', new Date(now.getTime() - STUCK_PENDING_MS))]),
+                  eb.and([
+                    eb('status', '=', 'pending'),
+                    eb('created_at', '<', new Date(now.getTime() - STUCK_PENDING_MS)),
+                  ]),
+                  eb.and([
+                    eb('status', '=', 'retrying'),
+                    eb('next_retry_at', '<', new Date(now.getTime() - STUCK_PENDING_MS)),
+                  ]),
                 ])
               : eb.or([
                   eb.and([eb('status', '=', 'retrying'), eb('next_retry_at', '<=', now)]),
-                  eb.and([eb('status', '=', 'pending'), eb('created_at', '<', new Date(now.getTime() - STUCK_PENDING_MS)), eb.or([eb('next_retry_at', 'is', null), eb('next_retry_at', '<=', now)])]),
+                  eb.and([
+                    eb('status', '=', 'pending'),
+                    eb('created_at', '<', new Date(now.getTime() - STUCK_PENDING_MS)),
+                    eb.or([eb('next_retry_at', 'is', null), eb('next_retry_at', '<=', now)]),
+                  ]),
                 ]),
           )
           .orderBy(sql`coalesce(next_retry_at, created_at)`)
@@ -159,14 +198,21 @@ export class WebhookRunner implements DeliveryStarter {
       )
       .returning('id')
       .execute();
-    if (claimed.length) await this.start(claimed.map((c) => c.id), { swept: true });
+    if (claimed.length)
+      await this.start(
+        claimed.map((c) => c.id),
+        { swept: true },
+      );
     return claimed.length;
   }
 
   /** Runs dispatch every second and the sweep every five, until stop(). */
   startTimers(): void {
     const every = (ms: number, fn: () => Promise<unknown>) => {
-      const timer = setInterval(() => void fn().catch((err: Error) => this.deps.logger.error({ err }, 'webhook runner failed')), ms);
+      const timer = setInterval(
+        () => void fn().catch((err: Error) => this.deps.logger.error({ err }, 'webhook runner failed')),
+        ms,
+      );
       timer.unref();
       this.timers.push(timer);
     };

@@ -49,7 +49,11 @@ const logger = createLogger(config);
 
 if (!webhookQueueEnabled(config)) {
   logger.info(
-    { queuesEnabled: config.QUEUES_ENABLED, webhookQueueEnabled: config.WEBHOOK_QUEUE_ENABLED, redis: Boolean(config.REDIS_URL) },
+    {
+      queuesEnabled: config.QUEUES_ENABLED,
+      webhookQueueEnabled: config.WEBHOOK_QUEUE_ENABLED,
+      redis: Boolean(config.REDIS_URL),
+    },
     'the webhook queue is off (QUEUES_ENABLED, WEBHOOK_QUEUE_ENABLED and REDIS_URL are all needed): deliveries run in the API process; nothing for the worker to do',
   );
   await exitAfterLogs(logger, 0);
@@ -206,7 +210,10 @@ async function shutdown(signal: string) {
   const closing = Promise.allSettled([...workers, ...queues].map((closable) => closable.close()));
   const graceful = await settlesWithin(config.SHUTDOWN_TIMEOUT_MS, closing);
   if (!graceful) {
-    logger.warn({ timeoutMs: config.SHUTDOWN_TIMEOUT_MS }, 'worker shutdown timed out (Redis away?): closing without waiting for jobs in flight');
+    logger.warn(
+      { timeoutMs: config.SHUTDOWN_TIMEOUT_MS },
+      'worker shutdown timed out (Redis away?): closing without waiting for jobs in flight',
+    );
     for (const connection of connections) connection.disconnect();
   }
   await settlesWithin(CLOSE_POOL_MS, Promise.allSettled([mailer.close(), db.destroy()]));

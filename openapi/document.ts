@@ -57,8 +57,17 @@ const KIND_MEANING: Partial<Record<ErrorCode, string>> = {
   SERVICE_UNAVAILABLE: 'the database is away, with Retry-After',
 };
 
-type Response = { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: unknown }> };
-type Operation = { security?: unknown[]; parameters?: unknown[]; requestBody?: unknown; responses?: Record<string, Response> };
+type Response = {
+  description?: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema?: unknown }>;
+};
+type Operation = {
+  security?: unknown[];
+  parameters?: unknown[];
+  requestBody?: unknown;
+  responses?: Record<string, Response>;
+};
 
 /** What the router's procedures say of their operation, by `method path`. */
 interface Declared {
@@ -113,7 +122,13 @@ function documentErrors(op: Operation, codes: Iterable<string>) {
     const retryAfter = statusCodes.has('RATE_LIMITED') || statusCodes.has('SERVICE_UNAVAILABLE');
     responses[String(status)] = {
       description: describeError(status, responses[String(status)], statusCodes),
-      ...(retryAfter ? { headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } } } : {}),
+      ...(retryAfter
+        ? {
+            headers: {
+              'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } },
+            },
+          }
+        : {}),
       content: { 'application/json': { schema: errorSchema([...statusCodes].sort()) } },
     };
   }
@@ -147,7 +162,12 @@ export function buildOpenApiDocument(
     baseUrl: '/',
     securitySchemes: {
       bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-      apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'A workspace API key (wsk_...); Authorization: Bearer wsk_... works too.' },
+      apiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'X-API-Key',
+        description: 'A workspace API key (wsk_...); Authorization: Bearer wsk_... works too.',
+      },
     },
     paths: opts.extraPaths,
   });
@@ -167,7 +187,8 @@ export function buildOpenApiDocument(
         delete responses['200'];
       }
       // trpc-to-openapi's generic error entries (no codes) are replaced by the lists below.
-      for (const status of Object.keys(responses)) if (Number(status) >= 400 && !codesOf(responses[status]).length) delete responses[status];
+      for (const status of Object.keys(responses))
+        if (Number(status) >= 400 && !codesOf(responses[status]).length) delete responses[status];
       const tier = own ? own.tier : tierOfOperation(op);
       documentErrors(op, [...errorsOfKind(method, path, tier), ...(own?.errors ?? [])]);
       for (const [status, description] of Object.entries(own?.sameBodyWith ?? {})) {

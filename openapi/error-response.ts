@@ -17,6 +17,7 @@ export const errorSchema = (codes: readonly string[]) => ({
 
 /** The codes an error response's schema names (errorSchema), or none. */
 export function codesOf(response: { content?: Record<string, { schema?: unknown }> } | undefined): string[] {
-  const schema = response?.content?.['application/json']?.schema as { allOf?: Array<{ properties?: { code?: { enum?: string[] } } }> } | undefined;
+  const schema = response?.content?.['application/json']?.schema as
+    { allOf?: Array<{ properties?: { code?: { enum?: string[] } } }> } | undefined;
   return schema?.allOf?.[1]?.properties?.code?.enum ?? [];
 }

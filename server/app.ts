@@ -5,11 +5,24 @@ import express from 'express';
 import helmet from 'helmet';
 import cors from 'cors';
 import type { AppDeps } from './platform/context.js';
-import { errorHandler, notFound, refuseAmbiguousPath, requestId, requestLogger, restHandler, trpcHandler } from './platform/http.js';
+import {
+  errorHandler,
+  notFound,
+  refuseAmbiguousPath,
+  requestId,
+  requestLogger,
+  restHandler,
+  trpcHandler,
+} from './platform/http.js';
 import { appRouter } from '../routers/index.js';
 import { openApiRoutes } from '../openapi/routes.js';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import { MOCK_WEBHOOK_PATH, billingWebhookOpenApiPaths, billingWebhookRoutes, mockWebhookEnabled } from '../routers/billing/webhooks.js';
+import {
+  MOCK_WEBHOOK_PATH,
+  billingWebhookOpenApiPaths,
+  billingWebhookRoutes,
+  mockWebhookEnabled,
+} from '../routers/billing/webhooks.js';
 import { responseCache } from './platform/response-cache.js';
 import { FailureLimiter, isDocsPath, rateLimiter } from './platform/rate-limit.js';
 import { TIERS, type Tier } from './platform/route-meta.js';
@@ -43,7 +56,10 @@ export function createApp(deps: AppDeps): express.Express {
   const metrics = metricsToken
     ? new Metrics({
         tiers: TIERS,
-        queue: webhookQueueEnabled(config) && redis ? queueCounts(redis.commands, config.QUEUE_PREFIX, WEBHOOK_QUEUE) : undefined,
+        queue:
+          webhookQueueEnabled(config) && redis
+            ? queueCounts(redis.commands, config.QUEUE_PREFIX, WEBHOOK_QUEUE)
+            : undefined,
       })
     : undefined;
 
@@ -68,7 +84,9 @@ export function createApp(deps: AppDeps): express.Express {
   // The procedures' deps: with rate limiting on, sign-ins are also counted per account (routers/auth).
   let procedureDeps = deps;
   if (deps.config.RATE_LIMIT_ENABLED) {
-    app.use(rateLimiter({ ...deps, redis: deps.redis?.commands, routes, knownApiKeyId: deps.auth.knownApiKeyId, onRejected }));
+    app.use(
+      rateLimiter({ ...deps, redis: deps.redis?.commands, routes, knownApiKeyId: deps.auth.knownApiKeyId, onRejected }),
+    );
     const failedSignIns = new FailureLimiter(
       { ...deps, redis: deps.redis?.commands, onRejected },
       { name: 'auth-account', tier: 'auth', limit: deps.config.RATE_LIMIT_AUTH_MAX_REQUESTS },

@@ -70,4 +70,3 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
     throw err;
   }
 }
-

@@ -145,7 +145,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       });
       // Connections are closed; a procedure whose client went away may still be running.
       if (!(await deps.inFlight.drained(Math.max(0, deadline - Date.now())))) {
-        logger.warn({ inFlight: deps.inFlight.size }, 'shutdown: requests still running after SHUTDOWN_TIMEOUT_MS; closing anyway');
+        logger.warn(
+          { inFlight: deps.inFlight.size },
+          'shutdown: requests still running after SHUTDOWN_TIMEOUT_MS; closing anyway',
+        );
       }
       await deps.webhooks.stop();
       await deps.mailer.close();

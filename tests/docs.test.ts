@@ -9,7 +9,9 @@ describe('docs/configuration.md', () => {
       if (doc.includes(`\`${name}\``)) return true;
       // Grouped rows: `PROCESSOR_A_PRICE_LITE`, `_PRO`, `_ENTERPRISE`
       const suffix = name.match(/_(PRO|ENTERPRISE)$/)?.[0];
-      return Boolean(suffix && doc.includes(`\`${suffix}\``) && doc.includes(`\`${name.slice(0, -suffix.length)}_LITE\``));
+      return Boolean(
+        suffix && doc.includes(`\`${suffix}\``) && doc.includes(`\`${name.slice(0, -suffix.length)}_LITE\``),
+      );
     };
     expect(Object.keys(configSchema.shape).filter((name) => !documented(name))).toEqual([]);
   });

@@ -34,7 +34,9 @@ export default async function setup(project: TestProject) {
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   const databaseUrl = url.toString();
-  const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: 1 }) }) });
+  const db = new Kysely<any>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: 1 }) }),
+  });
   try {
     await migrateToLatest(db);
   } catch (err) {

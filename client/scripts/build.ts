@@ -117,7 +117,7 @@ function unionLines(checker: ts.TypeChecker, type: ts.Type): string {
   const members = type.isUnion() ? type.types : [type];
   if (!members.every((m) => m.isStringLiteral()))
     throw new BuildError(`ErrorCode is not a union of strings: ${checker.typeToString(type)}`);
-  return members.map((m) => `  | ${JSON.stringify((m).value)}`).join('\n');
+  return members.map((m) => `  | ${JSON.stringify(m.value)}`).join('\n');
 }
 
 function property(checker: ts.TypeChecker, type: ts.Type, name: string, where: string): ts.Type {

@@ -9,12 +9,25 @@ export async function up(db: Kysely<any>): Promise<void> {
     .createTable('users')
     .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
     // Stored lower-cased, so the plain unique index is a case-insensitive one.
-    .addColumn('email', 'text', (c) => c.notNull().unique().check(sql`email = lower(email)`))
+    .addColumn('email', 'text', (c) =>
+      c
+        .notNull()
+        .unique()
+        .check(sql`email = lower(email)`),
+    )
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('password_hash', 'text', (c) => c.notNull())
-    .addColumn('status', 'text', (c) => c.notNull().defaultTo('ACTIVE').check(sql`status in ('ACTIVE', 'SUSPENDED')`))
+    .addColumn('status', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('ACTIVE')
+        .check(sql`status in ('ACTIVE', 'SUSPENDED')`),
+    )
     .addColumn('platform_role', 'text', (c) =>
-      c.notNull().defaultTo('USER').check(sql`platform_role in ('USER', 'ADMIN', 'DEMO_ADMIN')`),
+      c
+        .notNull()
+        .defaultTo('USER')
+        .check(sql`platform_role in ('USER', 'ADMIN', 'DEMO_ADMIN')`),
     )
     .addColumn('email_verified_at', 'timestamptz')
     // Access tokens issued before this instant are refused (set by a password reset).
@@ -29,10 +42,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('status', 'text', (c) =>
-      c.notNull().defaultTo('ACTIVE').check(sql`status in ('ACTIVE', 'SUSPENDED', 'ARCHIVED')`),
+      c
+        .notNull()
+        .defaultTo('ACTIVE')
+        .check(sql`status in ('ACTIVE', 'SUSPENDED', 'ARCHIVED')`),
     )
     .addColumn('edition', 'text', (c) =>
-      c.notNull().defaultTo('LITE').check(sql`edition in ('LITE', 'PRO', 'ENTERPRISE', 'CUSTOM')`),
+      c
+        .notNull()
+        .defaultTo('LITE')
+        .check(sql`edition in ('LITE', 'PRO', 'ENTERPRISE', 'CUSTOM')`),
     )
     .addColumn('is_personal', 'boolean', (c) => c.notNull().defaultTo(false))
     .addColumn('deleted_at', 'timestamptz')
@@ -48,7 +67,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .addPrimaryKeyConstraint('workspace_members_pkey', ['workspace_id', 'user_id'])
     .execute();
-  await db.schema.createIndex('workspace_members_user_idx').on('workspace_members').columns(['user_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('workspace_members_user_idx')
+    .on('workspace_members')
+    .columns(['user_id', 'created_at'])
+    .execute();
 
   // One row per issued refresh token; a family is one sign-in session. Only an HMAC of the token is kept.
   await db.schema

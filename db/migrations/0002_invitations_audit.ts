@@ -40,8 +40,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .execute();
   await db.schema.createIndex('audit_logs_created_idx').on('audit_logs').columns(['created_at', 'id']).execute();
-  await db.schema.createIndex('audit_logs_workspace_idx').on('audit_logs').columns(['workspace_id', 'created_at']).execute();
-  await db.schema.createIndex('audit_logs_actor_idx').on('audit_logs').columns(['actor_user_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('audit_logs_workspace_idx')
+    .on('audit_logs')
+    .columns(['workspace_id', 'created_at'])
+    .execute();
+  await db.schema
+    .createIndex('audit_logs_actor_idx')
+    .on('audit_logs')
+    .columns(['actor_user_id', 'created_at'])
+    .execute();
   await db.schema.createIndex('audit_logs_action_idx').on('audit_logs').columns(['action', 'created_at']).execute();
   // Admin lists of workspaces filter by state and hide deleted ones.
   await db.schema.createIndex('workspaces_created_idx').on('workspaces').columns(['created_at', 'id']).execute();

@@ -39,7 +39,13 @@ const DEFAULT_PLANS = [
     is_default: false,
     is_popular: false,
     badge_text: '',
-    features: ['5,000 AI generations a month', 'Up to 100 members', '50 API keys', 'Signed webhooks', 'Priority support'],
+    features: [
+      '5,000 AI generations a month',
+      'Up to 100 members',
+      '50 API keys',
+      'Signed webhooks',
+      'Priority support',
+    ],
     limits: { apiKeys: 50, aiMonthlyGenerations: 5000, members: 100 },
   },
 ];
@@ -50,14 +56,34 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('plans')
     .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
-    .addColumn('slug', 'text', (c) => c.notNull().unique().check(sql`slug ~ '^[a-z0-9][a-z0-9-]{0,62}$'`))
+    .addColumn('slug', 'text', (c) =>
+      c
+        .notNull()
+        .unique()
+        .check(sql`slug ~ '^[a-z0-9][a-z0-9-]{0,62}$'`),
+    )
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('description', 'text', (c) => c.notNull().defaultTo(''))
     .addColumn('edition', 'text', (c) => c.notNull().check(sql`edition in ('LITE', 'PRO', 'ENTERPRISE', 'CUSTOM')`))
     .addColumn('price_cents', 'integer', (c) => c.notNull().check(sql`price_cents >= 0`))
-    .addColumn('currency', 'text', (c) => c.notNull().defaultTo('USD').check(sql`currency ~ '^[A-Z]{3}$'`))
-    .addColumn('interval', 'text', (c) => c.notNull().defaultTo('MONTHLY').check(sql`interval in ('ONE_TIME', 'MONTHLY', 'YEARLY')`))
-    .addColumn('status', 'text', (c) => c.notNull().defaultTo('DRAFT').check(sql`status in ('DRAFT', 'PUBLISHED', 'ARCHIVED')`))
+    .addColumn('currency', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('USD')
+        .check(sql`currency ~ '^[A-Z]{3}$'`),
+    )
+    .addColumn('interval', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('MONTHLY')
+        .check(sql`interval in ('ONE_TIME', 'MONTHLY', 'YEARLY')`),
+    )
+    .addColumn('status', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('DRAFT')
+        .check(sql`status in ('DRAFT', 'PUBLISHED', 'ARCHIVED')`),
+    )
     // What archive remembers, so that restore returns the plan to it.
     .addColumn('status_before_archive', 'text', (c) => c.check(sql`status_before_archive in ('DRAFT', 'PUBLISHED')`))
     .addColumn('badge_text', 'text', (c) => c.notNull().defaultTo(''))
@@ -72,7 +98,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .execute();
   // At most one default plan (the plan new workspaces start on).
-  await db.schema.createIndex('plans_one_default').on('plans').column('is_default').unique().where('is_default', '=', true).execute();
+  await db.schema
+    .createIndex('plans_one_default')
+    .on('plans')
+    .column('is_default')
+    .unique()
+    .where('is_default', '=', true)
+    .execute();
   await db.schema.createIndex('plans_status_sort_idx').on('plans').columns(['status', 'sort_order']).execute();
 
   for (const p of DEFAULT_PLANS) {
@@ -126,7 +158,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .unique()
     .where(sql.ref('status'), 'in', sql`('ACTIVE', 'TRIALING', 'PAST_DUE')`)
     .execute();
-  await db.schema.createIndex('subscriptions_workspace_idx').on('subscriptions').columns(['workspace_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('subscriptions_workspace_idx')
+    .on('subscriptions')
+    .columns(['workspace_id', 'created_at'])
+    .execute();
   await db.schema.createIndex('subscriptions_plan_idx').on('subscriptions').column('plan_id').execute();
 
   await db.schema
@@ -139,7 +175,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('provider_payment_id', 'text')
     .addColumn('amount_cents', 'integer', (c) => c.notNull())
     .addColumn('currency', 'text', (c) => c.notNull())
-    .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('SUCCEEDED', 'FAILED', 'REFUNDED', 'PENDING')`))
+    .addColumn('status', 'text', (c) =>
+      c.notNull().check(sql`status in ('SUCCEEDED', 'FAILED', 'REFUNDED', 'PENDING')`),
+    )
     .addColumn('description', 'text', (c) => c.notNull().defaultTo(''))
     .addColumn('receipt_url', 'text')
     .addColumn('invoice_url', 'text')
@@ -152,7 +190,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .unique()
     .where('provider_payment_id', 'is not', null)
     .execute();
-  await db.schema.createIndex('payments_workspace_idx').on('payments').columns(['workspace_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('payments_workspace_idx')
+    .on('payments')
+    .columns(['workspace_id', 'created_at', 'id'])
+    .execute();
 
   // Inbound provider events, by provider event id: a duplicate delivery is recognised and changes nothing.
   await db.schema
@@ -191,6 +233,11 @@ export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('billing_events').ifExists().execute();
   await db.schema.dropTable('payments').ifExists().execute();
   await db.schema.dropTable('subscriptions').ifExists().execute();
-  await db.schema.alterTable('workspaces').dropColumn('processor_a_customer_id').dropColumn('limits').dropColumn('plan_id').execute();
+  await db.schema
+    .alterTable('workspaces')
+    .dropColumn('processor_a_customer_id')
+    .dropColumn('limits')
+    .dropColumn('plan_id')
+    .execute();
   await db.schema.dropTable('plans').ifExists().execute();
 }

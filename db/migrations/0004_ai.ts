@@ -70,7 +70,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .execute();
   for (const t of TEMPLATES) {
-    await db.insertInto('ai_templates').values({ ...t, variables: JSON.stringify(t.variables) }).execute();
+    await db
+      .insertInto('ai_templates')
+      .values({ ...t, variables: JSON.stringify(t.variables) })
+      .execute();
   }
 
   await db.schema
@@ -95,8 +98,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .execute();
   // History pages walk this index (page 500 costs about what page 1 does: see routers/ai/service.ts).
-  await db.schema.createIndex('ai_generations_workspace_idx').on('ai_generations').columns(['workspace_id', 'created_at', 'id']).execute();
-  await db.schema.createIndex('ai_generations_created_idx').on('ai_generations').columns(['created_at', 'id']).execute();
+  await db.schema
+    .createIndex('ai_generations_workspace_idx')
+    .on('ai_generations')
+    .columns(['workspace_id', 'created_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('ai_generations_created_idx')
+    .on('ai_generations')
+    .columns(['created_at', 'id'])
+    .execute();
 
   // One row per workspace and calendar month (UTC): checked and counted in one statement.
   await db.schema

@@ -21,7 +21,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .execute();
-  await db.schema.createIndex('api_keys_workspace_idx').on('api_keys').columns(['workspace_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('api_keys_workspace_idx')
+    .on('api_keys')
+    .columns(['workspace_id', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('webhooks')
@@ -43,7 +47,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .execute();
-  await db.schema.createIndex('webhooks_workspace_idx').on('webhooks').columns(['workspace_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('webhooks_workspace_idx')
+    .on('webhooks')
+    .columns(['workspace_id', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('webhook_deliveries')
@@ -54,7 +62,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     // The domain event it carries (null for test deliveries): one delivery per webhook and event.
     .addColumn('domain_event_id', 'uuid', (c) => c.references('domain_events.id').onDelete('set null'))
     .addColumn('payload', 'jsonb', (c) => c.notNull())
-    .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('pending', 'retrying', 'success', 'failed', 'disabled')`))
+    .addColumn('status', 'text', (c) =>
+      c.notNull().check(sql`status in ('pending', 'retrying', 'success', 'failed', 'disabled')`),
+    )
     .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('request_headers', 'jsonb')
     .addColumn('response_status', 'integer')
@@ -72,7 +82,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .unique()
     .where('domain_event_id', 'is not', null)
     .execute();
-  await db.schema.createIndex('webhook_deliveries_workspace_idx').on('webhook_deliveries').columns(['workspace_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_deliveries_workspace_idx')
+    .on('webhook_deliveries')
+    .columns(['workspace_id', 'created_at', 'id'])
+    .execute();
   // The sweeper's work list: deliveries waiting for a first attempt or a retry.
   await db.schema
     .createIndex('webhook_deliveries_due_idx')
@@ -83,5 +97,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['webhook_deliveries', 'webhooks', 'api_keys']) await db.schema.dropTable(table).ifExists().execute();
+  for (const table of ['webhook_deliveries', 'webhooks', 'api_keys'])
+    await db.schema.dropTable(table).ifExists().execute();
 }

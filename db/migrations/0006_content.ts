@@ -27,7 +27,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('branding_accent_color', 'text')
     .addColumn('logo_file_id', 'uuid', (c) => c.references('files.id').onDelete('set null'))
     .execute();
-  await db.schema.alterTable('users').addColumn('avatar_key', 'text').addColumn('avatar_updated_at', 'timestamptz').execute();
+  await db.schema
+    .alterTable('users')
+    .addColumn('avatar_key', 'text')
+    .addColumn('avatar_updated_at', 'timestamptz')
+    .execute();
 
   await db.schema
     .createTable('analytics_events')
@@ -39,7 +43,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .execute();
   await db.schema.createIndex('analytics_events_created_idx').on('analytics_events').columns(['created_at']).execute();
-  await db.schema.createIndex('analytics_events_name_idx').on('analytics_events').columns(['name', 'created_at']).execute();
+  await db.schema
+    .createIndex('analytics_events_name_idx')
+    .on('analytics_events')
+    .columns(['name', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('contact_messages')
@@ -51,7 +59,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('topic', 'text')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .execute();
-  await db.schema.createIndex('contact_messages_created_idx').on('contact_messages').columns(['created_at', 'id']).execute();
+  await db.schema
+    .createIndex('contact_messages_created_idx')
+    .on('contact_messages')
+    .columns(['created_at', 'id'])
+    .execute();
 
   await db.schema
     .createTable('support_tickets')
@@ -60,21 +72,40 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('workspace_id', 'uuid', (c) => c.references('workspaces.id').onDelete('set null'))
     .addColumn('subject', 'text', (c) => c.notNull())
     .addColumn('message', 'text', (c) => c.notNull())
-    .addColumn('priority', 'text', (c) => c.notNull().defaultTo('NORMAL').check(sql`priority in ('LOW', 'NORMAL', 'HIGH', 'URGENT')`))
-    .addColumn('status', 'text', (c) => c.notNull().defaultTo('OPEN').check(sql`status in ('OPEN', 'PENDING', 'CLOSED')`))
+    .addColumn('priority', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('NORMAL')
+        .check(sql`priority in ('LOW', 'NORMAL', 'HIGH', 'URGENT')`),
+    )
+    .addColumn('status', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('OPEN')
+        .check(sql`status in ('OPEN', 'PENDING', 'CLOSED')`),
+    )
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(now))
     .execute();
-  await db.schema.createIndex('support_tickets_created_idx').on('support_tickets').columns(['created_at', 'id']).execute();
+  await db.schema
+    .createIndex('support_tickets_created_idx')
+    .on('support_tickets')
+    .columns(['created_at', 'id'])
+    .execute();
 
   // Search: full-text indexes over what a workspace can search (its generations and templates).
-  await sql`create index ai_generations_search_idx on ai_generations using gin (to_tsvector('simple', prompt || ' ' || output))`.execute(db);
-  await sql`create index ai_templates_search_idx on ai_templates using gin (to_tsvector('simple', name || ' ' || description || ' ' || body))`.execute(db);
+  await sql`create index ai_generations_search_idx on ai_generations using gin (to_tsvector('simple', prompt || ' ' || output))`.execute(
+    db,
+  );
+  await sql`create index ai_templates_search_idx on ai_templates using gin (to_tsvector('simple', name || ' ' || description || ' ' || body))`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
   await sql`drop index if exists ai_templates_search_idx`.execute(db);
   await sql`drop index if exists ai_generations_search_idx`.execute(db);
-  for (const table of ['support_tickets', 'contact_messages', 'analytics_events']) await db.schema.dropTable(table).ifExists().execute();
+  for (const table of ['support_tickets', 'contact_messages', 'analytics_events'])
+    await db.schema.dropTable(table).ifExists().execute();
   await db.schema.alterTable('users').dropColumn('avatar_updated_at').dropColumn('avatar_key').execute();
   await db.schema
     .alterTable('workspaces')

@@ -8,7 +8,10 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('ai_usage_counters').addColumn('tokens', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('ai_usage_counters')
+    .addColumn('tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+    .execute();
   // Back-fill from the generations, as the column held them.
   await sql`update ai_usage_counters c set tokens = coalesce((
       select sum(g.prompt_tokens + g.completion_tokens) from ai_generations g

@@ -11,8 +11,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     from (select id, lead(created_at) over (partition by family_id order by created_at, id) as next_issued_at
           from refresh_tokens) n
     where n.id = t.id and n.next_issued_at is not null`.execute(db);
-  await sql`create unique index refresh_tokens_newest_idx on refresh_tokens (family_id) where superseded_at is null`
-    .execute(db);
+  await sql`create unique index refresh_tokens_newest_idx on refresh_tokens (family_id) where superseded_at is null`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

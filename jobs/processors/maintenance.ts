@@ -30,8 +30,14 @@ const KEEP_MS = 7 * 86_400_000;
 export async function cleanUpExpiredTokens(db: Kysely<Database>) {
   const before = new Date(Date.now() - KEEP_MS);
   const [refresh, userTokens, invitations] = await Promise.all([
-    db.deleteFrom('refresh_tokens').where((eb) => eb.or([eb('expires_at', '<', before), eb('revoked_at', '<', before)])).executeTakeFirst(),
-    db.deleteFrom('user_tokens').where((eb) => eb.or([eb('expires_at', '<', before), eb('used_at', '<', before)])).executeTakeFirst(),
+    db
+      .deleteFrom('refresh_tokens')
+      .where((eb) => eb.or([eb('expires_at', '<', before), eb('revoked_at', '<', before)]))
+      .executeTakeFirst(),
+    db
+      .deleteFrom('user_tokens')
+      .where((eb) => eb.or([eb('expires_at', '<', before), eb('used_at', '<', before)]))
+      .executeTakeFirst(),
     db
       .deleteFrom('workspace_invitations')
       .where('accepted_at', 'is', null)

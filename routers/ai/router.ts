@@ -24,7 +24,14 @@ const activeOrNamed = { orActiveWorkspace: true };
 
 export const aiRouter = router({
   providerStatus: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/ai/provider-status', tags, summary: 'Active provider, model, configured flag, demo restriction' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/ai/provider-status',
+        tags,
+        summary: 'Active provider, model, configured flag, demo restriction',
+      },
+    })
     .input(z.void())
     .output(providerStatusOutput)
     .query(({ ctx }) => ai.providerStatus(ctx, ctx.user)),
@@ -42,7 +49,21 @@ export const aiRouter = router({
     .query(({ ctx, input }) => ai.getTemplate(ctx.db, input.templateId)),
 
   generate: workspaceProcedure('ai.generate', activeOrNamed)
-    .meta({ openapi: { method: 'POST', path: '/ai/generate', tags, summary: 'Generate text for a workspace (body or query workspaceId, else the active one)' }, errors: ['AI_MONTHLY_LIMIT_REACHED', 'AI_PROVIDER_ERROR', 'AI_PROVIDER_NOT_CONFIGURED', 'DEMO_GENERATION_DISABLED', 'TEST_ACCOUNT_LIMIT_REACHED'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/ai/generate',
+        tags,
+        summary: 'Generate text for a workspace (body or query workspaceId, else the active one)',
+      },
+      errors: [
+        'AI_MONTHLY_LIMIT_REACHED',
+        'AI_PROVIDER_ERROR',
+        'AI_PROVIDER_NOT_CONFIGURED',
+        'DEMO_GENERATION_DISABLED',
+        'TEST_ACCOUNT_LIMIT_REACHED',
+      ],
+    })
     .input(generateInput)
     .output(generateOutput)
     .mutation(({ ctx, input }) => ai.generate(ctx, ctx.workspace, ctx.user, input)),
@@ -54,31 +75,73 @@ export const aiRouter = router({
     .query(({ ctx, input }) => ai.history(ctx, ctx.workspace.id, ctx.user, input)),
 
   usage: workspaceProcedure('ai.view_usage', activeOrNamed)
-    .meta({ openapi: { method: 'GET', path: '/ai/usage', tags, summary: 'This month: used, limit and its source, remaining, reset date, tokens, by model' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/ai/usage',
+        tags,
+        summary: 'This month: used, limit and its source, remaining, reset date, tokens, by model',
+      },
+    })
     .input(usageInput)
     .output(usageOutput)
     .query(({ ctx }) => ai.usage(ctx, ctx.workspace, ctx.user)),
 
   workspaceGenerate: workspaceProcedure('ai.generate')
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/ai/generate', tags, summary: 'Generate text in this workspace' }, errors: ['AI_MONTHLY_LIMIT_REACHED', 'AI_PROVIDER_ERROR', 'AI_PROVIDER_NOT_CONFIGURED', 'DEMO_GENERATION_DISABLED', 'TEST_ACCOUNT_LIMIT_REACHED'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/ai/generate',
+        tags,
+        summary: 'Generate text in this workspace',
+      },
+      errors: [
+        'AI_MONTHLY_LIMIT_REACHED',
+        'AI_PROVIDER_ERROR',
+        'AI_PROVIDER_NOT_CONFIGURED',
+        'DEMO_GENERATION_DISABLED',
+        'TEST_ACCOUNT_LIMIT_REACHED',
+      ],
+    })
     .input(workspaceGenerateInput)
     .output(generateOutput)
     .mutation(({ ctx, input }) => ai.generate(ctx, ctx.workspace, ctx.user, input)),
 
   workspaceGenerations: workspaceProcedure('ai.view')
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/ai/generations', tags, summary: "This workspace's generations, newest first" } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/ai/generations',
+        tags,
+        summary: "This workspace's generations, newest first",
+      },
+    })
     .input(workspaceHistoryInput)
     .output(historyOutput)
     .query(({ ctx, input }) => ai.history(ctx, ctx.workspace.id, ctx.user, input)),
 
   workspaceUsage: workspaceProcedure('ai.view_usage')
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/ai/usage', tags, summary: "This workspace's usage this month" } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/ai/usage',
+        tags,
+        summary: "This workspace's usage this month",
+      },
+    })
     .input(workspaceInput)
     .output(usageOutput)
     .query(({ ctx }) => ai.usage(ctx, ctx.workspace, ctx.user)),
 
   adminUsage: platformProcedure('admin.ai_usage.view')
-    .meta({ openapi: { method: 'GET', path: '/admin/ai-usage', tags: ['Admin'], summary: 'Platform AI usage: totals, by provider and model, by workspace, recent' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/ai-usage',
+        tags: ['Admin'],
+        summary: 'Platform AI usage: totals, by provider and model, by workspace, recent',
+      },
+    })
     .input(z.void())
     .output(adminUsageOutput)
     .query(({ ctx }) => ai.adminUsage(ctx.db)),

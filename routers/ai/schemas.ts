@@ -20,7 +20,9 @@ const generationFields = {
     .regex(/^[A-Za-z0-9][\w.:/-]{0,99}$/, { error: 'A model name: letters, digits and . : / - _ (at most 100).' })
     .optional(),
   temperature: exact(z.number().min(0).max(2)).optional(),
-  maxTokens: exact(z.number().int().min(1).max(4096)).optional().meta({ description: 'Longest answer, in tokens (default 1024).' }),
+  maxTokens: exact(z.number().int().min(1).max(4096))
+    .optional()
+    .meta({ description: 'Longest answer, in tokens (default 1024).' }),
 };
 
 export const generateInput = z.object({
@@ -55,10 +57,19 @@ export const usageOutput = z.object({
   period: z.object({ start: isoDate, resetsAt: isoDate }),
   used: z.number().int(),
   limit: z.number().int(),
-  limitSource: z.enum(['PLAN', 'SYSTEM', 'TEST_ACCOUNT']).meta({ description: 'Which limit is the smallest, and so applies.' }),
+  limitSource: z
+    .enum(['PLAN', 'SYSTEM', 'TEST_ACCOUNT'])
+    .meta({ description: 'Which limit is the smallest, and so applies.' }),
   remaining: z.number().int(),
   tokens: z.number().int(),
-  byModel: z.array(z.object({ provider: z.enum(AI_PROVIDERS), model: z.string(), generations: z.number().int(), tokens: z.number().int() })),
+  byModel: z.array(
+    z.object({
+      provider: z.enum(AI_PROVIDERS),
+      model: z.string(),
+      generations: z.number().int(),
+      tokens: z.number().int(),
+    }),
+  ),
 });
 
 export const generateOutput = generationOutput.extend({
@@ -91,9 +102,23 @@ export const providerStatusOutput = z.object({
 
 export const adminUsageOutput = z.object({
   period: z.object({ start: isoDate, resetsAt: isoDate }),
-  totals: z.object({ generationsThisMonth: z.number().int(), tokensThisMonth: z.number().int(), generationsAllTime: z.number().int(), failedThisMonth: z.number().int() }),
-  byProvider: z.array(z.object({ provider: z.enum(AI_PROVIDERS), model: z.string(), generations: z.number().int(), tokens: z.number().int() })),
-  byWorkspace: z.array(z.object({ workspaceId: z.uuid(), name: z.string(), generations: z.number().int(), tokens: z.number().int() })),
+  totals: z.object({
+    generationsThisMonth: z.number().int(),
+    tokensThisMonth: z.number().int(),
+    generationsAllTime: z.number().int(),
+    failedThisMonth: z.number().int(),
+  }),
+  byProvider: z.array(
+    z.object({
+      provider: z.enum(AI_PROVIDERS),
+      model: z.string(),
+      generations: z.number().int(),
+      tokens: z.number().int(),
+    }),
+  ),
+  byWorkspace: z.array(
+    z.object({ workspaceId: z.uuid(), name: z.string(), generations: z.number().int(), tokens: z.number().int() }),
+  ),
   recent: z.array(
     z.object({
       id: z.uuid(),

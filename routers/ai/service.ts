@@ -28,7 +28,12 @@ export interface AiDeps {
 const DEFAULT_MAX_TOKENS = 1024;
 
 /** Monthly generations of each edition when the workspace's plan limits do not say. */
-const EDITION_GENERATIONS: Record<Edition, number | undefined> = { LITE: 20, PRO: 500, ENTERPRISE: 5000, CUSTOM: undefined };
+const EDITION_GENERATIONS: Record<Edition, number | undefined> = {
+  LITE: 20,
+  PRO: 500,
+  ENTERPRISE: 5000,
+  CUSTOM: undefined,
+};
 
 // ---------------------------------------------------------------- periods
 
@@ -42,25 +47,48 @@ export function monthOf(now = new Date()) {
 // ---------------------------------------------------------------- templates
 
 export async function listTemplates(db: Db) {
-  const rows = await db.selectFrom('ai_templates').selectAll().where('is_active', '=', true).orderBy('category').orderBy('name').execute();
+  const rows = await db
+    .selectFrom('ai_templates')
+    .selectAll()
+    .where('is_active', '=', true)
+    .orderBy('category')
+    .orderBy('name')
+    .execute();
   return { items: rows.map(toTemplate) };
 }
 
 export async function getTemplate(db: Db, templateId: string) {
-  const row = await db.selectFrom('ai_templates').selectAll().where('id', '=', templateId).where('is_active', '=', true).executeTakeFirst();
+  const row = await db
+    .selectFrom('ai_templates')
+    .selectAll()
+    .where('id', '=', templateId)
+    .where('is_active', '=', true)
+    .executeTakeFirst();
   if (!row) throw new AppError('NOT_FOUND', 'Template not found. GET /ai/templates lists the available templates.');
   return toTemplate(row);
 }
 
 function toTemplate(t: Selectable<Database['ai_templates']>) {
-  return { id: t.id, slug: t.slug, name: t.name, description: t.description, category: t.category, body: t.body, variables: t.variables };
+  return {
+    id: t.id,
+    slug: t.slug,
+    name: t.name,
+    description: t.description,
+    category: t.category,
+    body: t.body,
+    variables: t.variables,
+  };
 }
 
 /**
  * The template's body with its {{variables}} filled. Without `variables` at all, the prompt fills them
  * (the simple use: pick a template, type the subject); with `variables`, a missing one is a 400 naming it.
  */
-function fillTemplate(template: { body: string; variables: string[] }, values: Record<string, string> | undefined, prompt: string) {
+function fillTemplate(
+  template: { body: string; variables: string[] },
+  values: Record<string, string> | undefined,
+  prompt: string,
+) {
   if (values === undefined) values = Object.fromEntries(template.variables.map((v) => [v, prompt]));
   const missing = template.variables.filter((v) => !values[v]?.trim());
   if (missing.length) {
@@ -70,7 +98,10 @@ function fillTemplate(template: { body: string; variables: string[] }, values: R
       missing.map((m) => ({ path: `variables.${m}`, message: 'Required by the template', code: 'missing_variable' })),
     );
   }
-  return template.body.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name: string) => values[name] ?? whole);
+  return template.body.replace(
+    /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g,
+    (whole, name: string) => values[name] ?? whole,
+  );
 }
 
 // ---------------------------------------------------------------- limits
@@ -82,7 +113,10 @@ export interface EffectiveLimit {
 
 /** The effective monthly limit of a workspace: its plan's (from the membership loaded with the caller)
  * or the service's AI_MONTHLY_GENERATION_LIMIT, whichever is smaller. */
-function workspaceLimit(config: Pick<Config, 'AI_MONTHLY_GENERATION_LIMIT'>, workspace: Pick<WorkspaceAccess, 'edition' | 'limits'>): EffectiveLimit {
+function workspaceLimit(
+  config: Pick<Config, 'AI_MONTHLY_GENERATION_LIMIT'>,
+  workspace: Pick<WorkspaceAccess, 'edition' | 'limits'>,
+): EffectiveLimit {
   const plan = workspace.limits.aiMonthlyGenerations ?? EDITION_GENERATIONS[workspace.edition];
   const system = config.AI_MONTHLY_GENERATION_LIMIT;
   return plan !== undefined && plan < system ? { limit: plan, source: 'PLAN' } : { limit: system, source: 'SYSTEM' };
@@ -95,7 +129,20 @@ const keyColumnOf = (table: CounterTable) => (table === 'ai_usage_counters' ? 'w
 
 type NewGeneration = Pick<
   Selectable<AiGenerationsTable>,
-  'id' | 'workspace_id' | 'user_id' | 'template_id' | 'provider' | 'model' | 'prompt' | 'system_prompt' | 'temperature' | 'output' | 'status' | 'prompt_tokens' | 'completion_tokens' | 'duration_ms'
+  | 'id'
+  | 'workspace_id'
+  | 'user_id'
+  | 'template_id'
+  | 'provider'
+  | 'model'
+  | 'prompt'
+  | 'system_prompt'
+  | 'temperature'
+  | 'output'
+  | 'status'
+  | 'prompt_tokens'
+  | 'completion_tokens'
+  | 'duration_ms'
 >;
 
 /** What the database adds to a stored generation (the temperature as the real column holds it). */
@@ -155,7 +202,11 @@ function insertGenerations(items: readonly NewGeneration[], whenReserved = false
  * granted. Answers the count including them (and what was stored), or undefined when they do not all fit
  * (then nothing is counted or stored).
  */
-async function reserveMany(db: Db, r: Reservation, members: readonly Reservation[]): Promise<{ used: number; stored: Map<string, Stored> } | undefined> {
+async function reserveMany(
+  db: Db,
+  r: Reservation,
+  members: readonly Reservation[],
+): Promise<{ used: number; stored: Map<string, Stored> } | undefined> {
   const n = members.length;
   const keyColumn = keyColumnOf(r.table);
   const upsert = sql`insert into ${sql.table(r.table)} (${sql.ref(keyColumn)}, period, generations) values (${r.key}, ${r.period}, ${n})
@@ -234,7 +285,8 @@ async function release(db: Db, table: CounterTable, key: string, period: string)
  * waiting for.
  */
 async function storeSucceeded(db: Db, items: readonly NewGeneration[]) {
-  const { rows } = await sql<Stored>`with ${insertGenerations(items)} select id, temperature, created_at from generation`.execute(db);
+  const { rows } =
+    await sql<Stored>`with ${insertGenerations(items)} select id, temperature, created_at from generation`.execute(db);
   return rows;
 }
 
@@ -246,7 +298,14 @@ const recordSucceeded = batched<NewGeneration, Stored>(async (db, inputs) => {
     return inputs.map((i) => rows.get(i.id) ?? new Error('the generation was not stored'));
   } catch (err) {
     if (inputs.length === 1) return [err as Error];
-    return Promise.all(inputs.map((i) => storeSucceeded(db, [i]).then(([row]) => row, (e: Error) => e)));
+    return Promise.all(
+      inputs.map((i) =>
+        storeSucceeded(db, [i]).then(
+          ([row]) => row,
+          (e: Error) => e,
+        ),
+      ),
+    );
   }
 });
 
@@ -295,7 +354,10 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
     );
   }
   if (!deps.ai.configured) {
-    throw new AppError('AI_PROVIDER_NOT_CONFIGURED', `AI generation is not available: ${deps.ai.name} is selected but its API key is not set. Please contact support.`);
+    throw new AppError(
+      'AI_PROVIDER_NOT_CONFIGURED',
+      `AI generation is not available: ${deps.ai.name} is selected but its API key is not set. Please contact support.`,
+    );
   }
   const template = input.templateId ? await getTemplate(db, input.templateId) : undefined;
   const prompt = !template
@@ -304,7 +366,13 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
       ? fillTemplate(template, undefined, input.prompt)
       : `${fillTemplate(template, input.variables, input.prompt)}\n\n${input.prompt}`;
   const model = input.model ?? config.AI_DEFAULT_MODEL ?? deps.ai.defaultModel;
-  const request = { prompt, systemPrompt: input.systemPrompt, model, temperature: input.temperature, maxTokens: input.maxTokens ?? DEFAULT_MAX_TOKENS };
+  const request = {
+    prompt,
+    systemPrompt: input.systemPrompt,
+    model,
+    temperature: input.temperature,
+    maxTokens: input.maxTokens ?? DEFAULT_MAX_TOKENS,
+  };
   const base = {
     workspace_id: workspace.id,
     user_id: user.id,
@@ -332,7 +400,10 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
 
   const { period } = monthOf();
   const testAccount = isTestAccount(config, user.email);
-  if (testAccount && (await reserve(db, 'ai_user_usage_counters', user.id, period, config.AI_TEST_USER_MONTHLY_LIMIT)) === undefined) {
+  if (
+    testAccount &&
+    (await reserve(db, 'ai_user_usage_counters', user.id, period, config.AI_TEST_USER_MONTHLY_LIMIT)) === undefined
+  ) {
     throw new AppError(
       'TEST_ACCOUNT_LIMIT_REACHED',
       `The test account limit is reached: test accounts may generate ${config.AI_TEST_USER_MONTHLY_LIMIT} times a month.`,
@@ -367,10 +438,19 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
     await release(db, 'ai_usage_counters', workspace.id, period);
     await releaseTestAccount();
     if (err instanceof AppError && err.status === ERROR_STATUS.AI_PROVIDER_ERROR) {
-      deps.logger.warn({ provider: deps.ai.name, model, cause: (err as { detail?: unknown }).detail }, 'AI provider failed');
+      deps.logger.warn(
+        { provider: deps.ai.name, model, cause: (err as { detail?: unknown }).detail },
+        'AI provider failed',
+      );
       await db
         .insertInto('ai_generations')
-        .values({ ...base, status: 'FAILED', error_code: 'AI_PROVIDER_ERROR', prompt_tokens: estimateTokens(prompt), duration_ms: Math.round(performance.now() - started) })
+        .values({
+          ...base,
+          status: 'FAILED',
+          error_code: 'AI_PROVIDER_ERROR',
+          prompt_tokens: estimateTokens(prompt),
+          duration_ms: Math.round(performance.now() - started),
+        })
         .execute();
     }
     throw err;
@@ -380,9 +460,20 @@ export async function generate(deps: AiDeps, workspace: WorkspaceAccess, user: C
 // ---------------------------------------------------------------- history and usage
 
 const SAMPLES = [
-  { prompt: 'Write an outline for a blog post about remote onboarding for engineering managers.', output: 'Title: Onboarding remote engineers in 30 days\n1. Before day one\n2. The first week\n3. The first month\n4. Measuring success' },
-  { prompt: 'Write a product description of about 120 words for a standing desk.', output: 'Work the way your body wants to: the desk rises from 70 to 120 cm in eight quiet seconds and remembers four heights...' },
-  { prompt: 'Summarise the following text in 3 bullet points: our Q3 results.', output: '- Revenue grew 18% to 4.2 M\n- Churn fell to 2.1%\n- Two new enterprise customers signed' },
+  {
+    prompt: 'Write an outline for a blog post about remote onboarding for engineering managers.',
+    output:
+      'Title: Onboarding remote engineers in 30 days\n1. Before day one\n2. The first week\n3. The first month\n4. Measuring success',
+  },
+  {
+    prompt: 'Write a product description of about 120 words for a standing desk.',
+    output:
+      'Work the way your body wants to: the desk rises from 70 to 120 cm in eight quiet seconds and remembers four heights...',
+  },
+  {
+    prompt: 'Summarise the following text in 3 bullet points: our Q3 results.',
+    output: '- Revenue grew 18% to 4.2 M\n- Churn fell to 2.1%\n- Two new enterprise customers signed',
+  },
 ];
 
 /**
@@ -392,14 +483,32 @@ const SAMPLES = [
  */
 async function ensureSamples(db: Db, workspaceId: string) {
   const hasSamples = (q: Db) =>
-    q.selectFrom('ai_generations').select('id').where('workspace_id', '=', workspaceId).where('is_sample', '=', true).limit(1).executeTakeFirst();
+    q
+      .selectFrom('ai_generations')
+      .select('id')
+      .where('workspace_id', '=', workspaceId)
+      .where('is_sample', '=', true)
+      .limit(1)
+      .executeTakeFirst();
   if (await hasSamples(db)) return;
   await db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(hashtext(${`ai-samples:${workspaceId}`}))`.execute(trx);
     if (await hasSamples(trx)) return;
     await trx
       .insertInto('ai_generations')
-      .values(SAMPLES.map((s) => ({ workspace_id: workspaceId, provider: 'MOCK' as const, model: 'sample', prompt: s.prompt, output: s.output, status: 'SUCCEEDED' as const, is_sample: true, prompt_tokens: estimateTokens(s.prompt), completion_tokens: estimateTokens(s.output) })))
+      .values(
+        SAMPLES.map((s) => ({
+          workspace_id: workspaceId,
+          provider: 'MOCK' as const,
+          model: 'sample',
+          prompt: s.prompt,
+          output: s.output,
+          status: 'SUCCEEDED' as const,
+          is_sample: true,
+          prompt_tokens: estimateTokens(s.prompt),
+          completion_tokens: estimateTokens(s.output),
+        })),
+      )
       .execute();
   });
 }
@@ -408,7 +517,12 @@ async function ensureSamples(db: Db, workspaceId: string) {
  * Newest first. The page is chosen on the (workspace_id, created_at, id) index alone, then its rows are
  * read by id, so a deep page costs about what the first does.
  */
-export async function history(deps: Pick<AiDeps, 'db' | 'config'>, workspaceId: string, user: Caller, page: Pagination) {
+export async function history(
+  deps: Pick<AiDeps, 'db' | 'config'>,
+  workspaceId: string,
+  user: Caller,
+  page: Pagination,
+) {
   const { db, config } = deps;
   const showSamples = config.AI_DEMO_SHOW_SAMPLE_HISTORY && isDemoAccount(config, user.email);
   if (showSamples) await ensureSamples(db, workspaceId);
@@ -418,11 +532,18 @@ export async function history(deps: Pick<AiDeps, 'db' | 'config'>, workspaceId: 
     db
       .selectFrom('ai_generations')
       .selectAll()
-      .where('id', 'in', ids.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)))
+      .where(
+        'id',
+        'in',
+        ids.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)),
+      )
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .execute(),
-    ids.clearSelect().select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+    ids
+      .clearSelect()
+      .select((eb) => eb.fn.countAll<string>().as('total'))
+      .executeTakeFirstOrThrow(),
   ]);
   return pageOf(rows.map(toGeneration), Number(count.total), page);
 }
@@ -432,10 +553,20 @@ export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspace: Work
   const limit = workspaceLimit(deps.config, workspace);
   const { period, start, resetsAt } = monthOf();
   const [counter, byModel, userCounter] = await Promise.all([
-    deps.db.selectFrom('ai_usage_counters').select(['generations']).where('workspace_id', '=', workspaceId).where('period', '=', period).executeTakeFirst(),
+    deps.db
+      .selectFrom('ai_usage_counters')
+      .select(['generations'])
+      .where('workspace_id', '=', workspaceId)
+      .where('period', '=', period)
+      .executeTakeFirst(),
     deps.db
       .selectFrom('ai_generations')
-      .select((eb) => ['provider', 'model', eb.fn.countAll<string>().as('generations'), sql<string>`coalesce(sum(prompt_tokens + completion_tokens), 0)`.as('tokens')])
+      .select((eb) => [
+        'provider',
+        'model',
+        eb.fn.countAll<string>().as('generations'),
+        sql<string>`coalesce(sum(prompt_tokens + completion_tokens), 0)`.as('tokens'),
+      ])
       .where('workspace_id', '=', workspaceId)
       .where('created_at', '>=', start)
       .where('status', '=', 'SUCCEEDED')
@@ -444,14 +575,20 @@ export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspace: Work
       .orderBy('generations', 'desc')
       .execute(),
     isTestAccount(deps.config, user.email)
-      ? deps.db.selectFrom('ai_user_usage_counters').select('generations').where('user_id', '=', user.id).where('period', '=', period).executeTakeFirst()
+      ? deps.db
+          .selectFrom('ai_user_usage_counters')
+          .select('generations')
+          .where('user_id', '=', user.id)
+          .where('period', '=', period)
+          .executeTakeFirst()
       : undefined,
   ]);
   let effective: EffectiveLimit & { used: number } = { ...limit, used: counter?.generations ?? 0 };
   if (isTestAccount(deps.config, user.email)) {
     const testUsed = userCounter?.generations ?? 0;
     const testRemaining = deps.config.AI_TEST_USER_MONTHLY_LIMIT - testUsed;
-    if (testRemaining < limit.limit - effective.used) effective = { limit: deps.config.AI_TEST_USER_MONTHLY_LIMIT, source: 'TEST_ACCOUNT', used: testUsed };
+    if (testRemaining < limit.limit - effective.used)
+      effective = { limit: deps.config.AI_TEST_USER_MONTHLY_LIMIT, source: 'TEST_ACCOUNT', used: testUsed };
   }
   return {
     workspaceId,
@@ -461,7 +598,12 @@ export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspace: Work
     limitSource: effective.source,
     remaining: Math.max(0, effective.limit - effective.used),
     tokens: byModel.reduce((sum, m) => sum + Number(m.tokens), 0),
-    byModel: byModel.map((m) => ({ provider: m.provider, model: m.model, generations: Number(m.generations), tokens: Number(m.tokens) })),
+    byModel: byModel.map((m) => ({
+      provider: m.provider,
+      model: m.model,
+      generations: Number(m.generations),
+      tokens: Number(m.tokens),
+    })),
   };
 }
 
@@ -481,7 +623,10 @@ export function providerStatus(deps: Pick<AiDeps, 'config' | 'ai'>, user: Caller
 /** Platform aggregates for admins: this month's totals, by provider and model, by workspace, recent. */
 export async function adminUsage(db: Db) {
   const { start, resetsAt } = monthOf();
-  const month = db.selectFrom('ai_generations as g').where('g.created_at', '>=', start).where('g.is_sample', '=', false);
+  const month = db
+    .selectFrom('ai_generations as g')
+    .where('g.created_at', '>=', start)
+    .where('g.is_sample', '=', false);
   const tokens = sql<string>`coalesce(sum(g.prompt_tokens + g.completion_tokens), 0)`;
   const [totals, allTime, byProvider, byWorkspace, recent] = await Promise.all([
     month
@@ -489,10 +634,17 @@ export async function adminUsage(db: Db) {
         eb.fn.countAll<string>().filterWhere('g.status', '=', 'SUCCEEDED').as('succeeded'),
         eb.fn.countAll<string>().filterWhere('g.status', '=', 'FAILED').as('failed'),
         // Tokens of successful generations only, as in every other usage figure.
-        sql<string>`coalesce(sum(g.prompt_tokens + g.completion_tokens) filter (where g.status = 'SUCCEEDED'), 0)`.as('tokens'),
+        sql<string>`coalesce(sum(g.prompt_tokens + g.completion_tokens) filter (where g.status = 'SUCCEEDED'), 0)`.as(
+          'tokens',
+        ),
       ])
       .executeTakeFirstOrThrow(),
-    db.selectFrom('ai_generations').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'SUCCEEDED').where('is_sample', '=', false).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('ai_generations')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('status', '=', 'SUCCEEDED')
+      .where('is_sample', '=', false)
+      .executeTakeFirstOrThrow(),
     month
       .select((eb) => ['g.provider', 'g.model', eb.fn.countAll<string>().as('generations'), tokens.as('tokens')])
       .where('g.status', '=', 'SUCCEEDED')
@@ -501,7 +653,12 @@ export async function adminUsage(db: Db) {
       .execute(),
     month
       .innerJoin('workspaces as w', 'w.id', 'g.workspace_id')
-      .select((eb) => ['w.id as workspaceId', 'w.name', eb.fn.countAll<string>().as('generations'), tokens.as('tokens')])
+      .select((eb) => [
+        'w.id as workspaceId',
+        'w.name',
+        eb.fn.countAll<string>().as('generations'),
+        tokens.as('tokens'),
+      ])
       .where('g.status', '=', 'SUCCEEDED')
       .groupBy(['w.id', 'w.name'])
       .orderBy('generations', 'desc')
@@ -509,7 +666,18 @@ export async function adminUsage(db: Db) {
       .execute(),
     db
       .selectFrom('ai_generations')
-      .select(['id', 'workspace_id', 'user_id', 'provider', 'model', 'status', 'prompt_tokens', 'completion_tokens', 'duration_ms', 'created_at'])
+      .select([
+        'id',
+        'workspace_id',
+        'user_id',
+        'provider',
+        'model',
+        'status',
+        'prompt_tokens',
+        'completion_tokens',
+        'duration_ms',
+        'created_at',
+      ])
       .where('is_sample', '=', false)
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
@@ -524,8 +692,18 @@ export async function adminUsage(db: Db) {
       generationsAllTime: Number(allTime.n),
       failedThisMonth: Number(totals.failed),
     },
-    byProvider: byProvider.map((p) => ({ provider: p.provider, model: p.model, generations: Number(p.generations), tokens: Number(p.tokens) })),
-    byWorkspace: byWorkspace.map((w) => ({ workspaceId: w.workspaceId, name: w.name, generations: Number(w.generations), tokens: Number(w.tokens) })),
+    byProvider: byProvider.map((p) => ({
+      provider: p.provider,
+      model: p.model,
+      generations: Number(p.generations),
+      tokens: Number(p.tokens),
+    })),
+    byWorkspace: byWorkspace.map((w) => ({
+      workspaceId: w.workspaceId,
+      name: w.name,
+      generations: Number(w.generations),
+      tokens: Number(w.tokens),
+    })),
     recent: recent.map((r) => ({
       id: r.id,
       workspaceId: r.workspace_id,

@@ -11,13 +11,29 @@ const callerOf = (ctx: Context) =>
 
 export const analyticsRouter = router({
   track: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/analytics/events', tags: ['Analytics'], protect: false, summary: 'Record a product event (202)' }, successStatus: 202 })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/analytics/events',
+        tags: ['Analytics'],
+        protect: false,
+        summary: 'Record a product event (202)',
+      },
+      successStatus: 202,
+    })
     .input(eventInput)
     .output(acceptedOutput)
     .mutation(async ({ ctx, input }) => analytics.trackEvent(ctx.db, input, await callerOf(ctx))),
 
   summary: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/analytics/summary', tags: ['Admin'], summary: 'Events by name and day, top events, unique users (30 days)' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/analytics/summary',
+        tags: ['Admin'],
+        summary: 'Events by name and day, top events, unique users (30 days)',
+      },
+    })
     .input(z.void())
     .output(summaryOutput)
     .query(({ ctx }) => analytics.summary(ctx.db)),

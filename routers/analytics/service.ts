@@ -6,10 +6,16 @@ import type { EventInput } from './schemas.js';
 
 /** Stores an event. A signed-in caller is attributed; a workspace counts only if they belong to it. */
 export async function trackEvent(db: Db, input: EventInput, caller: Principal | undefined) {
-  const workspaceId = input.workspaceId && caller?.memberships.some((m) => m.id === input.workspaceId) ? input.workspaceId : null;
+  const workspaceId =
+    input.workspaceId && caller?.memberships.some((m) => m.id === input.workspaceId) ? input.workspaceId : null;
   await db
     .insertInto('analytics_events')
-    .values({ name: input.name, properties: JSON.stringify(input.properties ?? {}), user_id: caller?.user.id ?? null, workspace_id: workspaceId })
+    .values({
+      name: input.name,
+      properties: JSON.stringify(input.properties ?? {}),
+      user_id: caller?.user.id ?? null,
+      workspace_id: workspaceId,
+    })
     .execute();
   return { accepted: true as const };
 }
@@ -19,10 +25,20 @@ export async function summary(db: Db) {
   const since = new Date(Date.now() - 30 * 86_400_000);
   const recent = db.selectFrom('analytics_events').where('created_at', '>=', since);
   const [totals, top, byDay] = await Promise.all([
-    recent.select((eb) => [eb.fn.countAll<string>().as('events'), sql<string>`count(distinct user_id)`.as('users')]).executeTakeFirstOrThrow(),
-    recent.select((eb) => ['name', eb.fn.countAll<string>().as('count')]).groupBy('name').orderBy('count', 'desc').limit(20).execute(),
     recent
-      .select((eb) => [sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'), eb.fn.countAll<string>().as('count')])
+      .select((eb) => [eb.fn.countAll<string>().as('events'), sql<string>`count(distinct user_id)`.as('users')])
+      .executeTakeFirstOrThrow(),
+    recent
+      .select((eb) => ['name', eb.fn.countAll<string>().as('count')])
+      .groupBy('name')
+      .orderBy('count', 'desc')
+      .limit(20)
+      .execute(),
+    recent
+      .select((eb) => [
+        sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'),
+        eb.fn.countAll<string>().as('count'),
+      ])
       .groupBy(sql`1`)
       .orderBy(sql`1`)
       .execute(),

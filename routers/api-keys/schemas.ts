@@ -24,7 +24,9 @@ export const apiKeyOutput = z.object({
   createdAt: isoDate,
   updatedAt: isoDate,
 });
-export const createdKeyOutput = apiKeyOutput.extend({ rawKey: z.string().meta({ description: 'The key itself: shown this once, never again.' }) });
+export const createdKeyOutput = apiKeyOutput.extend({
+  rawKey: z.string().meta({ description: 'The key itself: shown this once, never again.' }),
+});
 
 export const workspaceInput = z.object({ workspaceId: z.uuid() });
 export const keyInput = workspaceInput.extend({ apiKeyId: z.uuid() });
@@ -32,11 +34,21 @@ export const keyInput = workspaceInput.extend({ apiKeyId: z.uuid() });
 export const createKeyInput = workspaceInput.extend({
   name: keyName,
   scopes,
-  expiresAt: isoDate.refine((d) => new Date(d).getTime() > Date.now(), { error: 'expiresAt must be in the future.' }).optional(),
+  expiresAt: isoDate
+    .refine((d) => new Date(d).getTime() > Date.now(), { error: 'expiresAt must be in the future.' })
+    .optional(),
 });
 
 export const updateKeyInput = keyInput
   .extend({ name: keyName.optional(), scopes: scopes.optional() })
   .refine((i) => i.name !== undefined || i.scopes !== undefined, { error: 'Send name, scopes or both.' });
 
-export const rotateKeyInput = keyInput.extend({ gracePeriodSeconds: exact(z.number().int().min(0).max(7 * 86_400)).default(0) });
+export const rotateKeyInput = keyInput.extend({
+  gracePeriodSeconds: exact(
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 86_400),
+  ).default(0),
+});

@@ -52,7 +52,11 @@ export function toApiKey(k: Selectable<ApiKeysTable>) {
     name: k.name,
     prefix: k.prefix,
     scopes: k.scopes,
-    status: k.revoked_at ? ('REVOKED' as const) : k.expires_at && k.expires_at.getTime() <= now ? ('EXPIRED' as const) : ('ACTIVE' as const),
+    status: k.revoked_at
+      ? ('REVOKED' as const)
+      : k.expires_at && k.expires_at.getTime() <= now
+        ? ('EXPIRED' as const)
+        : ('ACTIVE' as const),
     expiresAt: k.expires_at?.toISOString() ?? null,
     lastUsedAt: k.last_used_at?.toISOString() ?? null,
     createdAt: k.created_at.toISOString(),
@@ -74,14 +78,27 @@ export async function listKeys(db: Db, workspaceId: string) {
   return { items: rows.map(toApiKey) };
 }
 
-async function emit(db: Db, workspaceId: string, type: 'api_key.created' | 'api_key.revoked', key: Selectable<ApiKeysTable>) {
+async function emit(
+  db: Db,
+  workspaceId: string,
+  type: 'api_key.created' | 'api_key.revoked',
+  key: Selectable<ApiKeysTable>,
+) {
   await db
     .insertInto('domain_events')
-    .values({ workspace_id: workspaceId, type, payload: JSON.stringify({ apiKeyId: key.id, name: key.name, prefix: key.prefix, scopes: key.scopes }) })
+    .values({
+      workspace_id: workspaceId,
+      type,
+      payload: JSON.stringify({ apiKeyId: key.id, name: key.name, prefix: key.prefix, scopes: key.scopes }),
+    })
     .execute();
 }
 
-async function insertKey(db: Db, workspaceId: string, fields: { name: string; scopes: ApiKeyScope[]; expiresAt: Date | null; createdBy: string | null }) {
+async function insertKey(
+  db: Db,
+  workspaceId: string,
+  fields: { name: string; scopes: ApiKeyScope[]; expiresAt: Date | null; createdBy: string | null },
+) {
   const rawKey = generateApiKey();
   const row = await db
     .insertInto('api_keys')
@@ -100,10 +117,14 @@ async function insertKey(db: Db, workspaceId: string, fields: { name: string; sc
 }
 
 /** The keys a workspace's plan allows: its limits, else its edition's (0: no API access). */
-const keysAllowed = (workspace: { edition: Edition; limits: unknown }) => (workspace.limits as PlanLimits).apiKeys ?? EDITION_KEYS[workspace.edition];
+const keysAllowed = (workspace: { edition: Edition; limits: unknown }) =>
+  (workspace.limits as PlanLimits).apiKeys ?? EDITION_KEYS[workspace.edition];
 
 const notInPlan = () =>
-  new AppError('API_KEYS_NOT_IN_PLAN', 'API keys are not part of this workspace\u2019s plan. Upgrade to Pro or Enterprise to use the public API.');
+  new AppError(
+    'API_KEYS_NOT_IN_PLAN',
+    'API keys are not part of this workspace\u2019s plan. Upgrade to Pro or Enterprise to use the public API.',
+  );
 
 /**
  * The keys the workspace's plan allows; a plan without API access is refused. With `lock`, the workspace
@@ -134,7 +155,10 @@ export async function createKey(
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
       .executeTakeFirstOrThrow();
     if (Number(active.n) >= limit) {
-      throw new AppError('API_KEY_LIMIT_REACHED', `This workspace\u2019s plan allows ${limit} API keys. Revoke one, or upgrade the plan.`);
+      throw new AppError(
+        'API_KEY_LIMIT_REACHED',
+        `This workspace\u2019s plan allows ${limit} API keys. Revoke one, or upgrade the plan.`,
+      );
     }
     const { row, rawKey } = await insertKey(trx, workspaceId, {
       name: input.name,
@@ -142,7 +166,13 @@ export async function createKey(
       expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
       createdBy: actor.userId,
     });
-    await recordAudit(trx, actor, { action: 'api_key.created', targetType: 'api_key', targetId: row.id, workspaceId, metadata: { name: row.name, prefix: row.prefix, scopes: row.scopes } });
+    await recordAudit(trx, actor, {
+      action: 'api_key.created',
+      targetType: 'api_key',
+      targetId: row.id,
+      workspaceId,
+      metadata: { name: row.name, prefix: row.prefix, scopes: row.scopes },
+    });
     await emit(trx, workspaceId, 'api_key.created', row);
     return { ...toApiKey(row), rawKey };
   });
@@ -162,7 +192,13 @@ async function lockKey(db: Db, workspaceId: string, keyId: string) {
   return key;
 }
 
-export async function updateKey(db: Db, actor: Actor, workspaceId: string, keyId: string, changes: { name?: string; scopes?: ApiKeyScope[] }) {
+export async function updateKey(
+  db: Db,
+  actor: Actor,
+  workspaceId: string,
+  keyId: string,
+  changes: { name?: string; scopes?: ApiKeyScope[] },
+) {
   return db.transaction().execute(async (trx) => {
     await lockKey(trx, workspaceId, keyId);
     const row = await trx
@@ -175,7 +211,13 @@ export async function updateKey(db: Db, actor: Actor, workspaceId: string, keyId
       .where('id', '=', keyId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    await recordAudit(trx, actor, { action: 'api_key.updated', targetType: 'api_key', targetId: keyId, workspaceId, metadata: { fields: Object.keys(changes) } });
+    await recordAudit(trx, actor, {
+      action: 'api_key.updated',
+      targetType: 'api_key',
+      targetId: keyId,
+      workspaceId,
+      metadata: { fields: Object.keys(changes) },
+    });
     return toApiKey(row);
   });
 }
@@ -183,8 +225,19 @@ export async function updateKey(db: Db, actor: Actor, workspaceId: string, keyId
 export async function revokeKey(db: Db, actor: Actor, workspaceId: string, keyId: string) {
   await db.transaction().execute(async (trx) => {
     await lockKey(trx, workspaceId, keyId);
-    const row = await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', '=', keyId).returningAll().executeTakeFirstOrThrow();
-    await recordAudit(trx, actor, { action: 'api_key.revoked', targetType: 'api_key', targetId: keyId, workspaceId, metadata: { prefix: row.prefix } });
+    const row = await trx
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date(), updated_at: new Date() })
+      .where('id', '=', keyId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, actor, {
+      action: 'api_key.revoked',
+      targetType: 'api_key',
+      targetId: keyId,
+      workspaceId,
+      metadata: { prefix: row.prefix },
+    });
     await emit(trx, workspaceId, 'api_key.revoked', row);
   });
   return { message: 'API key revoked.' };
@@ -205,8 +258,10 @@ export async function rotateKey(db: Db, actor: Actor, workspaceId: string, keyId
     const old = await lockKey(trx, workspaceId, keyId);
     await planAllowance(trx, workspaceId, { lock: false });
     const now = new Date();
-    if (old.replaced_by) throw new AppError('INVALID_STATE', 'This key was already rotated: rotate its replacement instead.');
-    if (old.expires_at && old.expires_at <= now) throw new AppError('INVALID_STATE', 'This key has expired: create a new key instead.');
+    if (old.replaced_by)
+      throw new AppError('INVALID_STATE', 'This key was already rotated: rotate its replacement instead.');
+    if (old.expires_at && old.expires_at <= now)
+      throw new AppError('INVALID_STATE', 'This key has expired: create a new key instead.');
     // The key this one replaced stops now, if its grace period is still running.
     await trx
       .updateTable('api_keys')
@@ -216,13 +271,22 @@ export async function rotateKey(db: Db, actor: Actor, workspaceId: string, keyId
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
       .execute();
     const graceEnd = new Date(now.getTime() + gracePeriodSeconds * 1000);
-    const { row, rawKey } = await insertKey(trx, workspaceId, { name: old.name, scopes: old.scopes, expiresAt: old.expires_at, createdBy: actor.userId });
+    const { row, rawKey } = await insertKey(trx, workspaceId, {
+      name: old.name,
+      scopes: old.scopes,
+      expiresAt: old.expires_at,
+      createdBy: actor.userId,
+    });
     const retired = await trx
       .updateTable('api_keys')
       .set(
         gracePeriodSeconds === 0
           ? { replaced_by: row.id, revoked_at: now, updated_at: now }
-          : { replaced_by: row.id, expires_at: old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd, updated_at: now },
+          : {
+              replaced_by: row.id,
+              expires_at: old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd,
+              updated_at: now,
+            },
       )
       .where('id', '=', keyId)
       .returningAll()
@@ -249,9 +313,23 @@ const keyQuery = compiledOnce((db, keyHashes: string[]) =>
     .selectFrom('api_keys as k')
     .innerJoin('workspaces as w', 'w.id', 'k.workspace_id')
     .select([
-      'k.id', 'k.workspace_id', 'k.name', 'k.prefix', 'k.scopes', 'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'k.created_at', 'k.updated_at',
-      'k.key_hash', 'k.created_by', 'w.name as workspace_name', 'w.status as workspace_status', 'w.deleted_at as workspace_deleted_at',
-      'w.edition', 'w.limits',
+      'k.id',
+      'k.workspace_id',
+      'k.name',
+      'k.prefix',
+      'k.scopes',
+      'k.expires_at',
+      'k.revoked_at',
+      'k.last_used_at',
+      'k.created_at',
+      'k.updated_at',
+      'k.key_hash',
+      'k.created_by',
+      'w.name as workspace_name',
+      'w.status as workspace_status',
+      'w.deleted_at as workspace_deleted_at',
+      'w.edition',
+      'w.limits',
     ])
     .where(sql<boolean>`k.key_hash = any(${keyHashes})`),
 );
@@ -273,7 +351,8 @@ export async function authenticateApiKey(db: Db, raw: string | undefined): Promi
   const hash = hashKey(raw);
   const key = await keyLookup(db, hash);
   const now = Date.now();
-  if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= now) || key.workspace_deleted_at) throw unauthorized;
+  if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= now) || key.workspace_deleted_at)
+    throw unauthorized;
   if (key.workspace_status !== 'ACTIVE') {
     throw new AppError('WORKSPACE_UNAVAILABLE', `The workspace of this key is ${key.workspace_status.toLowerCase()}.`);
   }
@@ -288,7 +367,9 @@ export async function authenticateApiKey(db: Db, raw: string | undefined): Promi
       .updateTable('api_keys')
       .set({ last_used_at: new Date(now) })
       .where('id', '=', key.id)
-      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now - LAST_USED_EVERY_MS))]))
+      .where((eb) =>
+        eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now - LAST_USED_EVERY_MS))]),
+      )
       .execute();
   }
   return key;

@@ -5,13 +5,27 @@ import { listAudit } from './service.js';
 
 export const auditRouter = router({
   admin: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/audit-logs', tags: ['Admin'], summary: 'The audit log, filtered and paginated' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/audit-logs',
+        tags: ['Admin'],
+        summary: 'The audit log, filtered and paginated',
+      },
+    })
     .input(adminAuditInput)
     .output(auditPageOutput)
     .query(({ ctx, input: { page, limit, ...filters } }) => listAudit(ctx.db, filters, { page, limit })),
 
   workspace: workspaceProcedure('audit.view')
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/audit-logs', tags: ['Workspaces'], summary: "A workspace's audit log" } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/audit-logs',
+        tags: ['Workspaces'],
+        summary: "A workspace's audit log",
+      },
+    })
     .input(workspaceAuditInput)
     .output(auditPageOutput)
     .query(({ ctx, input: { page, limit, workspaceId: _, ...filters } }) =>

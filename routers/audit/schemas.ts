@@ -9,7 +9,9 @@ export const auditFiltersInput = paginationInput.extend({
   to: z.iso.datetime({ offset: true }).optional().meta({ description: 'Entries before this time.' }),
 });
 
-export const adminAuditInput = auditFiltersInput.extend({ workspaceId: z.uuid().optional().meta({ description: 'Only entries of this workspace.' }) });
+export const adminAuditInput = auditFiltersInput.extend({
+  workspaceId: z.uuid().optional().meta({ description: 'Only entries of this workspace.' }),
+});
 export const workspaceAuditInput = auditFiltersInput.extend({ workspaceId: z.uuid() });
 
 export const auditEntryOutput = z.object({

@@ -50,7 +50,9 @@ export interface Actor {
   ip: string | null;
 }
 
-export function actorOf(ctx: Pick<RequestMeta, 'requestId' | 'ip'> & { user?: { id: string; email: string } | null }): Actor {
+export function actorOf(
+  ctx: Pick<RequestMeta, 'requestId' | 'ip'> & { user?: { id: string; email: string } | null },
+): Actor {
   return { userId: ctx.user?.id ?? null, email: ctx.user?.email ?? null, requestId: ctx.requestId, ip: ctx.ip };
 }
 

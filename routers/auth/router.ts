@@ -28,7 +28,13 @@ export const authRouter = router({
   register: publicProcedure
     .meta({
       rateLimit: 'auth',
-      openapi: { method: 'POST', path: '/auth/register', tags, protect: false, summary: 'Create an account and its personal workspace' },
+      openapi: {
+        method: 'POST',
+        path: '/auth/register',
+        tags,
+        protect: false,
+        summary: 'Create an account and its personal workspace',
+      },
       errors: ['EMAIL_TAKEN', 'WEAK_PASSWORD'],
       successStatus: 201,
     })
@@ -54,13 +60,30 @@ export const authRouter = router({
     .mutation(({ ctx, input }) => auth.countedLogin(ctx, input, ctx, signInAttempts(ctx))),
 
   refresh: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/refresh', tags, protect: false, summary: 'Rotate a refresh token for a new token pair' }, errors: ['UNAUTHORIZED', 'USER_SUSPENDED'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/auth/refresh',
+        tags,
+        protect: false,
+        summary: 'Rotate a refresh token for a new token pair',
+      },
+      errors: ['UNAUTHORIZED', 'USER_SUSPENDED'],
+    })
     .input(refreshTokenInput)
     .output(tokenPairOutput)
     .mutation(({ ctx, input }) => rotateRefreshToken(ctx, input.refreshToken, ctx)),
 
   logout: publicProcedure
-    .meta({ openapi: { method: 'POST', path: '/auth/logout', tags, protect: false, summary: 'Revoke a refresh token and its session' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/auth/logout',
+        tags,
+        protect: false,
+        summary: 'Revoke a refresh token and its session',
+      },
+    })
     .input(refreshTokenInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.logout(ctx, input.refreshToken)),
@@ -72,25 +95,63 @@ export const authRouter = router({
     .query(({ ctx }) => auth.me(ctx)),
 
   forgotPassword: publicProcedure
-    .meta({ rateLimit: 'auth', openapi: { method: 'POST', path: '/auth/forgot-password', tags, protect: false, summary: 'Mail a password reset link' } })
+    .meta({
+      rateLimit: 'auth',
+      openapi: {
+        method: 'POST',
+        path: '/auth/forgot-password',
+        tags,
+        protect: false,
+        summary: 'Mail a password reset link',
+      },
+    })
     .input(emailInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.forgotPassword(ctx, input)),
 
   resetPassword: publicProcedure
-    .meta({ rateLimit: 'auth', openapi: { method: 'POST', path: '/auth/reset-password', tags, protect: false, summary: 'Set a new password with a reset token' }, errors: ['INVALID_TOKEN', 'WEAK_PASSWORD'] })
+    .meta({
+      rateLimit: 'auth',
+      openapi: {
+        method: 'POST',
+        path: '/auth/reset-password',
+        tags,
+        protect: false,
+        summary: 'Set a new password with a reset token',
+      },
+      errors: ['INVALID_TOKEN', 'WEAK_PASSWORD'],
+    })
     .input(resetPasswordInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.resetPassword(ctx, input, ctx)),
 
   resendVerification: publicProcedure
-    .meta({ rateLimit: 'auth', openapi: { method: 'POST', path: '/auth/resend-verification', tags, protect: false, summary: 'Mail a new e-mail verification link' } })
+    .meta({
+      rateLimit: 'auth',
+      openapi: {
+        method: 'POST',
+        path: '/auth/resend-verification',
+        tags,
+        protect: false,
+        summary: 'Mail a new e-mail verification link',
+      },
+    })
     .input(emailInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.resendVerification(ctx, input)),
 
   verifyEmail: publicProcedure
-    .meta({ rateLimit: 'auth', openapi: { method: 'POST', path: '/auth/verify-email', tags, protect: false, summary: 'Verify an e-mail address with a token' }, errors: ['INVALID_TOKEN'] })
+    .meta({
+      rateLimit: 'auth',
+      openapi: {
+        method: 'POST',
+        path: '/auth/verify-email',
+        tags,
+        protect: false,
+        summary: 'Verify an e-mail address with a token',
+      },
+      errors: ['INVALID_TOKEN'],
+    })
     .input(tokenInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.verifyEmail(ctx, input)),

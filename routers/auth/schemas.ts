@@ -68,7 +68,15 @@ export const registerOutput = z.object({ user: userOutput, workspace: workspaceS
 export const messageOutput = z.object({ message: z.string() });
 
 export type { UserRow };
-export const USER_COLUMNS = ['id', 'email', 'name', 'status', 'platform_role', 'email_verified_at', 'created_at'] as const;
+export const USER_COLUMNS = [
+  'id',
+  'email',
+  'name',
+  'status',
+  'platform_role',
+  'email_verified_at',
+  'created_at',
+] as const;
 
 export function toUserOutput(u: UserRow): z.infer<typeof userOutput> {
   return {

@@ -17,13 +17,17 @@ type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'passwords'>;
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
-
 /** Creates a single-use token of `kind` and returns the raw value (only its SHA-256 is stored). */
 async function createUserToken(db: Kysely<Database>, userId: string, kind: UserTokenKind, ttlSeconds: number) {
   const token = randomToken(32);
   await db
     .insertInto('user_tokens')
-    .values({ user_id: userId, kind, token_hash: sha256Hex(token), expires_at: new Date(Date.now() + ttlSeconds * 1000) })
+    .values({
+      user_id: userId,
+      kind,
+      token_hash: sha256Hex(token),
+      expires_at: new Date(Date.now() + ttlSeconds * 1000),
+    })
     .execute();
   return token;
 }
@@ -41,7 +45,8 @@ async function consumeUserToken(db: Kysely<Database>, token: string, kind: UserT
     .executeTakeFirst();
 }
 
-const invalidToken = (what: string) => new AppError('INVALID_TOKEN', `This ${what} link is invalid, expired or already used.`);
+const invalidToken = (what: string) =>
+  new AppError('INVALID_TOKEN', `This ${what} link is invalid, expired or already used.`);
 
 /** The user, a personal workspace (OWNER, edition LITE) and a verification mail. */
 export async function register(deps: Deps, input: { email: string; password: string; name: string }) {
@@ -56,7 +61,12 @@ export async function register(deps: Deps, input: { email: string; password: str
       .executeTakeFirst();
     if (!user) throw new AppError('EMAIL_TAKEN', 'An account with this e-mail address already exists.');
     const workspace = await createPersonalWorkspace(trx, user);
-    const verificationToken = await createUserToken(trx, user.id, 'EMAIL_VERIFICATION', deps.config.EMAIL_VERIFICATION_TTL);
+    const verificationToken = await createUserToken(
+      trx,
+      user.id,
+      'EMAIL_VERIFICATION',
+      deps.config.EMAIL_VERIFICATION_TTL,
+    );
     return { user, workspace, verificationToken };
   });
   await sendVerificationMail(deps, user, verificationToken);
@@ -64,7 +74,10 @@ export async function register(deps: Deps, input: { email: string; password: str
 }
 
 /** A workspace owned by the new user, on the default plan; every account starts with one. */
-export function createPersonalWorkspace(db: Kysely<Database>, user: Pick<UserRow, 'id' | 'name'>): Promise<WorkspaceAccess> {
+export function createPersonalWorkspace(
+  db: Kysely<Database>,
+  user: Pick<UserRow, 'id' | 'name'>,
+): Promise<WorkspaceAccess> {
   return insertWorkspace(db, { name: `${user.name}'s workspace`, ownerId: user.id, isPersonal: true });
 }
 
@@ -105,7 +118,8 @@ export async function login(deps: Deps, input: { email: string; password: string
     );
     throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
   }
-  if (user.status !== 'ACTIVE') throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
+  if (user.status !== 'ACTIVE')
+    throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
 
   // Undefined when a password reset committed during the check: the password given is no longer it.
   const tokens = await openSession(deps, user.id, user.password_hash, meta);
@@ -224,11 +238,15 @@ export async function resetPassword(deps: Deps, input: { token: string; newPassw
       .where('kind', '=', 'PASSWORD_RESET')
       .where('used_at', 'is', null)
       .execute();
-    await recordAudit(trx, { userId: used.user_id, email: null, requestId: meta.requestId, ip: meta.ip }, {
-      action: 'auth.password_reset',
-      targetType: 'user',
-      targetId: used.user_id,
-    });
+    await recordAudit(
+      trx,
+      { userId: used.user_id, email: null, requestId: meta.requestId, ip: meta.ip },
+      {
+        action: 'auth.password_reset',
+        targetType: 'user',
+        targetId: used.user_id,
+      },
+    );
   });
   return { message: 'Your password has been reset. Sign in with the new password.' };
 }
@@ -239,7 +257,10 @@ export async function verifyEmail(deps: Deps, input: { token: string }) {
     if (!used) throw invalidToken('verification');
     await trx
       .updateTable('users')
-      .set((eb) => ({ email_verified_at: eb.fn.coalesce('email_verified_at', eb.val(new Date())), updated_at: new Date() }))
+      .set((eb) => ({
+        email_verified_at: eb.fn.coalesce('email_verified_at', eb.val(new Date())),
+        updated_at: new Date(),
+      }))
       .where('id', '=', used.user_id)
       .execute();
   });

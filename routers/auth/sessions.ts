@@ -26,9 +26,9 @@ export interface TokenPair {
   expiresIn: number;
 }
 
-const unauthorized = () => new AppError('UNAUTHORIZED', 'Authentication required: send a valid, unexpired access token.');
+const unauthorized = () =>
+  new AppError('UNAUTHORIZED', 'Authentication required: send a valid, unexpired access token.');
 const suspended = () => new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
-
 
 const principalQuery = compiledOnce((db, userIds: string[]) =>
   db
@@ -51,7 +51,8 @@ export async function authenticate(deps: Deps, authorization: string | undefined
   if (!claims) throw unauthorized();
   const row = await principalOf(deps.db, claims.userId);
   if (!row) throw unauthorized();
-  if (row.tokens_valid_after && claims.issuedAt < Math.floor(row.tokens_valid_after.getTime() / 1000)) throw unauthorized();
+  if (row.tokens_valid_after && claims.issuedAt < Math.floor(row.tokens_valid_after.getTime() / 1000))
+    throw unauthorized();
   if (row.status !== 'ACTIVE') throw suspended();
   const { tokens_valid_after: _, memberships, ...user } = row;
   return { user, memberships };
@@ -92,7 +93,12 @@ export async function issueTokens(
  * lock, the password must still be that one: a reset that committed while the (slow) check ran has ended
  * every session, and the old password must not open a new one.
  */
-export async function openSession(deps: Deps, userId: string, passwordHash: string, meta: Pick<RequestMeta, 'ip' | 'userAgent'>): Promise<TokenPair | undefined> {
+export async function openSession(
+  deps: Deps,
+  userId: string,
+  passwordHash: string,
+  meta: Pick<RequestMeta, 'ip' | 'userAgent'>,
+): Promise<TokenPair | undefined> {
   return deps.db.transaction().execute(async (trx) => {
     await lockSessionsOf(trx, userId);
     const user = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst();
@@ -158,7 +164,11 @@ export async function rotateRefreshToken(
 ): Promise<TokenPair> {
   const digest = refreshDigest(deps, rawToken);
   const outcome = await deps.db.transaction().execute(async (trx): Promise<RotateOutcome> => {
-    const owner = await trx.selectFrom('refresh_tokens').select('user_id').where('token_hash', '=', digest).executeTakeFirst();
+    const owner = await trx
+      .selectFrom('refresh_tokens')
+      .select('user_id')
+      .where('token_hash', '=', digest)
+      .executeTakeFirst();
     if (!owner) return { kind: 'invalid' };
     await lockSessionsOf(trx, owner.user_id);
     const row = await trx
@@ -182,12 +192,16 @@ export async function rotateRefreshToken(
     } else {
       if (!(await withinReuseGrace(deps, trx, row.id, row.superseded_at, now))) {
         await revokeFamily(trx, row.user_id, row.family_id, 'reuse');
-        await recordAudit(trx, { userId: null, email: null, requestId: meta.requestId, ip: meta.ip }, {
-          action: 'auth.session_reuse_detected',
-          targetType: 'user',
-          targetId: row.user_id,
-          metadata: { familyId: row.family_id },
-        });
+        await recordAudit(
+          trx,
+          { userId: null, email: null, requestId: meta.requestId, ip: meta.ip },
+          {
+            action: 'auth.session_reuse_detected',
+            targetType: 'user',
+            targetId: row.user_id,
+            metadata: { familyId: row.family_id },
+          },
+        );
         return { kind: 'reuse', userId: row.user_id, familyId: row.family_id };
       }
       if (!row.rotated_at) {
@@ -209,7 +223,10 @@ export async function rotateRefreshToken(
     case 'suspended':
       throw suspended();
     case 'reuse':
-      deps.logger.warn({ userId: outcome.userId, familyId: outcome.familyId }, 'refresh token reuse: session family revoked');
+      deps.logger.warn(
+        { userId: outcome.userId, familyId: outcome.familyId },
+        'refresh token reuse: session family revoked',
+      );
       throw new AppError(
         'UNAUTHORIZED',
         'This refresh token was already used or replaced by a newer one. Sign in again.',
@@ -220,7 +237,12 @@ export async function rotateRefreshToken(
 }
 
 /** Ends one session of the user: every token of the family, including one a refresh is issuing right now. */
-export async function revokeFamily(trx: Transaction<Database>, userId: string, familyId: string, reason: string): Promise<void> {
+export async function revokeFamily(
+  trx: Transaction<Database>,
+  userId: string,
+  familyId: string,
+  reason: string,
+): Promise<void> {
   await lockSessionsOf(trx, userId);
   await trx
     .updateTable('refresh_tokens')

@@ -91,7 +91,13 @@ export class PlanCatalog {
   }
 
   private async load(): Promise<PlanOutput[]> {
-    const rows = await this.db.selectFrom('plans').selectAll().where('status', '=', 'PUBLISHED').orderBy('sort_order').orderBy('name').execute();
+    const rows = await this.db
+      .selectFrom('plans')
+      .selectAll()
+      .where('status', '=', 'PUBLISHED')
+      .orderBy('sort_order')
+      .orderBy('name')
+      .execute();
     const plans = rows.map(toPlanOutput);
     this.cached = { plans, at: Date.now() };
     return plans;
@@ -141,7 +147,11 @@ function planColumns(input: UpdatePlanInput) {
 
 const slugTaken = (slug: string) => new AppError('CONFLICT', `A plan with the slug "${slug}" already exists.`);
 
-const defaultPlanGuarded = () => new AppError('INVALID_STATE', 'This is the default plan (new workspaces start on it): make another plan the default first.');
+const defaultPlanGuarded = () =>
+  new AppError(
+    'INVALID_STATE',
+    'This is the default plan (new workspaces start on it): make another plan the default first.',
+  );
 
 /**
  * Runs a plan write, turning the slug's unique violation into a 409. A new default plan unsets the old one,
@@ -167,10 +177,21 @@ export async function createPlan(db: Db, catalog: PlanCatalog, actor: Actor, inp
   const id = await writePlan(db, input.slug, input.isDefault, async (trx) => {
     const plan = await trx
       .insertInto('plans')
-      .values({ slug: input.slug, name: input.name, edition: input.edition, price_cents: input.priceCents, ...planColumns(input) })
+      .values({
+        slug: input.slug,
+        name: input.name,
+        edition: input.edition,
+        price_cents: input.priceCents,
+        ...planColumns(input),
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await recordAudit(trx, actor, { action: 'plan.created', targetType: 'plan', targetId: plan.id, metadata: { slug: input.slug, status: input.status } });
+    await recordAudit(trx, actor, {
+      action: 'plan.created',
+      targetType: 'plan',
+      targetId: plan.id,
+      metadata: { slug: input.slug, status: input.status },
+    });
     return plan.id;
   });
   await catalog.changed();
@@ -179,7 +200,12 @@ export async function createPlan(db: Db, catalog: PlanCatalog, actor: Actor, inp
 
 export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string, input: UpdatePlanInput) {
   await writePlan(db, input.slug, input.isDefault === true, async (trx) => {
-    const plan = await trx.selectFrom('plans').select(['status']).where('id', '=', planId).forUpdate().executeTakeFirst();
+    const plan = await trx
+      .selectFrom('plans')
+      .select(['status'])
+      .where('id', '=', planId)
+      .forUpdate()
+      .executeTakeFirst();
     if (!plan) throw notFound();
     if (input.status && plan.status === 'ARCHIVED') {
       throw new AppError('INVALID_STATE', 'The plan is ARCHIVED; restore it before changing its status.');
@@ -189,8 +215,17 @@ export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, pla
       throw new AppError('INVALID_STATE', 'The plan is ARCHIVED; restore it before making it the default.');
     }
     const columns = planColumns(input);
-    await trx.updateTable('plans').set({ ...columns, updated_at: new Date() }).where('id', '=', planId).execute();
-    await recordAudit(trx, actor, { action: 'plan.updated', targetType: 'plan', targetId: planId, metadata: { fields: Object.keys(input) } });
+    await trx
+      .updateTable('plans')
+      .set({ ...columns, updated_at: new Date() })
+      .where('id', '=', planId)
+      .execute();
+    await recordAudit(trx, actor, {
+      action: 'plan.updated',
+      targetType: 'plan',
+      targetId: planId,
+      metadata: { fields: Object.keys(input) },
+    });
     return planId;
   });
   await catalog.changed();
@@ -201,7 +236,13 @@ export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, pla
  * archive: any state but ARCHIVED, remembering it, and never the default plan (new workspaces would start
  * on a plan hidden from billing); restore: back to the remembered state.
  */
-export async function movePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string, move: 'archive' | 'restore') {
+export async function movePlan(
+  db: Db,
+  catalog: PlanCatalog,
+  actor: Actor,
+  planId: string,
+  move: 'archive' | 'restore',
+) {
   await db.transaction().execute(async (trx) => {
     const plan = await trx
       .selectFrom('plans')
@@ -210,7 +251,8 @@ export async function movePlan(db: Db, catalog: PlanCatalog, actor: Actor, planI
       .forUpdate()
       .executeTakeFirst();
     if (!plan) throw notFound();
-    if (move === 'archive' && plan.status === 'ARCHIVED') throw new AppError('INVALID_STATE', 'The plan is already ARCHIVED.');
+    if (move === 'archive' && plan.status === 'ARCHIVED')
+      throw new AppError('INVALID_STATE', 'The plan is already ARCHIVED.');
     if (move === 'archive' && plan.is_default) throw defaultPlanGuarded();
     if (move === 'restore' && plan.status !== 'ARCHIVED') {
       throw new AppError('INVALID_STATE', `The plan is ${plan.status}; only an ARCHIVED plan can be restored.`);
@@ -219,7 +261,11 @@ export async function movePlan(db: Db, catalog: PlanCatalog, actor: Actor, planI
       move === 'archive'
         ? { status: 'ARCHIVED', status_before_archive: plan.status as 'DRAFT' | 'PUBLISHED' }
         : { status: plan.status_before_archive ?? 'DRAFT', status_before_archive: null };
-    await trx.updateTable('plans').set({ ...changes, updated_at: new Date() }).where('id', '=', planId).execute();
+    await trx
+      .updateTable('plans')
+      .set({ ...changes, updated_at: new Date() })
+      .where('id', '=', planId)
+      .execute();
     await recordAudit(trx, actor, {
       action: move === 'archive' ? 'plan.archived' : 'plan.restored',
       targetType: 'plan',
@@ -237,15 +283,33 @@ export async function movePlan(db: Db, catalog: PlanCatalog, actor: Actor, planI
  */
 export async function deletePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string) {
   await db.transaction().execute(async (trx) => {
-    const plan = await trx.selectFrom('plans').select(['slug', 'is_default']).where('id', '=', planId).forUpdate().executeTakeFirst();
+    const plan = await trx
+      .selectFrom('plans')
+      .select(['slug', 'is_default'])
+      .where('id', '=', planId)
+      .forUpdate()
+      .executeTakeFirst();
     if (!plan) throw notFound();
     if (plan.is_default) throw defaultPlanGuarded();
-    const used = await trx.selectFrom('subscriptions').select('id').where('plan_id', '=', planId).limit(1).executeTakeFirst();
+    const used = await trx
+      .selectFrom('subscriptions')
+      .select('id')
+      .where('plan_id', '=', planId)
+      .limit(1)
+      .executeTakeFirst();
     if (used) {
-      throw new AppError('PLAN_HAS_SUBSCRIPTIONS', 'This plan has subscriptions and cannot be deleted: archive it instead (it stays in history).');
+      throw new AppError(
+        'PLAN_HAS_SUBSCRIPTIONS',
+        'This plan has subscriptions and cannot be deleted: archive it instead (it stays in history).',
+      );
     }
     await trx.deleteFrom('plans').where('id', '=', planId).execute();
-    await recordAudit(trx, actor, { action: 'plan.deleted', targetType: 'plan', targetId: planId, metadata: { slug: plan.slug } });
+    await recordAudit(trx, actor, {
+      action: 'plan.deleted',
+      targetType: 'plan',
+      targetId: planId,
+      metadata: { slug: plan.slug },
+    });
   });
   await catalog.changed();
   return { message: 'Plan deleted.' };

@@ -24,19 +24,42 @@ const activeOrNamed = { orActiveWorkspace: true };
 
 export const billingRouter = router({
   providerStatus: publicProcedure
-    .meta({ openapi: { method: 'GET', path: '/billing/provider-status', tags, protect: false, summary: 'The active payment provider and whether it is configured' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/billing/provider-status',
+        tags,
+        protect: false,
+        summary: 'The active payment provider and whether it is configured',
+      },
+    })
     .input(z.void())
     .output(providerStatusOutput)
     .query(({ ctx }) => billing.providerStatus(ctx)),
 
   checkout: workspaceProcedure('billing.manage', activeOrNamed)
-    .meta({ openapi: { method: 'POST', path: '/billing/checkout', tags, summary: 'Buy a plan: MOCK completes at once, processors answer checkoutUrl' }, errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'DEMO_READ_ONLY', 'PLAN_NOT_FOUND'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/billing/checkout',
+        tags,
+        summary: 'Buy a plan: MOCK completes at once, processors answer checkoutUrl',
+      },
+      errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'DEMO_READ_ONLY', 'PLAN_NOT_FOUND'],
+    })
     .input(checkoutInput)
     .output(checkoutOutput)
     .mutation(({ ctx, input }) => billing.checkout(ctx, actorOf(ctx), ctx.user, ctx.workspace.id, input)),
 
   current: workspaceProcedure('billing.view', activeOrNamed)
-    .meta({ openapi: { method: 'GET', path: '/billing/current', tags, summary: 'Current plan, edition, status and period end' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/billing/current',
+        tags,
+        summary: 'Current plan, edition, status and period end',
+      },
+    })
     .input(workspaceBillingInput)
     .output(currentPlanOutput)
     .query(({ ctx }) => billing.currentPlan(ctx.db, ctx.workspace.id)),
@@ -48,37 +71,83 @@ export const billingRouter = router({
     .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),
 
   cancel: workspaceProcedure('billing.manage', activeOrNamed)
-    .meta({ openapi: { method: 'POST', path: '/billing/cancel', tags, summary: 'Cancel the subscription (MOCK: at once; processors: at period end)' }, errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/billing/cancel',
+        tags,
+        summary: 'Cancel the subscription (MOCK: at once; processors: at period end)',
+      },
+      errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'],
+    })
     .input(workspaceBillingInput)
     .output(currentPlanOutput)
     .mutation(({ ctx }) => billing.cancel(ctx, actorOf(ctx), ctx.workspace.id)),
 
   portal: workspaceProcedure('billing.manage', activeOrNamed)
-    .meta({ openapi: { method: 'POST', path: '/billing/portal', tags, summary: "The processor's billing portal for the workspace" }, errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/billing/portal',
+        tags,
+        summary: "The processor's billing portal for the workspace",
+      },
+      errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'],
+    })
     .input(workspaceBillingInput)
     .output(portalOutput)
     .mutation(({ ctx }) => billing.portal(ctx, ctx.workspace.id)),
 
   legacyCurrent: workspaceProcedure('billing.view')
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/billing', tags: legacy, summary: 'Current plan (legacy route)' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/billing',
+        tags: legacy,
+        summary: 'Current plan (legacy route)',
+      },
+    })
     .input(legacyWorkspaceInput)
     .output(currentPlanOutput)
     .query(({ ctx }) => billing.currentPlan(ctx.db, ctx.workspace.id)),
 
   legacyCheckout: workspaceProcedure('billing.manage')
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/billing/mock-checkout', tags: legacy, summary: 'Checkout (legacy route; same as POST /billing/checkout)' }, errors: ['PLAN_NOT_FOUND'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/billing/mock-checkout',
+        tags: legacy,
+        summary: 'Checkout (legacy route; same as POST /billing/checkout)',
+      },
+      errors: ['PLAN_NOT_FOUND'],
+    })
     .input(legacyCheckoutInput)
     .output(checkoutOutput)
     .mutation(({ ctx, input }) => billing.checkout(ctx, actorOf(ctx), ctx.user, ctx.workspace.id, input)),
 
   legacyCancel: workspaceProcedure('billing.manage')
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/billing/cancel', tags: legacy, summary: 'Cancel the subscription (legacy route)' }, errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/billing/cancel',
+        tags: legacy,
+        summary: 'Cancel the subscription (legacy route)',
+      },
+      errors: ['BAD_GATEWAY', 'BILLING_NOT_CONFIGURED', 'CONFLICT'],
+    })
     .input(legacyWorkspaceInput)
     .output(currentPlanOutput)
     .mutation(({ ctx }) => billing.cancel(ctx, actorOf(ctx), ctx.workspace.id)),
 
   legacyPayments: workspaceProcedure('billing.view')
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/billing/payments', tags: legacy, summary: 'Payment history (legacy route)' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/billing/payments',
+        tags: legacy,
+        summary: 'Payment history (legacy route)',
+      },
+    })
     .input(legacyHistoryInput)
     .output(historyOutput)
     .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),

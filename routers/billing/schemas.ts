@@ -21,9 +21,9 @@ const limitsSchema = z
 
 const planFields = {
   name: displayName(100),
-  slug: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: 'Lower-case letters, digits and dashes, starting with a letter or digit (at most 63).' }),
+  slug: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, {
+    error: 'Lower-case letters, digits and dashes, starting with a letter or digit (at most 63).',
+  }),
   description: z.string().max(2000),
   edition: z.enum(EDITIONS),
   priceCents: exact(
@@ -33,7 +33,10 @@ const planFields = {
       .min(0, { error: 'A price in cents: a whole number of 0 or more.' })
       .max(100_000_000),
   ),
-  currency: z.string().regex(/^[A-Za-z]{3}$/, { error: 'A three-letter ISO currency code.' }).transform((c) => c.toUpperCase()),
+  currency: z
+    .string()
+    .regex(/^[A-Za-z]{3}$/, { error: 'A three-letter ISO currency code.' })
+    .transform((c) => c.toUpperCase()),
   interval: z.enum(PLAN_INTERVALS),
   status: z.enum(['DRAFT', 'PUBLISHED']).meta({ description: 'Archive a plan with POST .../archive.' }),
   badgeText: z.string().max(40),
@@ -133,7 +136,13 @@ export const workspaceBillingInput = z.object({
 const planChoice = {
   planCode: z.string().trim().min(1).max(63).optional().meta({ description: 'The plan slug (preferred), e.g. "pro".' }),
   planId: z.uuid().optional(),
-  edition: z.string().trim().min(1).max(20).optional().meta({ description: 'Legacy: an edition key such as "pro" or "PRO".' }),
+  edition: z
+    .string()
+    .trim()
+    .min(1)
+    .max(20)
+    .optional()
+    .meta({ description: 'Legacy: an edition key such as "pro" or "PRO".' }),
 };
 const namesAPlan = (i: { planCode?: string; planId?: string; edition?: string }) =>
   i.planCode !== undefined || i.planId !== undefined || i.edition !== undefined;
@@ -158,7 +167,9 @@ export const currentPlanOutput = z.object({
       canceledAt: isoDate.nullable(),
     })
     .nullable(),
-  status: z.enum([...SUBSCRIPTION_STATUSES, 'FREE']).meta({ description: 'The subscription status, or FREE without one.' }),
+  status: z
+    .enum([...SUBSCRIPTION_STATUSES, 'FREE'])
+    .meta({ description: 'The subscription status, or FREE without one.' }),
   currentPeriodEnd: isoDate.nullable(),
 });
 

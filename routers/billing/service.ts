@@ -17,7 +17,15 @@ import { AppError } from '../../server/platform/errors.js';
 import type { Logger } from '../../server/platform/logger.js';
 import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
-import type { BillingChange, PaymentChange, PaymentProcessor, ProcessorName, ProviderEvent, RefundChange, SubscriptionChange } from './processors/types.js';
+import type {
+  BillingChange,
+  PaymentChange,
+  PaymentProcessor,
+  ProcessorName,
+  ProviderEvent,
+  RefundChange,
+  SubscriptionChange,
+} from './processors/types.js';
 import { toPlanOutput, type MockEvent } from './schemas.js';
 import { storableText } from '../../server/platform/unstorable-text.js';
 
@@ -29,7 +37,11 @@ const isLive = (status: string) => (LIVE_SUBSCRIPTION_STATUSES as readonly strin
 /** What the caller may see of the workspace's billing. */
 export async function currentPlan(db: Db, workspaceId: string) {
   const [workspace, subscription] = await Promise.all([
-    db.selectFrom('workspaces').select(['id', 'edition', 'plan_id', 'limits']).where('id', '=', workspaceId).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('workspaces')
+      .select(['id', 'edition', 'plan_id', 'limits'])
+      .where('id', '=', workspaceId)
+      .executeTakeFirstOrThrow(),
     db
       .selectFrom('subscriptions')
       .selectAll()
@@ -41,7 +53,9 @@ export async function currentPlan(db: Db, workspaceId: string) {
       .limit(1)
       .executeTakeFirst(),
   ]);
-  const plan = workspace.plan_id ? await db.selectFrom('plans').selectAll().where('id', '=', workspace.plan_id).executeTakeFirst() : undefined;
+  const plan = workspace.plan_id
+    ? await db.selectFrom('plans').selectAll().where('id', '=', workspace.plan_id).executeTakeFirst()
+    : undefined;
   const sub = subscription ?? null;
   return {
     workspaceId,
@@ -65,7 +79,13 @@ export async function currentPlan(db: Db, workspaceId: string) {
 export async function paymentHistory(db: Db, workspaceId: string, page: Pagination) {
   const query = db.selectFrom('payments').where('workspace_id', '=', workspaceId);
   const [rows, count] = await Promise.all([
-    query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+    query
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(offsetOf(page))
+      .execute(),
     query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ]);
   const items = rows.map((p) => ({
@@ -87,22 +107,44 @@ export async function paymentHistory(db: Db, workspaceId: string, page: Paginati
 // ---------------------------------------------------------------- choosing a plan
 
 /** A purchasable (PUBLISHED) plan by slug, id or legacy edition key. */
-export async function findPurchasablePlan(db: Db, by: { planCode?: string; planId?: string; edition?: string }): Promise<Plan> {
+export async function findPurchasablePlan(
+  db: Db,
+  by: { planCode?: string; planId?: string; edition?: string },
+): Promise<Plan> {
   let query = db.selectFrom('plans').selectAll().where('status', '=', 'PUBLISHED');
   if (by.planId) query = query.where('id', '=', by.planId);
   else if (by.planCode) query = query.where('slug', '=', by.planCode.toLowerCase());
-  else query = query.where('edition', '=', String(by.edition).toUpperCase() as Plan['edition']).orderBy('sort_order').limit(1);
+  else
+    query = query
+      .where('edition', '=', String(by.edition).toUpperCase() as Plan['edition'])
+      .orderBy('sort_order')
+      .limit(1);
   const plan = await query.executeTakeFirst();
-  if (!plan) throw new AppError('PLAN_NOT_FOUND', 'No published plan matches; see GET /billing/plans for the plans on offer.');
+  if (!plan)
+    throw new AppError('PLAN_NOT_FOUND', 'No published plan matches; see GET /billing/plans for the plans on offer.');
   return plan;
 }
 
-type PriceSetting = 'PROCESSOR_A_PRICE_LITE' | 'PROCESSOR_A_PRICE_PRO' | 'PROCESSOR_A_PRICE_ENTERPRISE' | 'PROCESSOR_B_VARIANT_LITE' | 'PROCESSOR_B_VARIANT_PRO' | 'PROCESSOR_B_VARIANT_ENTERPRISE';
+type PriceSetting =
+  | 'PROCESSOR_A_PRICE_LITE'
+  | 'PROCESSOR_A_PRICE_PRO'
+  | 'PROCESSOR_A_PRICE_ENTERPRISE'
+  | 'PROCESSOR_B_VARIANT_LITE'
+  | 'PROCESSOR_B_VARIANT_PRO'
+  | 'PROCESSOR_B_VARIANT_ENTERPRISE';
 
 /** Settings that name the processor's price of each default edition. */
 const PRICE_SETTING: Record<ProcessorName, Partial<Record<Plan['edition'], PriceSetting>>> = {
-  PROCESSOR_A: { LITE: 'PROCESSOR_A_PRICE_LITE', PRO: 'PROCESSOR_A_PRICE_PRO', ENTERPRISE: 'PROCESSOR_A_PRICE_ENTERPRISE' },
-  PROCESSOR_B: { LITE: 'PROCESSOR_B_VARIANT_LITE', PRO: 'PROCESSOR_B_VARIANT_PRO', ENTERPRISE: 'PROCESSOR_B_VARIANT_ENTERPRISE' },
+  PROCESSOR_A: {
+    LITE: 'PROCESSOR_A_PRICE_LITE',
+    PRO: 'PROCESSOR_A_PRICE_PRO',
+    ENTERPRISE: 'PROCESSOR_A_PRICE_ENTERPRISE',
+  },
+  PROCESSOR_B: {
+    LITE: 'PROCESSOR_B_VARIANT_LITE',
+    PRO: 'PROCESSOR_B_VARIANT_PRO',
+    ENTERPRISE: 'PROCESSOR_B_VARIANT_ENTERPRISE',
+  },
 };
 
 /** The plan's own price/variant id, else the setting of its edition. */
@@ -167,13 +209,17 @@ interface EventRun {
 }
 
 /** Moves the workspace onto a plan: edition, plan and a copy of its limits. */
-async function moveWorkspaceToPlan(trx: Trx, workspaceId: string, plan: Pick<Plan, 'id' | 'edition' | 'limits'> | undefined) {
+async function moveWorkspaceToPlan(
+  trx: Trx,
+  workspaceId: string,
+  plan: Pick<Plan, 'id' | 'edition' | 'limits'> | undefined,
+) {
   await trx
     .updateTable('workspaces')
     .set({
       plan_id: plan?.id ?? null,
       edition: plan?.edition ?? 'LITE',
-      limits: JSON.stringify((plan?.limits ?? {})),
+      limits: JSON.stringify(plan?.limits ?? {}),
       updated_at: new Date(),
     })
     .where('id', '=', workspaceId)
@@ -189,7 +235,10 @@ export async function defaultPlan(db: Db) {
 }
 
 async function emit(trx: Trx, workspaceId: string, type: string, payload: Record<string, unknown>) {
-  await trx.insertInto('domain_events').values({ workspace_id: workspaceId, type, payload: JSON.stringify(payload) }).execute();
+  await trx
+    .insertInto('domain_events')
+    .values({ workspace_id: workspaceId, type, payload: JSON.stringify(payload) })
+    .execute();
 }
 
 /**
@@ -197,7 +246,13 @@ async function emit(trx: Trx, workspaceId: string, type: string, payload: Record
  * subscription often share a time (Stripe's created-as-incomplete and updated-to-active): at equal times the
  * one further along wins.
  */
-const STATUS_RANK: Record<SubscriptionStatus, number> = { INCOMPLETE: 0, TRIALING: 1, ACTIVE: 1, PAST_DUE: 1, CANCELED: 2 };
+const STATUS_RANK: Record<SubscriptionStatus, number> = {
+  INCOMPLETE: 0,
+  TRIALING: 1,
+  ACTIVE: 1,
+  PAST_DUE: 1,
+  CANCELED: 2,
+};
 
 function isStale(existing: Subscription, occurredAt: Date, status: SubscriptionStatus) {
   if (!existing.last_event_at) return false;
@@ -222,7 +277,8 @@ async function planOf(run: EventRun, change: SubscriptionChange): Promise<string
       .orderBy('created_at')
       .execute();
     const billed = candidates.filter((plan) => priceRef(run.deps.config, provider, plan) === change.priceRef);
-    const plan = billed.find((p) => p.id === change.planId) ?? billed.find((p) => p.status === 'PUBLISHED') ?? billed[0];
+    const plan =
+      billed.find((p) => p.id === change.planId) ?? billed.find((p) => p.status === 'PUBLISHED') ?? billed[0];
     if (plan) return plan.id;
   }
   return change.planId ? knownPlan(trx, change.planId) : undefined;
@@ -245,14 +301,24 @@ async function endLiveSubscription(run: EventRun, workspaceId: string) {
 }
 
 const liveSubscriptionOf = (trx: Trx, workspaceId: string) =>
-  trx.selectFrom('subscriptions').select('id').where('workspace_id', '=', workspaceId).where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES]).executeTakeFirst();
+  trx
+    .selectFrom('subscriptions')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
+    .executeTakeFirst();
 
-const lockWorkspace = (trx: Trx, id: string) => trx.selectFrom('workspaces').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
+const lockWorkspace = (trx: Trx, id: string) =>
+  trx.selectFrom('workspaces').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
 
 async function applySubscription(run: EventRun, change: SubscriptionChange): Promise<EventOutcome> {
   const { trx, provider, event } = run;
   const find = () =>
-    trx.selectFrom('subscriptions').selectAll().where('provider', '=', provider).where('provider_subscription_id', '=', change.providerSubscriptionId);
+    trx
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('provider', '=', provider)
+      .where('provider_subscription_id', '=', change.providerSubscriptionId);
   // The workspace row is locked before the subscription's, as by every event of the workspace (a new
   // subscription, a payment): in another order, an activation ending the live subscription and a renewal
   // of that one, which Stripe sends together, deadlock.
@@ -269,7 +335,10 @@ async function applySubscription(run: EventRun, change: SubscriptionChange): Pro
       if (live && existing.status === 'CANCELED') {
         // An ended subscription's late event (e.g. a renewal of one a newer subscription replaced): the
         // newer one stays the workspace's plan.
-        run.deps.logger.warn({ provider, subscriptionId: existing.id, liveSubscriptionId: live.id, eventType: event.type }, 'billing: a canceled subscription was not revived while another is live');
+        run.deps.logger.warn(
+          { provider, subscriptionId: existing.id, liveSubscriptionId: live.id, eventType: event.type },
+          'billing: a canceled subscription was not revived while another is live',
+        );
         return 'ignored';
       }
       // A checkout that completes late (INCOMPLETE, then paid) replaces the live subscription.
@@ -314,15 +383,28 @@ async function applySubscription(run: EventRun, change: SubscriptionChange): Pro
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    await emit(trx, sub.workspace_id, 'subscription.created', { subscriptionId: sub.id, planId: sub.plan_id, provider, status: sub.status });
+    await emit(trx, sub.workspace_id, 'subscription.created', {
+      subscriptionId: sub.id,
+      planId: sub.plan_id,
+      provider,
+      status: sub.status,
+    });
   }
 
   if (provider === 'PROCESSOR_A' && sub.provider_customer_id) {
-    await trx.updateTable('workspaces').set({ processor_a_customer_id: sub.provider_customer_id }).where('id', '=', sub.workspace_id).execute();
+    await trx
+      .updateTable('workspaces')
+      .set({ processor_a_customer_id: sub.provider_customer_id })
+      .where('id', '=', sub.workspace_id)
+      .execute();
   }
   await syncWorkspacePlan(trx, sub);
   if (sub.status === 'CANCELED' && existing && existing.status !== 'CANCELED') {
-    await emit(trx, sub.workspace_id, 'subscription.canceled', { subscriptionId: sub.id, planId: sub.plan_id, provider });
+    await emit(trx, sub.workspace_id, 'subscription.canceled', {
+      subscriptionId: sub.id,
+      planId: sub.plan_id,
+      provider,
+    });
   }
   return 'applied';
 }
@@ -333,11 +415,16 @@ async function applySubscription(run: EventRun, change: SubscriptionChange): Pro
  */
 async function syncWorkspacePlan(trx: Trx, sub: Subscription) {
   if (isLive(sub.status)) {
-    const plan = await trx.selectFrom('plans').select(['id', 'edition', 'limits']).where('id', '=', sub.plan_id).executeTakeFirst();
+    const plan = await trx
+      .selectFrom('plans')
+      .select(['id', 'edition', 'limits'])
+      .where('id', '=', sub.plan_id)
+      .executeTakeFirst();
     await moveWorkspaceToPlan(trx, sub.workspace_id, plan);
     return;
   }
-  if (!(await liveSubscriptionOf(trx, sub.workspace_id))) await moveWorkspaceToPlan(trx, sub.workspace_id, await defaultPlan(trx));
+  if (!(await liveSubscriptionOf(trx, sub.workspace_id)))
+    await moveWorkspaceToPlan(trx, sub.workspace_id, await defaultPlan(trx));
 }
 
 async function applyPayment(trx: Trx, provider: BillingProvider, change: PaymentChange): Promise<EventOutcome> {
@@ -375,12 +462,19 @@ async function applyPayment(trx: Trx, provider: BillingProvider, change: Payment
       receipt_url: change.receiptUrl ?? null,
       invoice_url: change.invoiceUrl ?? null,
     })
-    .onConflict((oc) => oc.columns(['provider', 'provider_payment_id']).where('provider_payment_id', 'is not', null).doNothing())
+    .onConflict((oc) =>
+      oc.columns(['provider', 'provider_payment_id']).where('provider_payment_id', 'is not', null).doNothing(),
+    )
     .returning('id')
     .executeTakeFirst();
   if (!inserted) return 'duplicate';
   const type = change.status === 'FAILED' ? 'payment.failed' : 'payment.succeeded';
-  await emit(trx, workspaceId, type, { paymentId: inserted.id, amountCents: change.amountCents, currency: change.currency.toUpperCase(), provider });
+  await emit(trx, workspaceId, type, {
+    paymentId: inserted.id,
+    amountCents: change.amountCents,
+    currency: change.currency.toUpperCase(),
+    provider,
+  });
   return 'applied';
 }
 
@@ -390,7 +484,11 @@ async function applyPayment(trx: Trx, provider: BillingProvider, change: Payment
  * applied one never moves it backwards. Processor subscriptions the event replaced are then cancelled at
  * their processor.
  */
-export async function applyProviderEvent(d: EventDeps, provider: BillingProvider, event: ProviderEvent): Promise<EventOutcome> {
+export async function applyProviderEvent(
+  d: EventDeps,
+  provider: BillingProvider,
+  event: ProviderEvent,
+): Promise<EventOutcome> {
   const replaced: Subscription[] = [];
   const outcome = await d.db.transaction().execute(async (trx): Promise<EventOutcome> => {
     const recorded = await trx
@@ -402,14 +500,26 @@ export async function applyProviderEvent(d: EventDeps, provider: BillingProvider
       .executeTakeFirst();
     if (!recorded) return 'duplicate';
     const outcomes: EventOutcome[] = [];
-    for (const change of event.changes) outcomes.push(await applyChange({ trx, deps: d, provider, event, replaced }, change));
+    for (const change of event.changes)
+      outcomes.push(await applyChange({ trx, deps: d, provider, event, replaced }, change));
     const outcome = outcomes.length === 0 ? 'ignored' : outcomes.includes('applied') ? 'applied' : outcomes[0];
     const named = event.changes.map((c) => (c.kind === 'refund' ? undefined : c.workspaceId)).find(Boolean);
-    const workspaceId = (named && (await workspaceExists(trx, named)) ? named : null) ?? (await workspaceOfChanges(trx, provider, event.changes));
+    const workspaceId =
+      (named && (await workspaceExists(trx, named)) ? named : null) ??
+      (await workspaceOfChanges(trx, provider, event.changes));
     // One billing.updated per event that changed something, whatever it changed.
     if (outcome === 'applied' && workspaceId) {
-      const current = await trx.selectFrom('workspaces').select(['edition', 'plan_id']).where('id', '=', workspaceId).executeTakeFirst();
-      await emit(trx, workspaceId, 'billing.updated', { provider, eventType: event.type, edition: current?.edition, planId: current?.plan_id });
+      const current = await trx
+        .selectFrom('workspaces')
+        .select(['edition', 'plan_id'])
+        .where('id', '=', workspaceId)
+        .executeTakeFirst();
+      await emit(trx, workspaceId, 'billing.updated', {
+        provider,
+        eventType: event.type,
+        edition: current?.edition,
+        planId: current?.plan_id,
+      });
     }
     await trx
       .updateTable('billing_events')
@@ -442,7 +552,14 @@ export async function applyMockEvent(d: EventDeps, { id, type, data }: MockEvent
       .where('status', 'in', ['ACTIVE', 'TRIALING', 'PAST_DUE'])
       .executeTakeFirst();
     if (live?.provider_subscription_id) {
-      event.changes = [{ kind: 'subscription', providerSubscriptionId: live.provider_subscription_id, status: 'CANCELED', cancelAtPeriodEnd: false }];
+      event.changes = [
+        {
+          kind: 'subscription',
+          providerSubscriptionId: live.provider_subscription_id,
+          status: 'CANCELED',
+          cancelAtPeriodEnd: false,
+        },
+      ];
     }
   }
   return applyProviderEvent(d, 'MOCK', event);
@@ -460,8 +577,12 @@ function applyChange(run: EventRun, change: BillingChange): Promise<EventOutcome
 }
 
 /** MOCK subscriptions and one-time purchases exist only here; every other one also at its processor. */
-const atProcessor = (sub: Subscription): sub is Subscription & { provider: ProcessorName; provider_subscription_id: string } =>
-  sub.provider !== 'MOCK' && sub.provider_subscription_id !== null && !sub.provider_subscription_id.startsWith('onetime_');
+const atProcessor = (
+  sub: Subscription,
+): sub is Subscription & { provider: ProcessorName; provider_subscription_id: string } =>
+  sub.provider !== 'MOCK' &&
+  sub.provider_subscription_id !== null &&
+  !sub.provider_subscription_id.startsWith('onetime_');
 
 /**
  * A replaced subscription has ended here, but its processor would go on charging for it: it is cancelled
@@ -472,9 +593,15 @@ async function cancelReplacedAtProcessor(d: EventDeps, replaced: Subscription[])
   for (const sub of replaced.filter(atProcessor)) {
     try {
       await d.processors[sub.provider].cancelSubscription(sub.provider_subscription_id);
-      d.logger.info({ provider: sub.provider, subscriptionId: sub.id }, 'billing: replaced subscription cancelled at its processor');
+      d.logger.info(
+        { provider: sub.provider, subscriptionId: sub.id },
+        'billing: replaced subscription cancelled at its processor',
+      );
     } catch (err) {
-      d.logger.error({ err, provider: sub.provider, subscriptionId: sub.id }, 'billing: could not cancel a replaced subscription at its processor; cancel it there by hand');
+      d.logger.error(
+        { err, provider: sub.provider, subscriptionId: sub.id },
+        'billing: could not cancel a replaced subscription at its processor; cancel it there by hand',
+      );
     }
   }
 }
@@ -503,7 +630,12 @@ async function workspaceOfChanges(trx: Trx, provider: BillingProvider, changes: 
   if (refund) return (await paymentOf(trx, provider, refund.providerPaymentIds))?.workspace_id ?? null;
   const ref = changes.map((c) => (c.kind === 'refund' ? undefined : c.providerSubscriptionId)).find(Boolean);
   if (!ref) return null;
-  const sub = await trx.selectFrom('subscriptions').select('workspace_id').where('provider', '=', provider).where('provider_subscription_id', '=', ref).executeTakeFirst();
+  const sub = await trx
+    .selectFrom('subscriptions')
+    .select('workspace_id')
+    .where('provider', '=', provider)
+    .where('provider_subscription_id', '=', ref)
+    .executeTakeFirst();
   return sub?.workspace_id ?? null;
 }
 
@@ -546,20 +678,38 @@ export async function checkout(
   if (d.config.BILLING_PROVIDER === 'MOCK') {
     const now = new Date();
     const changes = mockCheckoutChanges(plan, workspaceId, now);
-    await applyProviderEvent(d, 'MOCK', { id: `mock_checkout_${crypto.randomUUID()}`, type: 'checkout.completed', occurredAt: now, changes });
+    await applyProviderEvent(d, 'MOCK', {
+      id: `mock_checkout_${crypto.randomUUID()}`,
+      type: 'checkout.completed',
+      occurredAt: now,
+      changes,
+    });
     await d.db.transaction().execute((trx) =>
-      recordAudit(trx, actor, { action: 'billing.plan_changed', targetType: 'workspace', targetId: workspaceId, workspaceId, metadata: { plan: plan.slug, provider: 'MOCK' } }),
+      recordAudit(trx, actor, {
+        action: 'billing.plan_changed',
+        targetType: 'workspace',
+        targetId: workspaceId,
+        workspaceId,
+        metadata: { plan: plan.slug, provider: 'MOCK' },
+      }),
     );
     return { provider: 'MOCK' as const, current: await currentPlan(d.db, workspaceId) };
   }
 
   if (isDemoAccount(d.config, user.email)) {
-    throw new AppError('DEMO_READ_ONLY', 'Real payments are disabled for demo accounts; the mock checkout is available in the demo.');
+    throw new AppError(
+      'DEMO_READ_ONLY',
+      'Real payments are disabled for demo accounts; the mock checkout is available in the demo.',
+    );
   }
   const processor = activeProcessor(d);
   const ref = priceRef(d.config, processor.name, plan);
   if (!ref) throw notConfigured(d.config, `the plan "${plan.slug}" has no ${processor.name} price`);
-  const workspace = await d.db.selectFrom('workspaces').select('processor_a_customer_id').where('id', '=', workspaceId).executeTakeFirstOrThrow();
+  const workspace = await d.db
+    .selectFrom('workspaces')
+    .select('processor_a_customer_id')
+    .where('id', '=', workspaceId)
+    .executeTakeFirstOrThrow();
   const { checkoutUrl } = await processor.createCheckout({
     workspaceId,
     planId: plan.id,
@@ -591,7 +741,14 @@ export async function cancel(d: BillingDeps, actor: Actor, workspaceId: string) 
       id: `local_cancel_${crypto.randomUUID()}`,
       type: 'subscription.canceled',
       occurredAt: new Date(),
-      changes: [{ kind: 'subscription', providerSubscriptionId: sub.provider_subscription_id!, status: 'CANCELED', cancelAtPeriodEnd: false }],
+      changes: [
+        {
+          kind: 'subscription',
+          providerSubscriptionId: sub.provider_subscription_id!,
+          status: 'CANCELED',
+          cancelAtPeriodEnd: false,
+        },
+      ],
     });
   } else {
     const processor = d.processors[sub.provider];
@@ -599,12 +756,22 @@ export async function cancel(d: BillingDeps, actor: Actor, workspaceId: string) 
     const result = await processor.cancelSubscription(sub.provider_subscription_id);
     await d.db
       .updateTable('subscriptions')
-      .set({ cancel_at_period_end: result.cancelAtPeriodEnd, current_period_end: result.currentPeriodEnd ?? sub.current_period_end, updated_at: new Date() })
+      .set({
+        cancel_at_period_end: result.cancelAtPeriodEnd,
+        current_period_end: result.currentPeriodEnd ?? sub.current_period_end,
+        updated_at: new Date(),
+      })
       .where('id', '=', sub.id)
       .execute();
   }
   await d.db.transaction().execute((trx) =>
-    recordAudit(trx, actor, { action: 'billing.subscription_canceled', targetType: 'subscription', targetId: sub.id, workspaceId, metadata: { provider: sub.provider } }),
+    recordAudit(trx, actor, {
+      action: 'billing.subscription_canceled',
+      targetType: 'subscription',
+      targetId: sub.id,
+      workspaceId,
+      metadata: { provider: sub.provider },
+    }),
   );
   return currentPlan(d.db, workspaceId);
 }
@@ -612,21 +779,37 @@ export async function cancel(d: BillingDeps, actor: Actor, workspaceId: string) 
 /** PROCESSOR_A's billing portal for the workspace's customer. */
 export async function portal(d: BillingDeps, workspaceId: string) {
   const processor = d.processors.PROCESSOR_A;
-  if (d.config.BILLING_PROVIDER !== 'PROCESSOR_A' || !d.config.PROCESSOR_A_CUSTOMER_PORTAL_ENABLED || !processor.createPortalSession) {
+  if (
+    d.config.BILLING_PROVIDER !== 'PROCESSOR_A' ||
+    !d.config.PROCESSOR_A_CUSTOMER_PORTAL_ENABLED ||
+    !processor.createPortalSession
+  ) {
     throw new AppError('NOT_FOUND', 'The billing portal is not enabled.');
   }
   if (!processor.configured) throw notConfigured(d.config, 'PROCESSOR_A is not configured');
-  const workspace = await d.db.selectFrom('workspaces').select('processor_a_customer_id').where('id', '=', workspaceId).executeTakeFirstOrThrow();
+  const workspace = await d.db
+    .selectFrom('workspaces')
+    .select('processor_a_customer_id')
+    .where('id', '=', workspaceId)
+    .executeTakeFirstOrThrow();
   if (!workspace.processor_a_customer_id) {
     throw new AppError('CONFLICT', 'This workspace has no billing account yet: complete a checkout first.');
   }
-  return { portalUrl: await processor.createPortalSession(workspace.processor_a_customer_id, d.config.BILLING_SUCCESS_URL) };
+  return {
+    portalUrl: await processor.createPortalSession(workspace.processor_a_customer_id, d.config.BILLING_SUCCESS_URL),
+  };
 }
 
 export function providerStatus(d: Pick<BillingDeps, 'config' | 'processors'>) {
   const { config } = d;
   if (config.BILLING_PROVIDER === 'MOCK') {
-    return { provider: 'MOCK' as const, configured: true, mode: 'mock' as const, message: 'Mock payments: checkout completes at once and nothing is charged.', customerPortalEnabled: false };
+    return {
+      provider: 'MOCK' as const,
+      configured: true,
+      mode: 'mock' as const,
+      message: 'Mock payments: checkout completes at once and nothing is charged.',
+      customerPortalEnabled: false,
+    };
   }
   const processor = d.processors[config.BILLING_PROVIDER];
   return {

@@ -6,7 +6,10 @@ import type { Processors } from './processors/index.js';
 import type { BillingSettings } from './schemas.js';
 
 export function billingSettings({ config, processors }: { config: Config; processors: Processors }): BillingSettings {
-  const describe = (name: 'PROCESSOR_A' | 'PROCESSOR_B', prices: [string | undefined, string | undefined, string | undefined]) => ({
+  const describe = (
+    name: 'PROCESSOR_A' | 'PROCESSOR_B',
+    prices: [string | undefined, string | undefined, string | undefined],
+  ) => ({
     active: config.BILLING_PROVIDER === name,
     configured: processors[name].configured,
     webhookConfigured: processors[name].webhookConfigured,
@@ -23,8 +26,16 @@ export function billingSettings({ config, processors }: { config: Config; proces
     supportEmail: config.BILLING_SUPPORT_EMAIL,
     customerPortalEnabled: config.PROCESSOR_A_CUSTOMER_PORTAL_ENABLED,
     mockWebhookEnabled: config.BILLING_PROVIDER === 'MOCK',
-    processorA: describe('PROCESSOR_A', [config.PROCESSOR_A_PRICE_LITE, config.PROCESSOR_A_PRICE_PRO, config.PROCESSOR_A_PRICE_ENTERPRISE]),
-    processorB: describe('PROCESSOR_B', [config.PROCESSOR_B_VARIANT_LITE, config.PROCESSOR_B_VARIANT_PRO, config.PROCESSOR_B_VARIANT_ENTERPRISE]),
+    processorA: describe('PROCESSOR_A', [
+      config.PROCESSOR_A_PRICE_LITE,
+      config.PROCESSOR_A_PRICE_PRO,
+      config.PROCESSOR_A_PRICE_ENTERPRISE,
+    ]),
+    processorB: describe('PROCESSOR_B', [
+      config.PROCESSOR_B_VARIANT_LITE,
+      config.PROCESSOR_B_VARIANT_PRO,
+      config.PROCESSOR_B_VARIANT_ENTERPRISE,
+    ]),
   };
 }
 

@@ -27,7 +27,10 @@ function processorWebhook(deps: Deps, name: ProcessorName): RequestHandler {
     try {
       const processor = deps.processors[name];
       if (!processor.webhookConfigured) {
-        throw new AppError('BILLING_NOT_CONFIGURED', `${name} webhooks are not configured on this server (its webhook secret is not set).`);
+        throw new AppError(
+          'BILLING_NOT_CONFIGURED',
+          `${name} webhooks are not configured on this server (its webhook secret is not set).`,
+        );
       }
       const event = processor.parseWebhook(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), req.headers);
       const outcome = await applyProviderEvent(deps, name, event);
@@ -79,7 +82,7 @@ export function billingWebhookRoutes(deps: Deps): Router {
   routes.post('/billing/webhooks/processor-b', rawJson, processorWebhook(deps, 'PROCESSOR_B'));
   if (mockWebhookEnabled(deps.config)) {
     if (deps.config.NODE_ENV === 'production') {
-      const warning = 'the unsigned POST /billing/webhooks/mock lets anyone change any workspace\'s plan';
+      const warning = "the unsigned POST /billing/webhooks/mock lets anyone change any workspace's plan";
       deps.logger.warn(`BILLING_MOCK_WEBHOOK_ENABLED in production: ${warning}`);
     }
     routes.post(MOCK_WEBHOOK_PATH, rawJson, mockWebhook(deps));
@@ -91,7 +94,10 @@ const received = {
   description: 'Received (also for a duplicate delivery, which changes nothing)',
   content: {
     'application/json': {
-      schema: z.object({ received: z.literal(true), outcome: z.enum(['applied', 'duplicate', 'stale', 'unmatched', 'ignored']) }),
+      schema: z.object({
+        received: z.literal(true),
+        outcome: z.enum(['applied', 'duplicate', 'stale', 'unmatched', 'ignored']),
+      }),
     },
   },
 };
@@ -106,7 +112,11 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       security: [],
       parameters: [{ in: 'header', name: 'Stripe-Signature', required: true, schema: { type: 'string' } }],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
-      responses: { 200: received, 400: errorResponse('Missing, stale or wrong signature', ['INVALID_SIGNATURE']), 503: errorResponse('No webhook secret', ['BILLING_NOT_CONFIGURED']) },
+      responses: {
+        200: received,
+        400: errorResponse('Missing, stale or wrong signature', ['INVALID_SIGNATURE']),
+        503: errorResponse('No webhook secret', ['BILLING_NOT_CONFIGURED']),
+      },
     },
   },
   '/billing/webhooks/processor-b': {
@@ -118,7 +128,11 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       security: [],
       parameters: [{ in: 'header', name: 'X-Signature', required: true, schema: { type: 'string' } }],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
-      responses: { 200: received, 400: errorResponse('Missing or wrong signature', ['INVALID_SIGNATURE']), 503: errorResponse('No webhook secret', ['BILLING_NOT_CONFIGURED']) },
+      responses: {
+        200: received,
+        400: errorResponse('Missing or wrong signature', ['INVALID_SIGNATURE']),
+        503: errorResponse('No webhook secret', ['BILLING_NOT_CONFIGURED']),
+      },
     },
   },
   [MOCK_WEBHOOK_PATH]: {

@@ -4,7 +4,15 @@ import { publicProcedure, router } from '../../server/platform/trpc.js';
 
 export const demoRouter = router({
   status: publicProcedure
-    .meta({ openapi: { method: 'GET', path: '/demo/status', tags: ['Status'], protect: false, summary: 'Demo mode and its restrictions' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/demo/status',
+        tags: ['Status'],
+        protect: false,
+        summary: 'Demo mode and its restrictions',
+      },
+    })
     .input(z.void())
     .output(
       z.object({

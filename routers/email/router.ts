@@ -6,7 +6,14 @@ import { listEmailLogs } from './service.js';
 
 export const emailRouter = router({
   list: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/email-logs', tags: ['Admin'], summary: 'Mails written by the MOCK e-mail provider' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/email-logs',
+        tags: ['Admin'],
+        summary: 'Mails written by the MOCK e-mail provider',
+      },
+    })
     .input(emailLogsInput)
     .output(pageOutput(emailLogOutput))
     .query(({ ctx, input: { page, limit, to } }) =>

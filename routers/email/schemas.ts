@@ -2,7 +2,9 @@
 import { z } from 'zod';
 import { paginationInput } from '../../server/platform/pagination.js';
 
-export const emailLogsInput = paginationInput.extend({ to: z.email().optional().meta({ description: 'Only mails to this address.' }) });
+export const emailLogsInput = paginationInput.extend({
+  to: z.email().optional().meta({ description: 'Only mails to this address.' }),
+});
 
 export const emailLogOutput = z.object({
   id: z.uuid(),

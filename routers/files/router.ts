@@ -7,19 +7,40 @@ import * as files from './service.js';
 
 export const filesRouter = router({
   providerStatus: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/storage/provider-status', tags: ['Storage'], summary: 'The storage provider and its limits' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/storage/provider-status',
+        tags: ['Storage'],
+        summary: 'The storage provider and its limits',
+      },
+    })
     .input(z.void())
     .output(providerStatusOutput)
     .query(({ ctx }) => files.providerStatus(ctx.storage)),
 
   getBranding: workspaceProcedure('workspace.read')
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/branding', tags: ['Workspaces'], summary: 'Display name, colours and logo' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/branding',
+        tags: ['Workspaces'],
+        summary: 'Display name, colours and logo',
+      },
+    })
     .input(brandingInput)
     .output(brandingOutput)
     .query(({ ctx }) => files.getBranding(ctx.db, ctx.workspace.id)),
 
   updateBranding: workspaceProcedure('branding.manage')
-    .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/branding', tags: ['Workspaces'], summary: 'Set display name and colours' } })
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/workspaces/{workspaceId}/branding',
+        tags: ['Workspaces'],
+        summary: 'Set display name and colours',
+      },
+    })
     .input(updateBrandingInput)
     .output(brandingOutput)
     .mutation(({ ctx, input: { workspaceId: _, ...changes } }) =>

@@ -21,7 +21,9 @@ export const updateBrandingInput = z
     primaryColor: color.nullable().optional(),
     accentColor: color.nullable().optional(),
   })
-  .refine((i) => i.displayName !== undefined || i.primaryColor !== undefined || i.accentColor !== undefined, { error: 'Send displayName, primaryColor or accentColor.' });
+  .refine((i) => i.displayName !== undefined || i.primaryColor !== undefined || i.accentColor !== undefined, {
+    error: 'Send displayName, primaryColor or accentColor.',
+  });
 export type BrandingChanges = Omit<z.infer<typeof updateBrandingInput>, 'workspaceId'>;
 
 export const brandingOutput = z.object({

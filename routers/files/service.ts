@@ -50,11 +50,17 @@ async function checkedFile(file: Upload, allowed: Set<string>) {
   // Browsers send a plain name; folders, `..` or control characters only come from a crafted request.
   // eslint-disable-next-line no-control-regex -- control characters are what it looks for
   if (/[/\\\x00-\x1f]|^\.\.?$/.test(file.originalname)) {
-    throw new AppError('BAD_REQUEST', 'The file name must be a plain name, without folders, ".." or control characters.');
+    throw new AppError(
+      'BAD_REQUEST',
+      'The file name must be a plain name, without folders, ".." or control characters.',
+    );
   }
   const type = await fileTypeFromBuffer(file.buffer);
   if (!type || !allowed.has(type.mime)) {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `This kind of file is not accepted here (by its content). Accepted: ${[...allowed].join(', ')}.`);
+    throw new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      `This kind of file is not accepted here (by its content). Accepted: ${[...allowed].join(', ')}.`,
+    );
   }
   return { file, mime: type.mime, ext: type.ext };
 }
@@ -62,7 +68,11 @@ async function checkedFile(file: Upload, allowed: Set<string>) {
 /** Decodes and re-encodes an image; anything that does not decode as one is refused. */
 async function reencode(buffer: Buffer, resize: ResizeOptions & { width: number; height: number }) {
   try {
-    return await sharp(buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate().resize(resize).webp({ quality: 85 }).toBuffer();
+    return await sharp(buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error' })
+      .rotate()
+      .resize(resize)
+      .webp({ quality: 85 })
+      .toBuffer();
   } catch {
     throw new AppError('BAD_REQUEST', 'The image could not be read, or its dimensions are too large.');
   }
@@ -73,14 +83,22 @@ async function reencode(buffer: Buffer, resize: ResizeOptions & { width: number;
  * only logged (an orphaned object is harmless).
  */
 async function removeObject(deps: Deps, key: string, which: 'replaced file' | 'failed upload') {
-  await deps.storage.delete(key).catch((err: unknown) => deps.logger.warn({ err, key }, `could not remove the object of a ${which} from storage`));
+  await deps.storage
+    .delete(key)
+    .catch((err: unknown) => deps.logger.warn({ err, key }, `could not remove the object of a ${which} from storage`));
 }
 
 /**
  * Stores the object, then runs `save`, the database change that points at it. If that change fails, the
  * object is removed again (best effort, logged), so a failed request leaves nothing behind in storage.
  */
-async function storeThenSave<T>(deps: Deps, key: string, data: Buffer, contentType: string, save: () => Promise<T>): Promise<T> {
+async function storeThenSave<T>(
+  deps: Deps,
+  key: string,
+  data: Buffer,
+  contentType: string,
+  save: () => Promise<T>,
+): Promise<T> {
   await deps.storage.put(key, data, contentType);
   try {
     return await save();
@@ -120,7 +138,15 @@ export async function storeUpload(deps: Deps, uploader: Uploader, upload: Upload
   const row = await storeThenSave(deps, key, data, mime, () =>
     deps.db
       .insertInto('files')
-      .values({ workspace_id: uploader.workspaceId, uploaded_by: uploader.userId, kind: 'upload', storage_key: key, content_type: mime, size_bytes: data.length, original_name: safeName(file.originalname) })
+      .values({
+        workspace_id: uploader.workspaceId,
+        uploaded_by: uploader.userId,
+        kind: 'upload',
+        storage_key: key,
+        content_type: mime,
+        size_bytes: data.length,
+        original_name: safeName(file.originalname),
+      })
       .returningAll()
       .executeTakeFirstOrThrow(),
   );
@@ -137,7 +163,9 @@ export async function storeUpload(deps: Deps, uploader: Uploader, upload: Upload
 
 /** The row of a stored file (404 for an id that is not one). Who may read it is the caller's to decide. */
 export async function findFile(db: Db, fileId: string) {
-  const row = isUuid(fileId) ? await db.selectFrom('files').selectAll().where('id', '=', fileId).executeTakeFirst() : undefined;
+  const row = isUuid(fileId)
+    ? await db.selectFrom('files').selectAll().where('id', '=', fileId).executeTakeFirst()
+    : undefined;
   if (!row) throw fileNotFound();
   return row;
 }
@@ -160,13 +188,28 @@ export async function setAvatar(deps: Deps, userId: string, upload: Upload) {
   // The row lock makes concurrent uploads take turns, so each one removes the avatar it replaced.
   const previous = await storeThenSave(deps, key, data, 'image/webp', () =>
     deps.db.transaction().execute(async (trx) => {
-      const previous = await trx.selectFrom('users').select('avatar_key').where('id', '=', userId).forUpdate().executeTakeFirstOrThrow();
-      await trx.updateTable('users').set({ avatar_key: key, avatar_updated_at: new Date(), updated_at: new Date() }).where('id', '=', userId).execute();
+      const previous = await trx
+        .selectFrom('users')
+        .select('avatar_key')
+        .where('id', '=', userId)
+        .forUpdate()
+        .executeTakeFirstOrThrow();
+      await trx
+        .updateTable('users')
+        .set({ avatar_key: key, avatar_updated_at: new Date(), updated_at: new Date() })
+        .where('id', '=', userId)
+        .execute();
       return previous;
     }),
   );
   if (previous.avatar_key) await removeObject(deps, previous.avatar_key, 'replaced file');
-  return { avatarUrl: `/users/${userId}/avatar`, contentType: 'image/webp', width: 512, height: 512, size: data.length };
+  return {
+    avatarUrl: `/users/${userId}/avatar`,
+    contentType: 'image/webp',
+    width: 512,
+    height: 512,
+    size: data.length,
+  };
 }
 
 /**
@@ -188,10 +231,16 @@ export async function avatarOf(
             .selectFrom('workspace_members')
             .select('user_id')
             .where('user_id', '=', userId)
-            .where('workspace_id', 'in', viewer.memberships.map((m) => m.id))
+            .where(
+              'workspace_id',
+              'in',
+              viewer.memberships.map((m) => m.id),
+            )
             .executeTakeFirst(),
         )));
-  const row = visible ? await deps.db.selectFrom('users').select('avatar_key').where('id', '=', userId).executeTakeFirst() : undefined;
+  const row = visible
+    ? await deps.db.selectFrom('users').select('avatar_key').where('id', '=', userId).executeTakeFirst()
+    : undefined;
   const data = row?.avatar_key ? await deps.storage.get(row.avatar_key) : undefined;
   if (!data) throw new AppError('NOT_FOUND', 'No avatar.');
   return data;
@@ -207,16 +256,38 @@ export async function setLogo(deps: Deps, uploader: Uploader, upload: Upload) {
   const { workspaceId } = uploader;
   const { row, replaced } = await storeThenSave(deps, key, data, 'image/webp', () =>
     deps.db.transaction().execute(async (trx) => {
-      const previous = await trx.selectFrom('workspaces').select('logo_file_id').where('id', '=', workspaceId).forUpdate().executeTakeFirstOrThrow();
+      const previous = await trx
+        .selectFrom('workspaces')
+        .select('logo_file_id')
+        .where('id', '=', workspaceId)
+        .forUpdate()
+        .executeTakeFirstOrThrow();
       const row = await trx
         .insertInto('files')
-        .values({ workspace_id: workspaceId, uploaded_by: uploader.userId, kind: 'logo', storage_key: key, content_type: 'image/webp', size_bytes: data.length, original_name: 'logo.webp' })
+        .values({
+          workspace_id: workspaceId,
+          uploaded_by: uploader.userId,
+          kind: 'logo',
+          storage_key: key,
+          content_type: 'image/webp',
+          size_bytes: data.length,
+          original_name: 'logo.webp',
+        })
         .returningAll()
         .executeTakeFirstOrThrow();
-      await trx.updateTable('workspaces').set({ logo_file_id: row.id, updated_at: new Date() }).where('id', '=', workspaceId).execute();
+      await trx
+        .updateTable('workspaces')
+        .set({ logo_file_id: row.id, updated_at: new Date() })
+        .where('id', '=', workspaceId)
+        .execute();
       // The previous logo goes with its replacement: its row now, its object after the commit.
       const replaced = previous.logo_file_id
-        ? await trx.deleteFrom('files').where('id', '=', previous.logo_file_id).where('kind', '=', 'logo').returning('storage_key').executeTakeFirst()
+        ? await trx
+            .deleteFrom('files')
+            .where('id', '=', previous.logo_file_id)
+            .where('kind', '=', 'logo')
+            .returning('storage_key')
+            .executeTakeFirst()
         : undefined;
       return { row, replaced };
     }),
@@ -252,7 +323,13 @@ export async function updateBranding(db: Db, actor: Actor, workspaceId: string, 
       })
       .where('id', '=', workspaceId)
       .execute();
-    await recordAudit(trx, actor, { action: 'workspace.updated', targetType: 'workspace', targetId: workspaceId, workspaceId, metadata: { branding: true } });
+    await recordAudit(trx, actor, {
+      action: 'workspace.updated',
+      targetType: 'workspace',
+      targetId: workspaceId,
+      workspaceId,
+      metadata: { branding: true },
+    });
   });
   return getBranding(db, workspaceId);
 }

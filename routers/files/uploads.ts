@@ -40,7 +40,11 @@ const FORM_ALLOWANCE_BYTES = 64 * 1024;
  * Content-Length over what such a form can weigh is a 413 before a byte is read.
  */
 function singleFile(field: string, maxBytes: number): RequestHandler[] {
-  const upload = multer({ storage: multer.memoryStorage(), preservePath: true, limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 1024 } }).single(field);
+  const upload = multer({
+    storage: multer.memoryStorage(),
+    preservePath: true,
+    limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 1024 },
+  }).single(field);
   const tooLarge = `The request is larger than a file of ${maxBytes / MiB} MiB (the limit) and its form fields.`;
   return [
     refuseDeclaredLength(maxBytes + FORM_ALLOWANCE_BYTES, tooLarge),
@@ -63,7 +67,10 @@ const refuseEncodedBody = refuseContentEncoding([]);
 
 function requireMultipart(field: string): RequestHandler {
   return (req, res, next) => {
-    if (!req.is('multipart/form-data')) return next(new AppError('UNSUPPORTED_MEDIA_TYPE', `Send multipart/form-data with the file in the field "${field}".`));
+    if (!req.is('multipart/form-data'))
+      return next(
+        new AppError('UNSUPPORTED_MEDIA_TYPE', `Send multipart/form-data with the file in the field "${field}".`),
+      );
     refuseEncodedBody(req, res, next);
   };
 }
@@ -71,7 +78,8 @@ function requireMultipart(field: string): RequestHandler {
 /** The file multer read from `field`; its content is checked by the service. */
 function fileOf(req: Request, field: string): Upload {
   const file = req.file;
-  if (!file || file.fieldname !== field) throw new AppError('BAD_REQUEST', `Send one file in the multipart field "${field}".`);
+  if (!file || file.fieldname !== field)
+    throw new AppError('BAD_REQUEST', `Send one file in the multipart field "${field}".`);
   return file;
 }
 
@@ -83,11 +91,22 @@ async function signedIn(deps: Deps, req: Request): Promise<Principal> {
 }
 
 /** The workspace `workspaceId` names (default: the active one), checked for `permission`. */
-function workspaceFor(deps: Deps, req: Request, principal: Principal, permission: WorkspacePermission, workspaceId: unknown): WorkspaceAccess {
-  const workspace = resolveWorkspaceAccess({ email: principal.user.email, memberships: principal.memberships }, workspaceId, permission, {
-    orActiveWorkspace: true,
-    config: deps.config,
-  });
+function workspaceFor(
+  deps: Deps,
+  req: Request,
+  principal: Principal,
+  permission: WorkspacePermission,
+  workspaceId: unknown,
+): WorkspaceAccess {
+  const workspace = resolveWorkspaceAccess(
+    { email: principal.user.email, memberships: principal.memberships },
+    workspaceId,
+    permission,
+    {
+      orActiveWorkspace: true,
+      config: deps.config,
+    },
+  );
   noteRequest(req, { workspaceId: workspace.id });
   return workspace;
 }
@@ -97,12 +116,17 @@ function workspaceFor(deps: Deps, req: Request, principal: Principal, permission
  * multer reads the body: a refused caller is answered at once, instead of after the server has buffered up
  * to 10 MiB of their upload. The handler asks signedIn again, which answers the same stored lookup.
  */
-function authenticateFirst(deps: Deps, permission?: WorkspacePermission, workspaceIdOf?: (req: Request) => unknown): RequestHandler {
+function authenticateFirst(
+  deps: Deps,
+  permission?: WorkspacePermission,
+  workspaceIdOf?: (req: Request) => unknown,
+): RequestHandler {
   return (req, _res, next) =>
     void (async () => {
       const principal = await signedIn(deps, req);
       const workspaceId = workspaceIdOf?.(req);
-      if (permission && workspaceId !== undefined && workspaceId !== '') workspaceFor(deps, req, principal, permission, workspaceId);
+      if (permission && workspaceId !== undefined && workspaceId !== '')
+        workspaceFor(deps, req, principal, permission, workspaceId);
     })().then(() => next(), next);
 }
 
@@ -122,7 +146,13 @@ export function uploadRoutes(deps: Deps): Router {
     singleFile('file', UPLOAD_LIMITS.file),
     asyncRoute(async (req, res) => {
       const principal = await signedIn(deps, req);
-      const workspace = workspaceFor(deps, req, principal, 'files.write', (req.body as { workspaceId?: unknown } | undefined)?.workspaceId ?? req.query.workspaceId);
+      const workspace = workspaceFor(
+        deps,
+        req,
+        principal,
+        'files.write',
+        (req.body as { workspaceId?: unknown } | undefined)?.workspaceId ?? req.query.workspaceId,
+      );
       const uploader = { userId: principal.user.id, workspaceId: workspace.id };
       const stored = await storeUpload(deps, uploader, fileOf(req, 'file'));
       res.status(201).json(stored);
@@ -196,7 +226,11 @@ const multipart = (field: string, description: string) => ({
   required: true,
   content: {
     'multipart/form-data': {
-      schema: { type: 'object' as const, required: [field], properties: { [field]: { type: 'string' as const, format: 'binary', description } } },
+      schema: {
+        type: 'object' as const,
+        required: [field],
+        properties: { [field]: { type: 'string' as const, format: 'binary', description } },
+      },
     },
   },
 });
@@ -208,7 +242,11 @@ const signedInRefusals = {
 };
 /** A workspace's upload: a member of an ACTIVE workspace holding the route's permission. */
 const workspaceRefusals = {
-  403: errorResponse('The account is suspended, the workspace is not ACTIVE, or the role lacks the permission', ['PERMISSION_DENIED', 'USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE']),
+  403: errorResponse('The account is suspended, the workspace is not ACTIVE, or the role lacks the permission', [
+    'PERMISSION_DENIED',
+    'USER_SUSPENDED',
+    'WORKSPACE_UNAVAILABLE',
+  ]),
   404: errorResponse('No such workspace among mine', ['NOT_FOUND']),
 };
 const storageFailures = {
@@ -233,8 +271,15 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       summary: 'Upload a file (field file, 10 MiB; images, GIF or PDF by content) to a workspace',
       tags: ['Storage'],
       ...secured,
-      requestBody: multipart('file', 'The file. workspaceId may be sent as a form field or query parameter (default: the active workspace).'),
-      responses: { 201: { description: 'Stored: id, workspaceId, contentType, size, url' }, ...refusals, ...workspaceRefusals },
+      requestBody: multipart(
+        'file',
+        'The file. workspaceId may be sent as a form field or query parameter (default: the active workspace).',
+      ),
+      responses: {
+        201: { description: 'Stored: id, workspaceId, contentType, size, url' },
+        ...refusals,
+        ...workspaceRefusals,
+      },
     },
   },
   '/profile/avatar': {
@@ -270,7 +315,10 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       responses: {
         200: { description: 'The file, with X-Content-Type-Options: nosniff' },
         401: errorResponse('No valid access token (whether or not the file exists)', ['UNAUTHORIZED']),
-        403: errorResponse("The account is suspended, or the file's workspace is not ACTIVE (told to its members only)", ['USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE']),
+        403: errorResponse(
+          "The account is suspended, or the file's workspace is not ACTIVE (told to its members only)",
+          ['USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE'],
+        ),
         404: errorResponse('No such file in my workspaces', ['NOT_FOUND']),
         ...storageFailures,
       },
@@ -283,7 +331,12 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Profile'],
       ...secured,
       parameters: [{ in: 'path', name: 'userId', required: true, schema: { type: 'string', format: 'uuid' } }],
-      responses: { 200: { description: 'image/webp' }, ...signedInRefusals, 404: errorResponse('No avatar', ['NOT_FOUND']), ...storageFailures },
+      responses: {
+        200: { description: 'image/webp' },
+        ...signedInRefusals,
+        404: errorResponse('No avatar', ['NOT_FOUND']),
+        ...storageFailures,
+      },
     },
   },
 };

@@ -8,7 +8,13 @@ export const healthRouter = router({
   health: publicProcedure
     .meta({
       rateLimit: false,
-      openapi: { method: 'GET', path: '/health', tags: ['Status'], protect: false, summary: 'Service and database health' },
+      openapi: {
+        method: 'GET',
+        path: '/health',
+        tags: ['Status'],
+        protect: false,
+        summary: 'Service and database health',
+      },
       sameBodyWith: { 503: 'Degraded (the database does not answer) or draining (the instance is shutting down)' },
     })
     .input(z.void())

@@ -24,7 +24,11 @@ async function pingDatabase(db: Db): Promise<{ reachable: boolean; latencyMs: nu
 
 export async function health(deps: Pick<AppDeps, 'db' | 'config' | 'lifecycle' | 'startedAt'>) {
   const database = await pingDatabase(deps.db);
-  const status: 'ok' | 'degraded' | 'draining' = deps.lifecycle.draining ? 'draining' : database.reachable ? 'ok' : 'degraded';
+  const status: 'ok' | 'degraded' | 'draining' = deps.lifecycle.draining
+    ? 'draining'
+    : database.reachable
+      ? 'ok'
+      : 'degraded';
   return {
     status,
     version: deps.config.SERVICE_VERSION,

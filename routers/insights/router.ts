@@ -6,7 +6,14 @@ import { workspaceInsights } from './service.js';
 
 export const insightsRouter = router({
   insights: workspaceProcedure('workspace.read', { orActiveWorkspace: true })
-    .meta({ openapi: { method: 'GET', path: '/dashboard/insights', tags: ['Dashboard'], summary: 'Members, plan, AI usage, API keys, webhooks and recent activity of a workspace' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/dashboard/insights',
+        tags: ['Dashboard'],
+        summary: 'Members, plan, AI usage, API keys, webhooks and recent activity of a workspace',
+      },
+    })
     .input(insightsInput)
     .output(insightsOutput)
     .query(({ ctx }) => workspaceInsights(ctx, ctx.workspace, ctx.user)),

@@ -7,7 +7,12 @@ export const insightsOutput = z.object({
   workspace: z.object({ id: z.uuid(), name: z.string(), edition: z.string(), plan: z.string().nullable() }),
   members: z.number().int(),
   ai: z
-    .object({ used: z.number().int(), limit: z.number().int(), remaining: z.number().int(), perDay: z.array(z.object({ day: z.string(), generations: z.number().int() })) })
+    .object({
+      used: z.number().int(),
+      limit: z.number().int(),
+      remaining: z.number().int(),
+      perDay: z.array(z.object({ day: z.string(), generations: z.number().int() })),
+    })
     .nullable()
     .meta({ description: 'Null unless the role may view AI usage (ai.view_usage).' }),
   apiKeys: z.number().int().nullable().meta({ description: 'Null unless the role manages API keys.' }),

@@ -30,16 +30,29 @@ export async function workspaceInsights(
   const since30 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (DAYS - 1)));
   const count = (n: { n: string | number | bigint } | undefined) => Number(n?.n ?? 0);
   /** `read()` when the caller's role holds `permission`, else null (and no query). */
-  const ifAllowed = <T>(permission: WorkspacePermission, read: () => Promise<T>) => (roleHas(access.role, permission) ? read() : null);
+  const ifAllowed = <T>(permission: WorkspacePermission, read: () => Promise<T>) =>
+    roleHas(access.role, permission) ? read() : null;
   const [workspace, members, ai, apiKeys, webhooks, recentActivity] = await Promise.all([
-    db.selectFrom('workspaces as w').leftJoin('plans as p', 'p.id', 'w.plan_id').select(['w.id', 'w.name', 'w.edition', 'p.name as plan']).where('w.id', '=', id).executeTakeFirstOrThrow(),
-    db.selectFrom('workspace_members').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).executeTakeFirst(),
+    db
+      .selectFrom('workspaces as w')
+      .leftJoin('plans as p', 'p.id', 'w.plan_id')
+      .select(['w.id', 'w.name', 'w.edition', 'p.name as plan'])
+      .where('w.id', '=', id)
+      .executeTakeFirstOrThrow(),
+    db
+      .selectFrom('workspace_members')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('workspace_id', '=', id)
+      .executeTakeFirst(),
     ifAllowed('ai.view_usage', async () => {
       const [aiUsage, perDay] = await Promise.all([
         usage(deps, access, user),
         db
           .selectFrom('ai_generations')
-          .select((eb) => [sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'), eb.fn.countAll<string>().as('n')])
+          .select((eb) => [
+            sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'),
+            eb.fn.countAll<string>().as('n'),
+          ])
           .where('workspace_id', '=', id)
           .where('created_at', '>=', since30)
           .where('status', '=', 'SUCCEEDED')
@@ -48,27 +61,59 @@ export async function workspaceInsights(
           .orderBy(sql`1`)
           .execute(),
       ]);
-      return { used: aiUsage.used, limit: aiUsage.limit, remaining: aiUsage.remaining, perDay: everyDaySince(since30, perDay) };
+      return {
+        used: aiUsage.used,
+        limit: aiUsage.limit,
+        remaining: aiUsage.remaining,
+        perDay: everyDaySince(since30, perDay),
+      };
     }),
     ifAllowed('api_keys.manage', async () =>
-      count(await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).where('revoked_at', 'is', null).executeTakeFirst()),
+      count(
+        await db
+          .selectFrom('api_keys')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('workspace_id', '=', id)
+          .where('revoked_at', 'is', null)
+          .executeTakeFirst(),
+      ),
     ),
     ifAllowed('webhooks.manage', async () => {
       const [hooks, deliveries] = await Promise.all([
-        db.selectFrom('webhooks').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', id).where('is_active', '=', true).executeTakeFirst(),
+        db
+          .selectFrom('webhooks')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('workspace_id', '=', id)
+          .where('is_active', '=', true)
+          .executeTakeFirst(),
         db
           .selectFrom('webhook_deliveries')
-          .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.countAll<string>().filterWhere('status', '=', 'success').as('ok')])
+          .select((eb) => [
+            eb.fn.countAll<string>().as('n'),
+            eb.fn.countAll<string>().filterWhere('status', '=', 'success').as('ok'),
+          ])
           .where('workspace_id', '=', id)
           .where('created_at', '>=', since30)
           .where('status', 'in', ['success', 'failed'])
           .executeTakeFirstOrThrow(),
       ]);
       const finished = Number(deliveries.n);
-      return { active: count(hooks), deliveries30d: finished, successRate: finished ? Math.round((Number(deliveries.ok) / finished) * 10_000) / 10_000 : null };
+      return {
+        active: count(hooks),
+        deliveries30d: finished,
+        successRate: finished ? Math.round((Number(deliveries.ok) / finished) * 10_000) / 10_000 : null,
+      };
     }),
     ifAllowed('audit.view', async () =>
-      (await db.selectFrom('audit_logs').select(['action', 'created_at']).where('workspace_id', '=', id).orderBy('created_at', 'desc').limit(10).execute()).map((a) => ({
+      (
+        await db
+          .selectFrom('audit_logs')
+          .select(['action', 'created_at'])
+          .where('workspace_id', '=', id)
+          .orderBy('created_at', 'desc')
+          .limit(10)
+          .execute()
+      ).map((a) => ({
         action: a.action,
         createdAt: a.created_at.toISOString(),
       })),

@@ -11,25 +11,48 @@ const tags = ['Admin: monitoring'];
 
 export const monitoringRouter = router({
   status: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/monitoring/status', tags, summary: 'Health, uptime, memory, logging flags and buffer fill' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/monitoring/status',
+        tags,
+        summary: 'Health, uptime, memory, logging flags and buffer fill',
+      },
+    })
     .input(z.void())
     .output(statusOutput)
     .query(({ ctx }) => monitoring.monitoringStatus(ctx)),
 
   summary: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/monitoring/summary', tags, summary: 'Success rate, status mix, top routes, per-minute timeline' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/monitoring/summary',
+        tags,
+        summary: 'Success rate, status mix, top routes, per-minute timeline',
+      },
+    })
     .input(z.void())
     .output(summaryOutput)
     .query(({ ctx }) => monitoring.trafficSummary(ctx.monitor)),
 
   errors: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/monitoring/errors', tags, summary: 'Recent error answers, newest first (safe summaries)' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/monitoring/errors',
+        tags,
+        summary: 'Recent error answers, newest first (safe summaries)',
+      },
+    })
     .input(requestFilters)
     .output(pageOutput(errorRecord))
     .query(({ ctx, input }) => monitoring.recentErrors(ctx.monitor, input)),
 
   requests: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/monitoring/requests', tags, summary: 'Recent requests, newest first' } })
+    .meta({
+      openapi: { method: 'GET', path: '/admin/monitoring/requests', tags, summary: 'Recent requests, newest first' },
+    })
     .input(requestFilters)
     .output(pageOutput(requestRecord))
     .query(({ ctx, input }) => monitoring.recentRequests(ctx.monitor, input)),

@@ -55,7 +55,13 @@ export const summaryOutput = z.object({
   statusCodes: z.record(z.string(), z.number().int()),
   slowRequests: z.number().int(),
   errors: z.number().int(),
-  topRoutesByCount: z.array(z.object({ route: z.string(), count: z.number().int(), avgMs: z.number(), p95Ms: z.number() })),
-  topRoutesByP95: z.array(z.object({ route: z.string(), count: z.number().int(), avgMs: z.number(), p95Ms: z.number() })),
-  timeline: z.array(z.object({ minute: isoDate, requests: z.number().int(), errors: z.number().int(), serverErrors: z.number().int() })),
+  topRoutesByCount: z.array(
+    z.object({ route: z.string(), count: z.number().int(), avgMs: z.number(), p95Ms: z.number() }),
+  ),
+  topRoutesByP95: z.array(
+    z.object({ route: z.string(), count: z.number().int(), avgMs: z.number(), p95Ms: z.number() }),
+  ),
+  timeline: z.array(
+    z.object({ minute: isoDate, requests: z.number().int(), errors: z.number().int(), serverErrors: z.number().int() }),
+  ),
 });

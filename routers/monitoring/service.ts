@@ -9,7 +9,8 @@ import { offsetOf, pageOf, type Pagination } from '../../server/platform/paginat
 import type { RequestFilters } from './schemas.js';
 
 function assertEnabled(monitor: Monitor) {
-  if (!monitor.enabled) throw new AppError('SERVICE_UNAVAILABLE', 'Monitoring is switched off on this server (MONITORING_ENABLED=false).');
+  if (!monitor.enabled)
+    throw new AppError('SERVICE_UNAVAILABLE', 'Monitoring is switched off on this server (MONITORING_ENABLED=false).');
 }
 
 function filtered<T extends RequestRecord>(items: T[], f: RequestFilters) {
@@ -22,13 +23,17 @@ function filtered<T extends RequestRecord>(items: T[], f: RequestFilters) {
   );
 }
 
-const paginate = <T>(items: T[], page: Pagination) => pageOf(items.slice(offsetOf(page), offsetOf(page) + page.limit), items.length, page);
+const paginate = <T>(items: T[], page: Pagination) =>
+  pageOf(items.slice(offsetOf(page), offsetOf(page) + page.limit), items.length, page);
 
 /** Health, uptime, memory, logging flags and how full the buffers are. */
 export async function monitoringStatus(deps: Pick<AppDeps, 'db' | 'config' | 'monitor' | 'startedAt'>) {
   const { config, monitor } = deps;
   assertEnabled(monitor);
-  const reachable = await sql`select 1`.execute(deps.db).then(() => true, () => false);
+  const reachable = await sql`select 1`.execute(deps.db).then(
+    () => true,
+    () => false,
+  );
   const mem = process.memoryUsage();
   const mb = (n: number) => Math.round((n / 1_048_576) * 10) / 10;
   return {
@@ -36,7 +41,12 @@ export async function monitoringStatus(deps: Pick<AppDeps, 'db' | 'config' | 'mo
     version: config.SERVICE_VERSION,
     uptimeSeconds: Math.round((Date.now() - deps.startedAt.getTime()) / 1000),
     database: { reachable },
-    memory: { rssMb: mb(mem.rss), heapUsedMb: mb(mem.heapUsed), heapTotalMb: mb(mem.heapTotal), systemFreeMb: mb(os.freemem()) },
+    memory: {
+      rssMb: mb(mem.rss),
+      heapUsedMb: mb(mem.heapUsed),
+      heapTotalMb: mb(mem.heapTotal),
+      systemFreeMb: mb(os.freemem()),
+    },
     logging: {
       monitoringEnabled: config.MONITORING_ENABLED,
       requestLoggingEnabled: config.REQUEST_LOGGING_ENABLED,

@@ -6,7 +6,14 @@ import { search } from './service.js';
 
 export const searchRouter = router({
   search: workspaceProcedure('workspace.read', { orActiveWorkspace: true })
-    .meta({ openapi: { method: 'GET', path: '/search', tags: ['Search'], summary: "Search a workspace's generations, the templates and its members" } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/search',
+        tags: ['Search'],
+        summary: "Search a workspace's generations, the templates and its members",
+      },
+    })
     .input(searchInput)
     .output(searchOutput)
     .query(({ ctx, input }) => search(ctx.db, ctx.workspace.id, input.q)),

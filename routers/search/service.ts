@@ -35,7 +35,12 @@ export async function search(db: Db, workspaceId: string, q: string) {
   ]);
   return {
     items: [
-      ...generations.map((g) => ({ type: 'generation' as const, id: g.id, title: g.prompt.slice(0, 80), snippet: g.output.slice(0, 200) })),
+      ...generations.map((g) => ({
+        type: 'generation' as const,
+        id: g.id,
+        title: g.prompt.slice(0, 80),
+        snippet: g.output.slice(0, 200),
+      })),
       ...templates.map((t) => ({ type: 'template' as const, id: t.id, title: t.name, snippet: t.description })),
       ...members.map((m) => ({ type: 'member' as const, id: m.id, title: m.name, snippet: `${m.email} (${m.role})` })),
     ],

@@ -7,21 +7,58 @@ const tags = ['Status'];
 
 export const statusRouter = router({
   search: publicProcedure
-    .meta({ rateLimit: false, openapi: { method: 'GET', path: '/search/status', tags, protect: false, summary: 'Search engine and what it covers' } })
+    .meta({
+      rateLimit: false,
+      openapi: {
+        method: 'GET',
+        path: '/search/status',
+        tags,
+        protect: false,
+        summary: 'Search engine and what it covers',
+      },
+    })
     .input(z.void())
     .output(z.object({ enabled: z.boolean(), engine: z.string(), sources: z.array(z.string()) }))
-    .query(() => ({ enabled: true, engine: 'postgres-full-text', sources: ['ai_templates', 'ai_generations', 'members'] })),
+    .query(() => ({
+      enabled: true,
+      engine: 'postgres-full-text',
+      sources: ['ai_templates', 'ai_generations', 'members'],
+    })),
 
   security: publicProcedure
-    .meta({ rateLimit: false, openapi: { method: 'GET', path: '/security/status', tags, protect: false, summary: 'Rate limiting, proxy trust, captcha, password policy, token lifetimes' } })
+    .meta({
+      rateLimit: false,
+      openapi: {
+        method: 'GET',
+        path: '/security/status',
+        tags,
+        protect: false,
+        summary: 'Rate limiting, proxy trust, captcha, password policy, token lifetimes',
+      },
+    })
     .input(z.void())
     .output(
       z.object({
-        rateLimiting: z.object({ enabled: z.boolean(), windowSeconds: z.number().int(), store: z.enum(['memory', 'redis']), tiers: z.record(z.string(), z.number().int()) }),
+        rateLimiting: z.object({
+          enabled: z.boolean(),
+          windowSeconds: z.number().int(),
+          store: z.enum(['memory', 'redis']),
+          tiers: z.record(z.string(), z.number().int()),
+        }),
         trustProxy: z.string(),
         captcha: z.object({ configured: z.boolean() }),
-        passwordPolicy: z.object({ minCharacters: z.number().int(), maxBytes: z.number().int(), requiresLetter: z.boolean(), requiresNumber: z.boolean() }),
-        tokens: z.object({ accessTokenTtlSeconds: z.number().int(), refreshTokenTtlSeconds: z.number().int(), refreshRotation: z.boolean(), reuseGraceSeconds: z.number().int() }),
+        passwordPolicy: z.object({
+          minCharacters: z.number().int(),
+          maxBytes: z.number().int(),
+          requiresLetter: z.boolean(),
+          requiresNumber: z.boolean(),
+        }),
+        tokens: z.object({
+          accessTokenTtlSeconds: z.number().int(),
+          refreshTokenTtlSeconds: z.number().int(),
+          refreshRotation: z.boolean(),
+          reuseGraceSeconds: z.number().int(),
+        }),
       }),
     )
     .query(({ ctx: { config } }) => ({
@@ -38,9 +75,18 @@ export const statusRouter = router({
           webhook: config.RATE_LIMIT_WEBHOOK_MAX_REQUESTS,
         },
       },
-      trustProxy: Array.isArray(config.TRUST_PROXY) ? `addresses: ${config.TRUST_PROXY.join(', ')}` : typeof config.TRUST_PROXY === 'number' ? `${config.TRUST_PROXY} hop(s)` : String(config.TRUST_PROXY),
+      trustProxy: Array.isArray(config.TRUST_PROXY)
+        ? `addresses: ${config.TRUST_PROXY.join(', ')}`
+        : typeof config.TRUST_PROXY === 'number'
+          ? `${config.TRUST_PROXY} hop(s)`
+          : String(config.TRUST_PROXY),
       captcha: { configured: false },
-      passwordPolicy: { minCharacters: PASSWORD_MIN_CHARACTERS, maxBytes: PASSWORD_MAX_BYTES, requiresLetter: true, requiresNumber: true },
+      passwordPolicy: {
+        minCharacters: PASSWORD_MIN_CHARACTERS,
+        maxBytes: PASSWORD_MAX_BYTES,
+        requiresLetter: true,
+        requiresNumber: true,
+      },
       tokens: {
         accessTokenTtlSeconds: config.JWT_ACCESS_TTL,
         refreshTokenTtlSeconds: config.JWT_REFRESH_TTL,

@@ -27,7 +27,15 @@ export const ticketInput = z.object({
 });
 export type TicketInput = z.infer<typeof ticketInput>;
 
-export const contactOutput = z.object({ id: z.uuid(), name: z.string(), email: z.string(), subject: z.string(), message: z.string(), topic: z.string().nullable(), createdAt: isoDate });
+export const contactOutput = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  email: z.string(),
+  subject: z.string(),
+  message: z.string(),
+  topic: z.string().nullable(),
+  createdAt: isoDate,
+});
 export const ticketOutput = z.object({
   id: z.uuid(),
   userId: z.uuid().nullable(),

@@ -35,7 +35,13 @@ const toTicket = (r: Selectable<SupportTicketsTable>) => ({
 export async function sendContactMessage(deps: Deps, input: ContactInput) {
   const row = await deps.db
     .insertInto('contact_messages')
-    .values({ name: input.name, email: input.email.toLowerCase(), subject: input.subject ?? '', message: input.message, topic: input.topic ?? input.tier ?? null })
+    .values({
+      name: input.name,
+      email: input.email.toLowerCase(),
+      subject: input.subject ?? '',
+      message: input.message,
+      topic: input.topic ?? input.tier ?? null,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
   await sendAfterCommit(deps, {
@@ -61,7 +67,13 @@ export async function openTicket(
   if (input.workspaceId && !workspace) throw new AppError('NOT_FOUND', 'Workspace not found.');
   const row = await deps.db
     .insertInto('support_tickets')
-    .values({ user_id: user.id, workspace_id: workspace?.id ?? null, subject: input.subject, message: input.message, priority: input.priority })
+    .values({
+      user_id: user.id,
+      workspace_id: workspace?.id ?? null,
+      subject: input.subject,
+      message: input.message,
+      priority: input.priority,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
   await sendAfterCommit(deps, {
@@ -75,16 +87,36 @@ export async function openTicket(
 
 export async function listContactMessages(db: Db, page: Pagination) {
   const [rows, count] = await Promise.all([
-    db.selectFrom('contact_messages').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
-    db.selectFrom('contact_messages').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('contact_messages')
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(offsetOf(page))
+      .execute(),
+    db
+      .selectFrom('contact_messages')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow(),
   ]);
   return pageOf(rows.map(toContact), Number(count.n), page);
 }
 
 export async function listTickets(db: Db, page: Pagination) {
   const [rows, count] = await Promise.all([
-    db.selectFrom('support_tickets').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
-    db.selectFrom('support_tickets').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('support_tickets')
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(offsetOf(page))
+      .execute(),
+    db
+      .selectFrom('support_tickets')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow(),
   ]);
   return pageOf(rows.map(toTicket), Number(count.n), page);
 }

@@ -14,7 +14,13 @@ export interface Release {
   download: { available: false; url: null; checksum: null; size: null; message: string };
 }
 
-const placeholder = { available: false, url: null, checksum: null, size: null, message: 'Secure downloads are not enabled in the demo.' } as const;
+const placeholder = {
+  available: false,
+  url: null,
+  checksum: null,
+  size: null,
+  message: 'Secure downloads are not enabled in the demo.',
+} as const;
 
 export const RELEASES: readonly Release[] = [
   {
@@ -22,7 +28,11 @@ export const RELEASES: readonly Release[] = [
     title: 'Updates catalog, editions and license foundation',
     date: '2026-06-02',
     summary: 'See installed and latest versions, with the editions of each plan and the groundwork for licenses.',
-    highlights: ['Release catalog with update status', 'Lite, Pro and Enterprise editions', 'License status on the update page'],
+    highlights: [
+      'Release catalog with update status',
+      'Lite, Pro and Enterprise editions',
+      'License status on the update page',
+    ],
     fixes: ['Dates in the dashboard use the workspace time zone'],
     breakingChanges: [],
     upgradeNotes: ['Run the migrations (they run at start-up).', 'Optionally set LICENSE_KEY.'],

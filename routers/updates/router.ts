@@ -9,7 +9,14 @@ const tags = ['Updates'];
 
 export const updatesRouter = router({
   status: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/updates/status', tags, summary: 'Installed vs latest version, license and update access' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/updates/status',
+        tags,
+        summary: 'Installed vs latest version, license and update access',
+      },
+    })
     .input(z.void())
     .output(updateStatusOutput)
     .query(({ ctx }) => updates.updateStatus(ctx.config)),
@@ -33,7 +40,15 @@ export const updatesRouter = router({
     .query(({ input }) => updates.findRelease(input.version)),
 
   download: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/updates/releases/{version}/download', tags, summary: 'Placeholder: downloads are not enabled (503)' }, errors: ['DOWNLOADS_DISABLED'] })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/updates/releases/{version}/download',
+        tags,
+        summary: 'Placeholder: downloads are not enabled (503)',
+      },
+      errors: ['DOWNLOADS_DISABLED'],
+    })
     .input(versionInput)
     .output(z.never())
     .query(() => updates.downloadRelease()),
@@ -45,7 +60,9 @@ export const updatesRouter = router({
     .query(() => updates.listReleases()),
 
   adminLatest: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/releases/latest', tags: ['Admin'], summary: 'The latest stable release' } })
+    .meta({
+      openapi: { method: 'GET', path: '/admin/releases/latest', tags: ['Admin'], summary: 'The latest stable release' },
+    })
     .input(z.void())
     .output(releaseOutput)
     .query(() => updates.latestRelease()),

@@ -12,7 +12,13 @@ export const releaseOutput = z.object({
   upgradeNotes: z.array(z.string()),
   docsUrl: z.string().nullable(),
   downloadAvailable: z.literal(false),
-  download: z.object({ available: z.literal(false), url: z.null(), checksum: z.null(), size: z.null(), message: z.string() }),
+  download: z.object({
+    available: z.literal(false),
+    url: z.null(),
+    checksum: z.null(),
+    size: z.null(),
+    message: z.string(),
+  }),
 });
 export const listOutput = z.object({ items: z.array(releaseOutput) });
 export const versionInput = z.object({ version: z.string().max(40) });

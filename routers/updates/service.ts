@@ -23,7 +23,10 @@ export function findRelease(version: string): Release {
 
 /** Any version, listed or not: the download route always answers 503. */
 export function downloadRelease(): never {
-  throw new AppError('DOWNLOADS_DISABLED', 'Secure downloads are not enabled in the demo. Contact support for the release package.');
+  throw new AppError(
+    'DOWNLOADS_DISABLED',
+    'Secure downloads are not enabled in the demo. Contact support for the release package.',
+  );
 }
 
 /** The update page's status: installed vs latest, and what the license says (never the key). */
@@ -31,7 +34,11 @@ export function updateStatus(config: Config) {
   const latest = latestRelease();
   const licensed = Boolean(config.LICENSE_KEY);
   const updateAvailable = config.UPDATE_CHECK_ENABLED && compareVersions(latest.version, config.SERVICE_VERSION) > 0;
-  const licenseStatus: 'ACTIVE' | 'REQUIRED' | 'NOT_REQUIRED' = licensed ? 'ACTIVE' : config.LICENSE_ENFORCEMENT_ENABLED ? 'REQUIRED' : 'NOT_REQUIRED';
+  const licenseStatus: 'ACTIVE' | 'REQUIRED' | 'NOT_REQUIRED' = licensed
+    ? 'ACTIVE'
+    : config.LICENSE_ENFORCEMENT_ENABLED
+      ? 'REQUIRED'
+      : 'NOT_REQUIRED';
   const message = !config.UPDATE_CHECK_ENABLED
     ? 'Update checks are disabled (UPDATE_CHECK_ENABLED=false).'
     : updateAvailable

@@ -9,7 +9,10 @@ const tags = ['Admin: users'];
 
 const move = (name: 'suspend' | 'activate', summary: string) =>
   adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: `/admin/users/{userId}/${name}`, tags, summary }, errors: name === 'suspend' ? ['CONFLICT', 'INVALID_STATE'] : ['INVALID_STATE'] })
+    .meta({
+      openapi: { method: 'POST', path: `/admin/users/{userId}/${name}`, tags, summary },
+      errors: name === 'suspend' ? ['CONFLICT', 'INVALID_STATE'] : ['INVALID_STATE'],
+    })
     .input(userIdInput)
     .output(adminUserDetailOutput)
     .mutation(({ ctx, input }) => users.moveUser(ctx.db, actorOf(ctx), input.userId, name));
@@ -22,13 +25,18 @@ export const adminUsersRouter = router({
     .query(({ ctx, input: { page, limit, ...filters } }) => users.listUsers(ctx.db, filters, { page, limit })),
 
   get: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/users/{userId}', tags, summary: 'One user with their memberships' } })
+    .meta({
+      openapi: { method: 'GET', path: '/admin/users/{userId}', tags, summary: 'One user with their memberships' },
+    })
     .input(userIdInput)
     .output(adminUserDetailOutput)
     .query(({ ctx, input }) => users.getUser(ctx.db, input.userId)),
 
   update: adminWriteProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/admin/users/{userId}', tags, summary: 'Change name or platform role' }, errors: ['CONFLICT'] })
+    .meta({
+      openapi: { method: 'PATCH', path: '/admin/users/{userId}', tags, summary: 'Change name or platform role' },
+      errors: ['CONFLICT'],
+    })
     .input(updateUserInput)
     .output(adminUserDetailOutput)
     .mutation(({ ctx, input: { userId, ...changes } }) => users.updateUser(ctx.db, actorOf(ctx), userId, changes)),

@@ -19,7 +19,12 @@ export async function seedPlatformAdmins(deps: SeedDeps): Promise<void> {
   const { config } = deps;
   const accounts: Array<{ email?: string; password?: string; role: PlatformRole; name: string }> = [
     { email: config.SEED_ADMIN_EMAIL, password: config.SEED_ADMIN_PASSWORD, role: 'ADMIN', name: 'Platform Admin' },
-    { email: config.SEED_DEMO_ADMIN_EMAIL, password: config.SEED_DEMO_ADMIN_PASSWORD, role: 'DEMO_ADMIN', name: 'Demo Admin' },
+    {
+      email: config.SEED_DEMO_ADMIN_EMAIL,
+      password: config.SEED_DEMO_ADMIN_PASSWORD,
+      role: 'DEMO_ADMIN',
+      name: 'Demo Admin',
+    },
   ];
   for (const account of accounts) {
     if (!account.email || !account.password) continue;
@@ -30,7 +35,13 @@ export async function seedPlatformAdmins(deps: SeedDeps): Promise<void> {
     const created = await deps.db.transaction().execute(async (trx) => {
       const user = await trx
         .insertInto('users')
-        .values({ email, name: account.name, password_hash: passwordHash, platform_role: account.role, email_verified_at: new Date() })
+        .values({
+          email,
+          name: account.name,
+          password_hash: passwordHash,
+          platform_role: account.role,
+          email_verified_at: new Date(),
+        })
         .onConflict((oc) => oc.column('email').doNothing())
         .returning(['id', 'name'])
         .executeTakeFirst();

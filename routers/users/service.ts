@@ -10,11 +10,25 @@ import { escapeLike } from '../workspaces/service.js';
 
 type Db = Kysely<Database>;
 
-const COLUMNS = ['id', 'email', 'name', 'status', 'platform_role', 'email_verified_at', 'last_login_at', 'created_at', 'updated_at'] as const;
+const COLUMNS = [
+  'id',
+  'email',
+  'name',
+  'status',
+  'platform_role',
+  'email_verified_at',
+  'last_login_at',
+  'created_at',
+  'updated_at',
+] as const;
 type AdminUserRow = Pick<User, (typeof COLUMNS)[number]>;
 
 function toAdminUser(u: AdminUserRow) {
-  return { ...toUserOutput(u), lastLoginAt: u.last_login_at?.toISOString() ?? null, updatedAt: u.updated_at.toISOString() };
+  return {
+    ...toUserOutput(u),
+    lastLoginAt: u.last_login_at?.toISOString() ?? null,
+    updatedAt: u.updated_at.toISOString(),
+  };
 }
 
 const notFound = () => new AppError('NOT_FOUND', 'User not found.');
@@ -32,7 +46,13 @@ export async function listUsers(
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.platformRole) query = query.where('platform_role', '=', filters.platformRole);
   const [rows, count] = await Promise.all([
-    query.select(COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+    query
+      .select(COLUMNS)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(offsetOf(page))
+      .execute(),
     query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ]);
   return pageOf(rows.map(toAdminUser), Number(count.total), page);
@@ -47,9 +67,19 @@ export async function getUser(db: Db, userId: string) {
   return { ...toAdminUser(user), memberships };
 }
 
-export async function updateUser(db: Db, actor: Actor, userId: string, changes: { name?: string; platformRole?: PlatformRole }) {
+export async function updateUser(
+  db: Db,
+  actor: Actor,
+  userId: string,
+  changes: { name?: string; platformRole?: PlatformRole },
+) {
   await db.transaction().execute(async (trx) => {
-    const user = await trx.selectFrom('users').select(['name', 'platform_role']).where('id', '=', userId).forUpdate().executeTakeFirst();
+    const user = await trx
+      .selectFrom('users')
+      .select(['name', 'platform_role'])
+      .where('id', '=', userId)
+      .forUpdate()
+      .executeTakeFirst();
     if (!user) throw notFound();
     if (changes.platformRole && changes.platformRole !== user.platform_role && userId === actor.userId) {
       throw new AppError('CONFLICT', 'You cannot change your own platform role; ask another admin.');
@@ -69,7 +99,9 @@ export async function updateUser(db: Db, actor: Actor, userId: string, changes: 
       targetId: userId,
       metadata: {
         ...(changes.name !== undefined ? { name: changes.name } : {}),
-        ...(changes.platformRole !== undefined ? { platformRoleFrom: user.platform_role, platformRoleTo: changes.platformRole } : {}),
+        ...(changes.platformRole !== undefined
+          ? { platformRoleFrom: user.platform_role, platformRoleTo: changes.platformRole }
+          : {}),
       },
     });
   });
@@ -92,10 +124,18 @@ export async function moveUser(db: Db, actor: Actor, userId: string, move: keyof
     const user = await trx.selectFrom('users').select('status').where('id', '=', userId).forUpdate().executeTakeFirst();
     if (!user) throw notFound();
     if (user.status !== rule.from) {
-      throw new AppError('INVALID_STATE', `The user is ${user.status}; ${move} applies only to a user who is ${rule.from}.`);
+      throw new AppError(
+        'INVALID_STATE',
+        `The user is ${user.status}; ${move} applies only to a user who is ${rule.from}.`,
+      );
     }
     await trx.updateTable('users').set({ status: rule.to, updated_at: new Date() }).where('id', '=', userId).execute();
-    await recordAudit(trx, actor, { action: rule.action, targetType: 'user', targetId: userId, metadata: { from: user.status, to: rule.to } });
+    await recordAudit(trx, actor, {
+      action: rule.action,
+      targetType: 'user',
+      targetId: userId,
+      metadata: { from: user.status, to: rule.to },
+    });
   });
   return getUser(db, userId);
 }

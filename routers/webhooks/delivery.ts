@@ -34,9 +34,7 @@ export const AUTO_DISABLE_AFTER_FAILURES = 15;
 export const AUTO_DISABLE_AFTER_MS = 3 * 86_400_000;
 
 export type AttemptOutcome =
-  | { status: 'success' | 'disabled' }
-  | { status: 'retrying'; retryAt: Date }
-  | { status: 'failed'; permanent: boolean };
+  { status: 'success' | 'disabled' } | { status: 'retrying'; retryAt: Date } | { status: 'failed'; permanent: boolean };
 
 export const sign = (secret: string, timestamp: number, body: string) =>
   crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
@@ -56,7 +54,11 @@ interface HttpAnswer {
 const dispatchers = new Map<number, Agent>();
 const dispatcherFor = (timeoutMs: number) => {
   let agent = dispatchers.get(timeoutMs);
-  if (!agent) dispatchers.set(timeoutMs, (agent = new Agent({ connections: 50, keepAliveTimeout: 30_000, connect: { timeout: timeoutMs } })));
+  if (!agent)
+    dispatchers.set(
+      timeoutMs,
+      (agent = new Agent({ connections: 50, keepAliveTimeout: 30_000, connect: { timeout: timeoutMs } })),
+    );
   return agent;
 };
 
@@ -71,7 +73,13 @@ class PreviewComplete extends Error {}
  * client's cost for the short answers webhooks get. An answer cut short after its status (the preview is
  * complete, the connection broke, the body timed out) still counts with what arrived of it.
  */
-function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Record<string, string>, body: string, timeoutMs: number): Promise<HttpAnswer> {
+function post(
+  url: URL,
+  address: { address: string; family: 4 | 6 },
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<HttpAnswer> {
   const host = address.family === 6 ? `[${address.address}]` : address.address;
   return new Promise((resolve, reject) => {
     let status = 0;
@@ -79,7 +87,8 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
     // Made with the first chunk of an answer: many have no body.
     let text: StringDecoder | undefined;
     // Made storable (a NUL would fail the statement recording it, and every delivery batched with it).
-    const answered = () => resolve({ status, preview: text ? storableText((preview + text.end()).slice(0, RESPONSE_PREVIEW_CHARS)) : '' });
+    const answered = () =>
+      resolve({ status, preview: text ? storableText((preview + text.end()).slice(0, RESPONSE_PREVIEW_CHARS)) : '' });
     dispatcherFor(timeoutMs).dispatch(
       {
         origin: `${url.protocol}//${host}${url.port ? `:${url.port}` : ''}`,
@@ -101,7 +110,12 @@ function post(url: URL, address: { address: string; family: 4 | 6 }, headers: Re
         onResponseEnd: answered,
         onResponseError: (_controller, err) => {
           if (status) answered();
-          else reject(TIMEOUT_CODES.has((err as { code?: string }).code ?? '') ? new Error(`no answer within ${timeoutMs} ms`) : err);
+          else
+            reject(
+              TIMEOUT_CODES.has((err as { code?: string }).code ?? '')
+                ? new Error(`no answer within ${timeoutMs} ms`)
+                : err,
+            );
         },
       },
     );
@@ -156,9 +170,11 @@ interface AttemptRecord {
  */
 const deliveryRoundTrip = compiledOnce((db, ids: string[], demoEmails: string[], records: string) =>
   db
-    .with('recorded', () =>
-      // A raw statement is not put in parentheses by Kysely: they are part of it.
-      sql`(update webhook_deliveries d set status = v.status, attempts = v.attempts, request_headers = v.request_headers,
+    .with(
+      'recorded',
+      () =>
+        // A raw statement is not put in parentheses by Kysely: they are part of it.
+        sql`(update webhook_deliveries d set status = v.status, attempts = v.attempts, request_headers = v.request_headers,
         response_status = v.response_status, response_preview = v.response_preview, duration_ms = v.duration_ms,
         next_retry_at = v.next_retry_at, last_error = v.last_error, updated_at = now()
       from jsonb_to_recordset(${records}::jsonb) as v(id uuid, status text, attempts int, request_headers jsonb,
@@ -168,10 +184,19 @@ const deliveryRoundTrip = compiledOnce((db, ids: string[], demoEmails: string[],
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as h', 'h.id', 'd.webhook_id')
     .select([
-      'd.id', 'd.workspace_id', 'd.event', 'd.status', 'd.attempts',
+      'd.id',
+      'd.workspace_id',
+      'd.event',
+      'd.status',
+      'd.attempts',
       // The envelope as the request body: jsonb's own text, not parsed here only to be serialised again.
       sql<string>`d.payload::text`.as('body'),
-      'h.id as webhook_id', 'h.url', 'h.is_active', 'h.secret_encrypted', 'h.previous_secret_encrypted', 'h.previous_secret_expires_at',
+      'h.id as webhook_id',
+      'h.url',
+      'h.is_active',
+      'h.secret_encrypted',
+      'h.previous_secret_encrypted',
+      'h.previous_secret_expires_at',
       'h.consecutive_failures',
       sql<boolean>`d.workspace_id = any(array(select m.workspace_id from users u join workspace_members m on m.user_id = u.id
         where u.email = any(${demoEmails}) and m.role = 'OWNER'))`.as('demo_workspace'),
@@ -190,14 +215,17 @@ type RoundTripInput = { read: string } | { record: AttemptRecord };
  * batches cost Postgres 15 to 20 % less a delivery in the bench than two statements at a time, at the
  * same rate.
  */
-const roundTrip = batched<RoundTripInput, DeliveryRow | undefined, DeliveryDeps>(async ({ db, config }, inputs) => {
-  const reads = inputs.flatMap((i) => ('read' in i ? [i.read] : []));
-  const records = inputs.flatMap((i) => ('record' in i ? [i.record] : []));
-  const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? demoAccountEmails(config) : [];
-  const rows = await deliveryRoundTrip(db, [...new Set(reads)], demoEmails, JSON.stringify(records));
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return inputs.map((i) => ('read' in i ? byId.get(i.read) : undefined));
-}, { inFlight: 1 });
+const roundTrip = batched<RoundTripInput, DeliveryRow | undefined, DeliveryDeps>(
+  async ({ db, config }, inputs) => {
+    const reads = inputs.flatMap((i) => ('read' in i ? [i.read] : []));
+    const records = inputs.flatMap((i) => ('record' in i ? [i.record] : []));
+    const demoEmails = config.WEBHOOK_DEMO_DELIVERY_DISABLED ? demoAccountEmails(config) : [];
+    const rows = await deliveryRoundTrip(db, [...new Set(reads)], demoEmails, JSON.stringify(records));
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return inputs.map((i) => ('read' in i ? byId.get(i.read) : undefined));
+  },
+  { inFlight: 1 },
+);
 
 /**
  * Makes one attempt of the delivery (unless it is already final) and records it. Safe to call twice for
@@ -205,7 +233,11 @@ const roundTrip = batched<RoundTripInput, DeliveryRow | undefined, DeliveryDeps>
  * `attemptAtLeast`: the number this attempt has at least, when the caller knows of attempts that started
  * but could not be recorded (the queue: a worker killed in the middle of one).
  */
-export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, opts: { attemptAtLeast?: number } = {}): Promise<AttemptOutcome> {
+export async function attemptDelivery(
+  deps: DeliveryDeps,
+  deliveryId: string,
+  opts: { attemptAtLeast?: number } = {},
+): Promise<AttemptOutcome> {
   const { db, config } = deps;
   const row = await roundTrip(deps, { read: deliveryId });
   if (!row) return { status: 'failed', permanent: true };
@@ -221,7 +253,11 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
         ? 'Deliveries of demo workspaces are disabled (WEBHOOK_DEMO_DELIVERY_DISABLED).'
         : undefined;
   if (reasonDisabled) {
-    await db.updateTable('webhook_deliveries').set({ status: 'disabled', last_error: reasonDisabled, next_retry_at: null, updated_at: new Date() }).where('id', '=', deliveryId).execute();
+    await db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'disabled', last_error: reasonDisabled, next_retry_at: null, updated_at: new Date() })
+      .where('id', '=', deliveryId)
+      .execute();
     return { status: 'disabled' };
   }
 
@@ -248,8 +284,17 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
   try {
     const allowPrivate = config.WEBHOOK_ALLOW_PRIVATE_URLS;
     const checked = checkedUrlOf(row.url, allowPrivate);
-    const address = await resolveDeliveryAddress(checked, { allowPrivate, keepAnswersMs: config.WEBHOOK_DNS_CACHE_SECONDS * 1000 });
-    answer = await post(checked.url, address, { ...headers, 'X-Service-Signature': signature }, body, config.WEBHOOK_TIMEOUT_MS);
+    const address = await resolveDeliveryAddress(checked, {
+      allowPrivate,
+      keepAnswersMs: config.WEBHOOK_DNS_CACHE_SECONDS * 1000,
+    });
+    answer = await post(
+      checked.url,
+      address,
+      { ...headers, 'X-Service-Signature': signature },
+      body,
+      config.WEBHOOK_TIMEOUT_MS,
+    );
   } catch (err) {
     permanent = err instanceof AppError && err.code === 'WEBHOOK_URL_NOT_ALLOWED';
     error = err instanceof Error ? err.message : 'delivery failed';
@@ -284,7 +329,8 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
     },
   });
   // A success of a healthy endpoint changes nothing: no query.
-  if (!(outcome.status === 'success' && row.consecutive_failures === 0)) await trackEndpointHealth(deps, row.webhook_id, row.workspace_id, outcome);
+  if (!(outcome.status === 'success' && row.consecutive_failures === 0))
+    await trackEndpointHealth(deps, row.webhook_id, row.workspace_id, outcome);
   return outcome;
 }
 
@@ -293,16 +339,29 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string, op
  * AUTO_DISABLE_AFTER_FAILURES failures in a row spread over AUTO_DISABLE_AFTER_MS, the webhook is switched
  * off and the workspace's owners are mailed.
  */
-async function trackEndpointHealth(deps: DeliveryDeps, webhookId: string, workspaceId: string, outcome: AttemptOutcome) {
+async function trackEndpointHealth(
+  deps: DeliveryDeps,
+  webhookId: string,
+  workspaceId: string,
+  outcome: AttemptOutcome,
+) {
   const { db } = deps;
   if (outcome.status === 'success') {
-    await db.updateTable('webhooks').set({ consecutive_failures: 0, failing_since: null }).where('id', '=', webhookId).where('consecutive_failures', '>', 0).execute();
+    await db
+      .updateTable('webhooks')
+      .set({ consecutive_failures: 0, failing_since: null })
+      .where('id', '=', webhookId)
+      .where('consecutive_failures', '>', 0)
+      .execute();
     return;
   }
   if (outcome.status !== 'failed') return;
   const hook = await db
     .updateTable('webhooks')
-    .set((eb) => ({ consecutive_failures: eb('consecutive_failures', '+', 1), failing_since: eb.fn.coalesce('failing_since', eb.val(new Date())) }))
+    .set((eb) => ({
+      consecutive_failures: eb('consecutive_failures', '+', 1),
+      failing_since: eb.fn.coalesce('failing_since', eb.val(new Date())),
+    }))
     .where('id', '=', webhookId)
     .returning(['name', 'url', 'is_active', 'consecutive_failures', 'failing_since'])
     .executeTakeFirst();
@@ -310,14 +369,22 @@ async function trackEndpointHealth(deps: DeliveryDeps, webhookId: string, worksp
   if (!hook.failing_since || Date.now() - hook.failing_since.getTime() < AUTO_DISABLE_AFTER_MS) return;
   const reason = `Disabled after ${hook.consecutive_failures} failed deliveries in a row since ${hook.failing_since.toISOString()}.`;
   await db.transaction().execute(async (trx) => {
-    await trx.updateTable('webhooks').set({ is_active: false, disabled_reason: reason, updated_at: new Date() }).where('id', '=', webhookId).execute();
-    await recordAudit(trx, { userId: null, email: null, requestId: null, ip: null }, {
-      action: 'webhook.disabled',
-      targetType: 'webhook',
-      targetId: webhookId,
-      workspaceId,
-      metadata: { consecutiveFailures: hook.consecutive_failures },
-    });
+    await trx
+      .updateTable('webhooks')
+      .set({ is_active: false, disabled_reason: reason, updated_at: new Date() })
+      .where('id', '=', webhookId)
+      .execute();
+    await recordAudit(
+      trx,
+      { userId: null, email: null, requestId: null, ip: null },
+      {
+        action: 'webhook.disabled',
+        targetType: 'webhook',
+        targetId: webhookId,
+        workspaceId,
+        metadata: { consecutiveFailures: hook.consecutive_failures },
+      },
+    );
   });
   const owners = await db
     .selectFrom('workspace_members as m')

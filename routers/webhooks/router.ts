@@ -24,49 +24,115 @@ const writer = workspaceProcedure('webhooks.manage', { refuseDemoAccounts: true 
 
 export const webhooksRouter = router({
   list: reader
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/webhooks', tags, summary: 'Webhooks of the workspace (never their secrets)' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/webhooks',
+        tags,
+        summary: 'Webhooks of the workspace (never their secrets)',
+      },
+    })
     .input(workspaceInput)
     .output(z.object({ items: z.array(webhookOutput) }))
     .query(({ ctx }) => hooks.listWebhooks(ctx.db, ctx.workspace.id)),
 
   create: writer
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/webhooks', tags, summary: 'Create a webhook; the answer carries the signing secret once' }, errors: ['WEBHOOK_URL_NOT_ALLOWED'], successStatus: 201 })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/webhooks',
+        tags,
+        summary: 'Create a webhook; the answer carries the signing secret once',
+      },
+      errors: ['WEBHOOK_URL_NOT_ALLOWED'],
+      successStatus: 201,
+    })
     .input(createWebhookInput)
     .output(withSecretOutput)
     .mutation(({ ctx, input }) => hooks.createWebhook(ctx, actorOf(ctx), ctx.workspace.id, input)),
 
   update: writer
-    .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/webhooks/{webhookId}', tags, summary: 'Change name, URL, events or isActive' }, errors: ['WEBHOOK_URL_NOT_ALLOWED'] })
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/workspaces/{workspaceId}/webhooks/{webhookId}',
+        tags,
+        summary: 'Change name, URL, events or isActive',
+      },
+      errors: ['WEBHOOK_URL_NOT_ALLOWED'],
+    })
     .input(updateWebhookInput)
     .output(webhookOutput)
-    .mutation(({ ctx, input: { webhookId, workspaceId: _, ...changes } }) => hooks.updateWebhook(ctx, actorOf(ctx), ctx.workspace.id, webhookId, changes)),
+    .mutation(({ ctx, input: { webhookId, workspaceId: _, ...changes } }) =>
+      hooks.updateWebhook(ctx, actorOf(ctx), ctx.workspace.id, webhookId, changes),
+    ),
 
   delete: writer
-    .meta({ openapi: { method: 'DELETE', path: '/workspaces/{workspaceId}/webhooks/{webhookId}', tags, summary: 'Delete a webhook and its delivery log' } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/workspaces/{workspaceId}/webhooks/{webhookId}',
+        tags,
+        summary: 'Delete a webhook and its delivery log',
+      },
+    })
     .input(webhookInput)
     .output(z.object({ message: z.string() }))
     .mutation(({ ctx, input }) => hooks.deleteWebhook(ctx.db, actorOf(ctx), ctx.workspace.id, input.webhookId)),
 
   test: reader
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/webhooks/{webhookId}/test', tags, summary: 'Send a webhook.test delivery' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/webhooks/{webhookId}/test',
+        tags,
+        summary: 'Send a webhook.test delivery',
+      },
+    })
     .input(webhookInput)
     .output(deliveryOutput)
     .mutation(({ ctx, input }) => hooks.sendTest(ctx, ctx.webhooks, ctx.workspace.id, input.webhookId)),
 
   rotateSecret: writer
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret', tags, summary: 'A new signing secret; the old one also signs during the grace period' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret',
+        tags,
+        summary: 'A new signing secret; the old one also signs during the grace period',
+      },
+    })
     .input(rotateSecretInput)
     .output(withSecretOutput)
-    .mutation(({ ctx, input }) => hooks.rotateSecret(ctx, actorOf(ctx), ctx.workspace.id, input.webhookId, input.gracePeriodSeconds)),
+    .mutation(({ ctx, input }) =>
+      hooks.rotateSecret(ctx, actorOf(ctx), ctx.workspace.id, input.webhookId, input.gracePeriodSeconds),
+    ),
 
   deliveries: reader
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/webhook-deliveries', tags, summary: 'The delivery log, newest first' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/webhook-deliveries',
+        tags,
+        summary: 'The delivery log, newest first',
+      },
+    })
     .input(deliveriesInput)
     .output(pageOutput(deliveryOutput))
-    .query(({ ctx, input: { page, limit, webhookId, status } }) => hooks.listDeliveries(ctx.db, ctx.workspace.id, { webhookId, status }, { page, limit })),
+    .query(({ ctx, input: { page, limit, webhookId, status } }) =>
+      hooks.listDeliveries(ctx.db, ctx.workspace.id, { webhookId, status }, { page, limit }),
+    ),
 
   retry: reader
-    .meta({ openapi: { method: 'POST', path: '/workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry', tags, summary: 'Send a failed delivery again' }, errors: ['INVALID_STATE'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry',
+        tags,
+        summary: 'Send a failed delivery again',
+      },
+      errors: ['INVALID_STATE'],
+    })
     .input(deliveryInput)
     .output(deliveryOutput)
     .mutation(({ ctx, input }) => hooks.retryDelivery(ctx.db, ctx.webhooks, ctx.workspace.id, input.deliveryId)),

@@ -29,7 +29,9 @@ export const webhookOutput = z.object({
   createdAt: isoDate,
   updatedAt: isoDate,
 });
-export const withSecretOutput = webhookOutput.extend({ secret: z.string().meta({ description: 'The whsec_ signing secret: shown this once, never again.' }) });
+export const withSecretOutput = webhookOutput.extend({
+  secret: z.string().meta({ description: 'The whsec_ signing secret: shown this once, never again.' }),
+});
 
 export const deliveryOutput = z.object({
   id: z.uuid(),
@@ -54,10 +56,25 @@ export const webhookInput = workspaceInput.extend({ webhookId: z.uuid() });
 export const createWebhookInput = workspaceInput.extend({ name, url, events });
 
 export const updateWebhookInput = webhookInput
-  .extend({ name: name.optional(), url: url.optional(), events: events.optional(), isActive: exact(z.boolean()).optional() })
-  .refine((i) => i.name !== undefined || i.url !== undefined || i.events !== undefined || i.isActive !== undefined, { error: 'Send at least one of name, url, events, isActive.' });
+  .extend({
+    name: name.optional(),
+    url: url.optional(),
+    events: events.optional(),
+    isActive: exact(z.boolean()).optional(),
+  })
+  .refine((i) => i.name !== undefined || i.url !== undefined || i.events !== undefined || i.isActive !== undefined, {
+    error: 'Send at least one of name, url, events, isActive.',
+  });
 
-export const rotateSecretInput = webhookInput.extend({ gracePeriodSeconds: exact(z.number().int().min(0).max(7 * 86_400)).default(86_400) });
+export const rotateSecretInput = webhookInput.extend({
+  gracePeriodSeconds: exact(
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 86_400),
+  ).default(86_400),
+});
 
 export const deliveriesInput = workspaceInput
   .extend(paginationInput.shape)

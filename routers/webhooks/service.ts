@@ -47,7 +47,10 @@ export function toWebhook(h: Selectable<WebhooksTable>) {
     isActive: h.is_active,
     disabledReason: h.disabled_reason,
     consecutiveFailures: h.consecutive_failures,
-    secretRotationEndsAt: h.previous_secret_expires_at && h.previous_secret_expires_at > new Date() ? h.previous_secret_expires_at.toISOString() : null,
+    secretRotationEndsAt:
+      h.previous_secret_expires_at && h.previous_secret_expires_at > new Date()
+        ? h.previous_secret_expires_at.toISOString()
+        : null,
     createdAt: h.created_at.toISOString(),
     updatedAt: h.updated_at.toISOString(),
   };
@@ -78,11 +81,22 @@ function checkUrl(deps: WebhookDeps, url: string) {
 }
 
 export async function listWebhooks(db: Db, workspaceId: string) {
-  const rows = await db.selectFrom('webhooks').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  const rows = await db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
   return { items: rows.map(toWebhook) };
 }
 
-export async function createWebhook(deps: WebhookDeps, actor: Actor, workspaceId: string, input: { name: string; url: string; events: WebhookEvent[] }) {
+export async function createWebhook(
+  deps: WebhookDeps,
+  actor: Actor,
+  workspaceId: string,
+  input: { name: string; url: string; events: WebhookEvent[] },
+) {
   checkUrl(deps, input.url);
   const secret = newSecret();
   const row = await deps.db.transaction().execute(async (trx) => {
@@ -98,14 +112,26 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, workspaceId
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    await recordAudit(trx, actor, { action: 'webhook.created', targetType: 'webhook', targetId: row.id, workspaceId, metadata: { name: row.name, url: row.url, events: row.events } });
+    await recordAudit(trx, actor, {
+      action: 'webhook.created',
+      targetType: 'webhook',
+      targetId: row.id,
+      workspaceId,
+      metadata: { name: row.name, url: row.url, events: row.events },
+    });
     return row;
   });
   return { ...toWebhook(row), secret };
 }
 
 async function lockWebhook(db: Db, workspaceId: string, webhookId: string) {
-  const row = await db.selectFrom('webhooks').selectAll().where('id', '=', webhookId).where('workspace_id', '=', workspaceId).forUpdate().executeTakeFirst();
+  const row = await db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', webhookId)
+    .where('workspace_id', '=', workspaceId)
+    .forUpdate()
+    .executeTakeFirst();
   if (!row) throw notFound();
   return row;
 }
@@ -127,7 +153,10 @@ export async function updateWebhook(
         ...(changes.name !== undefined && { name: changes.name }),
         ...(changes.url !== undefined && { url: changes.url }),
         ...(changes.events !== undefined && { events: JSON.stringify(changes.events) }),
-        ...(changes.isActive !== undefined && { is_active: changes.isActive, disabled_reason: changes.isActive ? null : 'Disabled by a member.' }),
+        ...(changes.isActive !== undefined && {
+          is_active: changes.isActive,
+          disabled_reason: changes.isActive ? null : 'Disabled by a member.',
+        }),
         // Turned on again: a fresh start for the failure streak.
         ...(reactivated && { consecutive_failures: 0, failing_since: null }),
         updated_at: new Date(),
@@ -135,7 +164,13 @@ export async function updateWebhook(
       .where('id', '=', webhookId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    await recordAudit(trx, actor, { action: 'webhook.updated', targetType: 'webhook', targetId: webhookId, workspaceId, metadata: { fields: Object.keys(changes) } });
+    await recordAudit(trx, actor, {
+      action: 'webhook.updated',
+      targetType: 'webhook',
+      targetId: webhookId,
+      workspaceId,
+      metadata: { fields: Object.keys(changes) },
+    });
     return toWebhook(row);
   });
 }
@@ -144,7 +179,13 @@ export async function deleteWebhook(db: Db, actor: Actor, workspaceId: string, w
   await db.transaction().execute(async (trx) => {
     const row = await lockWebhook(trx, workspaceId, webhookId);
     await trx.deleteFrom('webhooks').where('id', '=', webhookId).execute();
-    await recordAudit(trx, actor, { action: 'webhook.deleted', targetType: 'webhook', targetId: webhookId, workspaceId, metadata: { name: row.name, url: row.url } });
+    await recordAudit(trx, actor, {
+      action: 'webhook.deleted',
+      targetType: 'webhook',
+      targetId: webhookId,
+      workspaceId,
+      metadata: { name: row.name, url: row.url },
+    });
   });
   return { message: 'Webhook deleted.' };
 }
@@ -153,7 +194,13 @@ export async function deleteWebhook(db: Db, actor: Actor, workspaceId: string, w
  * A new signing secret, shown once. For `gracePeriodSeconds` the old secret signs too (deliveries carry
  * both signatures, comma-separated), so receivers can switch without missing a delivery.
  */
-export async function rotateSecret(deps: WebhookDeps, actor: Actor, workspaceId: string, webhookId: string, gracePeriodSeconds: number) {
+export async function rotateSecret(
+  deps: WebhookDeps,
+  actor: Actor,
+  workspaceId: string,
+  webhookId: string,
+  gracePeriodSeconds: number,
+) {
   const secret = newSecret();
   const row = await deps.db.transaction().execute(async (trx) => {
     const before = await lockWebhook(trx, workspaceId, webhookId);
@@ -168,14 +215,25 @@ export async function rotateSecret(deps: WebhookDeps, actor: Actor, workspaceId:
       .where('id', '=', webhookId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    await recordAudit(trx, actor, { action: 'webhook.secret_rotated', targetType: 'webhook', targetId: webhookId, workspaceId, metadata: { gracePeriodSeconds } });
+    await recordAudit(trx, actor, {
+      action: 'webhook.secret_rotated',
+      targetType: 'webhook',
+      targetId: webhookId,
+      workspaceId,
+      metadata: { gracePeriodSeconds },
+    });
     return row;
   });
   return { ...toWebhook(row), secret };
 }
 
 /** The body of every delivery: the spec's envelope. */
-export const envelope = (event: string, workspaceId: string, data: Record<string, unknown>, createdAt = new Date()) => ({
+export const envelope = (
+  event: string,
+  workspaceId: string,
+  data: Record<string, unknown>,
+  createdAt = new Date(),
+) => ({
   event,
   createdAt: createdAt.toISOString(),
   workspaceId,
@@ -183,7 +241,12 @@ export const envelope = (event: string, workspaceId: string, data: Record<string
 });
 
 export async function sendTest(deps: WebhookDeps, runner: DeliveryStarter, workspaceId: string, webhookId: string) {
-  const hook = await deps.db.selectFrom('webhooks').select(['id', 'name']).where('id', '=', webhookId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  const hook = await deps.db
+    .selectFrom('webhooks')
+    .select(['id', 'name'])
+    .where('id', '=', webhookId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
   if (!hook) throw notFound();
   const delivery = await deps.db
     .insertInto('webhook_deliveries')
@@ -191,7 +254,12 @@ export async function sendTest(deps: WebhookDeps, runner: DeliveryStarter, works
       webhook_id: hook.id,
       workspace_id: workspaceId,
       event: 'webhook.test',
-      payload: JSON.stringify(envelope('webhook.test', workspaceId, { message: `This is a test delivery of the webhook "${hook.name}".`, webhookId: hook.id })),
+      payload: JSON.stringify(
+        envelope('webhook.test', workspaceId, {
+          message: `This is a test delivery of the webhook "${hook.name}".`,
+          webhookId: hook.id,
+        }),
+      ),
       status: 'pending',
       next_retry_at: leaseEnd(),
     })
@@ -202,17 +270,33 @@ export async function sendTest(deps: WebhookDeps, runner: DeliveryStarter, works
 }
 
 export async function getDelivery(db: Db, workspaceId: string, deliveryId: string) {
-  const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('id', '=', deliveryId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
   if (!row) throw new AppError('NOT_FOUND', 'Delivery not found.');
   return toDelivery(row);
 }
 
-export async function listDeliveries(db: Db, workspaceId: string, filters: { webhookId?: string; status?: DeliveryStatus }, page: Pagination) {
+export async function listDeliveries(
+  db: Db,
+  workspaceId: string,
+  filters: { webhookId?: string; status?: DeliveryStatus },
+  page: Pagination,
+) {
   let query = db.selectFrom('webhook_deliveries').where('workspace_id', '=', workspaceId);
   if (filters.webhookId) query = query.where('webhook_id', '=', filters.webhookId);
   if (filters.status) query = query.where('status', '=', filters.status);
   const [rows, count] = await Promise.all([
-    query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
+    query
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(offsetOf(page))
+      .execute(),
     query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ]);
   return pageOf(rows.map(toDelivery), Number(count.total), page);
@@ -234,7 +318,10 @@ export async function retryDelivery(db: Db, runner: DeliveryStarter, workspaceId
     .executeTakeFirst();
   if (!reset) {
     const existing = await getDelivery(db, workspaceId, deliveryId);
-    throw new AppError('INVALID_STATE', `The delivery is ${existing.status}; only a failed or retrying delivery can be retried.`);
+    throw new AppError(
+      'INVALID_STATE',
+      `The delivery is ${existing.status}; only a failed or retrying delivery can be retried.`,
+    );
   }
   await runner.start([deliveryId], { wait: true });
   return getDelivery(db, workspaceId, deliveryId);

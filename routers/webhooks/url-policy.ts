@@ -18,7 +18,8 @@ const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'instanc
  */
 const hostName = (host: string) => host.toLowerCase().replace(/\.$/, '');
 
-export const urlNotAllowed = (why: string) => new AppError('WEBHOOK_URL_NOT_ALLOWED', `This webhook URL is not allowed: ${why}.`);
+export const urlNotAllowed = (why: string) =>
+  new AppError('WEBHOOK_URL_NOT_ALLOWED', `This webhook URL is not allowed: ${why}.`);
 
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
@@ -44,15 +45,18 @@ export interface CheckedUrl {
 
 /** The URL as written: scheme, credentials, port, length, host names and literal addresses. */
 export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): CheckedUrl {
-  if (raw.length > MAX_WEBHOOK_URL_LENGTH) throw urlNotAllowed(`it is longer than ${MAX_WEBHOOK_URL_LENGTH} characters`);
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH)
+    throw urlNotAllowed(`it is longer than ${MAX_WEBHOOK_URL_LENGTH} characters`);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw urlNotAllowed('it is not a valid absolute URL');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw urlNotAllowed('only http and https URLs can receive webhooks');
-  if (url.username || url.password) throw urlNotAllowed('credentials in the URL are not accepted (use the signature to authenticate deliveries)');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw urlNotAllowed('only http and https URLs can receive webhooks');
+  if (url.username || url.password)
+    throw urlNotAllowed('credentials in the URL are not accepted (use the signature to authenticate deliveries)');
   // Port 0 is no service's port: a connection to it fails, or goes wherever the system puts it. The parser
   // writes `:000` as `0` too.
   if (url.port === '0') throw urlNotAllowed('port 0 cannot receive webhooks');

@@ -7,7 +7,11 @@ import type { Database } from '../../db/schema.js';
 import type { WorkspaceAccess } from '../../server/platform/principal.js';
 
 export type { WorkspaceAccess };
-export { workspaceContext, type WorkspaceContext, type WorkspaceUnavailableReason } from '../../server/platform/access.js';
+export {
+  workspaceContext,
+  type WorkspaceContext,
+  type WorkspaceUnavailableReason,
+} from '../../server/platform/access.js';
 
 /**
  * For a select on `users`: that user's memberships of workspaces that are not deleted, in the order they

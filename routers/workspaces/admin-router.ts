@@ -19,7 +19,10 @@ const tags = ['Admin: workspaces'];
 
 const move = (name: WorkspaceMove, summary: string) =>
   adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: `/admin/workspaces/{workspaceId}/${name}`, tags, summary }, errors: ['INVALID_STATE'] })
+    .meta({
+      openapi: { method: 'POST', path: `/admin/workspaces/{workspaceId}/${name}`, tags, summary },
+      errors: ['INVALID_STATE'],
+    })
     .input(workspaceIdInput)
     .output(adminWorkspaceDetailOutput)
     .mutation(({ ctx, input }) => workspaces.moveWorkspace(ctx.db, actorOf(ctx), input.workspaceId, name));
@@ -29,22 +32,37 @@ export const adminWorkspacesRouter = router({
     .meta({ openapi: { method: 'GET', path: '/admin/workspaces', tags, summary: 'All workspaces, searchable' } })
     .input(adminWorkspaceListInput)
     .output(adminWorkspacePageOutput)
-    .query(({ ctx, input: { page, limit, ...filters } }) => workspaces.adminListWorkspaces(ctx.db, filters, { page, limit })),
+    .query(({ ctx, input: { page, limit, ...filters } }) =>
+      workspaces.adminListWorkspaces(ctx.db, filters, { page, limit }),
+    ),
 
   create: adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: '/admin/workspaces', tags, summary: 'Create a workspace for an owner' }, errors: ['NOT_FOUND'], successStatus: 201 })
+    .meta({
+      openapi: { method: 'POST', path: '/admin/workspaces', tags, summary: 'Create a workspace for an owner' },
+      errors: ['NOT_FOUND'],
+      successStatus: 201,
+    })
     .input(adminCreateWorkspaceInput)
     .output(adminWorkspaceDetailOutput)
     .mutation(({ ctx, input }) => workspaces.adminCreateWorkspace(ctx.db, actorOf(ctx), input)),
 
   get: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/workspaces/{workspaceId}', tags, summary: 'One workspace with its members' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/workspaces/{workspaceId}',
+        tags,
+        summary: 'One workspace with its members',
+      },
+    })
     .input(workspaceIdInput)
     .output(adminWorkspaceDetailOutput)
     .query(({ ctx, input }) => workspaces.adminGetWorkspace(ctx.db, input.workspaceId)),
 
   update: adminWriteProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/admin/workspaces/{workspaceId}', tags, summary: 'Rename a workspace' } })
+    .meta({
+      openapi: { method: 'PATCH', path: '/admin/workspaces/{workspaceId}', tags, summary: 'Rename a workspace' },
+    })
     .input(adminUpdateWorkspaceInput)
     .output(adminWorkspaceDetailOutput)
     .mutation(({ ctx, input }) => workspaces.adminRenameWorkspace(ctx.db, actorOf(ctx), input.workspaceId, input.name)),
@@ -55,13 +73,30 @@ export const adminWorkspacesRouter = router({
   restore: move('restore', 'Restore an ARCHIVED workspace to ACTIVE'),
 
   transferOwner: adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: '/admin/workspaces/{workspaceId}/transfer-owner', tags, summary: 'Make a user the only owner' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/workspaces/{workspaceId}/transfer-owner',
+        tags,
+        summary: 'Make a user the only owner',
+      },
+    })
     .input(transferOwnerInput)
     .output(adminWorkspaceDetailOutput)
-    .mutation(({ ctx, input }) => workspaces.transferOwnership(ctx.db, actorOf(ctx), input.workspaceId, input.newOwnerUserId)),
+    .mutation(({ ctx, input }) =>
+      workspaces.transferOwnership(ctx.db, actorOf(ctx), input.workspaceId, input.newOwnerUserId),
+    ),
 
   delete: adminWriteProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/admin/workspaces/{workspaceId}', tags, summary: 'Safe delete (hidden everywhere)' }, errors: ['SUBSCRIPTION_ACTIVE'] })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/admin/workspaces/{workspaceId}',
+        tags,
+        summary: 'Safe delete (hidden everywhere)',
+      },
+      errors: ['SUBSCRIPTION_ACTIVE'],
+    })
     .input(workspaceIdInput)
     .output(z.object({ message: z.string() }))
     .mutation(({ ctx, input }) => workspaces.deleteWorkspace(ctx.db, actorOf(ctx), input.workspaceId)),

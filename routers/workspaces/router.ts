@@ -29,13 +29,24 @@ export const workspacesRouter = router({
     .query(({ ctx }) => workspaces.listMyWorkspaces(ctx.db, ctx.memberships)),
 
   create: authedProcedure
-    .meta({ openapi: { method: 'POST', path: '/workspaces', tags, summary: 'Create a workspace I own' }, successStatus: 201 })
+    .meta({
+      openapi: { method: 'POST', path: '/workspaces', tags, summary: 'Create a workspace I own' },
+      successStatus: 201,
+    })
     .input(createWorkspaceInput)
     .output(myWorkspaceOutput)
     .mutation(({ ctx, input }) => workspaces.createWorkspace(ctx.db, { ...actorOf(ctx), userId: ctx.user.id }, input)),
 
   acceptInvitation: authedProcedure
-    .meta({ openapi: { method: 'POST', path: '/invitations/accept', tags, summary: 'Join a workspace with an invitation token' }, errors: ['FORBIDDEN', 'INVALID_TOKEN', 'MEMBER_LIMIT_REACHED', 'WORKSPACE_UNAVAILABLE'] })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/invitations/accept',
+        tags,
+        summary: 'Join a workspace with an invitation token',
+      },
+      errors: ['FORBIDDEN', 'INVALID_TOKEN', 'MEMBER_LIMIT_REACHED', 'WORKSPACE_UNAVAILABLE'],
+    })
     .input(acceptInvitationInput)
     .output(acceptedInvitationOutput)
     .mutation(({ ctx, input }) => workspaces.acceptInvitation(ctx.db, actorOf(ctx), ctx.user, input.token)),
@@ -53,7 +64,9 @@ export const workspacesRouter = router({
     .mutation(({ ctx, input }) => workspaces.renameWorkspace(ctx.db, actorOf(ctx), ctx.workspace.id, input.name)),
 
   members: workspaceProcedure('workspace.read')
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}/members', tags, summary: 'Members of a workspace' } })
+    .meta({
+      openapi: { method: 'GET', path: '/workspaces/{workspaceId}/members', tags, summary: 'Members of a workspace' },
+    })
     .input(workspaceIdInput)
     .output(listOutput(memberOutput))
     .query(async ({ ctx }) => ({ items: await workspaces.listMembers(ctx.db, ctx.workspace.id) })),
@@ -61,7 +74,12 @@ export const workspacesRouter = router({
   // Only a role that may make owners (ownership.manage) may invite one.
   invite: workspaceProcedure((input) => (input.role === 'OWNER' ? 'ownership.manage' : 'members.manage'))
     .meta({
-      openapi: { method: 'POST', path: '/workspaces/{workspaceId}/invitations', tags, summary: 'Invite someone by e-mail' },
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/invitations',
+        tags,
+        summary: 'Invite someone by e-mail',
+      },
       errors: ['CONFLICT', 'MEMBER_LIMIT_REACHED'],
       successStatus: 201,
     })
@@ -70,13 +88,31 @@ export const workspacesRouter = router({
     .mutation(({ ctx, input }) => workspaces.invite(ctx, actorOf(ctx), ctx.workspace, input, ctx.user.name)),
 
   changeRole: workspaceProcedure('members.manage')
-    .meta({ openapi: { method: 'PATCH', path: '/workspaces/{workspaceId}/members/{userId}', tags, summary: "Change a member's role" }, errors: ['CONFLICT'] })
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/workspaces/{workspaceId}/members/{userId}',
+        tags,
+        summary: "Change a member's role",
+      },
+      errors: ['CONFLICT'],
+    })
     .input(changeRoleInput)
     .output(memberOutput)
-    .mutation(({ ctx, input }) => workspaces.changeMemberRole(ctx.db, actorOf(ctx), ctx.workspace, input.userId, input.role)),
+    .mutation(({ ctx, input }) =>
+      workspaces.changeMemberRole(ctx.db, actorOf(ctx), ctx.workspace, input.userId, input.role),
+    ),
 
   removeMember: workspaceProcedure('members.manage')
-    .meta({ openapi: { method: 'DELETE', path: '/workspaces/{workspaceId}/members/{userId}', tags, summary: 'Remove a member' }, errors: ['CONFLICT'] })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/workspaces/{workspaceId}/members/{userId}',
+        tags,
+        summary: 'Remove a member',
+      },
+      errors: ['CONFLICT'],
+    })
     .input(memberInput)
     .output(z.object({ message: z.string() }))
     .mutation(({ ctx, input }) => workspaces.removeMember(ctx.db, actorOf(ctx), ctx.workspace, input.userId)),

@@ -1,7 +1,12 @@
 // Workspaces, their members and invitations, and the platform admin's operations on them. Every change is
 // audited in its own transaction; changes that could leave a workspace without an OWNER lock its members.
 import type { Kysely, Transaction } from 'kysely';
-import { LIVE_SUBSCRIPTION_STATUSES, type Database, type WorkspaceRole, type WorkspaceStatus } from '../../db/schema.js';
+import {
+  LIVE_SUBSCRIPTION_STATUSES,
+  type Database,
+  type WorkspaceRole,
+  type WorkspaceStatus,
+} from '../../db/schema.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { sendAfterCommit } from '../../server/platform/email/mailer.js';
@@ -67,7 +72,13 @@ export async function loadWorkspace(db: Db, workspaceId: string) {
 /** The caller's workspaces, every state but deleted, in the order they joined them. */
 export async function listMyWorkspaces(db: Db, memberships: WorkspaceAccess[]) {
   if (memberships.length === 0) return { items: [] };
-  const rows = await workspaceRows(db).where('w.id', 'in', memberships.map((m) => m.id)).execute();
+  const rows = await workspaceRows(db)
+    .where(
+      'w.id',
+      'in',
+      memberships.map((m) => m.id),
+    )
+    .execute();
   const byId = new Map(rows.map((r) => [r.id, toWorkspace(r)]));
   return {
     items: memberships.flatMap((m) => {
@@ -90,14 +101,27 @@ export async function listMembers(db: Db, workspaceId: string) {
     .orderBy('m.created_at')
     .orderBy('u.id')
     .execute();
-  return rows.map((r) => ({ userId: r.id, email: r.email, name: r.name, role: r.role, joinedAt: r.created_at.toISOString() }));
+  return rows.map((r) => ({
+    userId: r.id,
+    email: r.email,
+    name: r.name,
+    role: r.role,
+    joinedAt: r.created_at.toISOString(),
+  }));
 }
 
 // ---------------------------------------------------------------- members' changes
 
 /** A new workspace owned by `ownerId`, on the default plan (its edition and limits). */
-export async function insertWorkspace(db: Db, opts: { name: string; ownerId: string; isPersonal?: boolean }): Promise<WorkspaceAccess> {
-  const plan = await db.selectFrom('plans').select(['id', 'edition', 'limits']).where('is_default', '=', true).executeTakeFirst();
+export async function insertWorkspace(
+  db: Db,
+  opts: { name: string; ownerId: string; isPersonal?: boolean },
+): Promise<WorkspaceAccess> {
+  const plan = await db
+    .selectFrom('plans')
+    .select(['id', 'edition', 'limits'])
+    .where('is_default', '=', true)
+    .executeTakeFirst();
   const workspace = await db
     .insertInto('workspaces')
     .values({
@@ -109,14 +133,23 @@ export async function insertWorkspace(db: Db, opts: { name: string; ownerId: str
     })
     .returning(['id', 'name', 'status', 'edition', 'limits'])
     .executeTakeFirstOrThrow();
-  await db.insertInto('workspace_members').values({ workspace_id: workspace.id, user_id: opts.ownerId, role: 'OWNER' }).execute();
+  await db
+    .insertInto('workspace_members')
+    .values({ workspace_id: workspace.id, user_id: opts.ownerId, role: 'OWNER' })
+    .execute();
   return { ...workspace, role: 'OWNER' };
 }
 
 export async function createWorkspace(db: Db, actor: Actor & { userId: string }, input: { name: string }) {
   const id = await db.transaction().execute(async (trx) => {
     const { id } = await insertWorkspace(trx, { name: input.name, ownerId: actor.userId });
-    await recordAudit(trx, actor, { action: 'workspace.created', targetType: 'workspace', targetId: id, workspaceId: id, metadata: { name: input.name } });
+    await recordAudit(trx, actor, {
+      action: 'workspace.created',
+      targetType: 'workspace',
+      targetId: id,
+      workspaceId: id,
+      metadata: { name: input.name },
+    });
     return id;
   });
   return { ...(await loadWorkspace(db, id)), role: 'OWNER' as const };
@@ -132,7 +165,13 @@ export async function renameWorkspace(db: Db, actor: Actor, workspaceId: string,
       .returning('id')
       .executeTakeFirst();
     if (!updated) throw notFound();
-    await recordAudit(trx, actor, { action: 'workspace.updated', targetType: 'workspace', targetId: workspaceId, workspaceId, metadata: { name } });
+    await recordAudit(trx, actor, {
+      action: 'workspace.updated',
+      targetType: 'workspace',
+      targetId: workspaceId,
+      workspaceId,
+      metadata: { name },
+    });
   });
   return loadWorkspace(db, workspaceId);
 }
@@ -226,7 +265,11 @@ export async function acceptInvitation(db: Db, actor: Actor, user: { id: string;
     // The workspace row is locked before the invitation's, the order of invite() (which replaces the open
     // invitation under that lock): in the other order, a new invitation sent while this one is accepted
     // deadlocks. The lock also keeps the membership read below true until the insert.
-    const target = await trx.selectFrom('workspace_invitations').select('workspace_id').where('token_hash', '=', tokenHash).executeTakeFirst();
+    const target = await trx
+      .selectFrom('workspace_invitations')
+      .select('workspace_id')
+      .where('token_hash', '=', tokenHash)
+      .executeTakeFirst();
     const workspace =
       target &&
       (await trx
@@ -247,15 +290,28 @@ export async function acceptInvitation(db: Db, actor: Actor, user: { id: string;
       .executeTakeFirst();
     if (!invitation) throw new AppError('INVALID_TOKEN', 'This invitation link is invalid, expired or already used.');
     if (invitation.email !== user.email) {
-      throw new AppError('FORBIDDEN', 'This invitation was sent to another e-mail address. Sign in with that address to accept it.');
+      throw new AppError(
+        'FORBIDDEN',
+        'This invitation was sent to another e-mail address. Sign in with that address to accept it.',
+      );
     }
     if (!workspace) throw new AppError('INVALID_TOKEN', 'This invitation link is invalid, expired or already used.');
     if (workspace.status !== 'ACTIVE') {
-      throw new AppError('WORKSPACE_UNAVAILABLE', `This workspace is ${workspace.status.toLowerCase()}; the invitation cannot be used now.`);
+      throw new AppError(
+        'WORKSPACE_UNAVAILABLE',
+        `This workspace is ${workspace.status.toLowerCase()}; the invitation cannot be used now.`,
+      );
     }
     // Already a member (say, made owner by a transfer since): nobody joins, so the member limit is not in play.
     const memberRole = async () =>
-      (await trx.selectFrom('workspace_members').select('role').where('workspace_id', '=', workspace.id).where('user_id', '=', user.id).executeTakeFirst())?.role;
+      (
+        await trx
+          .selectFrom('workspace_members')
+          .select('role')
+          .where('workspace_id', '=', workspace.id)
+          .where('user_id', '=', user.id)
+          .executeTakeFirst()
+      )?.role;
     const existing = await memberRole();
     if (existing) return { workspace: { ...workspace, role: existing } };
 
@@ -291,8 +347,17 @@ export const DEFAULT_MEMBER_LIMIT = 3;
  * Refuses a new member (or invitation) beyond the plan's `limits.members`. Open invitations count, so
  * that invitations cannot be sent beyond the limit; the workspace row is locked so two at once count right.
  */
-async function assertMemberCapacity(trx: Transaction<Database>, workspaceId: string, opts: { countOpenInvitations: boolean; exceptEmail?: string }) {
-  const workspace = await trx.selectFrom('workspaces').select('limits').where('id', '=', workspaceId).forUpdate().executeTakeFirstOrThrow();
+async function assertMemberCapacity(
+  trx: Transaction<Database>,
+  workspaceId: string,
+  opts: { countOpenInvitations: boolean; exceptEmail?: string },
+) {
+  const workspace = await trx
+    .selectFrom('workspaces')
+    .select('limits')
+    .where('id', '=', workspaceId)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
   const limit = workspace.limits.members ?? DEFAULT_MEMBER_LIMIT;
   const members = await trx
     .selectFrom('workspace_members')
@@ -325,7 +390,13 @@ async function assertMemberCapacity(trx: Transaction<Database>, workspaceId: str
  * row written afterwards needs (FOR KEY SHARE): in the other order, a transfer and a role change deadlock.
  */
 async function lockMembers(trx: Transaction<Database>, workspaceId: string) {
-  const workspace = await trx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
+  const workspace = await trx
+    .selectFrom('workspaces')
+    .select('id')
+    .where('id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
   if (!workspace) throw notFound();
   return trx
     .selectFrom('workspace_members')
@@ -339,9 +410,16 @@ function assertMayTouchOwners(access: WorkspaceAccess, what: string) {
   if (!roleHas(access.role, 'ownership.manage')) throw new AppError('PERMISSION_DENIED', `Only an owner can ${what}.`);
 }
 
-const lastOwner = () => new AppError('CONFLICT', 'A workspace keeps at least one owner: make someone else an owner first.');
+const lastOwner = () =>
+  new AppError('CONFLICT', 'A workspace keeps at least one owner: make someone else an owner first.');
 
-export async function changeMemberRole(db: Db, actor: Actor, access: WorkspaceAccess, userId: string, role: WorkspaceRole) {
+export async function changeMemberRole(
+  db: Db,
+  actor: Actor,
+  access: WorkspaceAccess,
+  userId: string,
+  role: WorkspaceRole,
+) {
   await db.transaction().execute(async (trx) => {
     const members = await lockMembers(trx, access.id);
     const target = members.find((m) => m.user_id === userId);
@@ -349,7 +427,12 @@ export async function changeMemberRole(db: Db, actor: Actor, access: WorkspaceAc
     if (target.role === role) return;
     if (role === 'OWNER' || target.role === 'OWNER') assertMayTouchOwners(access, 'make or unmake owners');
     if (target.role === 'OWNER' && members.filter((m) => m.role === 'OWNER').length === 1) throw lastOwner();
-    await trx.updateTable('workspace_members').set({ role }).where('workspace_id', '=', access.id).where('user_id', '=', userId).execute();
+    await trx
+      .updateTable('workspace_members')
+      .set({ role })
+      .where('workspace_id', '=', access.id)
+      .where('user_id', '=', userId)
+      .execute();
     await recordAudit(trx, actor, {
       action: 'member.role_changed',
       targetType: 'member',
@@ -372,10 +455,18 @@ export async function removeMember(db: Db, actor: Actor, access: WorkspaceAccess
       assertMayTouchOwners(access, 'remove an owner');
       if (members.filter((m) => m.role === 'OWNER').length === 1) throw lastOwner();
     }
-    await trx.deleteFrom('workspace_members').where('workspace_id', '=', access.id).where('user_id', '=', userId).execute();
+    await trx
+      .deleteFrom('workspace_members')
+      .where('workspace_id', '=', access.id)
+      .where('user_id', '=', userId)
+      .execute();
     await trx
       .insertInto('domain_events')
-      .values({ workspace_id: access.id, type: 'member.removed', payload: JSON.stringify({ userId, role: target.role }) })
+      .values({
+        workspace_id: access.id,
+        type: 'member.removed',
+        payload: JSON.stringify({ userId, role: target.role }),
+      })
       .execute();
     await recordAudit(trx, actor, {
       action: 'member.removed',
@@ -401,19 +492,30 @@ async function owners(db: Db, workspaceIds: string[]) {
     .orderBy('m.created_at')
     .execute();
   const byWorkspace = new Map<string, Array<{ id: string; email: string; name: string }>>();
-  for (const { workspace_id, ...owner } of rows) byWorkspace.set(workspace_id, [...(byWorkspace.get(workspace_id) ?? []), owner]);
+  for (const { workspace_id, ...owner } of rows)
+    byWorkspace.set(workspace_id, [...(byWorkspace.get(workspace_id) ?? []), owner]);
   return byWorkspace;
 }
 
-export async function adminListWorkspaces(db: Db, filters: { search?: string; status?: WorkspaceStatus }, page: Pagination) {
+export async function adminListWorkspaces(
+  db: Db,
+  filters: { search?: string; status?: WorkspaceStatus },
+  page: Pagination,
+) {
   let query = workspaceRows(db);
   if (filters.search) query = query.where('w.name', 'ilike', `%${escapeLike(filters.search)}%`);
   if (filters.status) query = query.where('w.status', '=', filters.status);
   const [rows, count] = await Promise.all([
     query.orderBy('w.created_at', 'desc').orderBy('w.id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
-    query.clearSelect().select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+    query
+      .clearSelect()
+      .select((eb) => eb.fn.countAll<string>().as('total'))
+      .executeTakeFirstOrThrow(),
   ]);
-  const ownersOf = await owners(db, rows.map((r) => r.id));
+  const ownersOf = await owners(
+    db,
+    rows.map((r) => r.id),
+  );
   const items = rows.map((r) => ({ ...toWorkspace(r), owners: ownersOf.get(r.id) ?? [] }));
   return pageOf(items, Number(count.total), page);
 }
@@ -477,7 +579,11 @@ export async function moveWorkspace(db: Db, actor: Actor, workspaceId: string, m
         `The workspace is ${workspace.status}; ${move} applies only to a workspace that is ${rule.from.join(' or ')}.`,
       );
     }
-    await trx.updateTable('workspaces').set({ status: rule.to, updated_at: new Date() }).where('id', '=', workspaceId).execute();
+    await trx
+      .updateTable('workspaces')
+      .set({ status: rule.to, updated_at: new Date() })
+      .where('id', '=', workspaceId)
+      .execute();
     await recordAudit(trx, actor, {
       action: rule.action,
       targetType: 'workspace',
@@ -504,7 +610,10 @@ export async function deleteWorkspace(db: Db, actor: Actor, workspaceId: string)
       .where('p.price_cents', '>', 0)
       .executeTakeFirst();
     if (paid) {
-      throw new AppError('SUBSCRIPTION_ACTIVE', 'This workspace has an active paid subscription: cancel it before deleting the workspace.');
+      throw new AppError(
+        'SUBSCRIPTION_ACTIVE',
+        'This workspace has an active paid subscription: cancel it before deleting the workspace.',
+      );
     }
     const deleted = await trx
       .updateTable('workspaces')
@@ -514,7 +623,13 @@ export async function deleteWorkspace(db: Db, actor: Actor, workspaceId: string)
       .returning('status')
       .executeTakeFirst();
     if (!deleted) throw notFound();
-    await recordAudit(trx, actor, { action: 'workspace.deleted', targetType: 'workspace', targetId: workspaceId, workspaceId, metadata: { status: deleted.status } });
+    await recordAudit(trx, actor, {
+      action: 'workspace.deleted',
+      targetType: 'workspace',
+      targetId: workspaceId,
+      workspaceId,
+      metadata: { status: deleted.status },
+    });
   });
   return { message: 'Workspace deleted.' };
 }
@@ -526,7 +641,9 @@ export async function deleteWorkspace(db: Db, actor: Actor, workspaceId: string)
 export async function transferOwnership(db: Db, actor: Actor, workspaceId: string, newOwnerUserId: string) {
   await assertUserExists(db, newOwnerUserId);
   await db.transaction().execute(async (trx) => {
-    const previous = (await lockMembers(trx, workspaceId)).filter((m) => m.role === 'OWNER' && m.user_id !== newOwnerUserId);
+    const previous = (await lockMembers(trx, workspaceId)).filter(
+      (m) => m.role === 'OWNER' && m.user_id !== newOwnerUserId,
+    );
     await trx
       .insertInto('workspace_members')
       .values({ workspace_id: workspaceId, user_id: newOwnerUserId, role: 'OWNER' })
@@ -537,7 +654,11 @@ export async function transferOwnership(db: Db, actor: Actor, workspaceId: strin
         .updateTable('workspace_members')
         .set({ role: 'ADMIN' })
         .where('workspace_id', '=', workspaceId)
-        .where('user_id', 'in', previous.map((p) => p.user_id))
+        .where(
+          'user_id',
+          'in',
+          previous.map((p) => p.user_id),
+        )
         .execute();
     }
     await recordAudit(trx, actor, {

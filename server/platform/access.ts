@@ -29,7 +29,11 @@ export function resolveWorkspaceAccess(
   let access: WorkspaceAccess | undefined;
   if ((candidate === undefined || candidate === '') && opts.orActiveWorkspace) {
     access = workspaceContext(caller.memberships).activeWorkspace ?? undefined;
-    if (!access) throw new AppError('WORKSPACE_UNAVAILABLE', 'You have no active workspace. Name one with workspaceId, or contact support.');
+    if (!access)
+      throw new AppError(
+        'WORKSPACE_UNAVAILABLE',
+        'You have no active workspace. Name one with workspaceId, or contact support.',
+      );
   } else {
     const parsed = workspaceIdSchema.safeParse(candidate);
     if (!parsed.success) {
@@ -41,7 +45,10 @@ export function resolveWorkspaceAccess(
   }
   if (!access) throw new AppError('NOT_FOUND', 'Workspace not found.');
   if (access.status !== 'ACTIVE') {
-    throw new AppError('WORKSPACE_UNAVAILABLE', `This workspace is ${access.status.toLowerCase()}. Contact support to restore access.`);
+    throw new AppError(
+      'WORKSPACE_UNAVAILABLE',
+      `This workspace is ${access.status.toLowerCase()}. Contact support to restore access.`,
+    );
   }
   if (!roleHas(access.role, permission)) {
     throw new AppError('PERMISSION_DENIED', `Your role (${access.role}) does not allow this (needs ${permission}).`);

@@ -3,7 +3,8 @@
 import type { Config } from './config.js';
 
 /** The demo accounts' emails, lower-cased as users.email is (for lookups in SQL). */
-export const demoAccountEmails = (config: Pick<Config, 'AI_DEMO_RESTRICTED_EMAILS'>): string[] => config.AI_DEMO_RESTRICTED_EMAILS;
+export const demoAccountEmails = (config: Pick<Config, 'AI_DEMO_RESTRICTED_EMAILS'>): string[] =>
+  config.AI_DEMO_RESTRICTED_EMAILS;
 
 export const isDemoAccount = (config: Pick<Config, 'AI_DEMO_RESTRICTED_EMAILS'>, email: string) =>
   demoAccountEmails(config).includes(email.toLowerCase());

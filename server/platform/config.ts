@@ -13,14 +13,17 @@ const unsetIfEmpty = (v: unknown) => (typeof v === 'string' && v.trim() === '' ?
 const trimmedOrUnset = (v: unknown) => (typeof unsetIfEmpty(v) === 'string' ? String(v).trim() : undefined);
 
 const bool = (fallback: boolean) =>
-  z.preprocess((v) => {
-    const s = unsetIfEmpty(v);
-    if (typeof s !== 'string') return s;
-    const t = s.trim().toLowerCase();
-    if (['true', '1', 'yes', 'on'].includes(t)) return true;
-    if (['false', '0', 'no', 'off'].includes(t)) return false;
-    return s;
-  }, z.boolean({ error: (i) => (i.code === 'invalid_type' ? 'must be true or false' : undefined) }).default(fallback));
+  z.preprocess(
+    (v) => {
+      const s = unsetIfEmpty(v);
+      if (typeof s !== 'string') return s;
+      const t = s.trim().toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(t)) return true;
+      if (['false', '0', 'no', 'off'].includes(t)) return false;
+      return s;
+    },
+    z.boolean({ error: (i) => (i.code === 'invalid_type' ? 'must be true or false' : undefined) }).default(fallback),
+  );
 
 const int = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z.preprocess(
@@ -32,7 +35,8 @@ const int = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
       .number({ error: (i) => (i.code === 'invalid_type' ? 'must be a whole number' : undefined) })
       .int({ error: 'must be a whole number' })
       .min(min, { error: `must be at least ${min}` })
-      .max(max, { error: `must be at most ${max}` }).default(fallback),
+      .max(max, { error: `must be at most ${max}` })
+      .default(fallback),
   );
 
 const str = (fallback: string) => z.preprocess(unsetIfEmpty, z.string().default(fallback));
@@ -51,14 +55,24 @@ const emailList = (fallback: string) =>
     (v) => (unsetIfEmpty(v) ?? fallback) as string,
     z
       .string()
-      .transform((s) => s.split(',').map((e) => e.trim().toLowerCase()).filter(Boolean))
+      .transform((s) =>
+        s
+          .split(',')
+          .map((e) => e.trim().toLowerCase())
+          .filter(Boolean),
+      )
       .pipe(z.array(z.email({ error: 'must be a comma-separated list of e-mail addresses' }))),
   );
 
 const stringList = (fallback: string) =>
   z.preprocess(
     (v) => (unsetIfEmpty(v) ?? fallback) as string,
-    z.string().transform((s) => s.split(',').map((e) => e.trim()).filter(Boolean)),
+    z.string().transform((s) =>
+      s
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean),
+    ),
   );
 
 /** Durations as seconds (`900`) or with a unit (`15m`, `12h`, `30d`). */
@@ -115,7 +129,8 @@ const POSTGRES_PROTOCOLS = ['postgres:', 'postgresql:'];
 const isDatabaseUrl = (s: string) =>
   s === 'memory://' ||
   // pg also takes `user:pass@/db?host=/socket` (no host), parsing it with a stand-in host; so do we.
-  (/^postgres(ql)?:\/\//i.test(s) && Boolean(parseUrl(s, POSTGRES_PROTOCOLS) ?? parseUrl(s.replace('@/', '@localhost/'), POSTGRES_PROTOCOLS)));
+  (/^postgres(ql)?:\/\//i.test(s) &&
+    Boolean(parseUrl(s, POSTGRES_PROTOCOLS) ?? parseUrl(s.replace('@/', '@localhost/'), POSTGRES_PROTOCOLS)));
 
 const isRedisUrl = (s: string) => {
   const url = /^rediss?:\/\//i.test(s) ? parseUrl(s, ['redis:', 'rediss:']) : undefined;
@@ -131,7 +146,11 @@ const connectionUrl = (isValid: (s: string) => boolean, message: string) =>
   z.preprocess(trimmedOrUnset, z.string().refine(isValid, { error: message }).optional());
 
 /** An account's e-mail, held to the sign-in form's rule so the account can sign in. */
-const optionalEmail = () => z.preprocess(trimmedOrUnset, z.email({ error: 'must be an e-mail address' }).max(254, { error: 'must be at most 254 characters' }).optional());
+const optionalEmail = () =>
+  z.preprocess(
+    trimmedOrUnset,
+    z.email({ error: 'must be an e-mail address' }).max(254, { error: 'must be at most 254 characters' }).optional(),
+  );
 
 /** A password held to the sign-up policy; the message is the policy's and never repeats the password. */
 const optionalPassword = () => z.preprocess(unsetIfEmpty, newPasswordSchema.optional());
@@ -149,8 +168,12 @@ const trustProxy = z.preprocess(
     if (t === 'true') return 1;
     if (t === 'false') return false;
     if (/^\d+$/.test(t)) return Number(t);
-    const list = s.split(',').map((x) => x.trim()).filter(Boolean);
-    if (list.every((x) => /^[0-9a-f.:/]+$/i.test(x) || ['loopback', 'linklocal', 'uniquelocal'].includes(x))) return list;
+    const list = s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
+    if (list.every((x) => /^[0-9a-f.:/]+$/i.test(x) || ['loopback', 'linklocal', 'uniquelocal'].includes(x)))
+      return list;
     ctx.addIssue({ code: 'custom', message: 'must be true, false, a hop count or a list of proxy addresses' });
     return z.NEVER;
   }),
@@ -177,7 +200,10 @@ export const configSchema = z.object({
   SHUTDOWN_DRAIN_DELAY_MS: int(5_000, 0),
 
   // ---- data
-  DATABASE_URL: connectionUrl(isDatabaseUrl, 'must be a postgres:// or postgresql:// URL, or memory:// (unset: embedded database under DATA_DIR)'),
+  DATABASE_URL: connectionUrl(
+    isDatabaseUrl,
+    'must be a postgres:// or postgresql:// URL, or memory:// (unset: embedded database under DATA_DIR)',
+  ),
   DATABASE_POOL_MAX: int(10, 1, 1000),
   REDIS_URL: connectionUrl(isRedisUrl, 'must be a redis:// or rediss:// URL (e.g. redis://host:6379)'),
   // The longest a request waits for Redis before going on without it (docs/decisions.md, "Redis away").
@@ -313,7 +339,9 @@ export const configSchema = z.object({
 type ParsedConfig = z.infer<typeof configSchema>;
 
 /** The parsed settings, with the generated secrets always present (generated in development). */
-export type Config = Readonly<ParsedConfig & { JWT_ACCESS_SECRET: string; JWT_REFRESH_SECRET: string; WEBHOOK_SECRET_ENCRYPTION_KEY: string }>;
+export type Config = Readonly<
+  ParsedConfig & { JWT_ACCESS_SECRET: string; JWT_REFRESH_SECRET: string; WEBHOOK_SECRET_ENCRYPTION_KEY: string }
+>;
 
 /** Secrets a deployment must set in production and that development generates. */
 const GENERATED_SECRETS = ['JWT_ACCESS_SECRET', 'JWT_REFRESH_SECRET', 'WEBHOOK_SECRET_ENCRYPTION_KEY'] as const;
@@ -331,7 +359,8 @@ export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
   }
   const cfg = result.data;
   const problems: string[] = [];
-  if (cfg.EMAIL_PROVIDER === 'SMTP' && !cfg.SMTP_HOST) problems.push('  SMTP_HOST: required when EMAIL_PROVIDER is SMTP');
+  if (cfg.EMAIL_PROVIDER === 'SMTP' && !cfg.SMTP_HOST)
+    problems.push('  SMTP_HOST: required when EMAIL_PROVIDER is SMTP');
   if (Boolean(cfg.SEED_ADMIN_EMAIL) !== Boolean(cfg.SEED_ADMIN_PASSWORD)) {
     problems.push('  SEED_ADMIN_EMAIL / SEED_ADMIN_PASSWORD: set both or neither');
   }
@@ -344,7 +373,8 @@ export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
   for (const name of GENERATED_SECRETS) {
     const value = cfg[name];
     if (value !== undefined && value.length < 32) problems.push(`  ${name}: must be at least 32 characters`);
-    if (value === undefined && cfg.NODE_ENV === 'production') problems.push(`  ${name}: required when NODE_ENV is production`);
+    if (value === undefined && cfg.NODE_ENV === 'production')
+      problems.push(`  ${name}: required when NODE_ENV is production`);
   }
   if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   return cfg;

@@ -177,7 +177,9 @@ export function fromZodError(e: ZodError): ApiError {
   const first = issues[0];
   // Zod's own messages may already start with "Invalid input" ("Invalid input: expected string, ..."): said once.
   const detail = first?.message.replace(/^Invalid input:?\s*/i, '');
-  const message = first ? `Invalid input: ${first.path ? `${first.path}: ` : ''}${detail || 'not valid'}` : 'Invalid input.';
+  const message = first
+    ? `Invalid input: ${first.path ? `${first.path}: ` : ''}${detail || 'not valid'}`
+    : 'Invalid input.';
   return { status: 400, code: 'BAD_REQUEST', message, issues };
 }
 
@@ -206,7 +208,8 @@ export function toApiError(err: unknown): ApiError {
     if (err.cause instanceof AppError) return fromAppError(err.cause);
     if (err.code === 'BAD_REQUEST' && err.cause instanceof ZodError) return fromZodError(err.cause);
     if (err.code === 'PARSE_ERROR') return httpError(400, 'Malformed JSON in request body.');
-    if (err.code === 'INTERNAL_SERVER_ERROR') return isDatabaseUnavailable(err.cause) ? databaseUnavailable() : httpError(500);
+    if (err.code === 'INTERNAL_SERVER_ERROR')
+      return isDatabaseUnavailable(err.cause) ? databaseUnavailable() : httpError(500);
     const status = TRPC_STATUS[err.code];
     if (!status) return httpError(500);
     // Messages of tRPC's own transport errors are safe and specific ("No procedure found ...").
@@ -215,12 +218,17 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ZodError) return fromZodError(err);
   if (err instanceof UnstorableText) return httpError(400, err.message);
   // Express's router, on a path parameter whose percent-encoding is broken (`/users/%E0%A4%A/avatar`).
-  if (err instanceof URIError && (err as URIError & { status?: number }).status === 400) return httpError(400, 'Malformed percent-encoding in the URL path.');
+  if (err instanceof URIError && (err as URIError & { status?: number }).status === 400)
+    return httpError(400, 'Malformed percent-encoding in the URL path.');
   const bp = err as BodyParserError | null;
   if (bp && typeof bp === 'object' && bp.expose && isDecodingFailure(bp)) return httpError(400, UNDECODABLE_BODY);
   if (bp && typeof bp === 'object' && typeof bp.type === 'string' && typeof bp.status === 'number' && bp.expose) {
     // (A body nested thousands deep overflows the stack of the parser's reviver: a RangeError.)
-    if (bp.type === 'entity.parse.failed') return httpError(400, err instanceof RangeError ? 'The JSON body is nested too deeply.' : 'Malformed JSON in request body.');
+    if (bp.type === 'entity.parse.failed')
+      return httpError(
+        400,
+        err instanceof RangeError ? 'The JSON body is nested too deeply.' : 'Malformed JSON in request body.',
+      );
     if (bp.type === 'entity.too.large') return httpError(413);
     if (bp.type === 'encoding.unsupported') return httpError(415, UNSUPPORTED_ENCODING);
     if (bp.type === 'charset.unsupported') return httpError(415, 'Unsupported charset: send the body as UTF-8.');
@@ -250,12 +258,23 @@ export interface TrpcErrorShape {
  * `data`, and `code`, tRPC's JSON-RPC number (trpcErrorNumber). The errorFormatter of server/platform/trpc.ts and the
  * answers of what is refused before tRPC has the request (server/platform/http.ts) both build it here.
  */
-export function trpcErrorShape(api: ApiError, code: TRPC_ERROR_CODE_NUMBER, requestId: string | undefined, path?: string): TrpcErrorShape {
+export function trpcErrorShape(
+  api: ApiError,
+  code: TRPC_ERROR_CODE_NUMBER,
+  requestId: string | undefined,
+  path?: string,
+): TrpcErrorShape {
   return {
     message: api.message,
     code,
     // Every ApiError's code is a key of ERROR_STATUS (toApiError, httpError and the rate limiter build them).
-    data: { code: api.code as ErrorCode, httpStatus: api.status, requestId, path, ...(api.issues ? { issues: api.issues } : {}) },
+    data: {
+      code: api.code as ErrorCode,
+      httpStatus: api.status,
+      requestId,
+      path,
+      ...(api.issues ? { issues: api.issues } : {}),
+    },
   };
 }
 

@@ -9,7 +9,16 @@ import type { AnyProcedure, AnyTRPCRouter } from '@trpc/server';
 import { requestIdOfError } from './trpc.js';
 import type { Meta } from './route-meta.js';
 import { contextFactory, type AppDeps, type Context } from './context.js';
-import { AppError, errorBody, errorHeaders, httpError, toApiError, trpcErrorNumber, trpcErrorShape, type ApiError } from './errors.js';
+import {
+  AppError,
+  errorBody,
+  errorHeaders,
+  httpError,
+  toApiError,
+  trpcErrorNumber,
+  trpcErrorShape,
+  type ApiError,
+} from './errors.js';
 import { safeUrl, type Logger } from './logger.js';
 import { UnstorableText } from './unstorable-text.js';
 import { notedErrorCode, noteRequest } from './monitoring.js';
@@ -45,13 +54,20 @@ const isTrpcPath = (path: string) => TRPC_MOUNT.test(path);
  */
 export const refuseAmbiguousPath: RequestHandler = (req, _res, next) => {
   // A target that is neither a path nor an absolute URL (`GET *`): URL parsers downstream throw on it.
-  if (!req.url.startsWith('/') && !URL.canParse(req.url)) return next(new AppError('BAD_REQUEST', 'The request target must be a path.'));
-  if (DOT_SEGMENT_OR_BACKSLASH.test(req.path)) return next(new AppError('BAD_REQUEST', 'The URL path may not contain "." or ".." segments or backslashes.'));
+  if (!req.url.startsWith('/') && !URL.canParse(req.url))
+    return next(new AppError('BAD_REQUEST', 'The request target must be a path.'));
+  if (DOT_SEGMENT_OR_BACKSLASH.test(req.path))
+    return next(new AppError('BAD_REQUEST', 'The URL path may not contain "." or ".." segments or backslashes.'));
   // A client configured with a trailing slash (`url: '.../trpc/'`) sends `/trpc//name`: tRPC reads the last
   // segment, and so will every layer once the slashes are one.
   if (DOUBLED_TRPC_SLASH.test(req.path)) req.url = req.url.replace(DOUBLED_TRPC_SLASH, '/trpc/');
   if (isTrpcPath(req.path) && !PLAIN_TRPC_PATH.test(req.path)) {
-    return next(new AppError('BAD_REQUEST', 'A /trpc path is /trpc/ and the procedure names, comma-separated, without "/" or percent-escapes.'));
+    return next(
+      new AppError(
+        'BAD_REQUEST',
+        'A /trpc path is /trpc/ and the procedure names, comma-separated, without "/" or percent-escapes.',
+      ),
+    );
   }
   next();
 };
@@ -121,7 +137,8 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
       const res = req.res;
       if (res) {
         const end = res.end.bind(res) as (...args: unknown[]) => Response;
-        res.end = ((...args: unknown[]) => end(JSON.stringify(errorBody(api, req.id)), ...args.slice(1))) as Response['end'];
+        res.end = ((...args: unknown[]) =>
+          end(JSON.stringify(errorBody(api, req.id)), ...args.slice(1))) as Response['end'];
       }
       noteRequest(req, { error: api, errorName: errorName(error) });
       logIfServerError(deps.logger, api, causeOf(error), req.id);
@@ -131,7 +148,13 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
   return (req, res, next) => {
     // Body-less POST/PATCH (e.g. POST /admin/users/:id/suspend) count as an empty JSON object, not a 415.
     const bodyMethod = req.method === 'POST' || req.method === 'PATCH' || req.method === 'PUT';
-    if (bodyMethod && req.body === undefined && !req.headers['content-type'] && !req.headers['transfer-encoding'] && !Number(req.headers['content-length'])) {
+    if (
+      bodyMethod &&
+      req.body === undefined &&
+      !req.headers['content-type'] &&
+      !req.headers['transfer-encoding'] &&
+      !Number(req.headers['content-length'])
+    ) {
       req.headers['content-type'] = 'application/json';
       req.body = {};
     }
@@ -143,7 +166,8 @@ export function restHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
 
 /** The success status a procedure declares in its meta (201, 202), else 200. */
 function successStatus(router: AnyTRPCRouter, path: string | undefined): number {
-  const procedure = path === undefined ? undefined : (router._def.procedures as Record<string, AnyProcedure | undefined>)[path];
+  const procedure =
+    path === undefined ? undefined : (router._def.procedures as Record<string, AnyProcedure | undefined>)[path];
   return (procedure?._def.meta as Meta | undefined)?.successStatus ?? 200;
 }
 
@@ -159,10 +183,10 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
     maxBatchSize: TRPC_MAX_BATCH_SIZE,
     responseMeta: ({ errors }) => (errors[0] ? errorMeta(errors[0]) : {}),
     onError: ({ error, req }) => {
-      requestIdOfError.set(error, (req).id);
+      requestIdOfError.set(error, req.id);
       const api = toApiError(error);
       noteRequest(req, { error: api, errorName: errorName(error) });
-      logIfServerError(deps.logger, api, causeOf(error), (req).id);
+      logIfServerError(deps.logger, api, causeOf(error), req.id);
     },
   });
   return (req, res, next) => {
@@ -198,7 +222,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     // what its client reads.
     res.set(errorHeaders(api));
     if (!isTrpcPath(req.path)) return void res.status(api.status).json(errorBody(api, req.id));
-    const malformedJson = (err as { type?: unknown } | null)?.type === 'entity.parse.failed' && !(err instanceof UnstorableText);
+    const malformedJson =
+      (err as { type?: unknown } | null)?.type === 'entity.parse.failed' && !(err instanceof UnstorableText);
     const code = malformedJson ? TRPC_ERROR_CODES_BY_KEY.PARSE_ERROR : trpcErrorNumber(api.status);
     res.status(api.status).json({ error: trpcErrorShape(api, code, req.id) });
   };

@@ -52,7 +52,13 @@ export async function settlesWithin(ms: number, work: Promise<unknown>): Promise
   let timer: NodeJS.Timeout | undefined;
   const timeUp = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   try {
-    return await Promise.race([work.then(() => true, () => true), timeUp]);
+    return await Promise.race([
+      work.then(
+        () => true,
+        () => true,
+      ),
+      timeUp,
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -86,9 +86,27 @@ export function safeUrl(url: string): string {
 }
 
 const REDACT_PATHS = [
-  'password', 'newPassword', 'token', 'accessToken', 'refreshToken', 'secret', 'apiKey', 'rawKey', 'authorization',
-  '*.password', '*.newPassword', '*.token', '*.accessToken', '*.refreshToken', '*.secret', '*.apiKey', '*.rawKey',
-  '*.authorization', '*.cookie', 'req.headers', 'res.headers',
+  'password',
+  'newPassword',
+  'token',
+  'accessToken',
+  'refreshToken',
+  'secret',
+  'apiKey',
+  'rawKey',
+  'authorization',
+  '*.password',
+  '*.newPassword',
+  '*.token',
+  '*.accessToken',
+  '*.refreshToken',
+  '*.secret',
+  '*.apiKey',
+  '*.rawKey',
+  '*.authorization',
+  '*.cookie',
+  'req.headers',
+  'res.headers',
 ];
 
 export function createLogger(config: Pick<Config, 'LOG_LEVEL' | 'NODE_ENV'>, destination?: DestinationStream): Logger {
@@ -112,7 +130,9 @@ export function createLogger(config: Pick<Config, 'LOG_LEVEL' | 'NODE_ENV'>, des
 export function exitAfterLogs(logger: Logger, code: number): Promise<never> {
   const exit = () => process.exit(code);
   setTimeout(exit, 2_000);
-  const destination = (logger as unknown as Record<symbol, Partial<EndableDestination> | undefined>)[pino.symbols.streamSym];
+  const destination = (logger as unknown as Record<symbol, Partial<EndableDestination> | undefined>)[
+    pino.symbols.streamSym
+  ];
   if (destination?.end && destination.once) {
     destination.once('close', exit);
     destination.end();

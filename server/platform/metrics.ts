@@ -55,7 +55,12 @@ export class Metrics {
 
   constructor(opts: { tiers?: readonly Tier[]; queue?: () => QueueCounts; processMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    this.requests = new Counter({ name: 'http_requests_total', help: 'Answered HTTP requests by route template, method and status.', labelNames: ['method', 'route', 'status'], registers });
+    this.requests = new Counter({
+      name: 'http_requests_total',
+      help: 'Answered HTTP requests by route template, method and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
     this.durations = new Histogram({
       name: 'http_request_duration_seconds',
       help: 'Time from the request reaching the app to the last byte of the answer, by route template, method and status.',
@@ -63,7 +68,12 @@ export class Metrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
-    this.rejections = new Counter({ name: 'rate_limit_rejections_total', help: 'Requests answered 429 by the rate limiter, by tier.', labelNames: ['tier'], registers });
+    this.rejections = new Counter({
+      name: 'rate_limit_rejections_total',
+      help: 'Requests answered 429 by the rate limiter, by tier.',
+      labelNames: ['tier'],
+      registers,
+    });
     // Every tier starts at 0, so rate() sees the first rejection.
     for (const tier of opts.tiers ?? []) this.rejections.inc({ tier }, 0);
     if (opts.queue) this.queueGauges(opts.queue);
@@ -171,7 +181,9 @@ export function metricsRoute(token: string, metrics: Metrics): RequestHandler {
     const presented = bearerToken(req.headers.authorization);
     if (!presented || !crypto.timingSafeEqual(digest(presented), expected)) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="metrics"');
-      res.status(401).json(errorBody(httpError(401, 'Send the metrics token as Authorization: Bearer <token>.'), req.id));
+      res
+        .status(401)
+        .json(errorBody(httpError(401, 'Send the metrics token as Authorization: Bearer <token>.'), req.id));
       return;
     }
     try {
@@ -199,7 +211,10 @@ export const metricsOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Monitoring'],
       security: [{ bearerAuth: [] }],
       responses: {
-        200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } },
+        200: {
+          description: 'Prometheus text exposition format 0.0.4',
+          content: { 'text/plain': { schema: { type: 'string' } } },
+        },
         401: errorResponse('Missing or wrong metrics token', ['UNAUTHORIZED']),
         404: errorResponse('Metrics are off (METRICS_TOKEN unset)', ['NOT_FOUND']),
       },

@@ -148,7 +148,8 @@ export class Monitor {
             ...record,
             code: facts.error?.code ?? String(res.statusCode),
             name: facts.errorName ?? (res.statusCode >= 500 ? 'ServerError' : 'ClientError'),
-            message: res.statusCode >= 500 ? FRIENDLY_5XX : redactSecrets(facts.error?.message ?? 'The request was refused.'),
+            message:
+              res.statusCode >= 500 ? FRIENDLY_5XX : redactSecrets(facts.error?.message ?? 'The request was refused.'),
           });
         }
       });
@@ -191,7 +192,11 @@ export class Monitor {
     });
     const ok = requests.filter((r) => r.status < 400).length;
     return {
-      window: { requests: requests.length, from: requests.at(-1)?.timestamp ?? null, to: requests[0]?.timestamp ?? null },
+      window: {
+        requests: requests.length,
+        from: requests.at(-1)?.timestamp ?? null,
+        to: requests[0]?.timestamp ?? null,
+      },
       successRate: requests.length ? Math.round((ok / requests.length) * 10_000) / 10_000 : null,
       statusClasses: byClass,
       statusCodes: byStatus,

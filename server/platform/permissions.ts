@@ -28,7 +28,15 @@ const all = WORKSPACE_PERMISSIONS;
 export const ROLE_PERMISSIONS: Record<WorkspaceRole, ReadonlySet<WorkspacePermission>> = {
   OWNER: new Set(all),
   ADMIN: new Set(all.filter((p) => p !== 'ownership.manage')),
-  MEMBER: new Set(['workspace.read', 'ai.generate', 'ai.view', 'ai.view_usage', 'billing.view', 'files.read', 'files.write']),
+  MEMBER: new Set([
+    'workspace.read',
+    'ai.generate',
+    'ai.view',
+    'ai.view_usage',
+    'billing.view',
+    'files.read',
+    'files.write',
+  ]),
   VIEWER: new Set(['workspace.read', 'ai.view', 'files.read']),
 };
 

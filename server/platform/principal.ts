@@ -4,7 +4,10 @@
 import type { ApiKeyScope, Edition, PlanLimits, User, WorkspaceRole, WorkspaceStatus } from '../../db/schema.js';
 
 /** The user columns every authenticated request loads. */
-export type UserRow = Pick<User, 'id' | 'email' | 'name' | 'status' | 'platform_role' | 'email_verified_at' | 'created_at'>;
+export type UserRow = Pick<
+  User,
+  'id' | 'email' | 'name' | 'status' | 'platform_role' | 'email_verified_at' | 'created_at'
+>;
 
 /** A membership of the caller, loaded with the user on every authenticated request. */
 export interface WorkspaceAccess {

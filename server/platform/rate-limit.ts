@@ -9,7 +9,13 @@ import crypto from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { TRPCError } from '@trpc/server';
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import {
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+  RLWrapperTimeouts,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
 import type { Config } from './config.js';
 import { AppError, errorBody, trpcErrorShape, type ApiError } from './errors.js';
 import type { Logger } from './logger.js';
@@ -19,7 +25,6 @@ import { trpcProcedures } from './trpc-path.js';
 import { noteRequest } from './monitoring.js';
 import { bearerToken, verifyAccessToken } from './security/jwt.js';
 import { batched, groupPositions } from '../../db/batched.js';
-
 
 export const RATE_LIMIT_MESSAGE = 'Too many requests. Please try again later.';
 
@@ -43,11 +48,20 @@ function points(config: Config, tier: Tier): number {
 }
 
 /** Who a request is counted against (the tier is added per limiter key). */
-function clientOf(config: Config, req: Request, knownApiKeyId: ((raw: string) => string | undefined) | undefined): string {
+function clientOf(
+  config: Config,
+  req: Request,
+  knownApiKeyId: ((raw: string) => string | undefined) | undefined,
+): string {
   const token = bearerToken(req.headers.authorization);
   const claims = token && !token.startsWith('wsk_') ? verifyAccessToken(config, token) : null;
   if (claims) return `user:${claims.userId}`;
-  const apiKey = typeof req.headers['x-api-key'] === 'string' ? req.headers['x-api-key'].trim() : token?.startsWith('wsk_') ? token : undefined;
+  const apiKey =
+    typeof req.headers['x-api-key'] === 'string'
+      ? req.headers['x-api-key'].trim()
+      : token?.startsWith('wsk_')
+        ? token
+        : undefined;
   const keyId = apiKey && knownApiKeyId?.(apiKey);
   if (keyId) return `key:${keyId}`;
   return `ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
@@ -93,32 +107,40 @@ interface Charge {
  * past the limit, and its remaining points are those left after it. Different keys are consumed side by
  * side (auto-pipelined). An error (Redis and the insurance limiter both failing) fails that key's requests.
  */
-const chargeTogether = batched<Charge, { result: RateLimiterRes; rejected: boolean }, Limiters>(async (limiters, charges) => {
-  const outcomes = new Array<{ result: RateLimiterRes; rejected: boolean } | Error>(charges.length);
-  await Promise.all(
-    groupPositions(charges, (c) => c.key).map(async (members) => {
-      const { tier, key, limit } = charges[members[0]];
-      const total = members.reduce((sum, i) => sum + charges[i].cost, 0);
-      let after: RateLimiterRes;
-      try {
-        after = await limiters[tier].consume(key, total);
-      } catch (rejection) {
-        if (!(rejection instanceof RateLimiterRes)) {
-          for (const i of members) outcomes[i] = rejection instanceof Error ? rejection : new Error(String(rejection));
-          return;
+const chargeTogether = batched<Charge, { result: RateLimiterRes; rejected: boolean }, Limiters>(
+  async (limiters, charges) => {
+    const outcomes = new Array<{ result: RateLimiterRes; rejected: boolean } | Error>(charges.length);
+    await Promise.all(
+      groupPositions(charges, (c) => c.key).map(async (members) => {
+        const { tier, key, limit } = charges[members[0]];
+        const total = members.reduce((sum, i) => sum + charges[i].cost, 0);
+        let after: RateLimiterRes;
+        try {
+          after = await limiters[tier].consume(key, total);
+        } catch (rejection) {
+          if (!(rejection instanceof RateLimiterRes)) {
+            for (const i of members)
+              outcomes[i] = rejection instanceof Error ? rejection : new Error(String(rejection));
+            return;
+          }
+          after = rejection;
         }
-        after = rejection;
-      }
-      let place = after.consumedPoints - total;
-      for (const i of members) {
-        place += charges[i].cost;
-        const result = new RateLimiterRes(Math.max(0, limit - place), after.msBeforeNext, place, after.isFirstInDuration && place === charges[i].cost);
-        outcomes[i] = { result, rejected: place > limit };
-      }
-    }),
-  );
-  return outcomes;
-});
+        let place = after.consumedPoints - total;
+        for (const i of members) {
+          place += charges[i].cost;
+          const result = new RateLimiterRes(
+            Math.max(0, limit - place),
+            after.msBeforeNext,
+            place,
+            after.isFirstInDuration && place === charges[i].cost,
+          );
+          outcomes[i] = { result, rejected: place > limit };
+        }
+      }),
+    );
+    return outcomes;
+  },
+);
 
 function headers(limit: number, windowSeconds: number, res: RateLimiterRes) {
   const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
@@ -184,7 +206,9 @@ export function rateLimiter(deps: {
       else deps.logger.error({ err: result }, 'rate limiter failed');
     }
     // The tightest tier speaks for the answer: a refusing one first, else the one with the fewest points left.
-    const shown = answered.sort((a, b) => Number(b.rejected) - Number(a.rejected) || a.result.remainingPoints - b.result.remainingPoints)[0];
+    const shown = answered.sort(
+      (a, b) => Number(b.rejected) - Number(a.rejected) || a.result.remainingPoints - b.result.remainingPoints,
+    )[0];
     if (!shown) return next();
     const limit = points(config, shown.tier);
     const h = headers(limit, config.RATE_LIMIT_WINDOW_SECONDS, shown.result);

@@ -45,7 +45,10 @@ export function connectRedis(
     enableAutoPipelining: true,
   });
   const subscriber = new Redis(url, { ...common, maxRetriesPerRequest: null });
-  for (const [role, conn] of [['commands', commands], ['subscriber', subscriber]] as const) {
+  for (const [role, conn] of [
+    ['commands', commands],
+    ['subscriber', subscriber],
+  ] as const) {
     conn.on('error', (err: Error) => logger.warn({ err: { message: err.message }, role }, 'redis connection error'));
   }
   return {

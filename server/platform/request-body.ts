@@ -48,8 +48,10 @@ export function refuseDeclaredLength(limitBytes: number, message: string): Reque
 }
 
 /** Both refusals, one after the other. */
-const both = (first: RequestHandler, second: RequestHandler): RequestHandler => (req, res, next) =>
-  first(req, res, (err?: unknown) => (err ? next(err) : second(req, res, next)));
+const both =
+  (first: RequestHandler, second: RequestHandler): RequestHandler =>
+  (req, res, next) =>
+    first(req, res, (err?: unknown) => (err ? next(err) : second(req, res, next)));
 
 /** The refusals of a JSON route (REST, /trpc) and of a provider webhook: gzip, deflate or br, 1 MiB declared. */
 export const refuseJsonBodyHeaders = both(

@@ -49,7 +49,13 @@ export function responseCache(routes: Record<string, CachedRoute>): RequestHandl
       if (res.statusCode === 200 && (typeof chunk === 'string' || Buffer.isBuffer(chunk))) {
         const body = Buffer.from(chunk);
         const etag = `"${crypto.createHash('sha1').update(body).digest('base64url')}"`;
-        entries.set(key, { version, storedAt: Date.now(), body, etag, contentType: String(res.getHeader('Content-Type') ?? 'application/json') });
+        entries.set(key, {
+          version,
+          storedAt: Date.now(),
+          body,
+          etag,
+          contentType: String(res.getHeader('Content-Type') ?? 'application/json'),
+        });
         res.setHeader('ETag', etag);
         res.setHeader('Cache-Control', `public, max-age=${maxAgeSeconds}`);
       }

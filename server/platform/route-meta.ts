@@ -29,7 +29,8 @@ export interface RouteMeta {
 export type Meta = OpenApiMeta<RouteMeta>;
 
 /** The tier a route's declaration names: 'default' unless it names one; `false`, never limited. */
-export const tierOf = (declared: Tier | false | undefined): Tier | undefined => (declared === false ? undefined : (declared ?? 'default'));
+export const tierOf = (declared: Tier | false | undefined): Tier | undefined =>
+  declared === false ? undefined : (declared ?? 'default');
 
 /** The tier a plain route's OpenAPI operation declares (`x-rate-limit-tier`). */
 export const tierOfOperation = (operation: unknown): Tier | undefined =>

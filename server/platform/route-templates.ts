@@ -49,11 +49,25 @@ export class RouteTemplates {
       const tier = tierOf(meta?.rateLimit);
       this.procedureTiers.set(path, tier);
       const openapi = meta?.openapi;
-      if (openapi) this.add({ method: openapi.method, template: openapi.path, procedure: path, tier, regexp: toRegExp(openapi.path) });
+      if (openapi)
+        this.add({
+          method: openapi.method,
+          template: openapi.path,
+          procedure: path,
+          tier,
+          regexp: toRegExp(openapi.path),
+        });
     }
-    for (const [template, operations] of Object.entries(plainPaths) as Array<[string, Record<string, unknown> | undefined]>) {
+    for (const [template, operations] of Object.entries(plainPaths) as Array<
+      [string, Record<string, unknown> | undefined]
+    >) {
       for (const [method, operation] of Object.entries(operations ?? {}).filter(([key]) => HTTP_METHODS.has(key))) {
-        this.add({ method: method.toUpperCase(), template, tier: tierOfOperation(operation), regexp: toRegExp(template) });
+        this.add({
+          method: method.toUpperCase(),
+          template,
+          tier: tierOfOperation(operation),
+          regexp: toRegExp(template),
+        });
       }
     }
   }
@@ -78,7 +92,10 @@ export class RouteTemplates {
    */
   match(method: string, path: string): RouteTemplate | undefined {
     const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-    return this.exact.get(`${method} ${trimmed.toLowerCase()}`) ?? this.byMethod.get(method)?.find((r) => r.regexp.test(path));
+    return (
+      this.exact.get(`${method} ${trimmed.toLowerCase()}`) ??
+      this.byMethod.get(method)?.find((r) => r.regexp.test(path))
+    );
   }
 
   /**

@@ -21,7 +21,14 @@ export interface Storage {
 
 export type StorageConfig = Pick<
   Config,
-  'STORAGE_PROVIDER' | 'STORAGE_LOCAL_DIR' | 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'S3_ACCESS_KEY_ID' | 'S3_SECRET_ACCESS_KEY' | 'S3_FORCE_PATH_STYLE'
+  | 'STORAGE_PROVIDER'
+  | 'STORAGE_LOCAL_DIR'
+  | 'S3_ENDPOINT'
+  | 'S3_REGION'
+  | 'S3_BUCKET'
+  | 'S3_ACCESS_KEY_ID'
+  | 'S3_SECRET_ACCESS_KEY'
+  | 'S3_FORCE_PATH_STYLE'
 >;
 
 /** `folder/<generated name>.<ext>`, as the upload routes make them. Anything else is a bug, refused. */
@@ -62,8 +69,13 @@ function createLocalStorage(config: Pick<Config, 'STORAGE_LOCAL_DIR'>): Storage 
  * holds the keys, which is why the SDK's own error is not kept as the cause.
  */
 export class StorageFailure extends AppError {
-  constructor(readonly detail: { operation: 'put' | 'get' | 'delete'; kind: string; status?: number; providerCode?: string }) {
-    super('STORAGE_PROVIDER_ERROR', `The file storage ${detail.kind}. ${detail.operation === 'put' ? 'Nothing was saved; please' : 'Please'} try again in a moment.`);
+  constructor(
+    readonly detail: { operation: 'put' | 'get' | 'delete'; kind: string; status?: number; providerCode?: string },
+  ) {
+    super(
+      'STORAGE_PROVIDER_ERROR',
+      `The file storage ${detail.kind}. ${detail.operation === 'put' ? 'Nothing was saved; please' : 'Please'} try again in a moment.`,
+    );
     this.name = 'StorageFailure(S3)';
   }
 }
@@ -101,14 +113,25 @@ function createS3Storage(config: StorageConfig): Storage {
         requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000 },
         // S3-compatible services do not all accept the CRC32 checksum headers the SDK sends by default
         // since early 2025; with a custom endpoint, checksums are sent and checked only where S3 requires.
-        ...(config.S3_ENDPOINT && { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }),
+        ...(config.S3_ENDPOINT && {
+          requestChecksumCalculation: 'WHEN_REQUIRED',
+          responseChecksumValidation: 'WHEN_REQUIRED',
+        }),
       };
       return { sdk, client: new sdk.S3Client(options) };
     }));
 
-  async function call<T>(operation: StorageFailure['detail']['operation'], key: string, fn: (s3: { sdk: S3Sdk; client: S3Client }, key: string) => Promise<T>) {
+  async function call<T>(
+    operation: StorageFailure['detail']['operation'],
+    key: string,
+    fn: (s3: { sdk: S3Sdk; client: S3Client }, key: string) => Promise<T>,
+  ) {
     checkedKey(key);
-    if (!configured) throw new AppError('STORAGE_NOT_CONFIGURED', 'File storage is not available: S3 is selected but its bucket or access keys are not set. Please contact support.');
+    if (!configured)
+      throw new AppError(
+        'STORAGE_NOT_CONFIGURED',
+        'File storage is not available: S3 is selected but its bucket or access keys are not set. Please contact support.',
+      );
     const s3 = await connect();
     try {
       return await fn(s3, key);
@@ -122,7 +145,15 @@ function createS3Storage(config: StorageConfig): Storage {
     configured,
     put: (key, data, contentType) =>
       call('put', key, async ({ sdk, client }) => {
-        await client.send(new sdk.PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentType: contentType, ContentLength: data.length }));
+        await client.send(
+          new sdk.PutObjectCommand({
+            Bucket: bucket,
+            Key: key,
+            Body: data,
+            ContentType: contentType,
+            ContentLength: data.length,
+          }),
+        );
       }),
     get: (key) =>
       call('get', key, async ({ sdk, client }) => {

@@ -15,7 +15,6 @@ import { resolveWorkspaceAccess, type AccessOptions } from './access.js';
 import { bearerToken } from './security/jwt.js';
 import { noteRequest } from './monitoring.js';
 
-
 /**
  * The request id of errors tRPC raises before it has made the context (a batch too large, a missing
  * Content-Type): the `/trpc` handler's onError, which tRPC calls first, notes it for the errorFormatter.
@@ -87,19 +86,22 @@ const SIGNED_IN_ERRORS = ['UNAUTHORIZED', 'USER_SUSPENDED'] as const satisfies r
 const ADMIN_ERRORS = [...SIGNED_IN_ERRORS, 'FORBIDDEN'] as const;
 
 /** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */
-export const authedProcedure = publicProcedure.use(async ({ ctx, next }) => {
-  const { user, memberships } = await authenticateRequest(ctx, ctx.req);
-  noteRequest(ctx.req, { userId: user.id });
-  return next({ ctx: { user, memberships } });
-}).meta({ accessErrors: SIGNED_IN_ERRORS });
+export const authedProcedure = publicProcedure
+  .use(async ({ ctx, next }) => {
+    const { user, memberships } = await authenticateRequest(ctx, ctx.req);
+    noteRequest(ctx.req, { userId: user.id });
+    return next({ ctx: { user, memberships } });
+  })
+  .meta({ accessErrors: SIGNED_IN_ERRORS });
 
 const requirePlatform = (permission: PlatformPermission) =>
-  authedProcedure.use(({ ctx, next }) => {
-    if (!platformRoleHas(ctx.user.platform_role, permission)) {
-      throw new AppError('FORBIDDEN', 'This route is for platform administrators.');
-    }
-    return next();
-  })
+  authedProcedure
+    .use(({ ctx, next }) => {
+      if (!platformRoleHas(ctx.user.platform_role, permission)) {
+        throw new AppError('FORBIDDEN', 'This route is for platform administrators.');
+      }
+      return next();
+    })
     .meta({ accessErrors: ADMIN_ERRORS });
 
 /** Platform admin reads; the demo admin passes. */
@@ -109,12 +111,14 @@ export const adminProcedure = requirePlatform('admin.read');
 export const platformProcedure = requirePlatform;
 
 /** Every admin write goes through here: the demo admin is refused with DEMO_READ_ONLY. */
-export const adminWriteProcedure = adminProcedure.use(({ ctx, next }) => {
-  if (!platformRoleHas(ctx.user.platform_role, 'admin.write')) {
-    throw new AppError('DEMO_READ_ONLY', 'Demo admin is read-only.');
-  }
-  return next();
-}).meta({ accessErrors: [...ADMIN_ERRORS, 'DEMO_READ_ONLY'] });
+export const adminWriteProcedure = adminProcedure
+  .use(({ ctx, next }) => {
+    if (!platformRoleHas(ctx.user.platform_role, 'admin.write')) {
+      throw new AppError('DEMO_READ_ONLY', 'Demo admin is read-only.');
+    }
+    return next();
+  })
+  .meta({ accessErrors: [...ADMIN_ERRORS, 'DEMO_READ_ONLY'] });
 
 /**
  * The permission a call needs, by its input as sent (before validation): inviting an OWNER takes
@@ -130,15 +134,29 @@ type PermissionOfInput = (input: { readonly [field: string]: unknown }) => Works
  * billing routes; `refuseDemoAccounts` is the one guard of demo accounts on key and webhook changes.
  */
 export const workspaceProcedure = (permission: WorkspacePermission | PermissionOfInput, opts: AccessOptions = {}) =>
-  authedProcedure.use(async ({ ctx, getRawInput, next }) => {
-    const raw = (await getRawInput()) as { workspaceId?: unknown } | undefined;
-    const candidate = raw?.workspaceId ?? ctx.req.query?.workspaceId;
-    const needed = typeof permission === 'function' ? permission(Object(raw) as Record<string, unknown>) : permission;
-    const access = resolveWorkspaceAccess({ email: ctx.user.email, memberships: ctx.memberships }, candidate, needed, { ...opts, config: ctx.config });
-    noteRequest(ctx.req, { workspaceId: access.id });
-    return next({ ctx: { workspace: access } });
-  })
-    .meta({ accessErrors: [...SIGNED_IN_ERRORS, 'NOT_FOUND', 'WORKSPACE_UNAVAILABLE', 'PERMISSION_DENIED', ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : [])] });
+  authedProcedure
+    .use(async ({ ctx, getRawInput, next }) => {
+      const raw = (await getRawInput()) as { workspaceId?: unknown } | undefined;
+      const candidate = raw?.workspaceId ?? ctx.req.query?.workspaceId;
+      const needed = typeof permission === 'function' ? permission(Object(raw) as Record<string, unknown>) : permission;
+      const access = resolveWorkspaceAccess(
+        { email: ctx.user.email, memberships: ctx.memberships },
+        candidate,
+        needed,
+        { ...opts, config: ctx.config },
+      );
+      noteRequest(ctx.req, { workspaceId: access.id });
+      return next({ ctx: { workspace: access } });
+    })
+    .meta({
+      accessErrors: [
+        ...SIGNED_IN_ERRORS,
+        'NOT_FOUND',
+        'WORKSPACE_UNAVAILABLE',
+        'PERMISSION_DENIED',
+        ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : []),
+      ],
+    });
 
 /** The raw API key of a request: X-API-Key, else a Bearer value that looks like one. */
 function apiKeyOf(req: Request): string | undefined {
@@ -153,12 +171,23 @@ function apiKeyOf(req: Request): string | undefined {
  * Keys and access tokens are not interchangeable: a JWT here is 401, like an API key on /auth/me.
  */
 export const apiKeyProcedure = (scopes: ApiKeyScope[] = []) =>
-  publicProcedure.use(async ({ ctx, next }) => {
-    const apiKey = await authenticateApiKeyRequest(ctx, ctx.req);
-    noteRequest(ctx.req, { workspaceId: apiKey.workspace_id });
-    if (scopes.length && !scopes.some((s) => apiKey.scopes.includes(s))) {
-      throw new AppError('PERMISSION_DENIED', `This API key lacks the scope this route needs (one of: ${scopes.join(', ')}).`);
-    }
-    return next({ ctx: { apiKey } });
-  })
-    .meta({ accessErrors: ['UNAUTHORIZED', 'WORKSPACE_UNAVAILABLE', 'API_KEYS_NOT_IN_PLAN', ...(scopes.length ? (['PERMISSION_DENIED'] as const) : [])] });
+  publicProcedure
+    .use(async ({ ctx, next }) => {
+      const apiKey = await authenticateApiKeyRequest(ctx, ctx.req);
+      noteRequest(ctx.req, { workspaceId: apiKey.workspace_id });
+      if (scopes.length && !scopes.some((s) => apiKey.scopes.includes(s))) {
+        throw new AppError(
+          'PERMISSION_DENIED',
+          `This API key lacks the scope this route needs (one of: ${scopes.join(', ')}).`,
+        );
+      }
+      return next({ ctx: { apiKey } });
+    })
+    .meta({
+      accessErrors: [
+        'UNAUTHORIZED',
+        'WORKSPACE_UNAVAILABLE',
+        'API_KEYS_NOT_IN_PLAN',
+        ...(scopes.length ? (['PERMISSION_DENIED'] as const) : []),
+      ],
+    });

@@ -17,9 +17,14 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-const asAdmin = (method: string, path: string, body?: unknown) => app.api(method, path, { token: admin.accessToken, ...(body !== undefined ? { body } : {}) });
+const asAdmin = (method: string, path: string, body?: unknown) =>
+  app.api(method, path, { token: admin.accessToken, ...(body !== undefined ? { body } : {}) });
 const userRow = (id: string) =>
-  app.deps.db.selectFrom('users').select(['name', 'status', 'platform_role', 'updated_at']).where('id', '=', id).executeTakeFirstOrThrow();
+  app.deps.db
+    .selectFrom('users')
+    .select(['name', 'status', 'platform_role', 'updated_at'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
 const idsOf = (items: Array<{ id: string }>) => items.map((i) => i.id);
 const tag = () => crypto.randomBytes(4).toString('hex');
 
@@ -43,9 +48,26 @@ describe('GET /admin/users', () => {
   it('gives each user id, email, name, status, platformRole, emailVerified, lastLoginAt, createdAt, updatedAt', async () => {
     const res = await asAdmin('GET', `/admin/users?search=${encodeURIComponent(plain.email)}`);
     expect(res.body.items).toHaveLength(1);
-    expect(res.body.items[0]).toMatchObject({ id: plain.userId, email: plain.email, status: 'ACTIVE', platformRole: 'USER', emailVerified: false });
+    expect(res.body.items[0]).toMatchObject({
+      id: plain.userId,
+      email: plain.email,
+      status: 'ACTIVE',
+      platformRole: 'USER',
+      emailVerified: false,
+    });
     expect(Object.keys(res.body.items[0]).sort()).toEqual(
-      ['createdAt', 'email', 'emailVerified', 'emailVerifiedAt', 'id', 'lastLoginAt', 'name', 'platformRole', 'status', 'updatedAt'].sort(),
+      [
+        'createdAt',
+        'email',
+        'emailVerified',
+        'emailVerifiedAt',
+        'id',
+        'lastLoginAt',
+        'name',
+        'platformRole',
+        'status',
+        'updatedAt',
+      ].sort(),
     );
   });
 
@@ -117,7 +139,9 @@ describe('GET /admin/users/{userId}', () => {
     const res = await asAdmin('GET', `/admin/users/${plain.userId}`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: plain.userId, email: plain.email, status: 'ACTIVE', platformRole: 'USER' });
-    expect(res.body.memberships).toEqual([expect.objectContaining({ id: plain.workspaceId, role: 'OWNER', status: 'ACTIVE' })]);
+    expect(res.body.memberships).toEqual([
+      expect.objectContaining({ id: plain.workspaceId, role: 'OWNER', status: 'ACTIVE' }),
+    ]);
     expect(res.text).not.toMatch(/password_?hash|passwordHash|\$2[aby]\$/i);
   });
 
@@ -156,7 +180,10 @@ describe('PATCH /admin/users/{userId}', () => {
     const u = await registerAndLogin(app.api, { prefix: 'to-demo' });
     expect((await asAdmin('PATCH', `/admin/users/${u.userId}`, { platformRole: 'DEMO_ADMIN' })).status).toBe(200);
     expect((await app.api('GET', '/admin/users', { token: u.accessToken })).status).toBe(200);
-    const write = await app.api('PATCH', `/admin/users/${plain.userId}`, { token: u.accessToken, body: { name: 'Nope' } });
+    const write = await app.api('PATCH', `/admin/users/${plain.userId}`, {
+      token: u.accessToken,
+      body: { name: 'Nope' },
+    });
     expect(expectError(write, 403, 'DEMO_READ_ONLY').message).toBe('Demo admin is read-only.');
   });
 
@@ -194,8 +221,16 @@ describe('POST /admin/users/{userId}/suspend and /activate', () => {
     expectError(await app.api('GET', '/auth/me', { token: u.accessToken }), 403, 'USER_SUSPENDED');
     expectError(await app.api('GET', '/auth/me', { token: other.accessToken }), 403, 'USER_SUSPENDED');
     expectError(await app.api('GET', `/workspaces/${u.workspaceId}`, { token: u.accessToken }), 403, 'USER_SUSPENDED');
-    expectError(await app.api('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } }), 403, 'USER_SUSPENDED');
-    expectError(await app.api('POST', '/auth/refresh', { body: { refreshToken: u.refreshToken } }), 403, 'USER_SUSPENDED');
+    expectError(
+      await app.api('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } }),
+      403,
+      'USER_SUSPENDED',
+    );
+    expectError(
+      await app.api('POST', '/auth/refresh', { body: { refreshToken: u.refreshToken } }),
+      403,
+      'USER_SUSPENDED',
+    );
   });
 
   it('refuses to suspend a SUSPENDED user with 409 INVALID_STATE naming SUSPENDED', async () => {
@@ -216,7 +251,9 @@ describe('POST /admin/users/{userId}/suspend and /activate', () => {
     expect((await app.api('GET', '/auth/me', { token: u.accessToken })).status).toBe(200);
     const refreshed = await app.api('POST', '/auth/refresh', { body: { refreshToken: u.refreshToken } });
     expect(refreshed.status).toBe(200);
-    expect((await app.api('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } })).status).toBe(200);
+    expect((await app.api('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } })).status).toBe(
+      200,
+    );
   });
 
   it('refuses to activate an ACTIVE user with 409 INVALID_STATE naming ACTIVE', async () => {
@@ -262,14 +299,32 @@ beforeAll(async () => {
 const ROUTES: Array<[string, AdminRoute]> = [
   ['GET /admin/users', { method: 'GET', path: () => '/admin/users', write: false }],
   ['GET /admin/users/{userId}', { method: 'GET', path: () => `/admin/users/${target.userId}`, write: false }],
-  ['PATCH /admin/users/{userId}', { method: 'PATCH', path: () => `/admin/users/${target.userId}`, body: { name: 'Changed', platformRole: 'ADMIN' }, write: true }],
-  ['POST /admin/users/{userId}/suspend', { method: 'POST', path: () => `/admin/users/${target.userId}/suspend`, write: true }],
-  ['POST /admin/users/{userId}/activate', { method: 'POST', path: () => `/admin/users/${target.userId}/activate`, write: true }],
+  [
+    'PATCH /admin/users/{userId}',
+    {
+      method: 'PATCH',
+      path: () => `/admin/users/${target.userId}`,
+      body: { name: 'Changed', platformRole: 'ADMIN' },
+      write: true,
+    },
+  ],
+  [
+    'POST /admin/users/{userId}/suspend',
+    { method: 'POST', path: () => `/admin/users/${target.userId}/suspend`, write: true },
+  ],
+  [
+    'POST /admin/users/{userId}/activate',
+    { method: 'POST', path: () => `/admin/users/${target.userId}/activate`, write: true },
+  ],
 ];
 
 describe('admin user routes: who may call', () => {
   it.each(ROUTES)('%s refuses a normal user with 403 FORBIDDEN', async (_label, r) => {
-    expectError(await app.api(r.method, r.path(), { token: plain.accessToken, ...(r.body ? { body: r.body } : {}) }), 403, 'FORBIDDEN');
+    expectError(
+      await app.api(r.method, r.path(), { token: plain.accessToken, ...(r.body ? { body: r.body } : {}) }),
+      403,
+      'FORBIDDEN',
+    );
   });
 
   it.each(ROUTES)('%s refuses an anonymous caller with 401 UNAUTHORIZED', async (_label, r) => {
@@ -290,16 +345,24 @@ describe('admin user routes: who may call', () => {
       if (suspendFirst) expect((await asAdmin('POST', `/admin/users/${target.userId}/suspend`)).status).toBe(200);
       const before = await userRow(target.userId);
       const rid = requestIdFor('demo-write');
-      const res = await app.api(r.method, r.path(), { token: demo.accessToken, headers: { 'x-request-id': rid }, ...(r.body ? { body: r.body } : {}) });
+      const res = await app.api(r.method, r.path(), {
+        token: demo.accessToken,
+        headers: { 'x-request-id': rid },
+        ...(r.body ? { body: r.body } : {}),
+      });
       expect(expectError(res, 403, 'DEMO_READ_ONLY').message).toBe('Demo admin is read-only.');
       expect(await userRow(target.userId)).toEqual(before);
-      expect(await app.deps.db.selectFrom('audit_logs').select('id').where('request_id', '=', rid).execute()).toEqual([]);
+      expect(await app.deps.db.selectFrom('audit_logs').select('id').where('request_id', '=', rid).execute()).toEqual(
+        [],
+      );
       if (suspendFirst) expect((await asAdmin('POST', `/admin/users/${target.userId}/activate`)).status).toBe(200);
     },
   );
 
   it('lets the demo admin search users like an admin', async () => {
-    const res = await app.api('GET', `/admin/users?search=${encodeURIComponent(target.email)}`, { token: demo.accessToken });
+    const res = await app.api('GET', `/admin/users?search=${encodeURIComponent(target.email)}`, {
+      token: demo.accessToken,
+    });
     expect(res.status).toBe(200);
     expect(idsOf(res.body.items)).toEqual([target.userId]);
   });

@@ -17,17 +17,32 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-const asAdmin = (method: string, path: string, body?: unknown) => app.api(method, path, { token: admin.accessToken, ...(body !== undefined ? { body } : {}) });
+const asAdmin = (method: string, path: string, body?: unknown) =>
+  app.api(method, path, { token: admin.accessToken, ...(body !== undefined ? { body } : {}) });
 const tag = () => crypto.randomBytes(4).toString('hex');
 const idsOf = (items: Array<{ id: string }>) => items.map((i) => i.id);
 const workspaceRow = (id: string) =>
-  app.deps.db.selectFrom('workspaces').select(['name', 'status', 'deleted_at', 'updated_at']).where('id', '=', id).executeTakeFirstOrThrow();
+  app.deps.db
+    .selectFrom('workspaces')
+    .select(['name', 'status', 'deleted_at', 'updated_at'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
 const ownersOf = async (workspaceId: string) =>
   (
-    await app.deps.db.selectFrom('workspace_members').select('user_id').where('workspace_id', '=', workspaceId).where('role', '=', 'OWNER').execute()
+    await app.deps.db
+      .selectFrom('workspace_members')
+      .select('user_id')
+      .where('workspace_id', '=', workspaceId)
+      .where('role', '=', 'OWNER')
+      .execute()
   ).map((r) => r.user_id);
 const membersOf = (workspaceId: string) =>
-  app.deps.db.selectFrom('workspace_members').select(['user_id', 'role']).where('workspace_id', '=', workspaceId).orderBy('user_id').execute();
+  app.deps.db
+    .selectFrom('workspace_members')
+    .select(['user_id', 'role'])
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('user_id')
+    .execute();
 
 /** A workspace created by the platform admin for a new owner. */
 async function adminWorkspace(label = 'adm') {
@@ -48,7 +63,13 @@ describe('GET /admin/workspaces', () => {
     expect(res.body.totalPages).toBe(Math.ceil(res.body.total / 20));
     const found = await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(w.name)}`);
     expect(found.body.items).toEqual([
-      expect.objectContaining({ id: w.id, name: w.name, status: 'ACTIVE', memberCount: 1, owners: [{ id: w.owner.userId, email: w.owner.email, name: 'Test User' }] }),
+      expect.objectContaining({
+        id: w.id,
+        name: w.name,
+        status: 'ACTIVE',
+        memberCount: 1,
+        owners: [{ id: w.owner.userId, email: w.owner.email, name: 'Test User' }],
+      }),
     ]);
   });
 
@@ -57,9 +78,15 @@ describe('GET /admin/workspaces', () => {
     const a = await asAdmin('POST', '/admin/workspaces', { name: `Sale${t} 100%_off`, ownerUserId: plain.userId });
     const b = await asAdmin('POST', '/admin/workspaces', { name: `Sale${t} 100xyoff`, ownerUserId: plain.userId });
     expect([a.status, b.status]).toEqual([201, 201]);
-    expect(idsOf((await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(`SALE${t}`)}`)).body.items).sort()).toEqual([a.body.id, b.body.id].sort());
-    expect(idsOf((await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(`Sale${t} 100%_`)}`)).body.items)).toEqual([a.body.id]);
-    expect(idsOf((await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(`Sale${t} 100_`)}`)).body.items)).toEqual([]);
+    expect(
+      idsOf((await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(`SALE${t}`)}`)).body.items).sort(),
+    ).toEqual([a.body.id, b.body.id].sort());
+    expect(
+      idsOf((await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(`Sale${t} 100%_`)}`)).body.items),
+    ).toEqual([a.body.id]);
+    expect(
+      idsOf((await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(`Sale${t} 100_`)}`)).body.items),
+    ).toEqual([]);
   });
 
   it('filters by ?status=', async () => {
@@ -67,8 +94,12 @@ describe('GET /admin/workspaces', () => {
     const active = await asAdmin('POST', '/admin/workspaces', { name: `Filter${t} a`, ownerUserId: plain.userId });
     const suspended = await asAdmin('POST', '/admin/workspaces', { name: `Filter${t} s`, ownerUserId: plain.userId });
     expect((await asAdmin('POST', `/admin/workspaces/${suspended.body.id}/suspend`)).status).toBe(200);
-    expect(idsOf((await asAdmin('GET', `/admin/workspaces?status=SUSPENDED&search=Filter${t}`)).body.items)).toEqual([suspended.body.id]);
-    expect(idsOf((await asAdmin('GET', `/admin/workspaces?status=ACTIVE&search=Filter${t}`)).body.items)).toEqual([active.body.id]);
+    expect(idsOf((await asAdmin('GET', `/admin/workspaces?status=SUSPENDED&search=Filter${t}`)).body.items)).toEqual([
+      suspended.body.id,
+    ]);
+    expect(idsOf((await asAdmin('GET', `/admin/workspaces?status=ACTIVE&search=Filter${t}`)).body.items)).toEqual([
+      active.body.id,
+    ]);
     const all = await asAdmin('GET', '/admin/workspaces?status=SUSPENDED&limit=100');
     for (const item of all.body.items) expect(item.status).toBe('SUSPENDED');
   });
@@ -76,7 +107,10 @@ describe('GET /admin/workspaces', () => {
   it('pages with ?page= and ?limit=', async () => {
     const t = tag();
     const made: string[] = [];
-    for (let i = 0; i < 3; i++) made.push((await asAdmin('POST', '/admin/workspaces', { name: `Paged${t} ${i}`, ownerUserId: plain.userId })).body.id);
+    for (let i = 0; i < 3; i++)
+      made.push(
+        (await asAdmin('POST', '/admin/workspaces', { name: `Paged${t} ${i}`, ownerUserId: plain.userId })).body.id,
+      );
     const first = await asAdmin('GET', `/admin/workspaces?search=Paged${t}&limit=2&page=1`);
     const second = await asAdmin('GET', `/admin/workspaces?search=Paged${t}&limit=2&page=2`);
     expect(first.body).toMatchObject({ page: 1, limit: 2, total: 3, totalPages: 2 });
@@ -106,12 +140,18 @@ describe('POST /admin/workspaces', () => {
     expect(await ownersOf(res.body.id)).toEqual([owner.userId]);
     expect(await roleIn(app, res.body.id, admin.userId)).toBeUndefined();
     const mine = await app.api('GET', '/workspaces', { token: owner.accessToken });
-    expect(mine.body.items).toEqual(expect.arrayContaining([expect.objectContaining({ id: res.body.id, role: 'OWNER' })]));
+    expect(mine.body.items).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id: res.body.id, role: 'OWNER' })]),
+    );
   });
 
   it('answers an unknown owner with 404 NOT_FOUND and creates nothing', async () => {
     const name = `Orphan ${tag()}`;
-    expectError(await asAdmin('POST', '/admin/workspaces', { name, ownerUserId: crypto.randomUUID() }), 404, 'NOT_FOUND');
+    expectError(
+      await asAdmin('POST', '/admin/workspaces', { name, ownerUserId: crypto.randomUUID() }),
+      404,
+      'NOT_FOUND',
+    );
     expect(await app.deps.db.selectFrom('workspaces').select('id').where('name', '=', name).execute()).toEqual([]);
   });
 
@@ -132,7 +172,10 @@ describe('GET and PATCH /admin/workspaces/{workspaceId}', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: w.id, name: w.name, memberCount: 2, owners: [{ id: w.owner.userId }] });
     expect(res.body.members.map((m: { userId: string; role: string }) => [m.userId, m.role]).sort()).toEqual(
-      [[w.owner.userId, 'OWNER'], [member.userId, 'MEMBER']].sort(),
+      [
+        [w.owner.userId, 'OWNER'],
+        [member.userId, 'MEMBER'],
+      ].sort(),
     );
   });
 
@@ -153,7 +196,11 @@ describe('GET and PATCH /admin/workspaces/{workspaceId}', () => {
   it('refuses an empty name with 400 and an unknown workspace with 404', async () => {
     const w = await adminWorkspace('edit-bad');
     expectError(await asAdmin('PATCH', `/admin/workspaces/${w.id}`, { name: ' ' }), 400, 'BAD_REQUEST');
-    expectError(await asAdmin('PATCH', `/admin/workspaces/${crypto.randomUUID()}`, { name: 'Ghost' }), 404, 'NOT_FOUND');
+    expectError(
+      await asAdmin('PATCH', `/admin/workspaces/${crypto.randomUUID()}`, { name: 'Ghost' }),
+      404,
+      'NOT_FOUND',
+    );
     expect((await workspaceRow(w.id)).name).toBe(w.name);
   });
 });
@@ -183,25 +230,27 @@ const STATE_TABLE: Array<[Move, State, State | null]> = [
 const REACH: Record<State, Move[]> = { ACTIVE: [], SUSPENDED: ['suspend'], ARCHIVED: ['archive'] };
 
 describe('workspace state moves', () => {
-  it.each(STATE_TABLE.map(([move, from, to]) => [`${move} on ${from} → ${to ? `200 ${to}` : '409 INVALID_STATE'}`, move, from, to] as const))(
-    '%s',
-    async (_label, move, from, to) => {
-      const w = await adminWorkspace(`move-${move}`);
-      for (const step of REACH[from]) expect((await asAdmin('POST', `/admin/workspaces/${w.id}/${step}`)).status).toBe(200);
-      expect((await workspaceRow(w.id)).status).toBe(from);
+  it.each(
+    STATE_TABLE.map(
+      ([move, from, to]) => [`${move} on ${from} → ${to ? `200 ${to}` : '409 INVALID_STATE'}`, move, from, to] as const,
+    ),
+  )('%s', async (_label, move, from, to) => {
+    const w = await adminWorkspace(`move-${move}`);
+    for (const step of REACH[from])
+      expect((await asAdmin('POST', `/admin/workspaces/${w.id}/${step}`)).status).toBe(200);
+    expect((await workspaceRow(w.id)).status).toBe(from);
 
-      const res = await asAdmin('POST', `/admin/workspaces/${w.id}/${move}`);
-      if (to) {
-        expect(res.status, res.text).toBe(200);
-        expect(res.body).toMatchObject({ id: w.id, status: to });
-        expect((await workspaceRow(w.id)).status).toBe(to);
-      } else {
-        const err = expectError(res, 409, 'INVALID_STATE');
-        expect(err.message).toContain(from);
-        expect((await workspaceRow(w.id)).status).toBe(from);
-      }
-    },
-  );
+    const res = await asAdmin('POST', `/admin/workspaces/${w.id}/${move}`);
+    if (to) {
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toMatchObject({ id: w.id, status: to });
+      expect((await workspaceRow(w.id)).status).toBe(to);
+    } else {
+      const err = expectError(res, 409, 'INVALID_STATE');
+      expect(err.message).toContain(from);
+      expect((await workspaceRow(w.id)).status).toBe(from);
+    }
+  });
 
   it('answers a move of an unknown workspace with 404 NOT_FOUND', async () => {
     for (const move of ['suspend', 'activate', 'archive', 'restore']) {
@@ -215,11 +264,17 @@ describe('workspace state moves', () => {
     expect((await asAdmin('POST', `/admin/workspaces/${w.id}/suspend`)).status).toBe(200);
     for (const s of [w.owner, member]) {
       expectError(await app.api('GET', `/workspaces/${w.id}`, { token: s.accessToken }), 403, 'WORKSPACE_UNAVAILABLE');
-      expectError(await app.api('GET', `/workspaces/${w.id}/members`, { token: s.accessToken }), 403, 'WORKSPACE_UNAVAILABLE');
+      expectError(
+        await app.api('GET', `/workspaces/${w.id}/members`, { token: s.accessToken }),
+        403,
+        'WORKSPACE_UNAVAILABLE',
+      );
     }
     // The workspace is still listed for its members, with its state.
     const list = await app.api('GET', '/workspaces', { token: member.accessToken });
-    expect(list.body.items).toEqual(expect.arrayContaining([expect.objectContaining({ id: w.id, status: 'SUSPENDED' })]));
+    expect(list.body.items).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id: w.id, status: 'SUSPENDED' })]),
+    );
 
     expect((await asAdmin('POST', `/admin/workspaces/${w.id}/activate`)).status).toBe(200);
     expect((await app.api('GET', `/workspaces/${w.id}`, { token: member.accessToken })).status).toBe(200);
@@ -231,7 +286,11 @@ describe('workspace state moves', () => {
     const invitee = await registerAs(app, email);
     const { token } = await invite(app, w.owner.accessToken, w.id, email, 'MEMBER');
     expect((await asAdmin('POST', `/admin/workspaces/${w.id}/suspend`)).status).toBe(200);
-    expectError(await app.api('POST', '/invitations/accept', { token: invitee.accessToken, body: { token } }), 403, 'WORKSPACE_UNAVAILABLE');
+    expectError(
+      await app.api('POST', '/invitations/accept', { token: invitee.accessToken, body: { token } }),
+      403,
+      'WORKSPACE_UNAVAILABLE',
+    );
     expect(await roleIn(app, w.id, invitee.userId)).toBeUndefined();
   });
 
@@ -245,7 +304,11 @@ describe('workspace state moves', () => {
       expect((await asAdmin('POST', `/admin/workspaces/${u.workspaceId}/${move}`)).status).toBe(200);
       const res = await app.api('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } });
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ hasActiveWorkspace: false, activeWorkspace: null, workspaceUnavailableReason: reason });
+      expect(res.body).toMatchObject({
+        hasActiveWorkspace: false,
+        activeWorkspace: null,
+        workspaceUnavailableReason: reason,
+      });
       const me = await app.api('GET', '/auth/me', { token: res.body.accessToken });
       expect(me.body).toMatchObject({ hasActiveWorkspace: false, workspaceUnavailableReason: reason });
     },
@@ -268,12 +331,22 @@ describe('DELETE /admin/workspaces/{workspaceId}', () => {
       expectError(await app.api('GET', `/workspaces/${w.id}`, { token: s.accessToken }), 404, 'NOT_FOUND');
       expectError(await app.api('GET', `/workspaces/${w.id}/members`, { token: s.accessToken }), 404, 'NOT_FOUND');
     }
-    expectError(await app.api('PATCH', `/workspaces/${w.id}`, { token: w.owner.accessToken, body: { name: 'Back' } }), 404, 'NOT_FOUND');
-    expect(idsOf((await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(w.name)}`)).body.items)).toEqual([]);
+    expectError(
+      await app.api('PATCH', `/workspaces/${w.id}`, { token: w.owner.accessToken, body: { name: 'Back' } }),
+      404,
+      'NOT_FOUND',
+    );
+    expect(idsOf((await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(w.name)}`)).body.items)).toEqual(
+      [],
+    );
     expectError(await asAdmin('GET', `/admin/workspaces/${w.id}`), 404, 'NOT_FOUND');
     expectError(await asAdmin('DELETE', `/admin/workspaces/${w.id}`), 404, 'NOT_FOUND');
     expectError(await asAdmin('POST', `/admin/workspaces/${w.id}/suspend`), 404, 'NOT_FOUND');
-    expectError(await asAdmin('POST', `/admin/workspaces/${w.id}/transfer-owner`, { newOwnerUserId: member.userId }), 404, 'NOT_FOUND');
+    expectError(
+      await asAdmin('POST', `/admin/workspaces/${w.id}/transfer-owner`, { newOwnerUserId: member.userId }),
+      404,
+      'NOT_FOUND',
+    );
     // A soft delete: the row stays, marked.
     expect((await workspaceRow(w.id)).deleted_at).not.toBeNull();
   });
@@ -282,7 +355,11 @@ describe('DELETE /admin/workspaces/{workspaceId}', () => {
     const u = await registerAndLogin(app.api, { prefix: 'del-only' });
     expect((await asAdmin('DELETE', `/admin/workspaces/${u.workspaceId}`)).status).toBe(200);
     const res = await app.api('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } });
-    expect(res.body).toMatchObject({ hasActiveWorkspace: false, activeWorkspace: null, workspaceUnavailableReason: 'NO_WORKSPACE' });
+    expect(res.body).toMatchObject({
+      hasActiveWorkspace: false,
+      activeWorkspace: null,
+      workspaceUnavailableReason: 'NO_WORKSPACE',
+    });
   });
 
   it('answers an unknown workspace with 404 NOT_FOUND', async () => {
@@ -319,15 +396,29 @@ describe('POST /admin/workspaces/{workspaceId}/transfer-owner', () => {
 
   it('answers an unknown workspace or an unknown user with 404 NOT_FOUND and changes nothing', async () => {
     const w = await adminWorkspace('transfer-404');
-    expectError(await asAdmin('POST', `/admin/workspaces/${crypto.randomUUID()}/transfer-owner`, { newOwnerUserId: plain.userId }), 404, 'NOT_FOUND');
-    expectError(await asAdmin('POST', `/admin/workspaces/${w.id}/transfer-owner`, { newOwnerUserId: crypto.randomUUID() }), 404, 'NOT_FOUND');
+    expectError(
+      await asAdmin('POST', `/admin/workspaces/${crypto.randomUUID()}/transfer-owner`, {
+        newOwnerUserId: plain.userId,
+      }),
+      404,
+      'NOT_FOUND',
+    );
+    expectError(
+      await asAdmin('POST', `/admin/workspaces/${w.id}/transfer-owner`, { newOwnerUserId: crypto.randomUUID() }),
+      404,
+      'NOT_FOUND',
+    );
     expect(await ownersOf(w.id)).toEqual([w.owner.userId]);
   });
 
   it('refuses a missing or malformed newOwnerUserId with 400 BAD_REQUEST', async () => {
     const w = await adminWorkspace('transfer-400');
     expectError(await asAdmin('POST', `/admin/workspaces/${w.id}/transfer-owner`, {}), 400, 'BAD_REQUEST');
-    expectError(await asAdmin('POST', `/admin/workspaces/${w.id}/transfer-owner`, { newOwnerUserId: 'x' }), 400, 'BAD_REQUEST');
+    expectError(
+      await asAdmin('POST', `/admin/workspaces/${w.id}/transfer-owner`, { newOwnerUserId: 'x' }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   it('leaves exactly one OWNER (one of the two) when two admins transfer to two different users at the same time', async () => {
@@ -338,8 +429,14 @@ describe('POST /admin/workspaces/{workspaceId}/transfer-owner', () => {
       const a = await inviteAndJoin(app, w.owner.accessToken, w.id, 'MEMBER');
       const b = await registerAndLogin(app.api, { prefix: 'race-b' });
       const [ra, rb] = await Promise.all([
-        app.api('POST', `/admin/workspaces/${w.id}/transfer-owner`, { token: admin.accessToken, body: { newOwnerUserId: a.userId } }),
-        app.api('POST', `/admin/workspaces/${w.id}/transfer-owner`, { token: second.accessToken, body: { newOwnerUserId: b.userId } }),
+        app.api('POST', `/admin/workspaces/${w.id}/transfer-owner`, {
+          token: admin.accessToken,
+          body: { newOwnerUserId: a.userId },
+        }),
+        app.api('POST', `/admin/workspaces/${w.id}/transfer-owner`, {
+          token: second.accessToken,
+          body: { newOwnerUserId: b.userId },
+        }),
       ]);
       expect([ra.status, rb.status]).toEqual([200, 200]);
       const owners = await ownersOf(w.id);
@@ -364,17 +461,48 @@ interface AdminRoute {
 const ROUTES: Array<[string, AdminRoute]> = [
   ['GET /admin/workspaces', { method: 'GET', path: () => '/admin/workspaces', write: false }],
   ['GET /admin/workspaces/{workspaceId}', { method: 'GET', path: (id) => `/admin/workspaces/${id}`, write: false }],
-  ['POST /admin/workspaces', { method: 'POST', path: () => '/admin/workspaces', body: (c) => ({ name: 'Refused create', ownerUserId: c.owner }), write: true }],
-  ['PATCH /admin/workspaces/{workspaceId}', { method: 'PATCH', path: (id) => `/admin/workspaces/${id}`, body: () => ({ name: 'Refused rename' }), write: true }],
-  ['POST /admin/workspaces/{workspaceId}/suspend', { method: 'POST', path: (id) => `/admin/workspaces/${id}/suspend`, write: true }],
-  ['POST /admin/workspaces/{workspaceId}/activate', { method: 'POST', path: (id) => `/admin/workspaces/${id}/activate`, write: true }],
-  ['POST /admin/workspaces/{workspaceId}/archive', { method: 'POST', path: (id) => `/admin/workspaces/${id}/archive`, write: true }],
-  ['POST /admin/workspaces/{workspaceId}/restore', { method: 'POST', path: (id) => `/admin/workspaces/${id}/restore`, write: true }],
+  [
+    'POST /admin/workspaces',
+    {
+      method: 'POST',
+      path: () => '/admin/workspaces',
+      body: (c) => ({ name: 'Refused create', ownerUserId: c.owner }),
+      write: true,
+    },
+  ],
+  [
+    'PATCH /admin/workspaces/{workspaceId}',
+    { method: 'PATCH', path: (id) => `/admin/workspaces/${id}`, body: () => ({ name: 'Refused rename' }), write: true },
+  ],
+  [
+    'POST /admin/workspaces/{workspaceId}/suspend',
+    { method: 'POST', path: (id) => `/admin/workspaces/${id}/suspend`, write: true },
+  ],
+  [
+    'POST /admin/workspaces/{workspaceId}/activate',
+    { method: 'POST', path: (id) => `/admin/workspaces/${id}/activate`, write: true },
+  ],
+  [
+    'POST /admin/workspaces/{workspaceId}/archive',
+    { method: 'POST', path: (id) => `/admin/workspaces/${id}/archive`, write: true },
+  ],
+  [
+    'POST /admin/workspaces/{workspaceId}/restore',
+    { method: 'POST', path: (id) => `/admin/workspaces/${id}/restore`, write: true },
+  ],
   [
     'POST /admin/workspaces/{workspaceId}/transfer-owner',
-    { method: 'POST', path: (id) => `/admin/workspaces/${id}/transfer-owner`, body: (c) => ({ newOwnerUserId: c.newOwner }), write: true },
+    {
+      method: 'POST',
+      path: (id) => `/admin/workspaces/${id}/transfer-owner`,
+      body: (c) => ({ newOwnerUserId: c.newOwner }),
+      write: true,
+    },
   ],
-  ['DELETE /admin/workspaces/{workspaceId}', { method: 'DELETE', path: (id) => `/admin/workspaces/${id}`, write: true }],
+  [
+    'DELETE /admin/workspaces/{workspaceId}',
+    { method: 'DELETE', path: (id) => `/admin/workspaces/${id}`, write: true },
+  ],
 ];
 
 /** The state that gives each write something to do, so a refusal is the only reason nothing changes. */
@@ -414,24 +542,41 @@ describe('admin workspace routes: who may call', () => {
     async (label, r) => {
       const w = await adminWorkspace('demo-target');
       const start = START[label] ?? 'ACTIVE';
-      for (const step of REACH[start]) expect((await asAdmin('POST', `/admin/workspaces/${w.id}/${step}`)).status).toBe(200);
+      for (const step of REACH[start])
+        expect((await asAdmin('POST', `/admin/workspaces/${w.id}/${step}`)).status).toBe(200);
       const [rowBefore, membersBefore] = [await workspaceRow(w.id), await membersOf(w.id)];
-      const countBefore = await app.deps.db.selectFrom('workspaces').select((eb) => eb.fn.countAll<string>().as('n')).where('name', '=', 'Refused create').executeTakeFirstOrThrow();
+      const countBefore = await app.deps.db
+        .selectFrom('workspaces')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('name', '=', 'Refused create')
+        .executeTakeFirstOrThrow();
       const rid = requestIdFor('demo-ws-write');
 
-      const res = await app.api(r.method, r.path(w.id), { token: demo.accessToken, headers: { 'x-request-id': rid }, ...opts(r) });
+      const res = await app.api(r.method, r.path(w.id), {
+        token: demo.accessToken,
+        headers: { 'x-request-id': rid },
+        ...opts(r),
+      });
       expect(expectError(res, 403, 'DEMO_READ_ONLY').message).toBe('Demo admin is read-only.');
 
       expect(await workspaceRow(w.id)).toEqual(rowBefore);
       expect(await membersOf(w.id)).toEqual(membersBefore);
-      const countAfter = await app.deps.db.selectFrom('workspaces').select((eb) => eb.fn.countAll<string>().as('n')).where('name', '=', 'Refused create').executeTakeFirstOrThrow();
+      const countAfter = await app.deps.db
+        .selectFrom('workspaces')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('name', '=', 'Refused create')
+        .executeTakeFirstOrThrow();
       expect(countAfter.n).toBe(countBefore.n);
-      expect(await app.deps.db.selectFrom('audit_logs').select('id').where('request_id', '=', rid).execute()).toEqual([]);
+      expect(await app.deps.db.selectFrom('audit_logs').select('id').where('request_id', '=', rid).execute()).toEqual(
+        [],
+      );
     },
   );
 
   it('lets the demo admin search and filter workspaces like an admin', async () => {
-    const res = await app.api('GET', `/admin/workspaces?search=${encodeURIComponent(shared.name)}&status=ACTIVE`, { token: demo.accessToken });
+    const res = await app.api('GET', `/admin/workspaces?search=${encodeURIComponent(shared.name)}&status=ACTIVE`, {
+      token: demo.accessToken,
+    });
     expect(res.status).toBe(200);
     expect(idsOf(res.body.items)).toEqual([shared.id]);
   });

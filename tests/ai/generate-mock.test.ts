@@ -50,7 +50,12 @@ describe('MOCK answers', () => {
   });
 
   it('gives the same output and token counts for the same input', async () => {
-    const body = { prompt: uniquePrompt('Write a tagline for'), systemPrompt: 'You are terse.', temperature: 0.4, model: 'mock-writer-1' };
+    const body = {
+      prompt: uniquePrompt('Write a tagline for'),
+      systemPrompt: 'You are terse.',
+      temperature: 0.4,
+      model: 'mock-writer-1',
+    };
     const first = await generateOk(app, user.accessToken, body);
     const second = await generateOk(app, user.accessToken, body);
     expect(second.id).not.toBe(first.id);
@@ -78,7 +83,10 @@ describe('MOCK answers', () => {
   });
 
   it('keeps the answer within maxTokens', async () => {
-    const g = await generateOk(app, user.accessToken, { prompt: uniquePrompt('Write a long essay about'), maxTokens: 3 });
+    const g = await generateOk(app, user.accessToken, {
+      prompt: uniquePrompt('Write a long essay about'),
+      maxTokens: 3,
+    });
     expect(g.completionTokens).toBeGreaterThan(0);
     expect(g.completionTokens).toBeLessThanOrEqual(3);
     expect(g.output.length).toBeLessThanOrEqual(3 * 4);
@@ -93,10 +101,20 @@ describe('what a generation stores', () => {
 
   it('answers every field and stores prompt, system prompt, temperature, model, provider, tokens, duration, status and the user', async () => {
     const prompt = uniquePrompt('Draft a welcome e-mail for');
-    const res = await generate(app, user.accessToken, { prompt, systemPrompt: 'Be warm.', temperature: 0.7, maxTokens: 300, model: 'mock-writer-2' });
+    const res = await generate(app, user.accessToken, {
+      prompt,
+      systemPrompt: 'Be warm.',
+      temperature: 0.7,
+      maxTokens: 300,
+      model: 'mock-writer-2',
+    });
     expect(res.status, res.text).toBe(200);
     const g = res.body;
-    expect(Object.keys(g).filter((k) => k !== 'usage').sort()).toEqual(GENERATION_FIELDS);
+    expect(
+      Object.keys(g)
+        .filter((k) => k !== 'usage')
+        .sort(),
+    ).toEqual(GENERATION_FIELDS);
     expect(g).toMatchObject({
       workspaceId: user.workspaceId,
       userId: user.userId,
@@ -138,7 +156,11 @@ describe('what a generation stores', () => {
 
   it('answers exactly what history shows of it afterwards, time and stored temperature included', async () => {
     // MOCK answers first and is reserved and stored by one statement: the answer must still be the row.
-    const g = await generateOk(app, user.accessToken, { prompt: uniquePrompt('Name a bakery'), temperature: 0.123456789, systemPrompt: 'Be brief.' });
+    const g = await generateOk(app, user.accessToken, {
+      prompt: uniquePrompt('Name a bakery'),
+      temperature: 0.123456789,
+      systemPrompt: 'Be brief.',
+    });
     const res = await app.api('GET', '/ai/history?limit=1', { token: user.accessToken });
     expect(res.status, res.text).toBe(200);
     const { usage, ...answered } = g;
@@ -163,20 +185,30 @@ describe('what a generation stores', () => {
     expect(await domainEvents(app, owner.workspaceId, 'ai.generation.completed')).toHaveLength(0);
 
     await subscribeWebhook(app, owner);
-    const generated = await Promise.all([1, 2, 3].map(() => generateOk(app, owner.accessToken, { prompt: uniquePrompt() })));
+    const generated = await Promise.all(
+      [1, 2, 3].map(() => generateOk(app, owner.accessToken, { prompt: uniquePrompt() })),
+    );
     const events = await domainEvents(app, owner.workspaceId, 'ai.generation.completed');
     expect(events).toHaveLength(3);
     for (const g of generated) {
-      const mine = events.filter((e) => (e.payload).generationId === g.id);
+      const mine = events.filter((e) => e.payload.generationId === g.id);
       expect(mine).toHaveLength(1);
-      expect(mine[0].payload).toMatchObject({ generationId: g.id, model: 'mock-writer-1', provider: 'MOCK', totalTokens: g.totalTokens });
+      expect(mine[0].payload).toMatchObject({
+        generationId: g.id,
+        model: 'mock-writer-1',
+        provider: 'MOCK',
+        totalTokens: g.totalTokens,
+      });
     }
   });
 
   it('emits no event for a workspace whose subscribed webhook is switched off', async () => {
     const owner = await registerAndLogin(app.api, { prefix: 'ai-events-off' });
     const hook = await subscribeWebhook(app, owner);
-    const off = await app.api('PATCH', `/workspaces/${owner.workspaceId}/webhooks/${hook.id}`, { token: owner.accessToken, body: { isActive: false } });
+    const off = await app.api('PATCH', `/workspaces/${owner.workspaceId}/webhooks/${hook.id}`, {
+      token: owner.accessToken,
+      body: { isActive: false },
+    });
     expect(off.status, off.text).toBe(200);
     await generateOk(app, owner.accessToken, { prompt: uniquePrompt() });
     expect(await domainEvents(app, owner.workspaceId, 'ai.generation.completed')).toHaveLength(0);
@@ -205,7 +237,9 @@ describe('model choice', () => {
     expect(g.model).toBe(HOUSE_MODEL);
     expect((await generationRow(defaultModelApp, g.id)).model).toBe(HOUSE_MODEL);
     expect((await providerStatusOf(defaultModelApp, user.accessToken)).model).toBe(HOUSE_MODEL);
-    expect((await generateOk(defaultModelApp, user.accessToken, { prompt: uniquePrompt(), model: 'mock-writer-1' })).model).toBe('mock-writer-1');
+    expect(
+      (await generateOk(defaultModelApp, user.accessToken, { prompt: uniquePrompt(), model: 'mock-writer-1' })).model,
+    ).toBe('mock-writer-1');
   });
 });
 
@@ -239,22 +273,48 @@ describe('which workspace', () => {
   });
 
   it('generates in the workspace of the path on POST /workspaces/:workspaceId/ai/generate', async () => {
-    const res = await app.api('POST', `/workspaces/${second}/ai/generate`, { token: user.accessToken, body: { prompt: uniquePrompt() } });
+    const res = await app.api('POST', `/workspaces/${second}/ai/generate`, {
+      token: user.accessToken,
+      body: { prompt: uniquePrompt() },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.workspaceId).toBe(second);
   });
 
   it('answers 404 NOT_FOUND for a workspace the caller is not a member of, storing nothing there', async () => {
-    expectError(await generate(app, stranger.accessToken, { prompt: uniquePrompt(), workspaceId: second }), 404, 'NOT_FOUND');
-    expectError(await generate(app, stranger.accessToken, { prompt: uniquePrompt() }, `?workspaceId=${second}`), 404, 'NOT_FOUND');
-    expectError(await app.api('POST', `/workspaces/${second}/ai/generate`, { token: stranger.accessToken, body: { prompt: uniquePrompt() } }), 404, 'NOT_FOUND');
-    expectError(await generate(app, user.accessToken, { prompt: uniquePrompt(), workspaceId: crypto.randomUUID() }), 404, 'NOT_FOUND');
+    expectError(
+      await generate(app, stranger.accessToken, { prompt: uniquePrompt(), workspaceId: second }),
+      404,
+      'NOT_FOUND',
+    );
+    expectError(
+      await generate(app, stranger.accessToken, { prompt: uniquePrompt() }, `?workspaceId=${second}`),
+      404,
+      'NOT_FOUND',
+    );
+    expectError(
+      await app.api('POST', `/workspaces/${second}/ai/generate`, {
+        token: stranger.accessToken,
+        body: { prompt: uniquePrompt() },
+      }),
+      404,
+      'NOT_FOUND',
+    );
+    expectError(
+      await generate(app, user.accessToken, { prompt: uniquePrompt(), workspaceId: crypto.randomUUID() }),
+      404,
+      'NOT_FOUND',
+    );
     const rows = await generationRows(app, second);
     expect(rows.every((r) => r.user_id === user.userId)).toBe(true);
   });
 
   it('answers 400 for a workspaceId that is not a UUID', async () => {
-    expectError(await generate(app, user.accessToken, { prompt: uniquePrompt(), workspaceId: 'my-workspace' }), 400, 'BAD_REQUEST');
+    expectError(
+      await generate(app, user.accessToken, { prompt: uniquePrompt(), workspaceId: 'my-workspace' }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 });
 
@@ -306,7 +366,13 @@ describe('usage', () => {
     const usage = await usageOf(app, user.accessToken);
     const month = thisMonth();
     const tokensOf = (gs: Array<Record<string, any>>) => gs.reduce((n, g) => n + g.totalTokens, 0);
-    expect(usage).toMatchObject({ workspaceId: user.workspaceId, used: 3, limit: 20, limitSource: 'PLAN', remaining: 17 });
+    expect(usage).toMatchObject({
+      workspaceId: user.workspaceId,
+      used: 3,
+      limit: 20,
+      limitSource: 'PLAN',
+      remaining: 17,
+    });
     expect(usage.tokens).toBe(tokensOf(made));
     expect(new Date(usage.period.start).toISOString()).toBe(month.start.toISOString());
     expect(new Date(usage.period.resetsAt).toISOString()).toBe(month.resetsAt.toISOString());
@@ -326,7 +392,15 @@ describe('usage', () => {
     const ws = await createWorkspace(app, user.accessToken, `AI empty ${crypto.randomBytes(3).toString('hex')}`);
     await generateOk(app, user.accessToken, { prompt: uniquePrompt() });
     const usage = await usageOf(app, user.accessToken, ws);
-    expect(usage).toMatchObject({ workspaceId: ws, used: 0, limit: 20, limitSource: 'PLAN', remaining: 20, tokens: 0, byModel: [] });
+    expect(usage).toMatchObject({
+      workspaceId: ws,
+      used: 0,
+      limit: 20,
+      limitSource: 'PLAN',
+      remaining: 20,
+      tokens: 0,
+      byModel: [],
+    });
   });
 
   it('applies AI_MONTHLY_GENERATION_LIMIT when it is lower than the plan (source SYSTEM) and refuses beyond it', async () => {
@@ -334,8 +408,17 @@ describe('usage', () => {
     const usage = await usageOf(lowCeilingApp, user.accessToken);
     expect(usage).toMatchObject({ used: 0, limit: 3, limitSource: 'SYSTEM', remaining: 3 });
     for (let i = 0; i < 3; i++) await generateOk(lowCeilingApp, user.accessToken, { prompt: uniquePrompt() });
-    expectError(await generate(lowCeilingApp, user.accessToken, { prompt: uniquePrompt() }), 403, 'AI_MONTHLY_LIMIT_REACHED');
-    expect(await usageOf(lowCeilingApp, user.accessToken)).toMatchObject({ used: 3, limit: 3, limitSource: 'SYSTEM', remaining: 0 });
+    expectError(
+      await generate(lowCeilingApp, user.accessToken, { prompt: uniquePrompt() }),
+      403,
+      'AI_MONTHLY_LIMIT_REACHED',
+    );
+    expect(await usageOf(lowCeilingApp, user.accessToken)).toMatchObject({
+      used: 3,
+      limit: 3,
+      limitSource: 'SYSTEM',
+      remaining: 0,
+    });
     expect(await workspaceCounter(lowCeilingApp, user.workspaceId)).toBe(3);
   });
 });
@@ -346,7 +429,8 @@ describe('history', () => {
   beforeAll(async () => {
     user = await registerAndLogin(app.api, { prefix: 'ai-history' });
     made = [];
-    for (let i = 0; i < 5; i++) made.push(await generateOk(app, user.accessToken, { prompt: uniquePrompt(`History item ${i}`) }));
+    for (let i = 0; i < 5; i++)
+      made.push(await generateOk(app, user.accessToken, { prompt: uniquePrompt(`History item ${i}`) }));
   });
 
   const idsOf = (body: { items: Array<{ id: string }> }) => body.items.map((g) => g.id);
@@ -358,7 +442,12 @@ describe('history', () => {
     expect(res.body).toMatchObject({ page: 1, limit: 20, total: 5, totalPages: 1 });
     expect(idsOf(res.body)).toEqual(newestFirst());
     for (const g of res.body.items) expect(Object.keys(g).sort()).toEqual(GENERATION_FIELDS);
-    expect(res.body.items[0]).toMatchObject({ prompt: made[4].prompt, output: made[4].output, isSample: false, status: 'SUCCEEDED' });
+    expect(res.body.items[0]).toMatchObject({
+      prompt: made[4].prompt,
+      output: made[4].output,
+      isSample: false,
+      status: 'SUCCEEDED',
+    });
   });
 
   it('pages with limit and page', async () => {
@@ -376,17 +465,25 @@ describe('history', () => {
   });
 
   it('answers the same pages on GET /workspaces/:workspaceId/ai/generations and GET /ai/history?workspaceId=', async () => {
-    const a = await app.api('GET', `/workspaces/${user.workspaceId}/ai/generations?limit=3&page=1`, { token: user.accessToken });
+    const a = await app.api('GET', `/workspaces/${user.workspaceId}/ai/generations?limit=3&page=1`, {
+      token: user.accessToken,
+    });
     expect(a.status, a.text).toBe(200);
     expect(a.body).toMatchObject({ page: 1, limit: 3, total: 5, totalPages: 2 });
     expect(idsOf(a.body)).toEqual(newestFirst().slice(0, 3));
-    const b = await app.api('GET', `/ai/history?workspaceId=${user.workspaceId}&limit=3&page=2`, { token: user.accessToken });
+    const b = await app.api('GET', `/ai/history?workspaceId=${user.workspaceId}&limit=3&page=2`, {
+      token: user.accessToken,
+    });
     expect(b.status, b.text).toBe(200);
     expect(idsOf(b.body)).toEqual(newestFirst().slice(3));
   });
 
   it('shows only the named workspace', async () => {
-    const ws = await createWorkspace(app, user.accessToken, `AI history other ${crypto.randomBytes(3).toString('hex')}`);
+    const ws = await createWorkspace(
+      app,
+      user.accessToken,
+      `AI history other ${crypto.randomBytes(3).toString('hex')}`,
+    );
     const g = await generateOk(app, user.accessToken, { prompt: uniquePrompt(), workspaceId: ws });
     const res = await app.api('GET', `/ai/history?workspaceId=${ws}`, { token: user.accessToken });
     expect(res.status, res.text).toBe(200);
@@ -398,7 +495,11 @@ describe('history', () => {
   for (const query of ['limit=101', 'limit=0', 'page=0', 'page=-1', 'limit=abc']) {
     it(`answers 400 BAD_REQUEST for ${query}`, async () => {
       expectError(await app.api('GET', `/ai/history?${query}`, { token: user.accessToken }), 400, 'BAD_REQUEST');
-      expectError(await app.api('GET', `/workspaces/${user.workspaceId}/ai/generations?${query}`, { token: user.accessToken }), 400, 'BAD_REQUEST');
+      expectError(
+        await app.api('GET', `/workspaces/${user.workspaceId}/ai/generations?${query}`, { token: user.accessToken }),
+        400,
+        'BAD_REQUEST',
+      );
     });
   }
 });

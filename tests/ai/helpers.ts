@@ -8,8 +8,23 @@ import { createWebhook } from '../developer/helpers.js';
 
 /** The fields of a generation as GET /ai/history and POST /ai/generate answer it. */
 export const GENERATION_FIELDS = [
-  'id', 'workspaceId', 'userId', 'templateId', 'provider', 'model', 'prompt', 'systemPrompt', 'temperature', 'output',
-  'status', 'promptTokens', 'completionTokens', 'totalTokens', 'durationMs', 'isSample', 'createdAt',
+  'id',
+  'workspaceId',
+  'userId',
+  'templateId',
+  'provider',
+  'model',
+  'prompt',
+  'systemPrompt',
+  'temperature',
+  'output',
+  'status',
+  'promptTokens',
+  'completionTokens',
+  'totalTokens',
+  'durationMs',
+  'isSample',
+  'createdAt',
 ].sort();
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -62,7 +77,13 @@ export async function userCounter(app: TestApp, userId: string): Promise<number>
 
 /** The stored generations of a workspace, oldest first. */
 export function generationRows(app: TestApp, workspaceId: string) {
-  return app.deps.db.selectFrom('ai_generations').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute();
+  return app.deps.db
+    .selectFrom('ai_generations')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
 export function generationRow(app: TestApp, id: string) {
@@ -71,7 +92,13 @@ export function generationRow(app: TestApp, id: string) {
 
 /** The domain events of a workspace of one type. */
 export function domainEvents(app: TestApp, workspaceId: string, type: string) {
-  return app.deps.db.selectFrom('domain_events').selectAll().where('workspace_id', '=', workspaceId).where('type', '=', type).orderBy('created_at').execute();
+  return app.deps.db
+    .selectFrom('domain_events')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('type', '=', type)
+    .orderBy('created_at')
+    .execute();
 }
 
 /** GET /ai/usage (optionally of a named workspace), expecting 200. */

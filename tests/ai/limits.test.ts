@@ -61,7 +61,9 @@ describe('workspace monthly limit', () => {
     const owner = await register('ai-race');
     await subscribeWebhook(app, owner);
     const responses = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => generate(app, owner.accessToken, { prompt: uniquePrompt(`Race ${i}`), workspaceId: owner.workspaceId })),
+      Array.from({ length: 40 }, (_, i) =>
+        generate(app, owner.accessToken, { prompt: uniquePrompt(`Race ${i}`), workspaceId: owner.workspaceId }),
+      ),
     );
     expect(tally(responses)).toEqual({ '200': 20, '403 AI_MONTHLY_LIMIT_REACHED': 20 });
     for (const r of responses.filter((x) => x.status !== 200)) expectError(r, 403, 'AI_MONTHLY_LIMIT_REACHED');
@@ -83,7 +85,11 @@ describe('workspace monthly limit', () => {
     const owners = await Promise.all([register('ai-race-a'), register('ai-race-b'), register('ai-race-c')]);
     const responses = await Promise.all(
       owners.map((o) =>
-        Promise.all(Array.from({ length: 30 }, (_, i) => generate(app, o.accessToken, { prompt: uniquePrompt(`Many ${i}`), workspaceId: o.workspaceId }))),
+        Promise.all(
+          Array.from({ length: 30 }, (_, i) =>
+            generate(app, o.accessToken, { prompt: uniquePrompt(`Many ${i}`), workspaceId: o.workspaceId }),
+          ),
+        ),
       ),
     );
     for (const [i, owner] of owners.entries()) {
@@ -108,7 +114,11 @@ describe('workspace monthly limit', () => {
       .insertInto('ai_usage_counters')
       .values({ workspace_id: owner.workspaceId, period: thisMonth().period, generations: 20 })
       .execute();
-    const err = expectError(await generate(app, owner.accessToken, { prompt: uniquePrompt() }), 403, 'AI_MONTHLY_LIMIT_REACHED');
+    const err = expectError(
+      await generate(app, owner.accessToken, { prompt: uniquePrompt() }),
+      403,
+      'AI_MONTHLY_LIMIT_REACHED',
+    );
     expect(err.message).toContain('20');
     expect(await generationRows(app, owner.workspaceId)).toHaveLength(0);
     expect(await workspaceCounter(app, owner.workspaceId)).toBe(20);
@@ -119,7 +129,12 @@ describe('workspace monthly limit', () => {
     const ws = await createWorkspace(app, owner.accessToken, `AI pro ${crypto.randomBytes(3).toString('hex')}`);
     expect(await usageOf(app, owner.accessToken, ws)).toMatchObject({ limit: 20, limitSource: 'PLAN' });
     await upgradeWorkspace(app, owner.accessToken, ws, 'pro');
-    expect(await usageOf(app, owner.accessToken, ws)).toMatchObject({ used: 0, limit: 100, limitSource: 'SYSTEM', remaining: 100 });
+    expect(await usageOf(app, owner.accessToken, ws)).toMatchObject({
+      used: 0,
+      limit: 100,
+      limitSource: 'SYSTEM',
+      remaining: 100,
+    });
     const g = await generateOk(app, owner.accessToken, { prompt: uniquePrompt(), workspaceId: ws });
     expect(g.usage).toEqual({ used: 1, limit: 100, remaining: 99 });
   });
@@ -136,7 +151,9 @@ describe('test accounts (AI_TEST_USER_EMAILS)', () => {
   });
 
   it('let exactly 5 of 12 concurrent generations through, refusing the rest with TEST_ACCOUNT_LIMIT_REACHED', async () => {
-    const responses = await Promise.all(Array.from({ length: 12 }, (_, i) => generate(app, tester.accessToken, { prompt: uniquePrompt(`Tester ${i}`) })));
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => generate(app, tester.accessToken, { prompt: uniquePrompt(`Tester ${i}`) })),
+    );
     expect(tally(responses)).toEqual({ '200': 5, '403 TEST_ACCOUNT_LIMIT_REACHED': 7 });
     for (const r of responses.filter((x) => x.status !== 200)) {
       const err = expectError(r, 403, 'TEST_ACCOUNT_LIMIT_REACHED');
@@ -149,16 +166,30 @@ describe('test accounts (AI_TEST_USER_EMAILS)', () => {
   });
 
   it('report the test-account cap as their limit once it is the smaller one', async () => {
-    expect(await usageOf(app, tester.accessToken)).toMatchObject({ used: 5, limit: 5, limitSource: 'TEST_ACCOUNT', remaining: 0 });
+    expect(await usageOf(app, tester.accessToken)).toMatchObject({
+      used: 5,
+      limit: 5,
+      limitSource: 'TEST_ACCOUNT',
+      remaining: 0,
+    });
   });
 
   it('count their cap across all their workspaces', async () => {
     const multi = await registerAs(app, TESTER_MULTI);
-    const other = await createWorkspace(app, multi.accessToken, `AI tester second ${crypto.randomBytes(3).toString('hex')}`);
+    const other = await createWorkspace(
+      app,
+      multi.accessToken,
+      `AI tester second ${crypto.randomBytes(3).toString('hex')}`,
+    );
     for (let i = 0; i < 3; i++) await generateOk(app, multi.accessToken, { prompt: uniquePrompt() });
-    for (let i = 0; i < 2; i++) await generateOk(app, multi.accessToken, { prompt: uniquePrompt(), workspaceId: other });
+    for (let i = 0; i < 2; i++)
+      await generateOk(app, multi.accessToken, { prompt: uniquePrompt(), workspaceId: other });
 
-    const err = expectError(await generate(app, multi.accessToken, { prompt: uniquePrompt(), workspaceId: other }), 403, 'TEST_ACCOUNT_LIMIT_REACHED');
+    const err = expectError(
+      await generate(app, multi.accessToken, { prompt: uniquePrompt(), workspaceId: other }),
+      403,
+      'TEST_ACCOUNT_LIMIT_REACHED',
+    );
     expect(err.message).toMatch(/test account limit/i);
     expectError(await generate(app, multi.accessToken, { prompt: uniquePrompt() }), 403, 'TEST_ACCOUNT_LIMIT_REACHED');
     expect(await workspaceCounter(app, multi.workspaceId)).toBe(3);
@@ -168,7 +199,10 @@ describe('test accounts (AI_TEST_USER_EMAILS)', () => {
 
   it('keep their cap when their workspace refuses the generation for its own limit', async () => {
     const full = await registerAs(app, TESTER_FULL);
-    await app.deps.db.insertInto('ai_usage_counters').values({ workspace_id: full.workspaceId, period: thisMonth().period, generations: 20 }).execute();
+    await app.deps.db
+      .insertInto('ai_usage_counters')
+      .values({ workspace_id: full.workspaceId, period: thisMonth().period, generations: 20 })
+      .execute();
     expectError(await generate(app, full.accessToken, { prompt: uniquePrompt() }), 403, 'AI_MONTHLY_LIMIT_REACHED');
     expect(await userCounter(app, full.userId)).toBe(0);
     expect(await workspaceCounter(app, full.workspaceId)).toBe(20);
@@ -177,7 +211,10 @@ describe('test accounts (AI_TEST_USER_EMAILS)', () => {
   it('leave ordinary accounts on their plan limit', async () => {
     const ordinary = await register('ai-ordinary');
     expect(await usageOf(app, ordinary.accessToken)).toMatchObject({ limit: 20, limitSource: 'PLAN' });
-    expect(await providerStatusOf(app, ordinary.accessToken)).toMatchObject({ testAccount: false, demoRestricted: false });
+    expect(await providerStatusOf(app, ordinary.accessToken)).toMatchObject({
+      testAccount: false,
+      demoRestricted: false,
+    });
   });
 });
 
@@ -188,10 +225,17 @@ describe('demo accounts (AI_DEMO_RESTRICTED_EMAILS)', () => {
   });
 
   it('are refused generation with DEMO_GENERATION_DISABLED, a message pointing to the sample history, and nothing counted', async () => {
-    const err = expectError(await generate(app, demo.accessToken, { prompt: uniquePrompt() }), 403, 'DEMO_GENERATION_DISABLED');
+    const err = expectError(
+      await generate(app, demo.accessToken, { prompt: uniquePrompt() }),
+      403,
+      'DEMO_GENERATION_DISABLED',
+    );
     expect(err.message).toMatch(/demo/i);
     expect(err.message).toMatch(/history/i);
-    const onPath = await app.api('POST', `/workspaces/${demo.workspaceId}/ai/generate`, { token: demo.accessToken, body: { prompt: uniquePrompt() } });
+    const onPath = await app.api('POST', `/workspaces/${demo.workspaceId}/ai/generate`, {
+      token: demo.accessToken,
+      body: { prompt: uniquePrompt() },
+    });
     expectError(onPath, 403, 'DEMO_GENERATION_DISABLED');
     expect(await workspaceCounter(app, demo.workspaceId)).toBe(0);
     expect((await generationRows(app, demo.workspaceId)).filter((r) => !r.is_sample)).toHaveLength(0);
@@ -223,7 +267,9 @@ describe('demo accounts (AI_DEMO_RESTRICTED_EMAILS)', () => {
 
   it('create the sample history once, even when their first visits arrive together', async () => {
     const racer = await registerAs(app, DEMO_RACE);
-    const first = await Promise.all(Array.from({ length: 8 }, () => app.api('GET', '/ai/history', { token: racer.accessToken })));
+    const first = await Promise.all(
+      Array.from({ length: 8 }, () => app.api('GET', '/ai/history', { token: racer.accessToken })),
+    );
     for (const r of first) expect(r.status, r.text).toBe(200);
     const settled = await app.api('GET', '/ai/history', { token: racer.accessToken });
     const prompts = settled.body.items.map((g: { prompt: string }) => g.prompt);
@@ -237,7 +283,10 @@ describe('demo accounts (AI_DEMO_RESTRICTED_EMAILS)', () => {
   });
 
   it('see no sample generations when an app runs with AI_DEMO_SHOW_SAMPLE_HISTORY false', async () => {
-    expect(await providerStatusOf(noSamplesApp, demo.accessToken)).toMatchObject({ demoRestricted: true, showSampleHistory: false });
+    expect(await providerStatusOf(noSamplesApp, demo.accessToken)).toMatchObject({
+      demoRestricted: true,
+      showSampleHistory: false,
+    });
     const res = await noSamplesApp.api('GET', '/ai/history', { token: demo.accessToken });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ items: [], total: 0 });
@@ -255,7 +304,10 @@ describe('demo accounts (AI_DEMO_RESTRICTED_EMAILS)', () => {
 
   it('may generate when AI_DEMO_BLOCK_REAL_GENERATION is false', async () => {
     const open = await registerAs(unblockedApp, DEMO_OPEN);
-    expect(await providerStatusOf(unblockedApp, open.accessToken)).toMatchObject({ demoRestricted: false, blockRealGeneration: false });
+    expect(await providerStatusOf(unblockedApp, open.accessToken)).toMatchObject({
+      demoRestricted: false,
+      blockRealGeneration: false,
+    });
     const g = await generateOk(unblockedApp, open.accessToken, { prompt: uniquePrompt() });
     expect(g.status).toBe('SUCCEEDED');
     expect(await workspaceCounter(unblockedApp, open.workspaceId)).toBe(1);

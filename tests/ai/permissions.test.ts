@@ -157,10 +157,20 @@ for (const route of ROUTES) {
       expectOutcome(await route.call(fixture, undefined), 401, fixture, route);
     });
     it('the OWNER of a SUSPENDED workspace: 403 WORKSPACE_UNAVAILABLE', async () => {
-      expectOutcome(await route.call(suspended.id, suspended.owner.accessToken), 'WORKSPACE_UNAVAILABLE', suspended.id, route);
+      expectOutcome(
+        await route.call(suspended.id, suspended.owner.accessToken),
+        'WORKSPACE_UNAVAILABLE',
+        suspended.id,
+        route,
+      );
     });
     it('a MEMBER of a SUSPENDED workspace: 403 WORKSPACE_UNAVAILABLE', async () => {
-      expectOutcome(await route.call(suspended.id, suspended.member.accessToken), 'WORKSPACE_UNAVAILABLE', suspended.id, route);
+      expectOutcome(
+        await route.call(suspended.id, suspended.member.accessToken),
+        'WORKSPACE_UNAVAILABLE',
+        suspended.id,
+        route,
+      );
     });
   });
 }
@@ -185,12 +195,26 @@ describe('token-only AI routes', () => {
   }
   it('POST /ai/generate: 401 UNAUTHORIZED without a token, and a bad token is refused too', async () => {
     expectError(await app.api('POST', '/ai/generate', { body: { prompt: prompt() } }), 401, 'UNAUTHORIZED');
-    expectError(await app.api('POST', '/ai/generate', { token: 'not-a-real-token', body: { prompt: prompt() } }), 401, 'UNAUTHORIZED');
+    expectError(
+      await app.api('POST', '/ai/generate', { token: 'not-a-real-token', body: { prompt: prompt() } }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 });
 
 describe('GET /admin/ai-usage (admin.ai_usage.view)', () => {
-  const RECENT_FIELDS = ['id', 'workspaceId', 'userId', 'provider', 'model', 'status', 'totalTokens', 'durationMs', 'createdAt'].sort();
+  const RECENT_FIELDS = [
+    'id',
+    'workspaceId',
+    'userId',
+    'provider',
+    'model',
+    'status',
+    'totalTokens',
+    'durationMs',
+    'createdAt',
+  ].sort();
 
   function expectAggregates(res: ApiResponse) {
     expect(res.status, res.text).toBe(200);
@@ -209,7 +233,8 @@ describe('GET /admin/ai-usage (admin.ai_usage.view)', () => {
       expect(p.generations).toBeGreaterThan(0);
     }
     expect(b.byWorkspace.length).toBeGreaterThan(0);
-    for (const w of b.byWorkspace) expect(Object.keys(w).sort()).toEqual(['generations', 'name', 'tokens', 'workspaceId']);
+    for (const w of b.byWorkspace)
+      expect(Object.keys(w).sort()).toEqual(['generations', 'name', 'tokens', 'workspaceId']);
     expect(b.recent.length).toBeGreaterThan(0);
     for (const r of b.recent) expect(Object.keys(r).sort()).toEqual(RECENT_FIELDS);
     // No prompt or output text anywhere in the answer.
@@ -219,7 +244,10 @@ describe('GET /admin/ai-usage (admin.ai_usage.view)', () => {
 
   beforeAll(async () => {
     // At least one generation of this file before the admin reads (the route matrix above also makes some).
-    const res = await app.api('POST', `/workspaces/${fixture}/ai/generate`, { token: sessions.OWNER.accessToken, body: { prompt: prompt() } });
+    const res = await app.api('POST', `/workspaces/${fixture}/ai/generate`, {
+      token: sessions.OWNER.accessToken,
+      body: { prompt: prompt() },
+    });
     expect(res.status, res.text).toBe(200);
   });
 
@@ -240,9 +268,12 @@ describe('GET /admin/ai-usage (admin.ai_usage.view)', () => {
     expectAggregates(await app.api('GET', '/admin/ai-usage', { token: demoAdmin.accessToken }));
   });
 
-  it('counts a new generation in this month\'s totals', async () => {
+  it("counts a new generation in this month's totals", async () => {
     const before = (await app.api('GET', '/admin/ai-usage', { token: admin.accessToken })).body.totals;
-    const res = await app.api('POST', `/workspaces/${fixture}/ai/generate`, { token: sessions.MEMBER.accessToken, body: { prompt: prompt() } });
+    const res = await app.api('POST', `/workspaces/${fixture}/ai/generate`, {
+      token: sessions.MEMBER.accessToken,
+      body: { prompt: prompt() },
+    });
     expect(res.status, res.text).toBe(200);
     const after = (await app.api('GET', '/admin/ai-usage', { token: admin.accessToken })).body.totals;
     expect(after.generationsThisMonth).toBeGreaterThanOrEqual(before.generationsThisMonth + 1);

@@ -12,7 +12,18 @@ import { ledger } from '../helpers/secret-ledger.js';
 import { FAKE_OPENAI_CANARY, startFakeOpenAI, type FakeProviderMode } from '../helpers/fake-openai.js';
 import { FAKE_ANTHROPIC_CANARY, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { registerAs } from '../workspaces/helpers.js';
-import { domainEvents, generate, generationRow, generationRows, providerStatusOf, subscribeWebhook, uniquePrompt, usageOf, userCounter, workspaceCounter } from './helpers.js';
+import {
+  domainEvents,
+  generate,
+  generationRow,
+  generationRows,
+  providerStatusOf,
+  subscribeWebhook,
+  uniquePrompt,
+  usageOf,
+  userCounter,
+  workspaceCounter,
+} from './helpers.js';
 
 const hex = (n: number) => crypto.randomBytes(n).toString('hex');
 
@@ -58,7 +69,12 @@ const PROVIDERS: ProviderCase[] = [
     defaultModel: 'fake-gpt-4o-test',
     canary: FAKE_OPENAI_CANARY,
     startFake: (apiKey) => startFakeOpenAI({ apiKey }),
-    env: (url, apiKey) => ({ AI_PROVIDER: 'PROVIDER_A', PROVIDER_A_API_KEY: apiKey, PROVIDER_A_BASE_URL: `${url}/v1`, AI_PROVIDER_A_MODEL: 'fake-gpt-4o-test' }),
+    env: (url, apiKey) => ({
+      AI_PROVIDER: 'PROVIDER_A',
+      PROVIDER_A_API_KEY: apiKey,
+      PROVIDER_A_BASE_URL: `${url}/v1`,
+      AI_PROVIDER_A_MODEL: 'fake-gpt-4o-test',
+    }),
     path: '/v1/chat/completions',
     expectAuth(req, apiKey) {
       expect(req.headers.authorization).toBe(`Bearer ${apiKey}`);
@@ -81,7 +97,12 @@ const PROVIDERS: ProviderCase[] = [
     defaultModel: 'fake-claude-test',
     canary: FAKE_ANTHROPIC_CANARY,
     startFake: (apiKey) => startFakeAnthropic({ apiKey }),
-    env: (url, apiKey) => ({ AI_PROVIDER: 'PROVIDER_B', PROVIDER_B_API_KEY: apiKey, PROVIDER_B_BASE_URL: url, AI_PROVIDER_B_MODEL: 'fake-claude-test' }),
+    env: (url, apiKey) => ({
+      AI_PROVIDER: 'PROVIDER_B',
+      PROVIDER_B_API_KEY: apiKey,
+      PROVIDER_B_BASE_URL: url,
+      AI_PROVIDER_B_MODEL: 'fake-claude-test',
+    }),
     path: '/v1/messages',
     expectAuth(req, apiKey) {
       // The protocol's x-api-key, or the bearer token the installed SDK (1.12) sends.
@@ -95,8 +116,14 @@ const PROVIDERS: ProviderCase[] = [
       expect(messages).toHaveLength(1);
       expect(messages[0].role).toBe('user');
       const content = messages[0].content;
-      const user = typeof content === 'string' ? content : (content as Array<{ text?: string }>).map((b) => b.text ?? '').join('');
-      const system = r.system === undefined ? undefined : typeof r.system === 'string' ? r.system : (r.system as Array<{ text?: string }>).map((b) => b.text ?? '').join('');
+      const user =
+        typeof content === 'string' ? content : (content as Array<{ text?: string }>).map((b) => b.text ?? '').join('');
+      const system =
+        r.system === undefined
+          ? undefined
+          : typeof r.system === 'string'
+            ? r.system
+            : (r.system as Array<{ text?: string }>).map((b) => b.text ?? '').join('');
       return { system, user };
     },
   },
@@ -114,7 +141,19 @@ for (const p of PROVIDERS) {
 function expectFriendlyProviderError(res: ApiResponse, p: ProviderCase, prompt: string) {
   const err = expectError(res, 502, 'AI_PROVIDER_ERROR');
   // Phrases of the fakes' own bodies (the product's friendly summary may say "rate limiting" itself).
-  const providerSaid = ['Rate limit reached for', 'Number of request tokens', 'The server had an error', 'Internal server error', 'Incorrect API key', 'invalid x-api-key', 'Prompt was', 'while processing', 'chatcmpl', 'msg_broken', 'trace'];
+  const providerSaid = [
+    'Rate limit reached for',
+    'Number of request tokens',
+    'The server had an error',
+    'Internal server error',
+    'Incorrect API key',
+    'invalid x-api-key',
+    'Prompt was',
+    'while processing',
+    'chatcmpl',
+    'msg_broken',
+    'trace',
+  ];
   for (const text of [p.canary, prompt, p.apiKey, p.wrongKey, ...providerSaid]) {
     expect(res.text, `error body repeats "${text}"`).not.toContain(text);
   }
@@ -138,7 +177,12 @@ for (const p of PROVIDERS) {
       [fake, hangingFake] = await Promise.all([p.startFake(p.apiKey), p.startFake(p.apiKey)]);
       hangingFake.setMode('hang');
       // The webhook subscribed so that events are written is never called: deliveries are recorded, not sent.
-      const common = { RATE_LIMIT_ENABLED: 'false', AI_TEST_USER_EMAILS: tester, AI_TEST_USER_MONTHLY_LIMIT: '5', WEBHOOK_DELIVERY_ENABLED: 'false' };
+      const common = {
+        RATE_LIMIT_ENABLED: 'false',
+        AI_TEST_USER_EMAILS: tester,
+        AI_TEST_USER_MONTHLY_LIMIT: '5',
+        WEBHOOK_DELIVERY_ENABLED: 'false',
+      };
       [app, timeoutApp, wrongKeyApp] = await Promise.all([
         startTestApp({ ...common, ...p.env(fake.url, p.apiKey), AI_REQUEST_TIMEOUT_MS: '10000' }),
         startTestApp({ ...common, ...p.env(hangingFake.url, p.apiKey), AI_REQUEST_TIMEOUT_MS: '300' }),
@@ -155,14 +199,24 @@ for (const p of PROVIDERS) {
     const lastRequest = () => fake.requests.at(-1)!;
 
     it('reports the provider, its model setting and configured true in provider status', async () => {
-      expect(await providerStatusOf(app, user.accessToken)).toMatchObject({ provider: p.name, model: p.defaultModel, configured: true });
+      expect(await providerStatusOf(app, user.accessToken)).toMatchObject({
+        provider: p.name,
+        model: p.defaultModel,
+        configured: true,
+      });
     });
 
     it('sends model, system prompt, prompt, temperature and max tokens, and answers with the output and token counts of the provider', async () => {
       fake.setMode('ok');
       const prompt = uniquePrompt('Write a product blurb for');
       const before = fake.requests.length;
-      const res = await generate(app, user.accessToken, { prompt, systemPrompt: 'You are a concise copywriter.', model: 'fake-model-x', temperature: 0.3, maxTokens: 256 });
+      const res = await generate(app, user.accessToken, {
+        prompt,
+        systemPrompt: 'You are a concise copywriter.',
+        model: 'fake-model-x',
+        temperature: 0.3,
+        maxTokens: 256,
+      });
       expect(res.status, res.text).toBe(200);
       expect(fake.requests.length).toBe(before + 1);
 
@@ -198,7 +252,7 @@ for (const p of PROVIDERS) {
         user_id: user.userId,
       });
       const events = await domainEvents(app, user.workspaceId, 'ai.generation.completed');
-      expect(events.some((e) => (e.payload).generationId === res.body.id)).toBe(true);
+      expect(events.some((e) => e.payload.generationId === res.body.id)).toBe(true);
     });
 
     it('keeps an answer with a NUL character, with U+FFFD in its place (Postgres refused it: a 500, nothing stored)', async () => {
@@ -214,7 +268,10 @@ for (const p of PROVIDERS) {
 
     it('answers exactly what history shows of the generation afterwards', async () => {
       fake.setMode('ok');
-      const res = await generate(app, user.accessToken, { prompt: uniquePrompt('Name a bakery'), temperature: 0.123456789 });
+      const res = await generate(app, user.accessToken, {
+        prompt: uniquePrompt('Name a bakery'),
+        temperature: 0.123456789,
+      });
       expect(res.status, res.text).toBe(200);
       const history = await app.api('GET', '/ai/history?limit=1', { token: user.accessToken });
       expect(history.status, history.text).toBe(200);
@@ -264,7 +321,15 @@ for (const p of PROVIDERS) {
         expect(await workspaceCounter(app, user.workspaceId)).toBe(counterBefore);
         const failed = (await generationRows(app, user.workspaceId)).filter((r) => r.status === 'FAILED');
         expect(failed).toHaveLength(failedBefore + 1);
-        expect(failed.at(-1)).toMatchObject({ prompt, provider: p.name, model: p.defaultModel, user_id: user.userId, error_code: 'AI_PROVIDER_ERROR', output: '', completion_tokens: 0 });
+        expect(failed.at(-1)).toMatchObject({
+          prompt,
+          provider: p.name,
+          model: p.defaultModel,
+          user_id: user.userId,
+          error_code: 'AI_PROVIDER_ERROR',
+          output: '',
+          completion_tokens: 0,
+        });
         expect((await domainEvents(app, user.workspaceId, 'ai.generation.completed')).length).toBe(eventsBefore);
       });
     }
@@ -303,7 +368,9 @@ for (const p of PROVIDERS) {
       expect(elapsed).toBeLessThan(2_000);
       expect(hangingFake.requests.some((r) => r.path === p.path)).toBe(true);
       expect(await workspaceCounter(timeoutApp, other.workspaceId)).toBe(0);
-      expect(await generationRows(timeoutApp, other.workspaceId)).toMatchObject([{ status: 'FAILED', error_code: 'AI_PROVIDER_ERROR' }]);
+      expect(await generationRows(timeoutApp, other.workspaceId)).toMatchObject([
+        { status: 'FAILED', error_code: 'AI_PROVIDER_ERROR' },
+      ]);
     });
 
     it('says that the provider did not answer in time (not that it could not be reached) when the request times out', async () => {
@@ -331,7 +398,12 @@ describe('a real provider without its API key', () => {
       let user: Session;
       beforeAll(async () => {
         // Start-up must not fail because of the missing key.
-        app = await startTestApp({ RATE_LIMIT_ENABLED: 'false', AI_PROVIDER: name, PROVIDER_A_API_KEY: undefined, PROVIDER_B_API_KEY: undefined });
+        app = await startTestApp({
+          RATE_LIMIT_ENABLED: 'false',
+          AI_PROVIDER: name,
+          PROVIDER_A_API_KEY: undefined,
+          PROVIDER_B_API_KEY: undefined,
+        });
         user = await registerAndLogin(app.api, { prefix: `ai-${name.toLowerCase()}-nokey` });
       });
       afterAll(() => app?.close());
@@ -343,9 +415,16 @@ describe('a real provider without its API key', () => {
       });
 
       it('answers generation with 503 AI_PROVIDER_NOT_CONFIGURED, a configuration message, and counts nothing', async () => {
-        const err = expectError(await generate(app, user.accessToken, { prompt: uniquePrompt() }), 503, 'AI_PROVIDER_NOT_CONFIGURED');
+        const err = expectError(
+          await generate(app, user.accessToken, { prompt: uniquePrompt() }),
+          503,
+          'AI_PROVIDER_NOT_CONFIGURED',
+        );
         expect(err.message).toMatch(/not (configured|set)|api key|configur/i);
-        const onPath = await app.api('POST', `/workspaces/${user.workspaceId}/ai/generate`, { token: user.accessToken, body: { prompt: uniquePrompt() } });
+        const onPath = await app.api('POST', `/workspaces/${user.workspaceId}/ai/generate`, {
+          token: user.accessToken,
+          body: { prompt: uniquePrompt() },
+        });
         expectError(onPath, 503, 'AI_PROVIDER_NOT_CONFIGURED');
         expect(await workspaceCounter(app, user.workspaceId)).toBe(0);
         expect(await generationRows(app, user.workspaceId)).toHaveLength(0);

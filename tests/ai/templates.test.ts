@@ -39,7 +39,15 @@ async function insertTemplate(fields: { body?: string; variables?: string[]; is_
 async function listTemplates(token = user.accessToken) {
   const res = await app.api('GET', '/ai/templates', { token });
   expect(res.status, res.text).toBe(200);
-  return res.body.items as Array<{ id: string; slug: string; name: string; description: string; category: string; body: string; variables: string[] }>;
+  return res.body.items as Array<{
+    id: string;
+    slug: string;
+    name: string;
+    description: string;
+    category: string;
+    body: string;
+    variables: string[];
+  }>;
 }
 
 async function seeded(slug: string) {
@@ -74,7 +82,8 @@ describe('GET /ai/templates', () => {
       }
       expect(Array.isArray(t.variables)).toBe(true);
       if (SEEDED_SLUGS.includes(t.slug)) expect(t.variables.length, `${t.slug} has variables`).toBeGreaterThan(0);
-      for (const v of t.variables) expect(t.body, `${t.slug} uses {{${v}}}`).toMatch(new RegExp(`\\{\\{\\s*${v}\\s*\\}\\}`));
+      for (const v of t.variables)
+        expect(t.body, `${t.slug} uses {{${v}}}`).toMatch(new RegExp(`\\{\\{\\s*${v}\\s*\\}\\}`));
     }
     expect(new Set(items.map((t) => t.id)).size).toBe(items.length);
   });
@@ -104,7 +113,11 @@ describe('GET /ai/templates/:templateId', () => {
   });
 
   it('answers a friendly 404 NOT_FOUND for an unknown template id', async () => {
-    const err = expectError(await app.api('GET', `/ai/templates/${crypto.randomUUID()}`, { token: user.accessToken }), 404, 'NOT_FOUND');
+    const err = expectError(
+      await app.api('GET', `/ai/templates/${crypto.randomUUID()}`, { token: user.accessToken }),
+      404,
+      'NOT_FOUND',
+    );
     expect(err.message).toMatch(/template/i);
   });
 
@@ -126,7 +139,8 @@ describe('route precedence of the static /ai paths', () => {
     const res = await app.api('GET', '/ai/provider-status', { token: user.accessToken });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ provider: 'MOCK', model: 'mock-writer-1', configured: true });
-    for (const flag of ['demoRestricted', 'blockRealGeneration', 'showSampleHistory']) expect(typeof res.body[flag], flag).toBe('boolean');
+    for (const flag of ['demoRestricted', 'blockRealGeneration', 'showSampleHistory'])
+      expect(typeof res.body[flag], flag).toBe('boolean');
     expect(res.body.id).toBeUndefined();
     expect(res.body.items).toBeUndefined();
   });
@@ -158,7 +172,10 @@ describe('generating with a template', () => {
       variables: { product, features: 'quiet motor, four memory presets', tone: 'friendly' },
     });
     expect(res.status, res.text).toBe(200);
-    const filled = template.body.replace('{{product}}', product).replace('{{features}}', 'quiet motor, four memory presets').replace('{{tone}}', 'friendly');
+    const filled = template.body
+      .replace('{{product}}', product)
+      .replace('{{features}}', 'quiet motor, four memory presets')
+      .replace('{{tone}}', 'friendly');
     const row = await generationRow(app, res.body.id);
     expect(row.prompt).toContain(filled);
     expect(row.prompt).toContain(prompt);
@@ -170,7 +187,11 @@ describe('generating with a template', () => {
   it('with a variable missing, answers 400 naming it in issues and counts nothing', async () => {
     const template = await seeded('blog-outline');
     const before = await usageOf(app, user.accessToken);
-    const res = await generate(app, user.accessToken, { prompt: uniquePrompt(), templateId: template.id, variables: { topic: 'remote onboarding' } });
+    const res = await generate(app, user.accessToken, {
+      prompt: uniquePrompt(),
+      templateId: template.id,
+      variables: { topic: 'remote onboarding' },
+    });
     const err = expectError(res, 400, 'BAD_REQUEST');
     expect(err.issues?.map((i) => i.path)).toEqual(['variables.audience']);
     expect(err.message).toContain('audience');
@@ -179,13 +200,20 @@ describe('generating with a template', () => {
 
   it('names every missing variable, and a blank value counts as missing', async () => {
     const template = await seeded('product-description');
-    const res = await generate(app, user.accessToken, { prompt: uniquePrompt(), templateId: template.id, variables: { product: 'Desk', tone: '   ' } });
+    const res = await generate(app, user.accessToken, {
+      prompt: uniquePrompt(),
+      templateId: template.id,
+      variables: { product: 'Desk', tone: '   ' },
+    });
     const err = expectError(res, 400, 'BAD_REQUEST');
     expect(err.issues?.map((i) => i.path).sort()).toEqual(['variables.features', 'variables.tone']);
   });
 
   it('with a template of our own, fills its single variable from the prompt', async () => {
-    const own = await insertTemplate({ body: 'Write a limerick about {{ subject }} in English.', variables: ['subject'] });
+    const own = await insertTemplate({
+      body: 'Write a limerick about {{ subject }} in English.',
+      variables: ['subject'],
+    });
     const prompt = uniquePrompt('a cat');
     const res = await generate(app, user.accessToken, { prompt, templateId: own.id });
     expect(res.status, res.text).toBe(200);
@@ -194,14 +222,26 @@ describe('generating with a template', () => {
 
   it('answers 404 NOT_FOUND for an unknown template and for an inactive one, counting nothing', async () => {
     const before = await usageOf(app, user.accessToken);
-    expectError(await generate(app, user.accessToken, { prompt: uniquePrompt(), templateId: crypto.randomUUID() }), 404, 'NOT_FOUND');
+    expectError(
+      await generate(app, user.accessToken, { prompt: uniquePrompt(), templateId: crypto.randomUUID() }),
+      404,
+      'NOT_FOUND',
+    );
     const inactive = await insertTemplate({ is_active: false });
-    expectError(await generate(app, user.accessToken, { prompt: uniquePrompt(), templateId: inactive.id }), 404, 'NOT_FOUND');
+    expectError(
+      await generate(app, user.accessToken, { prompt: uniquePrompt(), templateId: inactive.id }),
+      404,
+      'NOT_FOUND',
+    );
     expect((await usageOf(app, user.accessToken)).used).toBe(before.used);
   });
 
   it('answers 400 for a templateId that is not a UUID', async () => {
-    const err = expectError(await generate(app, user.accessToken, { prompt: uniquePrompt(), templateId: 'blog-outline' }), 400, 'BAD_REQUEST');
+    const err = expectError(
+      await generate(app, user.accessToken, { prompt: uniquePrompt(), templateId: 'blog-outline' }),
+      400,
+      'BAD_REQUEST',
+    );
     expect(err.issues?.map((i) => i.path)).toContain('templateId');
   });
 });

@@ -26,7 +26,8 @@ async function checkLayers(root: string, folders: string[]): Promise<Report> {
   for (const [file, dependencies] of Object.entries(tree)) {
     if (!LOWER_LAYERS.some((layer) => file.startsWith(layer))) continue;
     for (const dependency of dependencies ?? []) {
-      if (dependency.id && UPPER_LAYERS.some((layer) => layer.test(dependency.id!))) upwardImports.push(`${file} -> ${dependency.id}`);
+      if (dependency.id && UPPER_LAYERS.some((layer) => layer.test(dependency.id!)))
+        upwardImports.push(`${file} -> ${dependency.id}`);
     }
   }
   return { cycles: parseCircular(tree), upwardImports };

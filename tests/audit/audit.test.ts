@@ -1,9 +1,24 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
-import { STRONG_PASSWORD, expectError, login, registerAndLogin, uniqueEmail, type ApiResponse, type Session } from '../helpers/http.js';
+import {
+  STRONG_PASSWORD,
+  expectError,
+  login,
+  registerAndLogin,
+  uniqueEmail,
+  type ApiResponse,
+  type Session,
+} from '../helpers/http.js';
 import { latestMailToken } from '../helpers/mail.js';
-import { createWorkspace, invite, inviteAndJoin, registerAs, requestIdFor, upgradeWorkspace } from '../workspaces/helpers.js';
+import {
+  createWorkspace,
+  invite,
+  inviteAndJoin,
+  registerAs,
+  requestIdFor,
+  upgradeWorkspace,
+} from '../workspaces/helpers.js';
 
 let app: TestApp;
 /** REFRESH_TOKEN_REUSE_GRACE_SECONDS=0: the second use of a rotated refresh token is reuse. */
@@ -48,7 +63,12 @@ const tag = () => crypto.randomBytes(4).toString('hex');
 const user = async (prefix: string) => keep(await registerAndLogin(app.api, { prefix }));
 
 /** Sends a request with a fresh X-Request-Id; answers the response, that id and the time just before. */
-async function traced(method: string, path: string, opts: { token?: string; body?: unknown } = {}, target: TestApp = app) {
+async function traced(
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown } = {},
+  target: TestApp = app,
+) {
   const rid = requestIdFor('audit');
   const before = Date.now();
   const res = await target.api(method, path, { ...opts, headers: { 'x-request-id': rid } });
@@ -59,7 +79,11 @@ async function traced(method: string, path: string, opts: { token?: string; body
 /** The entry of `action` caused by request `rid`, read through GET /admin/audit-logs (exactly one). */
 async function entryOf(action: string, rid: string, before: number): Promise<Entry> {
   const from = new Date(before - 1000).toISOString();
-  const res = await app.api('GET', `/admin/audit-logs?action=${encodeURIComponent(action)}&from=${encodeURIComponent(from)}&limit=100`, { token: admin.accessToken });
+  const res = await app.api(
+    'GET',
+    `/admin/audit-logs?action=${encodeURIComponent(action)}&from=${encodeURIComponent(from)}&limit=100`,
+    { token: admin.accessToken },
+  );
   expect(res.status, res.text).toBe(200);
   const matches = (res.body.items as Entry[]).filter((e) => e.requestId === rid);
   expect(matches, `one ${action} entry for request ${rid}`).toHaveLength(1);
@@ -70,7 +94,18 @@ const LOOPBACK = /^(::ffff:)?127\.0\.0\.1$|^::1$/;
 
 /** The common part of every entry: request id, ip, createdAt within the request, no secret-ish metadata key. */
 function expectWellFormed(entry: Entry, rid: string, before: number) {
-  expect(Object.keys(entry).sort()).toEqual(['action', 'actor', 'createdAt', 'id', 'ip', 'metadata', 'requestId', 'targetId', 'targetType', 'workspaceId']);
+  expect(Object.keys(entry).sort()).toEqual([
+    'action',
+    'actor',
+    'createdAt',
+    'id',
+    'ip',
+    'metadata',
+    'requestId',
+    'targetId',
+    'targetType',
+    'workspaceId',
+  ]);
   expect(entry.requestId).toBe(rid);
   expect(entry.ip).toMatch(LOOPBACK);
   const at = Date.parse(entry.createdAt);
@@ -83,12 +118,23 @@ function expectWellFormed(entry: Entry, rid: string, before: number) {
 async function expectAudited(
   call: { res: ApiResponse; rid: string; before: number },
   action: string,
-  want: { actor: Entry['actor']; targetType: string | null; targetId: string | null; workspaceId: string | null; metadata?: Record<string, unknown> },
+  want: {
+    actor: Entry['actor'];
+    targetType: string | null;
+    targetId: string | null;
+    workspaceId: string | null;
+    metadata?: Record<string, unknown>;
+  },
 ) {
   expect(call.res.status, call.res.text.slice(0, 300)).toBeLessThan(500);
   const entry = await entryOf(action, call.rid, call.before);
   expectWellFormed(entry, call.rid, call.before);
-  expect(entry).toMatchObject({ action, targetType: want.targetType, targetId: want.targetId, workspaceId: want.workspaceId });
+  expect(entry).toMatchObject({
+    action,
+    targetType: want.targetType,
+    targetId: want.targetId,
+    workspaceId: want.workspaceId,
+  });
   if (want.metadata) expect(entry.metadata).toMatchObject(want.metadata);
   expect(entry.actor, 'actor').toEqual(want.actor);
   return entry;
@@ -96,7 +142,8 @@ async function expectAudited(
 
 const actorOf = (s: Session) => ({ id: s.userId, email: s.email });
 const adminActor = () => ({ id: admin.userId, email: TEST_ADMIN.email });
-const rowsWithRequestId = (rid: string) => app.deps.db.selectFrom('audit_logs').select(['action']).where('request_id', '=', rid).execute();
+const rowsWithRequestId = (rid: string) =>
+  app.deps.db.selectFrom('audit_logs').select(['action']).where('request_id', '=', rid).execute();
 
 /** A team workspace of a fresh owner. */
 async function team(label: string) {
@@ -114,15 +161,30 @@ describe('audit entries of workspace and member changes', () => {
     const call = await traced('POST', '/workspaces', { token: owner.accessToken, body: { name } });
     expect(call.res.status).toBe(201);
     const id = call.res.body.id;
-    await expectAudited(call, 'workspace.created', { actor: actorOf(owner), targetType: 'workspace', targetId: id, workspaceId: id, metadata: { name } });
+    await expectAudited(call, 'workspace.created', {
+      actor: actorOf(owner),
+      targetType: 'workspace',
+      targetId: id,
+      workspaceId: id,
+      metadata: { name },
+    });
   });
 
   it('workspace.created by the platform admin: actor the admin, metadata the owner id', async () => {
     const owner = await user('aud-admin-create');
-    const call = await traced('POST', '/admin/workspaces', { token: admin.accessToken, body: { name: `Adm ${tag()}`, ownerUserId: owner.userId } });
+    const call = await traced('POST', '/admin/workspaces', {
+      token: admin.accessToken,
+      body: { name: `Adm ${tag()}`, ownerUserId: owner.userId },
+    });
     expect(call.res.status).toBe(201);
     const id = call.res.body.id;
-    await expectAudited(call, 'workspace.created', { actor: adminActor(), targetType: 'workspace', targetId: id, workspaceId: id, metadata: { ownerUserId: owner.userId } });
+    await expectAudited(call, 'workspace.created', {
+      actor: adminActor(),
+      targetType: 'workspace',
+      targetId: id,
+      workspaceId: id,
+      metadata: { ownerUserId: owner.userId },
+    });
   });
 
   it('workspace.updated: a rename by the owner', async () => {
@@ -130,13 +192,22 @@ describe('audit entries of workspace and member changes', () => {
     const name = `Renamed ${tag()}`;
     const call = await traced('PATCH', `/workspaces/${t.id}`, { token: t.owner.accessToken, body: { name } });
     expect(call.res.status).toBe(200);
-    await expectAudited(call, 'workspace.updated', { actor: actorOf(t.owner), targetType: 'workspace', targetId: t.id, workspaceId: t.id, metadata: { name } });
+    await expectAudited(call, 'workspace.updated', {
+      actor: actorOf(t.owner),
+      targetType: 'workspace',
+      targetId: t.id,
+      workspaceId: t.id,
+      metadata: { name },
+    });
   });
 
   it('member.invited: target the invitation, metadata e-mail and role, never the token', async () => {
     const t = await team('aud-invite');
     const email = uniqueEmail('aud-invitee');
-    const call = await traced('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email, role: 'ADMIN' } });
+    const call = await traced('POST', `/workspaces/${t.id}/invitations`, {
+      token: t.owner.accessToken,
+      body: { email, role: 'ADMIN' },
+    });
     expect(call.res.status).toBe(201);
     const token = await latestMailToken(app, email, 'workspace-invitation');
     sentSecrets.add(token);
@@ -171,7 +242,10 @@ describe('audit entries of workspace and member changes', () => {
   it('member.role_changed: metadata from and to', async () => {
     const t = await team('aud-role');
     const m = keep(await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER'));
-    const call = await traced('PATCH', `/workspaces/${t.id}/members/${m.userId}`, { token: t.owner.accessToken, body: { role: 'ADMIN' } });
+    const call = await traced('PATCH', `/workspaces/${t.id}/members/${m.userId}`, {
+      token: t.owner.accessToken,
+      body: { role: 'ADMIN' },
+    });
     expect(call.res.status).toBe(200);
     await expectAudited(call, 'member.role_changed', {
       actor: actorOf(t.owner),
@@ -187,7 +261,13 @@ describe('audit entries of workspace and member changes', () => {
     const m = keep(await inviteAndJoin(app, t.owner.accessToken, t.id, 'VIEWER'));
     const call = await traced('DELETE', `/workspaces/${t.id}/members/${m.userId}`, { token: t.owner.accessToken });
     expect(call.res.status).toBe(200);
-    await expectAudited(call, 'member.removed', { actor: actorOf(t.owner), targetType: 'member', targetId: m.userId, workspaceId: t.id, metadata: { role: 'VIEWER' } });
+    await expectAudited(call, 'member.removed', {
+      actor: actorOf(t.owner),
+      targetType: 'member',
+      targetId: m.userId,
+      workspaceId: t.id,
+      metadata: { role: 'VIEWER' },
+    });
   });
 });
 
@@ -196,15 +276,30 @@ describe('audit entries of platform administration', () => {
     const u = await user('aud-susp');
     const suspend = await traced('POST', `/admin/users/${u.userId}/suspend`, { token: admin.accessToken });
     expect(suspend.res.status).toBe(200);
-    await expectAudited(suspend, 'user.suspended', { actor: adminActor(), targetType: 'user', targetId: u.userId, workspaceId: null, metadata: { from: 'ACTIVE', to: 'SUSPENDED' } });
+    await expectAudited(suspend, 'user.suspended', {
+      actor: adminActor(),
+      targetType: 'user',
+      targetId: u.userId,
+      workspaceId: null,
+      metadata: { from: 'ACTIVE', to: 'SUSPENDED' },
+    });
     const activate = await traced('POST', `/admin/users/${u.userId}/activate`, { token: admin.accessToken });
     expect(activate.res.status).toBe(200);
-    await expectAudited(activate, 'user.activated', { actor: adminActor(), targetType: 'user', targetId: u.userId, workspaceId: null, metadata: { from: 'SUSPENDED', to: 'ACTIVE' } });
+    await expectAudited(activate, 'user.activated', {
+      actor: adminActor(),
+      targetType: 'user',
+      targetId: u.userId,
+      workspaceId: null,
+      metadata: { from: 'SUSPENDED', to: 'ACTIVE' },
+    });
   });
 
   it('user.updated: metadata the new name and the platform role change', async () => {
     const u = await user('aud-upd');
-    const call = await traced('PATCH', `/admin/users/${u.userId}`, { token: admin.accessToken, body: { name: 'Audited Name', platformRole: 'DEMO_ADMIN' } });
+    const call = await traced('PATCH', `/admin/users/${u.userId}`, {
+      token: admin.accessToken,
+      body: { name: 'Audited Name', platformRole: 'DEMO_ADMIN' },
+    });
     expect(call.res.status).toBe(200);
     await expectAudited(call, 'user.updated', {
       actor: adminActor(),
@@ -220,25 +315,45 @@ describe('audit entries of platform administration', () => {
     ['activate', 'workspace.activated', ['suspend'], { from: 'SUSPENDED', to: 'ACTIVE' }],
     ['archive', 'workspace.archived', [], { from: 'ACTIVE', to: 'ARCHIVED' }],
     ['restore', 'workspace.restored', ['archive'], { from: 'ARCHIVED', to: 'ACTIVE' }],
-  ] as const)('POST /admin/workspaces/{id}/%s writes %s with metadata from and to', async (move, action, setup, metadata) => {
-    const t = await team(`aud-${move}`);
-    for (const step of setup) expect((await app.api('POST', `/admin/workspaces/${t.id}/${step}`, { token: admin.accessToken })).status).toBe(200);
-    const call = await traced('POST', `/admin/workspaces/${t.id}/${move}`, { token: admin.accessToken });
-    expect(call.res.status).toBe(200);
-    await expectAudited(call, action, { actor: adminActor(), targetType: 'workspace', targetId: t.id, workspaceId: t.id, metadata });
-  });
+  ] as const)(
+    'POST /admin/workspaces/{id}/%s writes %s with metadata from and to',
+    async (move, action, setup, metadata) => {
+      const t = await team(`aud-${move}`);
+      for (const step of setup)
+        expect((await app.api('POST', `/admin/workspaces/${t.id}/${step}`, { token: admin.accessToken })).status).toBe(
+          200,
+        );
+      const call = await traced('POST', `/admin/workspaces/${t.id}/${move}`, { token: admin.accessToken });
+      expect(call.res.status).toBe(200);
+      await expectAudited(call, action, {
+        actor: adminActor(),
+        targetType: 'workspace',
+        targetId: t.id,
+        workspaceId: t.id,
+        metadata,
+      });
+    },
+  );
 
   it('workspace.deleted', async () => {
     const t = await team('aud-delete');
     const call = await traced('DELETE', `/admin/workspaces/${t.id}`, { token: admin.accessToken });
     expect(call.res.status).toBe(200);
-    await expectAudited(call, 'workspace.deleted', { actor: adminActor(), targetType: 'workspace', targetId: t.id, workspaceId: t.id });
+    await expectAudited(call, 'workspace.deleted', {
+      actor: adminActor(),
+      targetType: 'workspace',
+      targetId: t.id,
+      workspaceId: t.id,
+    });
   });
 
   it('workspace.owner_transferred: metadata the new owner and the previous owners', async () => {
     const t = await team('aud-transfer');
     const next = await user('aud-next-owner');
-    const call = await traced('POST', `/admin/workspaces/${t.id}/transfer-owner`, { token: admin.accessToken, body: { newOwnerUserId: next.userId } });
+    const call = await traced('POST', `/admin/workspaces/${t.id}/transfer-owner`, {
+      token: admin.accessToken,
+      body: { newOwnerUserId: next.userId },
+    });
     expect(call.res.status).toBe(200);
     await expectAudited(call, 'workspace.owner_transferred', {
       actor: adminActor(),
@@ -257,7 +372,12 @@ describe('audit entries of security events', () => {
     sentSecrets.add(wrong);
     const call = await traced('POST', '/auth/login', { body: { email: u.email, password: wrong } });
     expectError(call.res, 401, 'INVALID_CREDENTIALS');
-    const entry = await expectAudited(call, 'auth.login_failed', { actor: null, targetType: 'user', targetId: u.userId, workspaceId: null });
+    const entry = await expectAudited(call, 'auth.login_failed', {
+      actor: null,
+      targetType: 'user',
+      targetId: u.userId,
+      workspaceId: null,
+    });
     expect(JSON.stringify(entry)).not.toContain(wrong);
   });
 
@@ -265,7 +385,12 @@ describe('audit entries of security events', () => {
     const email = uniqueEmail('aud-nobody');
     const call = await traced('POST', '/auth/login', { body: { email, password: `Guess-${tag()}9` } });
     expectError(call.res, 401, 'INVALID_CREDENTIALS');
-    await expectAudited(call, 'auth.login_failed', { actor: null, targetType: 'user', targetId: null, workspaceId: null });
+    await expectAudited(call, 'auth.login_failed', {
+      actor: null,
+      targetType: 'user',
+      targetId: null,
+      workspaceId: null,
+    });
   });
 
   it('auth.password_reset through forgot-password and the mailed token: target the user, no token or password in the entry', async () => {
@@ -277,7 +402,12 @@ describe('audit entries of security events', () => {
     sentSecrets.add(newPassword);
     const call = await traced('POST', '/auth/reset-password', { body: { token, newPassword } });
     expect(call.res.status).toBe(200);
-    const entry = await expectAudited(call, 'auth.password_reset', { actor: expect.objectContaining({ id: u.userId }), targetType: 'user', targetId: u.userId, workspaceId: null });
+    const entry = await expectAudited(call, 'auth.password_reset', {
+      actor: expect.objectContaining({ id: u.userId }),
+      targetType: 'user',
+      targetId: u.userId,
+      workspaceId: null,
+    });
     expect(JSON.stringify(entry)).not.toContain(token);
     expect(JSON.stringify(entry)).not.toContain(newPassword);
   });
@@ -289,7 +419,12 @@ describe('audit entries of security events', () => {
     sentSecrets.add(first.body.refreshToken);
     const call = await traced('POST', '/auth/refresh', { body: { refreshToken: s.refreshToken } }, strict);
     expectError(call.res, 401, 'UNAUTHORIZED');
-    const entry = await expectAudited(call, 'auth.session_reuse_detected', { actor: null, targetType: 'user', targetId: s.userId, workspaceId: null });
+    const entry = await expectAudited(call, 'auth.session_reuse_detected', {
+      actor: null,
+      targetType: 'user',
+      targetId: s.userId,
+      workspaceId: null,
+    });
     expect(JSON.stringify(entry)).not.toContain(s.refreshToken);
   });
 });
@@ -308,7 +443,14 @@ describe('GET /admin/audit-logs', () => {
     workspaceId = await createWorkspace(app, actor.accessToken, `Filtered ${tag()}`);
     await new Promise((r) => setTimeout(r, 50));
     const before = Date.now();
-    expect((await app.api('PATCH', `/workspaces/${workspaceId}`, { token: actor.accessToken, body: { name: `Filtered again ${tag()}` } })).status).toBe(200);
+    expect(
+      (
+        await app.api('PATCH', `/workspaces/${workspaceId}`, {
+          token: actor.accessToken,
+          body: { name: `Filtered again ${tag()}` },
+        })
+      ).status,
+    ).toBe(200);
     await new Promise((r) => setTimeout(r, 50));
     updateAt = { before, after: Date.now() };
   });
@@ -361,7 +503,9 @@ describe('GET /admin/audit-logs', () => {
     expect(sinceStart.body.total).toBe(2);
     // An offset other than Z is understood too.
     const offset = new Date(updateAt.before).toISOString().replace('Z', '+00:00');
-    expect(actions(await list(`?workspaceId=${workspaceId}&from=${encodeURIComponent(offset)}`))).toEqual(['workspace.updated']);
+    expect(actions(await list(`?workspaceId=${workspaceId}&from=${encodeURIComponent(offset)}`))).toEqual([
+      'workspace.updated',
+    ]);
   });
 
   it('pages with ?page= and ?limit=', async () => {
@@ -374,12 +518,16 @@ describe('GET /admin/audit-logs', () => {
     expect(third.body.items).toEqual([]);
   });
 
-  it.each([['?from=not-a-date'], ['?to=yesterday'], ['?actorId=abc'], ['?workspaceId=abc'], ['?limit=101'], ['?page=0']])(
-    'refuses %s with 400 BAD_REQUEST',
-    async (q) => {
-      expectError(await list(q), 400, 'BAD_REQUEST');
-    },
-  );
+  it.each([
+    ['?from=not-a-date'],
+    ['?to=yesterday'],
+    ['?actorId=abc'],
+    ['?workspaceId=abc'],
+    ['?limit=101'],
+    ['?page=0'],
+  ])('refuses %s with 400 BAD_REQUEST', async (q) => {
+    expectError(await list(q), 400, 'BAD_REQUEST');
+  });
 
   it('refuses a normal user with 403 FORBIDDEN and an anonymous caller with 401 UNAUTHORIZED', async () => {
     expectError(await list('', actor.accessToken), 403, 'FORBIDDEN');
@@ -411,7 +559,14 @@ describe('GET /workspaces/{workspaceId}/audit-logs', () => {
     viewer = keep(await inviteAndJoin(app, owner.accessToken, workspaceId, 'VIEWER'));
     // Another workspace of the same owner, with entries of its own.
     otherWorkspaceId = await createWorkspace(app, owner.accessToken, `Other ${tag()}`);
-    expect((await app.api('PATCH', `/workspaces/${otherWorkspaceId}`, { token: owner.accessToken, body: { name: `Other renamed ${tag()}` } })).status).toBe(200);
+    expect(
+      (
+        await app.api('PATCH', `/workspaces/${otherWorkspaceId}`, {
+          token: owner.accessToken,
+          body: { name: `Other renamed ${tag()}` },
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it.each(['OWNER', 'ADMIN'] as const)('answers the %s 200 with only that workspace’s entries', async (role) => {
@@ -426,20 +581,28 @@ describe('GET /workspaces/{workspaceId}/audit-logs', () => {
     expect(items.filter((e) => e.action === 'billing.plan_changed')).toHaveLength(1);
     expect(items.filter((e) => e.action === 'member.invited')).toHaveLength(3);
     expect(items.filter((e) => e.action === 'member.joined')).toHaveLength(3);
-    const other = await app.deps.db.selectFrom('audit_logs').select('id').where('workspace_id', '=', otherWorkspaceId).execute();
+    const other = await app.deps.db
+      .selectFrom('audit_logs')
+      .select('id')
+      .where('workspace_id', '=', otherWorkspaceId)
+      .execute();
     expect(other.length).toBe(2);
     const shown = new Set(items.map((e) => e.id));
     expect(other.filter((o) => shown.has(o.id))).toEqual([]);
   });
 
   it('ignores a workspaceId of another workspace in the query string', async () => {
-    const res = await app.api('GET', `/workspaces/${workspaceId}/audit-logs?workspaceId=${otherWorkspaceId}`, { token: owner.accessToken });
+    const res = await app.api('GET', `/workspaces/${workspaceId}/audit-logs?workspaceId=${otherWorkspaceId}`, {
+      token: owner.accessToken,
+    });
     expect(res.status).toBe(200);
     for (const e of res.body.items as Entry[]) expect(e.workspaceId).toBe(workspaceId);
   });
 
   it('applies the action filter and pagination', async () => {
-    const res = await app.api('GET', `/workspaces/${workspaceId}/audit-logs?action=member.joined&limit=2`, { token: owner.accessToken });
+    const res = await app.api('GET', `/workspaces/${workspaceId}/audit-logs?action=member.joined&limit=2`, {
+      token: owner.accessToken,
+    });
     expect(res.body).toMatchObject({ total: 3, totalPages: 2, limit: 2 });
     for (const e of res.body.items as Entry[]) expect(e.action).toBe('member.joined');
   });
@@ -451,8 +614,16 @@ describe('GET /workspaces/{workspaceId}/audit-logs', () => {
 
   it('answers a non-member 404 NOT_FOUND, even a platform admin (who reads through /admin/audit-logs)', async () => {
     const stranger = await user('aud-stranger');
-    expectError(await app.api('GET', `/workspaces/${workspaceId}/audit-logs`, { token: stranger.accessToken }), 404, 'NOT_FOUND');
-    expectError(await app.api('GET', `/workspaces/${workspaceId}/audit-logs`, { token: admin.accessToken }), 404, 'NOT_FOUND');
+    expectError(
+      await app.api('GET', `/workspaces/${workspaceId}/audit-logs`, { token: stranger.accessToken }),
+      404,
+      'NOT_FOUND',
+    );
+    expectError(
+      await app.api('GET', `/workspaces/${workspaceId}/audit-logs`, { token: admin.accessToken }),
+      404,
+      'NOT_FOUND',
+    );
   });
 });
 
@@ -480,17 +651,26 @@ describe('refused actions write no audit entry', () => {
   it('a member without the permission (403 PERMISSION_DENIED) and the last owner demoted (409 CONFLICT)', async () => {
     const t = await team('aud-denied');
     const m = keep(await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER'));
-    const denied = await traced('POST', `/workspaces/${t.id}/invitations`, { token: m.accessToken, body: { email: uniqueEmail('x'), role: 'MEMBER' } });
+    const denied = await traced('POST', `/workspaces/${t.id}/invitations`, {
+      token: m.accessToken,
+      body: { email: uniqueEmail('x'), role: 'MEMBER' },
+    });
     expectError(denied.res, 403, 'PERMISSION_DENIED');
     expect(await rowsWithRequestId(denied.rid)).toEqual([]);
-    const conflict = await traced('PATCH', `/workspaces/${t.id}/members/${t.owner.userId}`, { token: t.owner.accessToken, body: { role: 'ADMIN' } });
+    const conflict = await traced('PATCH', `/workspaces/${t.id}/members/${t.owner.userId}`, {
+      token: t.owner.accessToken,
+      body: { role: 'ADMIN' },
+    });
     expectError(conflict.res, 409, 'CONFLICT');
     expect(await rowsWithRequestId(conflict.rid)).toEqual([]);
   });
 
   it('an invitation to an existing member (409 CONFLICT) and an invalid body (400)', async () => {
     const t = await team('aud-conflict');
-    const dup = await traced('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email: t.owner.email, role: 'MEMBER' } });
+    const dup = await traced('POST', `/workspaces/${t.id}/invitations`, {
+      token: t.owner.accessToken,
+      body: { email: t.owner.email, role: 'MEMBER' },
+    });
     expectError(dup.res, 409, 'CONFLICT');
     expect(await rowsWithRequestId(dup.rid)).toEqual([]);
     const bad = await traced('PATCH', `/workspaces/${t.id}`, { token: t.owner.accessToken, body: { name: '' } });

@@ -57,7 +57,14 @@ describe('GET /auth/me', () => {
     const res = await me(alice.accessToken);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
-      user: { id: alice.userId, email: alice.email, name: 'Alice', status: 'ACTIVE', platformRole: 'USER', emailVerified: false },
+      user: {
+        id: alice.userId,
+        email: alice.email,
+        name: 'Alice',
+        status: 'ACTIVE',
+        platformRole: 'USER',
+        emailVerified: false,
+      },
       activeWorkspace: { id: alice.workspaceId, status: 'ACTIVE', role: 'OWNER' },
       hasActiveWorkspace: true,
     });
@@ -79,7 +86,11 @@ describe('GET /auth/me', () => {
   });
 
   it('refuses a genuine access token sent with the Basic scheme with 401 UNAUTHORIZED', async () => {
-    expectError(await app.api('GET', '/auth/me', { headers: { authorization: `Basic ${alice.accessToken}` } }), 401, 'UNAUTHORIZED');
+    expectError(
+      await app.api('GET', '/auth/me', { headers: { authorization: `Basic ${alice.accessToken}` } }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 });
 
@@ -139,7 +150,10 @@ describe('forged and invalid access tokens', () => {
     ['HS384 signed with the access secret', () => sign(claims(alice.userId), TEST_JWT_ACCESS_SECRET, 'HS384')],
     ['HS256 signed with another secret', () => sign(claims(alice.userId), 'some-other-secret-0123456789abcdef0123456')],
     ['HS256 signed with the refresh secret', () => sign(claims(alice.userId), TEST_JWT_REFRESH_SECRET)],
-    ['an expired token, correctly signed', () => sign(claims(alice.userId, { iat: nowSec() - 3600, exp: nowSec() - 60 }))],
+    [
+      'an expired token, correctly signed',
+      () => sign(claims(alice.userId, { iat: nowSec() - 3600, exp: nowSec() - 60 })),
+    ],
     ['a token not valid before a future time', () => sign(claims(alice.userId, { nbf: nowSec() + 600 }))],
     ['a wrong iss', () => sign(claims(alice.userId, { iss: 'someone-else' }))],
     ['no iss', () => sign(claims(alice.userId, { iss: undefined }))],
@@ -154,9 +168,15 @@ describe('forged and invalid access tokens', () => {
     ['the refresh token', () => alice.refreshToken],
     ['a garbage string', () => 'garbage-token-value'],
     ['three garbage parts', () => 'aaaa.bbbb.cccc'],
-    ['JSON-looking parts that are not JSON', () => `${Buffer.from('{not json').toString('base64url')}.${Buffer.from('{x').toString('base64url')}.sig`],
+    [
+      'JSON-looking parts that are not JSON',
+      () => `${Buffer.from('{not json').toString('base64url')}.${Buffer.from('{x').toString('base64url')}.sig`,
+    ],
     ['only dots', () => '........'],
-    ['a ~8 KB token', () => sign(claims(alice.userId, { pad: 'p'.repeat(6000) }), 'some-other-secret-0123456789abcdef0123456')],
+    [
+      'a ~8 KB token',
+      () => sign(claims(alice.userId, { pad: 'p'.repeat(6000) }), 'some-other-secret-0123456789abcdef0123456'),
+    ],
     ['~8 KB of garbage', () => 'g'.repeat(8 * 1024)],
   ];
 
@@ -176,7 +196,11 @@ describe('forged and invalid access tokens', () => {
     expect(head).toMatch(/^HTTP\/1\.1 431 /);
     expect(head).toMatch(/content-type: application\/json/i);
     const parsed = JSON.parse(body);
-    expect(parsed).toEqual({ code: 'REQUEST_HEADER_FIELDS_TOO_LARGE', message: expect.any(String), requestId: expect.any(String) });
+    expect(parsed).toEqual({
+      code: 'REQUEST_HEADER_FIELDS_TOO_LARGE',
+      message: expect.any(String),
+      requestId: expect.any(String),
+    });
     expect(parsed.message.length).toBeGreaterThan(0);
     const headerId = /x-request-id: (\S+)/i.exec(head)?.[1];
     expect(headerId).toBe(parsed.requestId);
@@ -186,7 +210,7 @@ describe('forged and invalid access tokens', () => {
 });
 
 describe('access tokens and account state', () => {
-  it('refuses a suspended user\'s still-valid access token with 403 USER_SUSPENDED on the very next request, and accepts it again after reactivation', async () => {
+  it("refuses a suspended user's still-valid access token with 403 USER_SUSPENDED on the very next request, and accepts it again after reactivation", async () => {
     const s = await registerAndLogin(app.api, { prefix: 'susp' });
     expect((await me(s.accessToken)).status).toBe(200);
     await app.deps.db.updateTable('users').set({ status: 'SUSPENDED' }).where('id', '=', s.userId).execute();
@@ -214,7 +238,7 @@ describe('access tokens and account state', () => {
     expect((await me(fresh.body.accessToken)).status).toBe(200);
   });
 
-  it('does not affect other users\' tokens when one user is suspended', async () => {
+  it("does not affect other users' tokens when one user is suspended", async () => {
     const s = await registerAndLogin(app.api, { prefix: 'other' });
     const t = await registerAndLogin(app.api, { prefix: 'bystander' });
     await app.deps.db.updateTable('users').set({ status: 'SUSPENDED' }).where('id', '=', s.userId).execute();

@@ -16,7 +16,10 @@ beforeAll(async () => {
   demoAdmin = await login(app.api, TEST_DEMO_ADMIN.email, TEST_DEMO_ADMIN.password);
   user = await registerAndLogin(app.api, { prefix: 'plain' });
   mailed = uniqueEmail('mailed');
-  expect((await app.api('POST', '/auth/register', { body: { email: mailed, password: STRONG_PASSWORD, name: 'Mia' } })).status).toBe(201);
+  expect(
+    (await app.api('POST', '/auth/register', { body: { email: mailed, password: STRONG_PASSWORD, name: 'Mia' } }))
+      .status,
+  ).toBe(201);
   expect((await app.api('POST', '/auth/forgot-password', { body: { email: mailed } })).status).toBe(200);
 });
 afterAll(() => app.close());
@@ -55,7 +58,10 @@ describe('GET /admin/email-logs', () => {
     expect(times).toEqual([...times].sort((a, b) => b - a));
 
     const mine = await logs(`?to=${encodeURIComponent(mailed)}`);
-    expect(mine.body.items.map((i: { template: string }) => i.template)).toEqual(['password-reset', 'email-verification']);
+    expect(mine.body.items.map((i: { template: string }) => i.template)).toEqual([
+      'password-reset',
+      'email-verification',
+    ]);
   });
 
   it('filters by ?to=, whatever the letter case of the address', async () => {
@@ -107,7 +113,9 @@ describe('GET /admin/email-logs', () => {
   it('shows the read-only demo admin the mails without their links: a reset link would let it take over the account', async () => {
     const asAdmin = await logs(`?to=${encodeURIComponent(mailed)}`);
     const asDemoAdmin = await logs(`?to=${encodeURIComponent(mailed)}`, demoAdmin.accessToken);
-    const byId = new Map<string, { text: string; link: string | null }>(asDemoAdmin.body.items.map((m: { id: string }) => [m.id, m]));
+    const byId = new Map<string, { text: string; link: string | null }>(
+      asDemoAdmin.body.items.map((m: { id: string }) => [m.id, m]),
+    );
     const reset = asAdmin.body.items.find((m: { template: string }) => m.template === 'password-reset');
     const token = new URL(reset.link).searchParams.get('token')!;
     expect(token.length).toBeGreaterThan(20);
@@ -120,7 +128,9 @@ describe('GET /admin/email-logs', () => {
     }
     expect(JSON.stringify(asDemoAdmin.body)).not.toContain(token);
     // The token still works for its recipient: nothing was spent by reading.
-    expect((await app.api('POST', '/auth/reset-password', { body: { token, newPassword: `${STRONG_PASSWORD}-2` } })).status).toBe(200);
+    expect(
+      (await app.api('POST', '/auth/reset-password', { body: { token, newPassword: `${STRONG_PASSWORD}-2` } })).status,
+    ).toBe(200);
   });
 
   it('refuses a normal user with 403 FORBIDDEN', async () => {

@@ -13,7 +13,8 @@ afterAll(() => app.close());
 const verify = (token: unknown) => app.api('POST', '/auth/verify-email', { body: { token } });
 const resend = (email: string) => app.api('POST', '/auth/resend-verification', { body: { email } });
 const me = (s: Session) => app.api('GET', '/auth/me', { token: s.accessToken });
-const verificationMails = async (email: string) => (await mailsTo(app, email)).filter((m) => m.template === 'email-verification');
+const verificationMails = async (email: string) =>
+  (await mailsTo(app, email)).filter((m) => m.template === 'email-verification');
 
 async function registered(prefix = 'verify') {
   const s = await registerAndLogin(app.api, { prefix });
@@ -23,7 +24,9 @@ async function registered(prefix = 'verify') {
 describe('verification mail at registration', () => {
   it('mails a verification link to the new address', async () => {
     const email = uniqueEmail('mail');
-    expect((await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Vera' } })).status).toBe(201);
+    expect(
+      (await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Vera' } })).status,
+    ).toBe(201);
     const mails = await verificationMails(email);
     expect(mails).toHaveLength(1);
     expect(mails[0].subject).toBeTruthy();
@@ -81,13 +84,19 @@ describe('POST /auth/verify-email', () => {
     const resetToken = await latestMailToken(app, s.email, 'password-reset');
     expectError(await verify(resetToken), 400, 'INVALID_TOKEN');
     expect((await me(s)).body.user.emailVerified).toBe(false);
-    const reset = await app.api('POST', '/auth/reset-password', { body: { token: resetToken, newPassword: 'Kinds-pass-123' } });
+    const reset = await app.api('POST', '/auth/reset-password', {
+      body: { token: resetToken, newPassword: 'Kinds-pass-123' },
+    });
     expect(reset.status).toBe(200);
   });
 
   it('refuses a verification token on reset-password with 400 INVALID_TOKEN, and it still verifies afterwards', async () => {
     const { s, token } = await registered('kinds2');
-    expectError(await app.api('POST', '/auth/reset-password', { body: { token, newPassword: 'Kinds-pass-123' } }), 400, 'INVALID_TOKEN');
+    expectError(
+      await app.api('POST', '/auth/reset-password', { body: { token, newPassword: 'Kinds-pass-123' } }),
+      400,
+      'INVALID_TOKEN',
+    );
     expect((await app.api('POST', '/auth/login', { body: { email: s.email, password: s.password } })).status).toBe(200);
     expect((await verify(token)).status).toBe(200);
   });

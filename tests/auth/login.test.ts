@@ -29,7 +29,14 @@ describe('POST /auth/login: success', () => {
       refreshToken: expect.any(String),
       tokenType: 'Bearer',
       expiresIn: 900,
-      user: { id: u.userId, email: u.email, name: 'Login User', status: 'ACTIVE', platformRole: 'USER', emailVerified: false },
+      user: {
+        id: u.userId,
+        email: u.email,
+        name: 'Login User',
+        status: 'ACTIVE',
+        platformRole: 'USER',
+        emailVerified: false,
+      },
       activeWorkspace: { id: u.workspaceId, status: 'ACTIVE', edition: 'LITE', role: 'OWNER' },
       hasActiveWorkspace: true,
     });
@@ -109,7 +116,11 @@ describe('POST /auth/login: suspended users', () => {
     expectError(res, 403, 'USER_SUSPENDED');
     expect(res.body.accessToken).toBeUndefined();
     expect(res.body.refreshToken).toBeUndefined();
-    const sessions = await app.deps.db.selectFrom('refresh_tokens').select('id').where('user_id', '=', u.userId).execute();
+    const sessions = await app.deps.db
+      .selectFrom('refresh_tokens')
+      .select('id')
+      .where('user_id', '=', u.userId)
+      .execute();
     expect(sessions).toHaveLength(0);
   });
 
@@ -139,12 +150,21 @@ describe('workspace context of login and GET /auth/me', () => {
       await app.deps.db.updateTable('workspaces').set({ status }).where('id', '=', u.workspaceId).execute();
       const res = await signIn(u.email, u.password);
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ activeWorkspace: null, hasActiveWorkspace: false, workspaceUnavailableReason: reason });
+      expect(res.body).toMatchObject({
+        activeWorkspace: null,
+        hasActiveWorkspace: false,
+        workspaceUnavailableReason: reason,
+      });
       expect(typeof res.body.accessToken).toBe('string');
 
       const me = await app.api('GET', '/auth/me', { token: res.body.accessToken });
       expect(me.status).toBe(200);
-      expect(me.body).toMatchObject({ user: { id: u.userId }, activeWorkspace: null, hasActiveWorkspace: false, workspaceUnavailableReason: reason });
+      expect(me.body).toMatchObject({
+        user: { id: u.userId },
+        activeWorkspace: null,
+        hasActiveWorkspace: false,
+        workspaceUnavailableReason: reason,
+      });
     },
   );
 

@@ -67,13 +67,22 @@ describe('POST /auth/forgot-password', () => {
     ['a numeric address', 12345],
     ['a missing address', undefined],
   ])('refuses %s with 400 BAD_REQUEST', async (_what, email) => {
-    const err = expectError(await app.api('POST', '/auth/forgot-password', { body: email === undefined ? {} : { email } }), 400, 'BAD_REQUEST');
+    const err = expectError(
+      await app.api('POST', '/auth/forgot-password', { body: email === undefined ? {} : { email } }),
+      400,
+      'BAD_REQUEST',
+    );
     expect(err.issues?.map((i) => i.path)).toContain('email');
   });
 
   it('stores only the SHA-256 digest of the reset token', async () => {
     const { s, token } = await userWithResetToken('digest');
-    const rows = await app.deps.db.selectFrom('user_tokens').selectAll().where('user_id', '=', s.userId).where('kind', '=', 'PASSWORD_RESET').execute();
+    const rows = await app.deps.db
+      .selectFrom('user_tokens')
+      .selectAll()
+      .where('user_id', '=', s.userId)
+      .where('kind', '=', 'PASSWORD_RESET')
+      .execute();
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(token);
     expect(rows[0].token_hash).toBe(crypto.createHash('sha256').update(token).digest('hex'));
@@ -96,23 +105,47 @@ describe('POST /auth/reset-password', () => {
     const { s, token } = await userWithResetToken('sessions');
     const second = await login(app.api, s.email, s.password);
     expect((await reset(token)).status).toBe(200);
-    expectError(await app.api('POST', '/auth/refresh', { body: { refreshToken: s.refreshToken } }), 401, 'UNAUTHORIZED');
-    expectError(await app.api('POST', '/auth/refresh', { body: { refreshToken: second.refreshToken } }), 401, 'UNAUTHORIZED');
-    const open = await app.deps.db.selectFrom('refresh_tokens').select('id').where('user_id', '=', s.userId).where('revoked_at', 'is', null).execute();
+    expectError(
+      await app.api('POST', '/auth/refresh', { body: { refreshToken: s.refreshToken } }),
+      401,
+      'UNAUTHORIZED',
+    );
+    expectError(
+      await app.api('POST', '/auth/refresh', { body: { refreshToken: second.refreshToken } }),
+      401,
+      'UNAUTHORIZED',
+    );
+    const open = await app.deps.db
+      .selectFrom('refresh_tokens')
+      .select('id')
+      .where('user_id', '=', s.userId)
+      .where('revoked_at', 'is', null)
+      .execute();
     expect(open).toHaveLength(0);
   });
 
   it('also revokes the token a refresh issues while the reset runs, whose access token predates tokens_valid_after (20 trials)', async () => {
     for (let i = 0; i < 20; i++) {
       const { s, token } = await userWithResetToken('reset-race');
-      const [refreshed, done] = await Promise.all([app.api('POST', '/auth/refresh', { body: { refreshToken: s.refreshToken } }), reset(token)]);
+      const [refreshed, done] = await Promise.all([
+        app.api('POST', '/auth/refresh', { body: { refreshToken: s.refreshToken } }),
+        reset(token),
+      ]);
       expect(done.status).toBe(200);
       if (refreshed.status !== 200) {
         expectError(refreshed, 401, 'UNAUTHORIZED');
         continue;
       }
-      expectError(await app.api('POST', '/auth/refresh', { body: { refreshToken: refreshed.body.refreshToken } }), 401, 'UNAUTHORIZED');
-      const { tokens_valid_after } = await app.deps.db.selectFrom('users').select('tokens_valid_after').where('id', '=', s.userId).executeTakeFirstOrThrow();
+      expectError(
+        await app.api('POST', '/auth/refresh', { body: { refreshToken: refreshed.body.refreshToken } }),
+        401,
+        'UNAUTHORIZED',
+      );
+      const { tokens_valid_after } = await app.deps.db
+        .selectFrom('users')
+        .select('tokens_valid_after')
+        .where('id', '=', s.userId)
+        .executeTakeFirstOrThrow();
       const { iat } = JSON.parse(Buffer.from(refreshed.body.accessToken.split('.')[1], 'base64url').toString());
       expect(iat * 1000).toBeLessThanOrEqual(tokens_valid_after!.getTime());
     }
@@ -122,7 +155,11 @@ describe('POST /auth/reset-password', () => {
     const { s, token } = await userWithResetToken('reset-login');
     // The same password under a costly hash (about 1.4 s to check here): the reset, at the suite's cost 4,
     // runs and commits from start to end while the sign-in is still checking the old password.
-    await app.deps.db.updateTable('users').set({ password_hash: await bcrypt.hash(s.password, 14) }).where('id', '=', s.userId).execute();
+    await app.deps.db
+      .updateTable('users')
+      .set({ password_hash: await bcrypt.hash(s.password, 14) })
+      .where('id', '=', s.userId)
+      .execute();
     const signin = signIn(s.email, s.password).then((res) => ({ res, at: Date.now() }));
     await new Promise((resolve) => setTimeout(resolve, 300));
     const done = await reset(token);
@@ -141,7 +178,7 @@ describe('POST /auth/reset-password', () => {
     expectError(await signIn(s.email, 'Another-pass-321'), 401, 'INVALID_CREDENTIALS');
   });
 
-  it('uses up the user\'s other still-open reset tokens too', async () => {
+  it("uses up the user's other still-open reset tokens too", async () => {
     const { s, token: first } = await userWithResetToken('others');
     expect((await forgot(s.email)).status).toBe(200);
     const second = await latestMailToken(app, s.email, 'password-reset');
@@ -156,14 +193,17 @@ describe('POST /auth/reset-password', () => {
     ['no letter', '1234567890', /letter/],
     ['7 characters', 'abc123x', /at least 8/],
     ['73 bytes', `Aa1-${'x'.repeat(69)}`, /72 bytes/],
-  ])('refuses a new password with %s as 400 WEAK_PASSWORD; the token stays usable and the old password still works', async (_what, weak, why) => {
-    const { s, token } = await userWithResetToken('weak');
-    const err = expectError(await reset(token, weak), 400, 'WEAK_PASSWORD');
-    expect(err.message).toMatch(why);
-    expect((await signIn(s.email, s.password)).status).toBe(200);
-    expect((await reset(token)).status).toBe(200);
-    expect((await signIn(s.email, NEW_PASSWORD)).status).toBe(200);
-  });
+  ])(
+    'refuses a new password with %s as 400 WEAK_PASSWORD; the token stays usable and the old password still works',
+    async (_what, weak, why) => {
+      const { s, token } = await userWithResetToken('weak');
+      const err = expectError(await reset(token, weak), 400, 'WEAK_PASSWORD');
+      expect(err.message).toMatch(why);
+      expect((await signIn(s.email, s.password)).status).toBe(200);
+      expect((await reset(token)).status).toBe(200);
+      expect((await signIn(s.email, NEW_PASSWORD)).status).toBe(200);
+    },
+  );
 
   it('refuses an unknown token with 400 INVALID_TOKEN', async () => {
     expectError(await reset(crypto.randomBytes(32).toString('base64url')), 400, 'INVALID_TOKEN');
@@ -194,7 +234,7 @@ describe('POST /auth/reset-password', () => {
     expectError(await signIn(s.email, NEW_PASSWORD), 401, 'INVALID_CREDENTIALS');
   });
 
-  it('answers exactly one of two parallel resets with one token 200 (the other 400 INVALID_TOKEN), and that one\'s password holds', async () => {
+  it("answers exactly one of two parallel resets with one token 200 (the other 400 INVALID_TOKEN), and that one's password holds", async () => {
     const { s, token } = await userWithResetToken('race');
     const passwords = ['Race-pass-one-1', 'Race-pass-two-2'];
     const results = await Promise.all(passwords.map((p) => reset(token, p)));

@@ -39,7 +39,12 @@ describe('POST /auth/refresh: rotation', () => {
     const s = await registerAndLogin(strict.api, { prefix: 'rot' });
     const res = await refresh(strict, s.refreshToken);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ accessToken: expect.any(String), refreshToken: expect.any(String), tokenType: 'Bearer', expiresIn: 900 });
+    expect(res.body).toEqual({
+      accessToken: expect.any(String),
+      refreshToken: expect.any(String),
+      tokenType: 'Bearer',
+      expiresIn: 900,
+    });
     expect(res.body.refreshToken).not.toBe(s.refreshToken);
     expect(res.body.accessToken).not.toBe(s.accessToken);
     const me = await strict.api('GET', '/auth/me', { token: res.body.accessToken });
@@ -83,7 +88,7 @@ describe('POST /auth/refresh: reuse detection', () => {
     }
   });
 
-  it('leaves the user\'s other sessions (other families) working after reuse in one family', async () => {
+  it("leaves the user's other sessions (other families) working after reuse in one family", async () => {
     const s = await registerAndLogin(strict.api, { prefix: 'other' });
     const other = await login(strict.api, s.email, s.password);
     expect((await refresh(strict, s.refreshToken)).status).toBe(200);
@@ -149,7 +154,10 @@ describe('POST /auth/refresh: reuse detection', () => {
       const session = await login(strict.api, s.email, s.password);
       const current = await refresh(strict, session.refreshToken);
       expect(current.status).toBe(200);
-      const [next, reused] = await Promise.all([refresh(strict, current.body.refreshToken), refresh(strict, session.refreshToken)]);
+      const [next, reused] = await Promise.all([
+        refresh(strict, current.body.refreshToken),
+        refresh(strict, session.refreshToken),
+      ]);
       expectError(reused, 401, 'UNAUTHORIZED');
       if (next.status === 200) expectError(await refresh(strict, next.body.refreshToken), 401, 'UNAUTHORIZED');
     }
@@ -202,7 +210,7 @@ describe('POST /auth/refresh: after the grace window, only the newest token of a
     await expectFamilyRevoked(shortGrace, older);
   });
 
-  it('refuses, after the window, a sibling never presented (the replayer\'s), once the client rotated', async () => {
+  it("refuses, after the window, a sibling never presented (the replayer's), once the client rotated", async () => {
     const s = await registerAndLogin(shortGrace.api, { prefix: 'fork-sib' });
     const replayed = await refresh(shortGrace, s.refreshToken);
     const legit = await refresh(shortGrace, s.refreshToken);
@@ -287,7 +295,7 @@ describe('POST /auth/refresh: invalid tokens', () => {
     expectError(await refresh(app, s.refreshToken), 401, 'UNAUTHORIZED');
   });
 
-  it('refuses a suspended user\'s refresh token with 403 USER_SUSPENDED', async () => {
+  it("refuses a suspended user's refresh token with 403 USER_SUSPENDED", async () => {
     const s = await registerAndLogin(app.api, { prefix: 'susp' });
     await app.deps.db.updateTable('users').set({ status: 'SUSPENDED' }).where('id', '=', s.userId).execute();
     const res = await refresh(app, s.refreshToken);
@@ -304,9 +312,15 @@ describe('refresh token storage and secrets', () => {
     const dump = JSON.stringify(rows);
     expect(dump).not.toContain(s.refreshToken);
     expect(dump).not.toContain(s.refreshToken.replace(/^rt_/, ''));
-    expect(rows[0].token_hash).toBe(crypto.createHmac('sha256', TEST_JWT_REFRESH_SECRET).update(s.refreshToken).digest('hex'));
+    expect(rows[0].token_hash).toBe(
+      crypto.createHmac('sha256', TEST_JWT_REFRESH_SECRET).update(s.refreshToken).digest('hex'),
+    );
     expect(rows[0].token_hash).not.toBe(crypto.createHash('sha256').update(s.refreshToken).digest('hex'));
-    const byRaw = await app.deps.db.selectFrom('refresh_tokens').select('id').where('token_hash', '=', s.refreshToken).execute();
+    const byRaw = await app.deps.db
+      .selectFrom('refresh_tokens')
+      .select('id')
+      .where('token_hash', '=', s.refreshToken)
+      .execute();
     expect(byRaw).toHaveLength(0);
   });
 
@@ -357,7 +371,10 @@ describe('POST /auth/logout', () => {
     const s = await registerAndLogin(app.api, { prefix: 'out-race' });
     for (let i = 0; i < 30; i++) {
       const session = await login(app.api, s.email, s.password);
-      const [refreshed, out] = await Promise.all([refresh(app, session.refreshToken), logout(app, session.refreshToken)]);
+      const [refreshed, out] = await Promise.all([
+        refresh(app, session.refreshToken),
+        logout(app, session.refreshToken),
+      ]);
       expect(out.status).toBe(200);
       if (refreshed.status === 200) expectError(await refresh(app, refreshed.body.refreshToken), 401, 'UNAUTHORIZED');
       else expectError(refreshed, 401, 'UNAUTHORIZED');

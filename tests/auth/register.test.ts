@@ -14,7 +14,13 @@ describe('POST /auth/register', () => {
     const email = uniqueEmail('reg');
     const res = await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Ada' } });
     expect(res.status).toBe(201);
-    expect(res.body.user).toMatchObject({ email, name: 'Ada', status: 'ACTIVE', platformRole: 'USER', emailVerified: false });
+    expect(res.body.user).toMatchObject({
+      email,
+      name: 'Ada',
+      status: 'ACTIVE',
+      platformRole: 'USER',
+      emailVerified: false,
+    });
     expect(res.body.workspace).toMatchObject({ status: 'ACTIVE', edition: 'LITE', role: 'OWNER' });
     expect(res.text).not.toContain(STRONG_PASSWORD);
     expect(res.text).not.toMatch(/hash/i);
@@ -25,7 +31,13 @@ describe('POST /auth/register', () => {
 
   it('stores the address lower-cased, so a differently cased duplicate is 409 EMAIL_TAKEN', async () => {
     const email = uniqueEmail('case');
-    expect((await app.api('POST', '/auth/register', { body: { email: email.toUpperCase(), password: STRONG_PASSWORD, name: 'A' } })).status).toBe(201);
+    expect(
+      (
+        await app.api('POST', '/auth/register', {
+          body: { email: email.toUpperCase(), password: STRONG_PASSWORD, name: 'A' },
+        })
+      ).status,
+    ).toBe(201);
     const dup = await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'B' } });
     expectError(dup, 409, 'EMAIL_TAKEN');
   });
@@ -33,7 +45,11 @@ describe('POST /auth/register', () => {
   it('keeps the password hashed with bcrypt at the configured cost', async () => {
     const email = uniqueEmail('hash');
     await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'H' } });
-    const row = await app.deps.db.selectFrom('users').select('password_hash').where('email', '=', email).executeTakeFirstOrThrow();
+    const row = await app.deps.db
+      .selectFrom('users')
+      .select('password_hash')
+      .where('email', '=', email)
+      .executeTakeFirstOrThrow();
     expect(row.password_hash).toMatch(/^\$2[aby]\$04\$/);
     expect(row.password_hash).not.toContain(STRONG_PASSWORD);
   });
@@ -59,19 +75,30 @@ describe('POST /auth/register', () => {
     ['no letter', '12345678', /letter/],
     ['73 bytes', `${PW_72}x`, /72 bytes/],
     ['21 characters but 78 UTF-8 bytes', `a1${'\u{1F600}'.repeat(19)}`, /72 bytes/],
-  ])('refuses a password with %s as 400 WEAK_PASSWORD saying why, and creates nothing', async (_what, password, why) => {
-    const email = uniqueEmail('weak');
-    const err = expectError(await app.api('POST', '/auth/register', { body: { email, password, name: 'W' } }), 400, 'WEAK_PASSWORD');
-    expect(err.message).toMatch(why);
-    const row = await app.deps.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
-    expect(row).toBeUndefined();
-  });
+  ])(
+    'refuses a password with %s as 400 WEAK_PASSWORD saying why, and creates nothing',
+    async (_what, password, why) => {
+      const email = uniqueEmail('weak');
+      const err = expectError(
+        await app.api('POST', '/auth/register', { body: { email, password, name: 'W' } }),
+        400,
+        'WEAK_PASSWORD',
+      );
+      expect(err.message).toMatch(why);
+      const row = await app.deps.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+      expect(row).toBeUndefined();
+    },
+  );
 
   it('accepts exactly 72 bytes and never truncates: the same 72 bytes plus one more do not sign in', async () => {
     const email = uniqueEmail('pw72');
     expect((await app.api('POST', '/auth/register', { body: { email, password: PW_72, name: 'L' } })).status).toBe(201);
     expect((await app.api('POST', '/auth/login', { body: { email, password: PW_72 } })).status).toBe(200);
-    expectError(await app.api('POST', '/auth/login', { body: { email, password: `${PW_72}x` } }), 401, 'INVALID_CREDENTIALS');
+    expectError(
+      await app.api('POST', '/auth/login', { body: { email, password: `${PW_72}x` } }),
+      401,
+      'INVALID_CREDENTIALS',
+    );
   });
 
   it('answers two simultaneous registrations of one address with one 201 and one 409', async () => {

@@ -25,7 +25,12 @@ function expectTrpcError(res: ApiResponse, status: number, code: string) {
   expect(error.data.requestId).toBe(res.headers.get('x-request-id'));
   expect(error.data.stack).toBeUndefined();
   expect(res.text).not.toMatch(STACK);
-  return error.data as { code: string; requestId: string; path?: string; issues?: Array<{ path: string; message: string; code: string }> };
+  return error.data as {
+    code: string;
+    requestId: string;
+    path?: string;
+    issues?: Array<{ path: string; message: string; code: string }>;
+  };
 }
 
 describe('/trpc: auth.login', () => {
@@ -74,7 +79,10 @@ describe('/trpc: auth.me', () => {
   it('answers GET /trpc/auth.me with a bearer token', async () => {
     const res = await app.api('GET', '/trpc/auth.me', { token: s.accessToken });
     expect(res.status).toBe(200);
-    expect(res.body.result.data).toMatchObject({ user: { id: s.userId, email: s.email, name: 'Tia' }, hasActiveWorkspace: true });
+    expect(res.body.result.data).toMatchObject({
+      user: { id: s.userId, email: s.email, name: 'Tia' },
+      hasActiveWorkspace: true,
+    });
   });
 
   it('answers GET /trpc/auth.me without a token HTTP 401 UNAUTHORIZED', async () => {
@@ -83,13 +91,19 @@ describe('/trpc: auth.me', () => {
 
   it('answers GET /trpc/auth.me with a forged token HTTP 401 UNAUTHORIZED', async () => {
     const [h, p] = s.accessToken.split('.');
-    expectTrpcError(await app.api('GET', '/trpc/auth.me', { token: `${h}.${p}.forged-signature-value` }), 401, 'UNAUTHORIZED');
+    expectTrpcError(
+      await app.api('GET', '/trpc/auth.me', { token: `${h}.${p}.forged-signature-value` }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 });
 
 describe('/trpc: validation and other procedures', () => {
   it('answers a weak password at auth.register HTTP 400 WEAK_PASSWORD with an issues array', async () => {
-    const res = await app.api('POST', '/trpc/auth.register', { body: { email: uniqueEmail('weak'), password: 'allletters', name: 'W' } });
+    const res = await app.api('POST', '/trpc/auth.register', {
+      body: { email: uniqueEmail('weak'), password: 'allletters', name: 'W' },
+    });
     const data = expectTrpcError(res, 400, 'WEAK_PASSWORD');
     expect(Array.isArray(data.issues)).toBe(true);
     expect(data.issues!.map((i) => i.path)).toContain('password');
@@ -97,14 +111,18 @@ describe('/trpc: validation and other procedures', () => {
   });
 
   it('answers other invalid fields at auth.register HTTP 400 BAD_REQUEST with an issues array', async () => {
-    const res = await app.api('POST', '/trpc/auth.register', { body: { email: 5, password: STRONG_PASSWORD, name: '' } });
+    const res = await app.api('POST', '/trpc/auth.register', {
+      body: { email: 5, password: STRONG_PASSWORD, name: '' },
+    });
     const data = expectTrpcError(res, 400, 'BAD_REQUEST');
     expect(data.issues!.map((i) => i.path)).toEqual(expect.arrayContaining(['email', 'name']));
   });
 
   it('registers through /trpc, answering the created account and its workspace', async () => {
     const email = uniqueEmail('trpc-reg');
-    const res = await app.api('POST', '/trpc/auth.register', { body: { email, password: STRONG_PASSWORD, name: 'Reg' } });
+    const res = await app.api('POST', '/trpc/auth.register', {
+      body: { email, password: STRONG_PASSWORD, name: 'Reg' },
+    });
     expect([200, 201]).toContain(res.status);
     expect(res.body.result.data.user).toMatchObject({ email, status: 'ACTIVE' });
     expect(res.body.result.data.workspace).toMatchObject({ role: 'OWNER' });
@@ -120,7 +138,9 @@ describe('/trpc: validation and other procedures', () => {
   });
 
   it('answers a bad reset token HTTP 400 INVALID_TOKEN', async () => {
-    const res = await app.api('POST', '/trpc/auth.resetPassword', { body: { token: 'no-such-reset-token', newPassword: STRONG_PASSWORD } });
+    const res = await app.api('POST', '/trpc/auth.resetPassword', {
+      body: { token: 'no-such-reset-token', newPassword: STRONG_PASSWORD },
+    });
     expectTrpcError(res, 400, 'INVALID_TOKEN');
   });
 

@@ -49,7 +49,11 @@ beforeAll(async () => {
     BILLING_CANCEL_URL: CANCEL_URL,
     BILLING_SUPPORT_EMAIL: SUPPORT_EMAIL,
   });
-  [admin, demoAdmin, user] = await Promise.all([adminLogin(app), demoAdminLogin(app), registerAndLogin(app.api, { prefix: 'catalog-user' })]);
+  [admin, demoAdmin, user] = await Promise.all([
+    adminLogin(app),
+    demoAdminLogin(app),
+    registerAndLogin(app.api, { prefix: 'catalog-user' }),
+  ]);
 });
 afterAll(() => app?.close());
 
@@ -94,16 +98,37 @@ describe('GET /billing/plans (public catalog)', () => {
   it('offers the seeded Lite, Pro and Enterprise plans with the documented prices and limits; Lite is the default', async () => {
     const bySlug = new Map((await publicCatalog()).map((p) => [p.slug, p]));
     expect(bySlug.get('lite')).toMatchObject({
-      code: 'lite', name: 'Lite', edition: 'LITE', priceCents: 0, currency: 'USD', interval: 'MONTHLY', status: 'PUBLISHED',
-      isDefault: true, limits: LITE_LIMITS,
+      code: 'lite',
+      name: 'Lite',
+      edition: 'LITE',
+      priceCents: 0,
+      currency: 'USD',
+      interval: 'MONTHLY',
+      status: 'PUBLISHED',
+      isDefault: true,
+      limits: LITE_LIMITS,
     });
     expect(bySlug.get('pro')).toMatchObject({
-      code: 'pro', name: 'Pro', edition: 'PRO', priceCents: 2900, currency: 'USD', interval: 'MONTHLY', status: 'PUBLISHED',
-      isDefault: false, limits: PRO_LIMITS,
+      code: 'pro',
+      name: 'Pro',
+      edition: 'PRO',
+      priceCents: 2900,
+      currency: 'USD',
+      interval: 'MONTHLY',
+      status: 'PUBLISHED',
+      isDefault: false,
+      limits: PRO_LIMITS,
     });
     expect(bySlug.get('enterprise')).toMatchObject({
-      code: 'enterprise', name: 'Enterprise', edition: 'ENTERPRISE', priceCents: 9900, currency: 'USD', interval: 'MONTHLY',
-      status: 'PUBLISHED', isDefault: false, limits: ENTERPRISE_LIMITS,
+      code: 'enterprise',
+      name: 'Enterprise',
+      edition: 'ENTERPRISE',
+      priceCents: 9900,
+      currency: 'USD',
+      interval: 'MONTHLY',
+      status: 'PUBLISHED',
+      isDefault: false,
+      limits: ENTERPRISE_LIMITS,
     });
     for (const slug of ['lite', 'pro', 'enterprise']) expect(bySlug.get(slug)!.features.length).toBeGreaterThan(0);
     expect([...bySlug.values()].filter((p) => p.isDefault).map((p) => p.slug)).toEqual(['lite']);
@@ -116,16 +141,33 @@ describe('admin plan CRUD', () => {
   it('creates a plan with every field (201), readable one by one and in the admin list', async () => {
     const slug = uniqueSlug('crud');
     const body = {
-      name: 'Team Plus', slug, description: 'For teams.', edition: 'CUSTOM', priceCents: 4900, currency: 'eur', interval: 'YEARLY',
-      status: 'DRAFT', badgeText: 'New', isPopular: true, isDefault: false, sortOrder: 9_100, features: ['One', 'Two'],
-      limits: { members: 7, apiKeys: 2, aiMonthlyGenerations: 70 }, providerAPriceId: 'price_team_plus', providerBVariantId: '9001',
+      name: 'Team Plus',
+      slug,
+      description: 'For teams.',
+      edition: 'CUSTOM',
+      priceCents: 4900,
+      currency: 'eur',
+      interval: 'YEARLY',
+      status: 'DRAFT',
+      badgeText: 'New',
+      isPopular: true,
+      isDefault: false,
+      sortOrder: 9_100,
+      features: ['One', 'Two'],
+      limits: { members: 7, apiKeys: 2, aiMonthlyGenerations: 70 },
+      providerAPriceId: 'price_team_plus',
+      providerBVariantId: '9001',
     };
     const res = await app.api('POST', '/admin/billing/plans', { token: admin.accessToken, body });
     expect(res.status, res.text).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(PLAN_FIELDS);
     expect(res.body).toEqual({
-      ...body, currency: 'EUR', code: slug, id: expect.stringMatching(/^[0-9a-f-]{36}$/),
-      createdAt: expect.any(String), updatedAt: expect.any(String),
+      ...body,
+      currency: 'EUR',
+      code: slug,
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
     });
 
     const one = await getPlanAsAdmin(res.body.id);
@@ -141,21 +183,52 @@ describe('admin plan CRUD', () => {
 
   it('fills the optional fields with defaults: DRAFT, USD, MONTHLY, CUSTOM, not default', async () => {
     const slug = uniqueSlug('min');
-    const res = await app.api('POST', '/admin/billing/plans', { token: admin.accessToken, body: { name: 'Minimal', slug, priceCents: 0 } });
+    const res = await app.api('POST', '/admin/billing/plans', {
+      token: admin.accessToken,
+      body: { name: 'Minimal', slug, priceCents: 0 },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({
-      slug, status: 'DRAFT', currency: 'USD', interval: 'MONTHLY', edition: 'CUSTOM', isDefault: false, isPopular: false,
-      features: [], limits: {}, providerAPriceId: null, providerBVariantId: null, description: '', badgeText: '',
+      slug,
+      status: 'DRAFT',
+      currency: 'USD',
+      interval: 'MONTHLY',
+      edition: 'CUSTOM',
+      isDefault: false,
+      isPopular: false,
+      features: [],
+      limits: {},
+      providerAPriceId: null,
+      providerBVariantId: null,
+      description: '',
+      badgeText: '',
     });
   });
 
   it('refuses a duplicate slug with 409 CONFLICT, on create and on rename', async () => {
     const first = await createPlan(app, admin);
-    const dup = await app.api('POST', '/admin/billing/plans', { token: admin.accessToken, body: { name: 'Dup', slug: first.slug, priceCents: 1 } });
+    const dup = await app.api('POST', '/admin/billing/plans', {
+      token: admin.accessToken,
+      body: { name: 'Dup', slug: first.slug, priceCents: 1 },
+    });
     expectError(dup, 409, 'CONFLICT');
-    expectError(await app.api('POST', '/admin/billing/plans', { token: admin.accessToken, body: { name: 'Dup', slug: 'pro', priceCents: 1 } }), 409, 'CONFLICT');
+    expectError(
+      await app.api('POST', '/admin/billing/plans', {
+        token: admin.accessToken,
+        body: { name: 'Dup', slug: 'pro', priceCents: 1 },
+      }),
+      409,
+      'CONFLICT',
+    );
     const other = await createPlan(app, admin);
-    expectError(await app.api('PATCH', `/admin/billing/plans/${other.id}`, { token: admin.accessToken, body: { slug: first.slug } }), 409, 'CONFLICT');
+    expectError(
+      await app.api('PATCH', `/admin/billing/plans/${other.id}`, {
+        token: admin.accessToken,
+        body: { slug: first.slug },
+      }),
+      409,
+      'CONFLICT',
+    );
     expect((await planRow(other.id))!.slug).toBe(other.slug);
     expect(await app.deps.db.selectFrom('plans').select('id').where('slug', '=', first.slug).execute()).toHaveLength(1);
   });
@@ -168,7 +241,10 @@ describe('admin plan CRUD', () => {
     ['a missing price', undefined],
   ])('refuses %s with 400 BAD_REQUEST naming priceCents, and stores nothing', async (_label, priceCents) => {
     const slug = uniqueSlug('price');
-    const res = await app.api('POST', '/admin/billing/plans', { token: admin.accessToken, body: { name: 'Bad price', slug, priceCents } });
+    const res = await app.api('POST', '/admin/billing/plans', {
+      token: admin.accessToken,
+      body: { name: 'Bad price', slug, priceCents },
+    });
     const err = expectError(res, 400, 'BAD_REQUEST');
     expect(err.issues?.map((i) => i.path)).toContain('priceCents');
     expect(await app.deps.db.selectFrom('plans').select('id').where('slug', '=', slug).execute()).toEqual([]);
@@ -176,7 +252,10 @@ describe('admin plan CRUD', () => {
 
   it('refuses a flag given as a string (isPopular: "false") with 400 BAD_REQUEST rather than reading it as true', async () => {
     const slug = uniqueSlug('flag');
-    const res = await app.api('POST', '/admin/billing/plans', { token: admin.accessToken, body: { name: 'Flag', slug, priceCents: 1, isPopular: 'false' } });
+    const res = await app.api('POST', '/admin/billing/plans', {
+      token: admin.accessToken,
+      body: { name: 'Flag', slug, priceCents: 1, isPopular: 'false' },
+    });
     const err = expectError(res, 400, 'BAD_REQUEST');
     expect(err.issues?.map((i) => i.path)).toContain('isPopular');
     expect(await app.deps.db.selectFrom('plans').select('id').where('slug', '=', slug).execute()).toEqual([]);
@@ -185,7 +264,11 @@ describe('admin plan CRUD', () => {
   it('refuses a negative or fractional price on update with 400 and keeps the old price', async () => {
     const plan = await createPlan(app, admin, { priceCents: 500 });
     for (const priceCents of [-5, 1.25]) {
-      expectError(await app.api('PATCH', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken, body: { priceCents } }), 400, 'BAD_REQUEST');
+      expectError(
+        await app.api('PATCH', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken, body: { priceCents } }),
+        400,
+        'BAD_REQUEST',
+      );
     }
     expect((await planRow(plan.id))!.price_cents).toBe(500);
   });
@@ -198,7 +281,10 @@ describe('admin plan CRUD', () => {
     ['64 characters', `a${'b'.repeat(63)}`],
     ['an underscore', 'bad_slug'],
   ])('refuses a slug with %s with 400 BAD_REQUEST naming slug', async (_label, slug) => {
-    const res = await app.api('POST', '/admin/billing/plans', { token: admin.accessToken, body: { name: 'Bad slug', slug, priceCents: 1 } });
+    const res = await app.api('POST', '/admin/billing/plans', {
+      token: admin.accessToken,
+      body: { name: 'Bad slug', slug, priceCents: 1 },
+    });
     const err = expectError(res, 400, 'BAD_REQUEST');
     expect(err.issues?.map((i) => i.path)).toContain('slug');
   });
@@ -211,7 +297,16 @@ describe('admin plan CRUD', () => {
       body: { name: 'Renamed', priceCents: 777, features: ['F1'], limits: { members: 4 } },
     });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ id: plan.id, slug: plan.slug, name: 'Renamed', priceCents: 777, description: 'Before', badgeText: 'Old', features: ['F1'], limits: { members: 4 } });
+    expect(res.body).toMatchObject({
+      id: plan.id,
+      slug: plan.slug,
+      name: 'Renamed',
+      priceCents: 777,
+      description: 'Before',
+      badgeText: 'Old',
+      features: ['F1'],
+      limits: { members: 4 },
+    });
     expect(new Date(res.body.updatedAt).getTime()).toBeGreaterThan(new Date(plan.updatedAt).getTime());
     expect((await getPlanAsAdmin(plan.id)).body).toEqual(res.body);
   });
@@ -220,14 +315,22 @@ describe('admin plan CRUD', () => {
     const id = crypto.randomUUID();
     const token = admin.accessToken;
     expectError(await app.api('GET', `/admin/billing/plans/${id}`, { token }), 404, 'PLAN_NOT_FOUND');
-    expectError(await app.api('PATCH', `/admin/billing/plans/${id}`, { token, body: { name: 'x' } }), 404, 'PLAN_NOT_FOUND');
+    expectError(
+      await app.api('PATCH', `/admin/billing/plans/${id}`, { token, body: { name: 'x' } }),
+      404,
+      'PLAN_NOT_FOUND',
+    );
     expectError(await app.api('POST', `/admin/billing/plans/${id}/archive`, { token }), 404, 'PLAN_NOT_FOUND');
     expectError(await app.api('POST', `/admin/billing/plans/${id}/restore`, { token }), 404, 'PLAN_NOT_FOUND');
     expectError(await app.api('DELETE', `/admin/billing/plans/${id}`, { token }), 404, 'PLAN_NOT_FOUND');
   });
 
   it('refuses a malformed plan id with 400 BAD_REQUEST', async () => {
-    expectError(await app.api('GET', '/admin/billing/plans/not-a-uuid', { token: admin.accessToken }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('GET', '/admin/billing/plans/not-a-uuid', { token: admin.accessToken }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 });
 
@@ -239,16 +342,24 @@ describe('plan status: DRAFT, PUBLISHED, ARCHIVED', () => {
     expect(await catalogSlugs(app)).not.toContain(draft.slug);
     const owner = await registerAndLogin(app.api, { prefix: 'draft-buyer' });
     for (const body of [{ planCode: draft.slug }, { planId: draft.id }]) {
-      const res = await app.api('POST', '/billing/checkout', { token: owner.accessToken, body: { workspaceId: owner.workspaceId, ...body } });
+      const res = await app.api('POST', '/billing/checkout', {
+        token: owner.accessToken,
+        body: { workspaceId: owner.workspaceId, ...body },
+      });
       expectError(res, 404, 'PLAN_NOT_FOUND');
     }
-    expect(await app.deps.db.selectFrom('subscriptions').select('id').where('plan_id', '=', draft.id).execute()).toEqual([]);
+    expect(
+      await app.deps.db.selectFrom('subscriptions').select('id').where('plan_id', '=', draft.id).execute(),
+    ).toEqual([]);
   });
 
   it('shows a plan in the public catalog once it is PUBLISHED', async () => {
     const draft = await createPlan(app, admin, { status: 'DRAFT' });
     await catalogSlugs(app); // the catalog is cached now
-    const res = await app.api('PATCH', `/admin/billing/plans/${draft.id}`, { token: admin.accessToken, body: { status: 'PUBLISHED' } });
+    const res = await app.api('PATCH', `/admin/billing/plans/${draft.id}`, {
+      token: admin.accessToken,
+      body: { status: 'PUBLISHED' },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.status).toBe('PUBLISHED');
     expect(await catalogSlugs(app)).toContain(draft.slug);
@@ -257,7 +368,14 @@ describe('plan status: DRAFT, PUBLISHED, ARCHIVED', () => {
 
   it('refuses to set ARCHIVED through PATCH (400): archiving has its own route', async () => {
     const plan = await createPlan(app, admin);
-    expectError(await app.api('PATCH', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken, body: { status: 'ARCHIVED' } }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('PATCH', `/admin/billing/plans/${plan.id}`, {
+        token: admin.accessToken,
+        body: { status: 'ARCHIVED' },
+      }),
+      400,
+      'BAD_REQUEST',
+    );
     expect((await planRow(plan.id))!.status).toBe('DRAFT');
   });
 
@@ -270,7 +388,11 @@ describe('plan status: DRAFT, PUBLISHED, ARCHIVED', () => {
     expect(archived.body).toMatchObject({ id: plan.id, status: 'ARCHIVED' });
     expect(await catalogSlugs(app)).not.toContain(plan.slug);
     const buyer = await registerAndLogin(app.api, { prefix: 'archived-buyer' });
-    expectError(await app.api('POST', '/billing/checkout', { token: buyer.accessToken, body: { planCode: plan.slug } }), 404, 'PLAN_NOT_FOUND');
+    expectError(
+      await app.api('POST', '/billing/checkout', { token: buyer.accessToken, body: { planCode: plan.slug } }),
+      404,
+      'PLAN_NOT_FOUND',
+    );
     // Still there for admins.
     expect((await getPlanAsAdmin(plan.id)).body.status).toBe('ARCHIVED');
 
@@ -283,7 +405,9 @@ describe('plan status: DRAFT, PUBLISHED, ARCHIVED', () => {
 
   it('restores an archived DRAFT plan to DRAFT, not to PUBLISHED', async () => {
     const plan = await createPlan(app, admin, { status: 'DRAFT' });
-    expect((await app.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken })).body.status).toBe('ARCHIVED');
+    expect(
+      (await app.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken })).body.status,
+    ).toBe('ARCHIVED');
     const restored = await app.api('POST', `/admin/billing/plans/${plan.id}/restore`, { token: admin.accessToken });
     expect(restored.status).toBe(200);
     expect(restored.body.status).toBe('DRAFT');
@@ -292,19 +416,42 @@ describe('plan status: DRAFT, PUBLISHED, ARCHIVED', () => {
 
   it('refuses to archive an ARCHIVED plan and to restore a plan that is not archived (409 INVALID_STATE)', async () => {
     const plan = await createPlan(app, admin, { status: 'DRAFT' });
-    expectError(await app.api('POST', `/admin/billing/plans/${plan.id}/restore`, { token: admin.accessToken }), 409, 'INVALID_STATE');
-    expect((await app.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken })).status).toBe(200);
-    expectError(await app.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken }), 409, 'INVALID_STATE');
+    expectError(
+      await app.api('POST', `/admin/billing/plans/${plan.id}/restore`, { token: admin.accessToken }),
+      409,
+      'INVALID_STATE',
+    );
+    expect(
+      (await app.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken })).status,
+    ).toBe(200);
+    expectError(
+      await app.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken }),
+      409,
+      'INVALID_STATE',
+    );
     expect((await planRow(plan.id))!.status).toBe('ARCHIVED');
-    expect((await app.api('POST', `/admin/billing/plans/${plan.id}/restore`, { token: admin.accessToken })).status).toBe(200);
-    expectError(await app.api('POST', `/admin/billing/plans/${plan.id}/restore`, { token: admin.accessToken }), 409, 'INVALID_STATE');
+    expect(
+      (await app.api('POST', `/admin/billing/plans/${plan.id}/restore`, { token: admin.accessToken })).status,
+    ).toBe(200);
+    expectError(
+      await app.api('POST', `/admin/billing/plans/${plan.id}/restore`, { token: admin.accessToken }),
+      409,
+      'INVALID_STATE',
+    );
     expect((await planRow(plan.id))!.status).toBe('DRAFT');
   });
 
   it('refuses to change the status of an ARCHIVED plan through PATCH (409 INVALID_STATE)', async () => {
     const plan = await createPlan(app, admin, { status: 'DRAFT' });
     await app.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken });
-    expectError(await app.api('PATCH', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken, body: { status: 'PUBLISHED' } }), 409, 'INVALID_STATE');
+    expectError(
+      await app.api('PATCH', `/admin/billing/plans/${plan.id}`, {
+        token: admin.accessToken,
+        body: { status: 'PUBLISHED' },
+      }),
+      409,
+      'INVALID_STATE',
+    );
     expect((await planRow(plan.id))!.status).toBe('ARCHIVED');
   });
 });
@@ -324,11 +471,18 @@ describe('DELETE /admin/billing/plans/:planId', () => {
   it('refuses to delete a plan with subscriptions (409 PLAN_HAS_SUBSCRIPTIONS), which can still be archived', async () => {
     const plan = await createPlan(app, admin, { status: 'PUBLISHED', priceCents: 1500 });
     const buyer = await registerAndLogin(app.api, { prefix: 'plan-buyer' });
-    const bought = await app.api('POST', '/billing/checkout', { token: buyer.accessToken, body: { workspaceId: buyer.workspaceId, planCode: plan.slug } });
+    const bought = await app.api('POST', '/billing/checkout', {
+      token: buyer.accessToken,
+      body: { workspaceId: buyer.workspaceId, planCode: plan.slug },
+    });
     expect(bought.status, bought.text).toBe(200);
     expect(bought.body.current.plan.id).toBe(plan.id);
 
-    const err = expectError(await app.api('DELETE', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken }), 409, 'PLAN_HAS_SUBSCRIPTIONS');
+    const err = expectError(
+      await app.api('DELETE', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken }),
+      409,
+      'PLAN_HAS_SUBSCRIPTIONS',
+    );
     expect(err.message).toMatch(/archive/i);
     expect(await planRow(plan.id)).toBeDefined();
 
@@ -336,8 +490,15 @@ describe('DELETE /admin/billing/plans/:planId', () => {
     expect(archived.status, archived.text).toBe(200);
     expect(archived.body.status).toBe('ARCHIVED');
     // A cancelled subscription is still history that points at the plan.
-    expect((await app.api('POST', '/billing/cancel', { token: buyer.accessToken, body: { workspaceId: buyer.workspaceId } })).status).toBe(200);
-    expectError(await app.api('DELETE', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken }), 409, 'PLAN_HAS_SUBSCRIPTIONS');
+    expect(
+      (await app.api('POST', '/billing/cancel', { token: buyer.accessToken, body: { workspaceId: buyer.workspaceId } }))
+        .status,
+    ).toBe(200);
+    expectError(
+      await app.api('DELETE', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken }),
+      409,
+      'PLAN_HAS_SUBSCRIPTIONS',
+    );
     expect(await planRow(plan.id)).toBeDefined();
   });
 });
@@ -357,11 +518,17 @@ describe('admin billing settings', () => {
       customerPortalEnabled: false,
       mockWebhookEnabled: true,
       processorA: {
-        active: false, configured: true, webhookConfigured: true, webhookPath: '/billing/webhooks/processor-a',
+        active: false,
+        configured: true,
+        webhookConfigured: true,
+        webhookPath: '/billing/webhooks/processor-a',
         pricesConfigured: { lite: false, pro: true, enterprise: false },
       },
       processorB: {
-        active: false, configured: true, webhookConfigured: true, webhookPath: '/billing/webhooks/processor-b',
+        active: false,
+        configured: true,
+        webhookConfigured: true,
+        webhookPath: '/billing/webhooks/processor-b',
         pricesConfigured: { lite: false, pro: false, enterprise: true },
       },
     });
@@ -378,7 +545,10 @@ describe('admin billing settings', () => {
   });
 
   it('PATCH answers 409 SETTINGS_READ_ONLY with a friendly message, and nothing changes', async () => {
-    const res = await app.api('PATCH', '/admin/billing/settings', { token: admin.accessToken, body: { provider: 'PROCESSOR_A' } });
+    const res = await app.api('PATCH', '/admin/billing/settings', {
+      token: admin.accessToken,
+      body: { provider: 'PROCESSOR_A' },
+    });
     const err = expectError(res, 409, 'SETTINGS_READ_ONLY');
     expect(err.message).toMatch(/environment/i);
     expect((await app.api('GET', '/admin/billing/settings', { token: admin.accessToken })).body.provider).toBe('MOCK');
@@ -395,18 +565,54 @@ describe('the admin plan routes are for platform admins; the demo admin only rea
   }
   const routes: Route[] = [
     { label: 'GET /admin/billing/plans', write: false, call: () => ({ method: 'GET', path: '/admin/billing/plans' }) },
-    { label: 'GET /admin/billing/plans/:planId', write: false, call: (p) => ({ method: 'GET', path: `/admin/billing/plans/${p.id}` }) },
-    { label: 'GET /admin/billing/settings', write: false, call: () => ({ method: 'GET', path: '/admin/billing/settings' }) },
+    {
+      label: 'GET /admin/billing/plans/:planId',
+      write: false,
+      call: (p) => ({ method: 'GET', path: `/admin/billing/plans/${p.id}` }),
+    },
+    {
+      label: 'GET /admin/billing/settings',
+      write: false,
+      call: () => ({ method: 'GET', path: '/admin/billing/settings' }),
+    },
     {
       label: 'POST /admin/billing/plans',
       write: true,
-      call: (p) => ({ method: 'POST', path: '/admin/billing/plans', body: { name: 'Guarded', slug: `${p.slug}-new`, priceCents: 1 } }),
+      call: (p) => ({
+        method: 'POST',
+        path: '/admin/billing/plans',
+        body: { name: 'Guarded', slug: `${p.slug}-new`, priceCents: 1 },
+      }),
     },
-    { label: 'PATCH /admin/billing/plans/:planId', write: true, call: (p) => ({ method: 'PATCH', path: `/admin/billing/plans/${p.id}`, body: { name: 'Hijacked', priceCents: 1 } }) },
-    { label: 'POST /admin/billing/plans/:planId/archive', write: true, call: (p) => ({ method: 'POST', path: `/admin/billing/plans/${p.id}/archive` }) },
-    { label: 'POST /admin/billing/plans/:planId/restore', write: true, call: (p) => ({ method: 'POST', path: `/admin/billing/plans/${p.id}/restore` }) },
-    { label: 'DELETE /admin/billing/plans/:planId', write: true, call: (p) => ({ method: 'DELETE', path: `/admin/billing/plans/${p.id}` }) },
-    { label: 'PATCH /admin/billing/settings', write: true, call: () => ({ method: 'PATCH', path: '/admin/billing/settings', body: { provider: 'PROCESSOR_B' } }) },
+    {
+      label: 'PATCH /admin/billing/plans/:planId',
+      write: true,
+      call: (p) => ({
+        method: 'PATCH',
+        path: `/admin/billing/plans/${p.id}`,
+        body: { name: 'Hijacked', priceCents: 1 },
+      }),
+    },
+    {
+      label: 'POST /admin/billing/plans/:planId/archive',
+      write: true,
+      call: (p) => ({ method: 'POST', path: `/admin/billing/plans/${p.id}/archive` }),
+    },
+    {
+      label: 'POST /admin/billing/plans/:planId/restore',
+      write: true,
+      call: (p) => ({ method: 'POST', path: `/admin/billing/plans/${p.id}/restore` }),
+    },
+    {
+      label: 'DELETE /admin/billing/plans/:planId',
+      write: true,
+      call: (p) => ({ method: 'DELETE', path: `/admin/billing/plans/${p.id}` }),
+    },
+    {
+      label: 'PATCH /admin/billing/settings',
+      write: true,
+      call: () => ({ method: 'PATCH', path: '/admin/billing/settings', body: { provider: 'PROCESSOR_B' } }),
+    },
   ];
 
   /**
@@ -423,7 +629,15 @@ describe('the admin plan routes are for platform admins; the demo admin only rea
   }
 
   const auditCount = async (planId: string) =>
-    Number((await app.deps.db.selectFrom('audit_logs').select((eb) => eb.fn.countAll<string>().as('n')).where('target_id', '=', planId).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await app.deps.db
+          .selectFrom('audit_logs')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('target_id', '=', planId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   it('covers all nine routes', () => {
     expect(routes).toHaveLength(9);
@@ -450,17 +664,26 @@ describe('the admin plan routes are for platform admins; the demo admin only rea
     expect(res.status, res.text).toBe(200);
   });
 
-  it.each(routes.filter((r) => r.write))('$label: the demo admin is refused with 403 DEMO_READ_ONLY "Demo admin is read-only." and nothing changes', async (route) => {
-    const plan = await subject(route);
-    const before = await planRow(plan.id);
-    const auditBefore = await auditCount(plan.id);
-    const { method, path, body } = route.call(plan);
-    const err = expectError(await app.api(method, path, { token: demoAdmin.accessToken, body }), 403, 'DEMO_READ_ONLY');
-    expect(err.message).toBe(DEMO_ADMIN_MESSAGE);
-    expect(await planRow(plan.id)).toEqual(before);
-    expect(await auditCount(plan.id)).toBe(auditBefore);
-    expect(await app.deps.db.selectFrom('plans').select('id').where('slug', '=', `${plan.slug}-new`).execute()).toEqual([]);
-  });
+  it.each(routes.filter((r) => r.write))(
+    '$label: the demo admin is refused with 403 DEMO_READ_ONLY "Demo admin is read-only." and nothing changes',
+    async (route) => {
+      const plan = await subject(route);
+      const before = await planRow(plan.id);
+      const auditBefore = await auditCount(plan.id);
+      const { method, path, body } = route.call(plan);
+      const err = expectError(
+        await app.api(method, path, { token: demoAdmin.accessToken, body }),
+        403,
+        'DEMO_READ_ONLY',
+      );
+      expect(err.message).toBe(DEMO_ADMIN_MESSAGE);
+      expect(await planRow(plan.id)).toEqual(before);
+      expect(await auditCount(plan.id)).toBe(auditBefore);
+      expect(
+        await app.deps.db.selectFrom('plans').select('id').where('slug', '=', `${plan.slug}-new`).execute(),
+      ).toEqual([]);
+    },
+  );
 });
 
 // ======================================================================== audit
@@ -469,13 +692,26 @@ describe('audit trail of plan changes', () => {
   it('records plan.created, plan.updated, plan.archived, plan.restored and plan.deleted with the admin as actor', async () => {
     const plan = await createPlan(app, admin, { status: 'PUBLISHED' });
     const token = admin.accessToken;
-    expect((await app.api('PATCH', `/admin/billing/plans/${plan.id}`, { token, body: { name: 'Audited' } })).status).toBe(200);
+    expect(
+      (await app.api('PATCH', `/admin/billing/plans/${plan.id}`, { token, body: { name: 'Audited' } })).status,
+    ).toBe(200);
     expect((await app.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token })).status).toBe(200);
     expect((await app.api('POST', `/admin/billing/plans/${plan.id}/restore`, { token })).status).toBe(200);
     expect((await app.api('DELETE', `/admin/billing/plans/${plan.id}`, { token })).status).toBe(200);
 
-    const rows = await app.deps.db.selectFrom('audit_logs').selectAll().where('target_id', '=', plan.id).orderBy('created_at').execute();
-    expect(rows.map((r) => r.action)).toEqual(['plan.created', 'plan.updated', 'plan.archived', 'plan.restored', 'plan.deleted']);
+    const rows = await app.deps.db
+      .selectFrom('audit_logs')
+      .selectAll()
+      .where('target_id', '=', plan.id)
+      .orderBy('created_at')
+      .execute();
+    expect(rows.map((r) => r.action)).toEqual([
+      'plan.created',
+      'plan.updated',
+      'plan.archived',
+      'plan.restored',
+      'plan.deleted',
+    ]);
     for (const r of rows) {
       expect(r.actor_email).toBe(TEST_ADMIN.email);
       expect(r.target_type).toBe('plan');
@@ -508,7 +744,14 @@ describe('the public catalog is served from memory and refreshed on change', () 
     await app.deps.db.updateTable('plans').set({ name: 'Changed behind its back' }).where('id', '=', plan.id).execute();
     expect((await publicCatalog()).find((p) => p.id === plan.id)?.name).toBe('Memory one');
     // An admin change through the API clears the copy at once.
-    expect((await app.api('PATCH', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken, body: { name: 'Memory two' } })).status).toBe(200);
+    expect(
+      (
+        await app.api('PATCH', `/admin/billing/plans/${plan.id}`, {
+          token: admin.accessToken,
+          body: { name: 'Memory two' },
+        })
+      ).status,
+    ).toBe(200);
     expect((await publicCatalog()).find((p) => p.id === plan.id)?.name).toBe('Memory two');
     await app.api('DELETE', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken });
   });
@@ -517,8 +760,14 @@ describe('the public catalog is served from memory and refreshed on change', () 
     await publicCatalog(); // cached
     const plan = await createPlan(app, admin, { status: 'PUBLISHED', name: 'Instant' });
     expect((await publicCatalog()).find((p) => p.id === plan.id)?.name).toBe('Instant');
-    await app.api('PATCH', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken, body: { name: 'Instant 2', priceCents: 4321 } });
-    expect((await publicCatalog()).find((p) => p.id === plan.id)).toMatchObject({ name: 'Instant 2', priceCents: 4321 });
+    await app.api('PATCH', `/admin/billing/plans/${plan.id}`, {
+      token: admin.accessToken,
+      body: { name: 'Instant 2', priceCents: 4321 },
+    });
+    expect((await publicCatalog()).find((p) => p.id === plan.id)).toMatchObject({
+      name: 'Instant 2',
+      priceCents: 4321,
+    });
     await app.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: admin.accessToken });
     expect(await catalogSlugs(app)).not.toContain(plan.slug);
     await app.api('POST', `/admin/billing/plans/${plan.id}/restore`, { token: admin.accessToken });
@@ -544,16 +793,25 @@ describe('the public catalog is served from memory and refreshed on change', () 
       const plan = await createPlan(a, adminA, { status: 'PUBLISHED', name: 'Redis one' });
       // B has a copy with the plan in it.
       expect(await pollUntil(async () => (await catalogSlugs(b)).includes(plan.slug), 2_000)).toBeGreaterThanOrEqual(0);
-      expect((await catalogSlugs(b))).toContain(plan.slug);
+      expect(await catalogSlugs(b)).toContain(plan.slug);
 
-      expect((await a.api('PATCH', `/admin/billing/plans/${plan.id}`, { token: adminA.accessToken, body: { name: 'Redis two' } })).status).toBe(200);
+      expect(
+        (
+          await a.api('PATCH', `/admin/billing/plans/${plan.id}`, {
+            token: adminA.accessToken,
+            body: { name: 'Redis two' },
+          })
+        ).status,
+      ).toBe(200);
       const seenRename = await pollUntil(async () => {
         const res = await b.api('GET', '/billing/plans');
         return (res.body.items as Plan[]).find((p) => p.id === plan.id)?.name === 'Redis two';
       }, 2_000);
       expect(seenRename, 'B never saw the rename within 2 s').toBeGreaterThanOrEqual(0);
 
-      expect((await a.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: adminA.accessToken })).status).toBe(200);
+      expect(
+        (await a.api('POST', `/admin/billing/plans/${plan.id}/archive`, { token: adminA.accessToken })).status,
+      ).toBe(200);
       const seenArchive = await pollUntil(async () => !(await catalogSlugs(b)).includes(plan.slug), 2_000);
       expect(seenArchive, 'B still listed the archived plan after 2 s').toBeGreaterThanOrEqual(0);
       await a.api('DELETE', `/admin/billing/plans/${plan.id}`, { token: adminA.accessToken });
@@ -571,11 +829,22 @@ describe('the public catalog is served from memory and refreshed on change', () 
       const plan = await createPlan(app, admin, { status: 'PUBLISHED', name: 'TTL one' });
       expect(await pollUntil(async () => (await catalogSlugs(b)).includes(plan.slug), 7_000)).toBeGreaterThanOrEqual(0);
       const changedAt = Date.now();
-      expect((await app.api('PATCH', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken, body: { name: 'TTL two' } })).status).toBe(200);
-      const took = await pollUntil(async () => {
-        const res = await b.api('GET', '/billing/plans');
-        return (res.body.items as Plan[]).find((p) => p.id === plan.id)?.name === 'TTL two';
-      }, 7_000, 200);
+      expect(
+        (
+          await app.api('PATCH', `/admin/billing/plans/${plan.id}`, {
+            token: admin.accessToken,
+            body: { name: 'TTL two' },
+          })
+        ).status,
+      ).toBe(200);
+      const took = await pollUntil(
+        async () => {
+          const res = await b.api('GET', '/billing/plans');
+          return (res.body.items as Plan[]).find((p) => p.id === plan.id)?.name === 'TTL two';
+        },
+        7_000,
+        200,
+      );
       expect(took, 'B never saw the rename within 7 s').toBeGreaterThanOrEqual(0);
       expect(Date.now() - changedAt).toBeLessThan(7_500);
       await app.api('DELETE', `/admin/billing/plans/${plan.id}`, { token: admin.accessToken });

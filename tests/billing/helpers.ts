@@ -8,8 +8,26 @@ import { login, type Session } from '../helpers/http.js';
 
 /** The field names of a plan. */
 export const PLAN_FIELDS = [
-  'id', 'name', 'slug', 'code', 'description', 'edition', 'priceCents', 'currency', 'interval', 'status', 'badgeText',
-  'isPopular', 'isDefault', 'sortOrder', 'features', 'limits', 'providerAPriceId', 'providerBVariantId', 'createdAt', 'updatedAt',
+  'id',
+  'name',
+  'slug',
+  'code',
+  'description',
+  'edition',
+  'priceCents',
+  'currency',
+  'interval',
+  'status',
+  'badgeText',
+  'isPopular',
+  'isDefault',
+  'sortOrder',
+  'features',
+  'limits',
+  'providerAPriceId',
+  'providerBVariantId',
+  'createdAt',
+  'updatedAt',
 ].sort();
 
 /** Limits of the default plans. */
@@ -69,7 +87,12 @@ export async function atStartOfSecond() {
 export const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 export async function subscriptionsOf(app: TestApp, workspaceId: string) {
-  return app.deps.db.selectFrom('subscriptions').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').execute();
+  return app.deps.db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at')
+    .execute();
 }
 
 export async function liveSubscriptionsOf(app: TestApp, workspaceId: string) {
@@ -82,20 +105,39 @@ export async function liveSubscriptionsOf(app: TestApp, workspaceId: string) {
 }
 
 export async function paymentsOf(app: TestApp, workspaceId: string) {
-  return app.deps.db.selectFrom('payments').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').execute();
+  return app.deps.db
+    .selectFrom('payments')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at')
+    .execute();
 }
 
 export async function domainEventTypes(app: TestApp, workspaceId: string): Promise<string[]> {
-  const rows = await app.deps.db.selectFrom('domain_events').select('type').where('workspace_id', '=', workspaceId).orderBy('created_at').execute();
+  const rows = await app.deps.db
+    .selectFrom('domain_events')
+    .select('type')
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at')
+    .execute();
   return rows.map((r) => r.type);
 }
 
 export async function billingEventsWithId(app: TestApp, provider: string, eventId: string) {
-  return app.deps.db.selectFrom('billing_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).execute();
+  return app.deps.db
+    .selectFrom('billing_events')
+    .selectAll()
+    .where('provider', '=', provider)
+    .where('event_id', '=', eventId)
+    .execute();
 }
 
 export async function workspaceRow(app: TestApp, workspaceId: string) {
-  return app.deps.db.selectFrom('workspaces').select(['edition', 'plan_id', 'limits', 'processor_a_customer_id']).where('id', '=', workspaceId).executeTakeFirstOrThrow();
+  return app.deps.db
+    .selectFrom('workspaces')
+    .select(['edition', 'plan_id', 'limits', 'processor_a_customer_id'])
+    .where('id', '=', workspaceId)
+    .executeTakeFirstOrThrow();
 }
 
 export async function planBySlug(app: TestApp, slug: string) {
@@ -113,5 +155,11 @@ export async function currentOf(app: TestApp, token: string, workspaceId: string
 export async function historyOf(app: TestApp, token: string, workspaceId: string, query = '') {
   const res = await app.api('GET', `/billing/history?workspaceId=${workspaceId}${query}`, { token });
   expect(res.status, res.text).toBe(200);
-  return res.body as { items: Array<Record<string, any>>; page: number; limit: number; total: number; totalPages: number };
+  return res.body as {
+    items: Array<Record<string, any>>;
+    page: number;
+    limit: number;
+    total: number;
+    totalPages: number;
+  };
 }

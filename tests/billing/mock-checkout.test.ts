@@ -27,13 +27,19 @@ let app: TestApp;
 let admin: Session;
 
 beforeAll(async () => {
-  app = await startTestApp({ RATE_LIMIT_ENABLED: 'false', BILLING_PROVIDER: 'MOCK', AI_DEMO_RESTRICTED_EMAILS: DEMO_EMAIL });
+  app = await startTestApp({
+    RATE_LIMIT_ENABLED: 'false',
+    BILLING_PROVIDER: 'MOCK',
+    AI_DEMO_RESTRICTED_EMAILS: DEMO_EMAIL,
+  });
   admin = await adminLogin(app);
 });
 afterAll(() => app?.close());
 
-const checkout = (token: string, body: Record<string, unknown>) => app.api('POST', '/billing/checkout', { token, body });
-const cancel = (token: string, body: Record<string, unknown> = {}) => app.api('POST', '/billing/cancel', { token, body });
+const checkout = (token: string, body: Record<string, unknown>) =>
+  app.api('POST', '/billing/checkout', { token, body });
+const cancel = (token: string, body: Record<string, unknown> = {}) =>
+  app.api('POST', '/billing/cancel', { token, body });
 const owner = (prefix = 'billing-owner') => registerAndLogin(app.api, { prefix });
 
 /** Adds one calendar month in UTC, as a monthly period does. */
@@ -82,7 +88,13 @@ describe('POST /billing/checkout (MOCK)', () => {
     expect(live[0]).toMatchObject({ plan_id: pro.id, provider: 'MOCK', status: 'ACTIVE' });
     const payments = await paymentsOf(app, s.workspaceId);
     expect(payments).toHaveLength(1);
-    expect(payments[0]).toMatchObject({ status: 'SUCCEEDED', amount_cents: 2900, currency: 'USD', provider: 'MOCK', plan_id: pro.id });
+    expect(payments[0]).toMatchObject({
+      status: 'SUCCEEDED',
+      amount_cents: 2900,
+      currency: 'USD',
+      provider: 'MOCK',
+      plan_id: pro.id,
+    });
     const ws = await workspaceRow(app, s.workspaceId);
     expect(ws).toMatchObject({ edition: 'PRO', plan_id: pro.id, limits: PRO_LIMITS });
     const events = await domainEventTypes(app, s.workspaceId);
@@ -107,7 +119,12 @@ describe('POST /billing/checkout (MOCK)', () => {
     const s = await owner();
     const res = await checkout(s.accessToken, { workspaceId: s.workspaceId, ...(await choose()) });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.current).toMatchObject({ edition: 'PRO', plan: { slug: 'pro' }, limits: PRO_LIMITS, status: 'ACTIVE' });
+    expect(res.body.current).toMatchObject({
+      edition: 'PRO',
+      plan: { slug: 'pro' },
+      limits: PRO_LIMITS,
+      status: 'ACTIVE',
+    });
   });
 
   it('switching Pro to Enterprise leaves exactly one live subscription; the old one is CANCELED', async () => {
@@ -115,7 +132,12 @@ describe('POST /billing/checkout (MOCK)', () => {
     expect((await checkout(s.accessToken, { workspaceId: s.workspaceId, planCode: 'pro' })).status).toBe(200);
     const res = await checkout(s.accessToken, { workspaceId: s.workspaceId, planCode: 'enterprise' });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.current).toMatchObject({ edition: 'ENTERPRISE', plan: { slug: 'enterprise' }, limits: ENTERPRISE_LIMITS, status: 'ACTIVE' });
+    expect(res.body.current).toMatchObject({
+      edition: 'ENTERPRISE',
+      plan: { slug: 'enterprise' },
+      limits: ENTERPRISE_LIMITS,
+      status: 'ACTIVE',
+    });
 
     const [pro, enterprise] = [await planBySlug(app, 'pro'), await planBySlug(app, 'enterprise')];
     const subs = await subscriptionsOf(app, s.workspaceId);
@@ -130,7 +152,9 @@ describe('POST /billing/checkout (MOCK)', () => {
   it('concurrent checkouts of one workspace (a double click) leave exactly one live subscription', async () => {
     const s = await owner();
     const answers = await Promise.all(
-      ['pro', 'enterprise', 'pro', 'enterprise', 'pro'].map((planCode) => checkout(s.accessToken, { workspaceId: s.workspaceId, planCode })),
+      ['pro', 'enterprise', 'pro', 'enterprise', 'pro'].map((planCode) =>
+        checkout(s.accessToken, { workspaceId: s.workspaceId, planCode }),
+      ),
     );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
     const live = await liveSubscriptionsOf(app, s.workspaceId);
@@ -147,7 +171,7 @@ describe('POST /billing/checkout (MOCK)', () => {
     expect(await paymentsOf(app, s.workspaceId)).toEqual([]);
   });
 
-  it('acts on the caller\'s active workspace when no workspaceId is given', async () => {
+  it("acts on the caller's active workspace when no workspaceId is given", async () => {
     const s = await owner();
     // A second workspace the caller owns: the personal one stays the active one.
     const other = await createWorkspace(app, s.accessToken, `Other ${crypto.randomBytes(3).toString('hex')}`);
@@ -199,14 +223,24 @@ describe('GET /billing/history', () => {
     const s = await owner();
     await checkout(s.accessToken, { workspaceId: s.workspaceId, planCode: 'pro' });
     const [entry] = (await historyOf(app, s.accessToken, s.workspaceId)).items;
-    expect(entry).toMatchObject({ provider: 'MOCK', status: 'SUCCEEDED', amountCents: 2900, currency: 'USD', planId: (await planBySlug(app, 'pro')).id });
+    expect(entry).toMatchObject({
+      provider: 'MOCK',
+      status: 'SUCCEEDED',
+      amountCents: 2900,
+      currency: 'USD',
+      planId: (await planBySlug(app, 'pro')).id,
+    });
     expect(entry).not.toHaveProperty('receiptUrl');
     expect(entry).not.toHaveProperty('invoiceUrl');
   });
 
   it.each([['limit=0'], ['limit=101'], ['page=0'], ['page=abc']])('refuses %s with 400 BAD_REQUEST', async (query) => {
     const s = await owner();
-    expectError(await app.api('GET', `/billing/history?workspaceId=${s.workspaceId}&${query}`, { token: s.accessToken }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('GET', `/billing/history?workspaceId=${s.workspaceId}&${query}`, { token: s.accessToken }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 });
 
@@ -261,7 +295,11 @@ describe('who may see and change billing', () => {
 
   beforeAll(async () => {
     ownerSession = await owner('billing-team-owner');
-    teamId = await createWorkspace(app, ownerSession.accessToken, `Billing team ${crypto.randomBytes(3).toString('hex')}`);
+    teamId = await createWorkspace(
+      app,
+      ownerSession.accessToken,
+      `Billing team ${crypto.randomBytes(3).toString('hex')}`,
+    );
     expect((await checkout(ownerSession.accessToken, { workspaceId: teamId, planCode: 'pro' })).status).toBe(200);
     member = await inviteAndJoin(app, ownerSession.accessToken, teamId, 'MEMBER', 'billing-member');
     outsider = await owner('billing-outsider');
@@ -273,7 +311,11 @@ describe('who may see and change billing', () => {
   });
 
   it('a MEMBER may not check out or cancel (403 PERMISSION_DENIED), and nothing changes', async () => {
-    expectError(await checkout(member.accessToken, { workspaceId: teamId, planCode: 'enterprise' }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await checkout(member.accessToken, { workspaceId: teamId, planCode: 'enterprise' }),
+      403,
+      'PERMISSION_DENIED',
+    );
     expectError(await cancel(member.accessToken, { workspaceId: teamId }), 403, 'PERMISSION_DENIED');
     expect((await workspaceRow(app, teamId)).edition).toBe('PRO');
     expect(await liveSubscriptionsOf(app, teamId)).toHaveLength(1);
@@ -291,14 +333,24 @@ describe('who may see and change billing', () => {
   it('an anonymous caller gets 401 UNAUTHORIZED', async () => {
     expectError(await app.api('GET', `/billing/current?workspaceId=${teamId}`), 401, 'UNAUTHORIZED');
     expectError(await app.api('GET', `/billing/history?workspaceId=${teamId}`), 401, 'UNAUTHORIZED');
-    expectError(await app.api('POST', '/billing/checkout', { body: { workspaceId: teamId, planCode: 'pro' } }), 401, 'UNAUTHORIZED');
+    expectError(
+      await app.api('POST', '/billing/checkout', { body: { workspaceId: teamId, planCode: 'pro' } }),
+      401,
+      'UNAUTHORIZED',
+    );
     expectError(await app.api('POST', '/billing/cancel', { body: { workspaceId: teamId } }), 401, 'UNAUTHORIZED');
   });
 
   it('the provider status is public', async () => {
     const res = await app.api('GET', '/billing/provider-status');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ provider: 'MOCK', configured: true, mode: 'mock', message: expect.any(String), customerPortalEnabled: false });
+    expect(res.body).toEqual({
+      provider: 'MOCK',
+      configured: true,
+      mode: 'mock',
+      message: expect.any(String),
+      customerPortalEnabled: false,
+    });
   });
 });
 
@@ -323,8 +375,16 @@ describe('checkout validation', () => {
   it('refuses a malformed workspaceId or planId with 400 BAD_REQUEST', async () => {
     const s = await owner();
     expectError(await checkout(s.accessToken, { workspaceId: 'not-a-uuid', planCode: 'pro' }), 400, 'BAD_REQUEST');
-    expectError(await checkout(s.accessToken, { workspaceId: s.workspaceId, planId: 'not-a-uuid' }), 400, 'BAD_REQUEST');
-    expectError(await app.api('GET', '/billing/current?workspaceId=not-a-uuid', { token: s.accessToken }), 400, 'BAD_REQUEST');
+    expectError(
+      await checkout(s.accessToken, { workspaceId: s.workspaceId, planId: 'not-a-uuid' }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectError(
+      await app.api('GET', '/billing/current?workspaceId=not-a-uuid', { token: s.accessToken }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 });
 
@@ -337,7 +397,10 @@ describe('legacy workspace billing routes', () => {
 
     const bought = await app.api('POST', `${base}/mock-checkout`, { token: s.accessToken, body: { planCode: 'pro' } });
     expect(bought.status, bought.text).toBe(200);
-    expect(bought.body).toMatchObject({ provider: 'MOCK', current: { workspaceId: s.workspaceId, edition: 'PRO', status: 'ACTIVE' } });
+    expect(bought.body).toMatchObject({
+      provider: 'MOCK',
+      current: { workspaceId: s.workspaceId, edition: 'PRO', status: 'ACTIVE' },
+    });
 
     const legacyCurrent = await app.api('GET', base, { token: s.accessToken });
     expect(legacyCurrent.status, legacyCurrent.text).toBe(200);
@@ -362,7 +425,10 @@ describe('legacy workspace billing routes', () => {
 
   it('accept the legacy edition key on mock-checkout', async () => {
     const s = await owner('legacy-edition');
-    const res = await app.api('POST', `/workspaces/${s.workspaceId}/billing/mock-checkout`, { token: s.accessToken, body: { edition: 'ENTERPRISE' } });
+    const res = await app.api('POST', `/workspaces/${s.workspaceId}/billing/mock-checkout`, {
+      token: s.accessToken,
+      body: { edition: 'ENTERPRISE' },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.current).toMatchObject({ edition: 'ENTERPRISE', limits: ENTERPRISE_LIMITS });
   });
@@ -375,7 +441,11 @@ describe('legacy workspace billing routes', () => {
     const base = `/workspaces/${ws}/billing`;
     expect((await app.api('GET', base, { token: member.accessToken })).status).toBe(200);
     expect((await app.api('GET', `${base}/payments`, { token: member.accessToken })).status).toBe(200);
-    expectError(await app.api('POST', `${base}/mock-checkout`, { token: member.accessToken, body: { planCode: 'pro' } }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await app.api('POST', `${base}/mock-checkout`, { token: member.accessToken, body: { planCode: 'pro' } }),
+      403,
+      'PERMISSION_DENIED',
+    );
     expectError(await app.api('POST', `${base}/cancel`, { token: member.accessToken }), 403, 'PERMISSION_DENIED');
     expectError(await app.api('GET', base, { token: outsider.accessToken }), 404, 'NOT_FOUND');
     expectError(await app.api('GET', base), 401, 'UNAUTHORIZED');
@@ -402,7 +472,8 @@ describe('limits.members of the plan', () => {
     const o = await owner('limit-owner');
     const ws = await createWorkspace(app, o.accessToken, `Limited ${crypto.randomBytes(3).toString('hex')}`);
     expect((await currentOf(app, o.accessToken, ws)).limits).toMatchObject({ members: 3 });
-    const inviteOne = () => app.api('POST', `/workspaces/${ws}/invitations`, { token: o.accessToken, body: inviteBody() });
+    const inviteOne = () =>
+      app.api('POST', `/workspaces/${ws}/invitations`, { token: o.accessToken, body: inviteBody() });
 
     expect((await inviteOne()).status).toBe(201);
     expect((await inviteOne()).status).toBe(201);
@@ -410,7 +481,11 @@ describe('limits.members of the plan', () => {
     const refused = expectError(await inviteOne(), 403, 'MEMBER_LIMIT_REACHED');
     expect(refused.message).toMatch(/3/);
     expect(refused.message).toMatch(/upgrade/i);
-    const open = await app.deps.db.selectFrom('workspace_invitations').select('id').where('workspace_id', '=', ws).execute();
+    const open = await app.deps.db
+      .selectFrom('workspace_invitations')
+      .select('id')
+      .where('workspace_id', '=', ws)
+      .execute();
     expect(open).toHaveLength(2);
 
     expect((await checkout(o.accessToken, { workspaceId: ws, planCode: 'pro' })).status).toBe(200);
@@ -421,8 +496,14 @@ describe('limits.members of the plan', () => {
     const o = await owner('limit-owner2');
     const ws = await createWorkspace(app, o.accessToken, `Limited ${crypto.randomBytes(3).toString('hex')}`);
     await inviteAndJoin(app, o.accessToken, ws, 'MEMBER', 'limit-joined');
-    expect((await app.api('POST', `/workspaces/${ws}/invitations`, { token: o.accessToken, body: inviteBody() })).status).toBe(201);
-    expectError(await app.api('POST', `/workspaces/${ws}/invitations`, { token: o.accessToken, body: inviteBody() }), 403, 'MEMBER_LIMIT_REACHED');
+    expect(
+      (await app.api('POST', `/workspaces/${ws}/invitations`, { token: o.accessToken, body: inviteBody() })).status,
+    ).toBe(201);
+    expectError(
+      await app.api('POST', `/workspaces/${ws}/invitations`, { token: o.accessToken, body: inviteBody() }),
+      403,
+      'MEMBER_LIMIT_REACHED',
+    );
   });
 });
 
@@ -434,14 +515,26 @@ describe('safe delete of a workspace with a live paid subscription', () => {
     const ws = await createWorkspace(app, o.accessToken, `Paying ${crypto.randomBytes(3).toString('hex')}`);
     expect((await checkout(o.accessToken, { workspaceId: ws, planCode: 'pro' })).status).toBe(200);
 
-    expectError(await app.api('DELETE', `/admin/workspaces/${ws}`, { token: admin.accessToken }), 409, 'SUBSCRIPTION_ACTIVE');
-    const still = await app.deps.db.selectFrom('workspaces').select('deleted_at').where('id', '=', ws).executeTakeFirstOrThrow();
+    expectError(
+      await app.api('DELETE', `/admin/workspaces/${ws}`, { token: admin.accessToken }),
+      409,
+      'SUBSCRIPTION_ACTIVE',
+    );
+    const still = await app.deps.db
+      .selectFrom('workspaces')
+      .select('deleted_at')
+      .where('id', '=', ws)
+      .executeTakeFirstOrThrow();
     expect(still.deleted_at).toBeNull();
 
     expect((await cancel(o.accessToken, { workspaceId: ws })).status).toBe(200);
     const deleted = await app.api('DELETE', `/admin/workspaces/${ws}`, { token: admin.accessToken });
     expect(deleted.status, deleted.text).toBe(200);
-    const gone = await app.deps.db.selectFrom('workspaces').select('deleted_at').where('id', '=', ws).executeTakeFirstOrThrow();
+    const gone = await app.deps.db
+      .selectFrom('workspaces')
+      .select('deleted_at')
+      .where('id', '=', ws)
+      .executeTakeFirstOrThrow();
     expect(gone.deleted_at).toBeInstanceOf(Date);
   });
 

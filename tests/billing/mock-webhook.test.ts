@@ -25,7 +25,8 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 const send = (body: unknown) => app.api('POST', '/billing/webhooks/mock', { body });
-const sendRaw = (raw: string) => app.api('POST', '/billing/webhooks/mock', { raw, headers: { 'content-type': 'application/json' } });
+const sendRaw = (raw: string) =>
+  app.api('POST', '/billing/webhooks/mock', { raw, headers: { 'content-type': 'application/json' } });
 const eventId = () => `mock_evt_${randomHex(8)}`;
 
 describe('POST /billing/webhooks/mock', () => {
@@ -35,7 +36,12 @@ describe('POST /billing/webhooks/mock', () => {
     const res = await send({ id, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: 'pro' } });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'applied' });
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', plan: { slug: 'pro' }, limits: PRO_LIMITS, status: 'ACTIVE' });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
+      edition: 'PRO',
+      plan: { slug: 'pro' },
+      limits: PRO_LIMITS,
+      status: 'ACTIVE',
+    });
     expect(await paymentsOf(app, s.workspaceId)).toHaveLength(1);
     const [stored] = await billingEventsWithId(app, 'MOCK', id);
     expect(stored).toMatchObject({ event_type: 'checkout.completed', outcome: 'applied', workspace_id: s.workspaceId });
@@ -45,7 +51,11 @@ describe('POST /billing/webhooks/mock', () => {
   it('accepts planId as well as planCode', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'mockhook-id' });
     const enterprise = await planBySlug(app, 'enterprise');
-    const res = await send({ id: eventId(), type: 'checkout.completed', data: { workspaceId: s.workspaceId, planId: enterprise.id } });
+    const res = await send({
+      id: eventId(),
+      type: 'checkout.completed',
+      data: { workspaceId: s.workspaceId, planId: enterprise.id },
+    });
     expect(res.status, res.text).toBe(200);
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
   });
@@ -53,11 +63,18 @@ describe('POST /billing/webhooks/mock', () => {
   it('the same event id again answers 200 duplicate and changes nothing, even for another plan', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'mockhook-dup' });
     const id = eventId();
-    expect((await send({ id, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: 'pro' } })).body.outcome).toBe('applied');
+    expect(
+      (await send({ id, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: 'pro' } })).body
+        .outcome,
+    ).toBe('applied');
     const subsBefore = await subscriptionsOf(app, s.workspaceId);
     const eventsBefore = await domainEventTypes(app, s.workspaceId);
 
-    const again = await send({ id, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: 'enterprise' } });
+    const again = await send({
+      id,
+      type: 'checkout.completed',
+      data: { workspaceId: s.workspaceId, planCode: 'enterprise' },
+    });
     expect(again.status).toBe(200);
     expect(again.body).toEqual({ received: true, outcome: 'duplicate' });
     expect(await subscriptionsOf(app, s.workspaceId)).toEqual(subsBefore);
@@ -73,15 +90,25 @@ describe('POST /billing/webhooks/mock', () => {
     const res = await send({ id: eventId(), type: 'subscription.canceled', data: { workspaceId: s.workspaceId } });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'applied' });
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'LITE', limits: LITE_LIMITS, status: 'FREE' });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
+      edition: 'LITE',
+      limits: LITE_LIMITS,
+      status: 'FREE',
+    });
     expect(await liveSubscriptionsOf(app, s.workspaceId)).toEqual([]);
     expect(await domainEventTypes(app, s.workspaceId)).toContain('subscription.canceled');
   });
 
   it('refuses malformed JSON with 400 and stores nothing', async () => {
-    const before = await app.deps.db.selectFrom('billing_events').select('id').where('event_id', 'like', 'broken%').execute();
+    const before = await app.deps.db
+      .selectFrom('billing_events')
+      .select('id')
+      .where('event_id', 'like', 'broken%')
+      .execute();
     expectError(await sendRaw('{"id":"broken-1","type":'), 400, 'BAD_REQUEST');
-    expect(await app.deps.db.selectFrom('billing_events').select('id').where('event_id', 'like', 'broken%').execute()).toEqual(before);
+    expect(
+      await app.deps.db.selectFrom('billing_events').select('id').where('event_id', 'like', 'broken%').execute(),
+    ).toEqual(before);
   });
 
   it('refuses an event id or type with a NUL character with 400 BAD_REQUEST, and stores nothing (was a 500)', async () => {
@@ -90,14 +117,19 @@ describe('POST /billing/webhooks/mock', () => {
       expectError(res, 400, 'BAD_REQUEST');
       expect(res.body.message).toBe('Text may not contain NUL characters or unpaired UTF-16 surrogates.');
     }
-    expect(await app.deps.db.selectFrom('billing_events').select('id').where('event_id', 'like', 'nul-%').execute()).toEqual([]);
+    expect(
+      await app.deps.db.selectFrom('billing_events').select('id').where('event_id', 'like', 'nul-%').execute(),
+    ).toEqual([]);
   });
 
   it.each([
     ['no id', { type: 'checkout.completed' }],
     ['an empty id', { id: '', type: 'checkout.completed' }],
     ['no type', { id: 'x-1' }],
-    ['a non-UUID workspaceId', { id: 'x-2', type: 'checkout.completed', data: { workspaceId: 'abc', planCode: 'pro' } }],
+    [
+      'a non-UUID workspaceId',
+      { id: 'x-2', type: 'checkout.completed', data: { workspaceId: 'abc', planCode: 'pro' } },
+    ],
     ['an array', [1, 2]],
   ])('refuses an event with %s with 400 BAD_REQUEST', async (_label, body) => {
     expectError(await send(body), 400, 'BAD_REQUEST');
@@ -106,7 +138,15 @@ describe('POST /billing/webhooks/mock', () => {
   it('answers 404 PLAN_NOT_FOUND for checkout.completed of an unknown plan, and stores nothing', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'mockhook-noplan' });
     const id = eventId();
-    expectError(await send({ id, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: `nope-${randomHex(3)}` } }), 404, 'PLAN_NOT_FOUND');
+    expectError(
+      await send({
+        id,
+        type: 'checkout.completed',
+        data: { workspaceId: s.workspaceId, planCode: `nope-${randomHex(3)}` },
+      }),
+      404,
+      'PLAN_NOT_FOUND',
+    );
     expect(await billingEventsWithId(app, 'MOCK', id)).toEqual([]);
     expect(await subscriptionsOf(app, s.workspaceId)).toEqual([]);
   });
@@ -117,7 +157,9 @@ describe('POST /billing/webhooks/mock', () => {
     const res = await send({ id, type: 'checkout.completed', data: { workspaceId, planCode: 'pro' } });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
-    expect(await app.deps.db.selectFrom('payments').select('id').where('workspace_id', '=', workspaceId).execute()).toEqual([]);
+    expect(
+      await app.deps.db.selectFrom('payments').select('id').where('workspace_id', '=', workspaceId).execute(),
+    ).toEqual([]);
     expect(await billingEventsWithId(app, 'MOCK', id)).toMatchObject([{ outcome: 'unmatched', workspace_id: null }]);
   });
 

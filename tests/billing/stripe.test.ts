@@ -89,13 +89,27 @@ async function startCheckout(s: Session, planCode = 'pro', workspaceId = s.works
 }
 
 /** checkout.session.completed for a subscription-mode session, with the metadata the checkout sent. */
-function sessionCompleted(metadata: Record<string, string>, ids: { subscription: string; customer: string }, created: number, eventId = `evt_${randomHex(10)}`) {
+function sessionCompleted(
+  metadata: Record<string, string>,
+  ids: { subscription: string; customer: string },
+  created: number,
+  eventId = `evt_${randomHex(10)}`,
+) {
   return stripeEvent(
     'checkout.session.completed',
     {
-      id: `cs_test_${randomHex(10)}`, object: 'checkout.session', mode: 'subscription', payment_status: 'paid', status: 'complete',
-      subscription: ids.subscription, customer: ids.customer, client_reference_id: metadata.workspaceId, metadata,
-      amount_total: 2900, currency: 'usd', payment_intent: null,
+      id: `cs_test_${randomHex(10)}`,
+      object: 'checkout.session',
+      mode: 'subscription',
+      payment_status: 'paid',
+      status: 'complete',
+      subscription: ids.subscription,
+      customer: ids.customer,
+      client_reference_id: metadata.workspaceId,
+      metadata,
+      amount_total: 2900,
+      currency: 'usd',
+      payment_intent: null,
     },
     { id: eventId, created },
   );
@@ -105,7 +119,12 @@ function subscriptionEvent(type: string, subscriptionId: string, created: number
   return stripeEvent(type, fakeSubscription(subscriptionId, overrides), { id: `evt_${randomHex(10)}`, created });
 }
 
-function invoicePaid(subscriptionId: string, created: number, extra: Record<string, unknown> = {}, eventId = `evt_${randomHex(10)}`) {
+function invoicePaid(
+  subscriptionId: string,
+  created: number,
+  extra: Record<string, unknown> = {},
+  eventId = `evt_${randomHex(10)}`,
+) {
   const invoiceId = `in_${randomHex(10)}`;
   return {
     invoiceId,
@@ -113,8 +132,15 @@ function invoicePaid(subscriptionId: string, created: number, extra: Record<stri
     payload: stripeEvent(
       'invoice.paid',
       {
-        id: invoiceId, object: 'invoice', amount_paid: 2900, amount_due: 2900, currency: 'usd', subscription: subscriptionId,
-        hosted_invoice_url: `https://invoice.stripe.test/i/${invoiceId}`, invoice_pdf: null, ...extra,
+        id: invoiceId,
+        object: 'invoice',
+        amount_paid: 2900,
+        amount_due: 2900,
+        currency: 'usd',
+        subscription: subscriptionId,
+        hosted_invoice_url: `https://invoice.stripe.test/i/${invoiceId}`,
+        invoice_pdf: null,
+        ...extra,
       },
       { id: eventId, created },
     ),
@@ -140,7 +166,12 @@ const proMetadata = (workspaceId: string) => metadataOf(workspaceId, 'pro');
 const enterpriseMetadata = (workspaceId: string) => metadataOf(workspaceId, 'enterprise');
 
 const subscriptionRow = (subscriptionId: string) =>
-  app.deps.db.selectFrom('subscriptions').selectAll().where('provider', '=', 'PROCESSOR_A').where('provider_subscription_id', '=', subscriptionId).executeTakeFirst();
+  app.deps.db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('provider', '=', 'PROCESSOR_A')
+    .where('provider_subscription_id', '=', subscriptionId)
+    .executeTakeFirst();
 
 // ---------------------------------------------------------------- status and settings
 
@@ -148,7 +179,13 @@ describe('provider status and settings with PROCESSOR_A configured', () => {
   it('GET /billing/provider-status says configured, test mode, portal on, and shows no key', async () => {
     const res = await app.api('GET', '/billing/provider-status');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ provider: 'PROCESSOR_A', configured: true, mode: 'test', customerPortalEnabled: true, message: expect.any(String) });
+    expect(res.body).toEqual({
+      provider: 'PROCESSOR_A',
+      configured: true,
+      mode: 'test',
+      customerPortalEnabled: true,
+      message: expect.any(String),
+    });
     expect(res.text).not.toContain(STRIPE_KEY);
     expect(res.text).not.toContain(WHSEC);
   });
@@ -158,8 +195,18 @@ describe('provider status and settings with PROCESSOR_A configured', () => {
     const res = await app.api('GET', '/admin/billing/settings', { token: admin.accessToken });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({
-      provider: 'PROCESSOR_A', customerPortalEnabled: true, mockWebhookEnabled: false, successUrl: SUCCESS_URL, cancelUrl: CANCEL_URL,
-      processorA: { active: true, configured: true, webhookConfigured: true, mode: 'test', pricesConfigured: { lite: true, pro: true, enterprise: true } },
+      provider: 'PROCESSOR_A',
+      customerPortalEnabled: true,
+      mockWebhookEnabled: false,
+      successUrl: SUCCESS_URL,
+      cancelUrl: CANCEL_URL,
+      processorA: {
+        active: true,
+        configured: true,
+        webhookConfigured: true,
+        mode: 'test',
+        pricesConfigured: { lite: true, pro: true, enterprise: true },
+      },
       processorB: { active: false, configured: false, webhookConfigured: false },
     });
     for (const secret of [STRIPE_KEY, WHSEC, ...Object.values(PRICES)]) expect(res.text).not.toContain(secret);
@@ -172,7 +219,10 @@ describe('POST /billing/checkout with PROCESSOR_A', () => {
   it('creates a Checkout Session through the SDK and answers its checkoutUrl; nothing changes before the webhook', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'proc-a-checkout' });
     const { res, request } = await startCheckout(s);
-    expect(res.body).toEqual({ provider: 'PROCESSOR_A', checkoutUrl: expect.stringMatching(/^https:\/\/checkout\.stripe\.test\/c\/pay\/cs_test_/) });
+    expect(res.body).toEqual({
+      provider: 'PROCESSOR_A',
+      checkoutUrl: expect.stringMatching(/^https:\/\/checkout\.stripe\.test\/c\/pay\/cs_test_/),
+    });
     const pro = await planBySlug(app, 'pro');
     expect(request.headers.authorization).toBe(`Bearer ${STRIPE_KEY}`);
     expect(request.body).toMatchObject({
@@ -187,7 +237,7 @@ describe('POST /billing/checkout with PROCESSOR_A', () => {
     });
     // Status syncs only after the webhook confirms it.
     expect(await subscriptionsOf(app, s.workspaceId)).toEqual([]);
-    expect((await currentOf(app, s.accessToken, s.workspaceId))).toMatchObject({ edition: 'LITE', status: 'FREE' });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'LITE', status: 'FREE' });
   });
 
   it("uses the edition's price setting for Enterprise", async () => {
@@ -199,7 +249,13 @@ describe('POST /billing/checkout with PROCESSOR_A', () => {
   it("prefers the plan's own providerAPriceId over the edition's setting", async () => {
     const admin = await adminLogin(app);
     const ownPrice = `price_own_${randomHex()}`;
-    const plan = await createPlan(app, admin, { edition: 'PRO', status: 'PUBLISHED', priceCents: 3900, providerAPriceId: ownPrice, sortOrder: 9_500 });
+    const plan = await createPlan(app, admin, {
+      edition: 'PRO',
+      status: 'PUBLISHED',
+      priceCents: 3900,
+      providerAPriceId: ownPrice,
+      sortOrder: 9_500,
+    });
     try {
       const s = await registerAndLogin(app.api, { prefix: 'proc-a-own' });
       const { request } = await startCheckout(s, plan.slug);
@@ -212,11 +268,20 @@ describe('POST /billing/checkout with PROCESSOR_A', () => {
 
   it('answers 503 BILLING_NOT_CONFIGURED naming BILLING_SUPPORT_EMAIL for a plan with no PROCESSOR_A price', async () => {
     const admin = await adminLogin(app);
-    const plan = await createPlan(app, admin, { edition: 'CUSTOM', status: 'PUBLISHED', priceCents: 100, sortOrder: 9_600 });
+    const plan = await createPlan(app, admin, {
+      edition: 'CUSTOM',
+      status: 'PUBLISHED',
+      priceCents: 100,
+      sortOrder: 9_600,
+    });
     try {
       const s = await registerAndLogin(app.api, { prefix: 'proc-a-noprice' });
       const before = checkoutRequests().length;
-      const err = expectError(await app.api('POST', '/billing/checkout', { token: s.accessToken, body: { planCode: plan.slug } }), 503, 'BILLING_NOT_CONFIGURED');
+      const err = expectError(
+        await app.api('POST', '/billing/checkout', { token: s.accessToken, body: { planCode: plan.slug } }),
+        503,
+        'BILLING_NOT_CONFIGURED',
+      );
       expect(err.message).toContain(SUPPORT_EMAIL);
       expect(checkoutRequests()).toHaveLength(before);
     } finally {
@@ -227,13 +292,20 @@ describe('POST /billing/checkout with PROCESSOR_A', () => {
   it('refuses a demo account with 403 DEMO_READ_ONLY and calls nothing', async () => {
     const demo = await registerAs(app, DEMO_EMAIL, 'Demo person');
     const before = fake.requests.length;
-    expectError(await app.api('POST', '/billing/checkout', { token: demo.accessToken, body: { planCode: 'pro' } }), 403, 'DEMO_READ_ONLY');
+    expectError(
+      await app.api('POST', '/billing/checkout', { token: demo.accessToken, body: { planCode: 'pro' } }),
+      403,
+      'DEMO_READ_ONLY',
+    );
     expect(fake.requests.length).toBe(before);
   });
 
   it('does not grant a free upgrade through the legacy mock-checkout route', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'proc-a-legacy' });
-    const res = await app.api('POST', `/workspaces/${s.workspaceId}/billing/mock-checkout`, { token: s.accessToken, body: { planCode: 'pro' } });
+    const res = await app.api('POST', `/workspaces/${s.workspaceId}/billing/mock-checkout`, {
+      token: s.accessToken,
+      body: { planCode: 'pro' },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.provider).toBe('PROCESSOR_A');
     expect(res.body.checkoutUrl).toEqual(expect.any(String));
@@ -259,9 +331,17 @@ describe('a subscription from checkout to deletion', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'applied' });
     const current = await currentOf(app, s.accessToken, s.workspaceId);
-    expect(current).toMatchObject({ edition: 'PRO', plan: { slug: 'pro' }, limits: PRO_LIMITS, status: 'ACTIVE', subscription: { provider: 'PROCESSOR_A', status: 'ACTIVE' } });
+    expect(current).toMatchObject({
+      edition: 'PRO',
+      plan: { slug: 'pro' },
+      limits: PRO_LIMITS,
+      status: 'ACTIVE',
+      subscription: { provider: 'PROCESSOR_A', status: 'ACTIVE' },
+    });
     expect((await workspaceRow(app, s.workspaceId)).processor_a_customer_id).toBe(ids.customer);
-    expect(await domainEventTypes(app, s.workspaceId)).toEqual(expect.arrayContaining(['subscription.created', 'billing.updated']));
+    expect(await domainEventTypes(app, s.workspaceId)).toEqual(
+      expect.arrayContaining(['subscription.created', 'billing.updated']),
+    );
   });
 
   it('invoice.paid records a payment; history shows invoiceUrl, and receiptUrl only when the invoice has a PDF', async () => {
@@ -275,8 +355,11 @@ describe('a subscription from checkout to deletion', () => {
     const first = history.items.find((p) => p.amountCents === 2900)!;
     const second = history.items.find((p) => p.amountCents === 3100)!;
     expect(first).toMatchObject({
-      provider: 'PROCESSOR_A', status: 'SUCCEEDED', currency: 'USD',
-      invoiceUrl: `https://invoice.stripe.test/i/${withPdf.invoiceId}`, receiptUrl: 'https://pay.stripe.test/invoice.pdf',
+      provider: 'PROCESSOR_A',
+      status: 'SUCCEEDED',
+      currency: 'USD',
+      invoiceUrl: `https://invoice.stripe.test/i/${withPdf.invoiceId}`,
+      receiptUrl: 'https://pay.stripe.test/invoice.pdf',
     });
     expect(second).toMatchObject({ invoiceUrl: `https://invoice.stripe.test/i/${withoutPdf.invoiceId}` });
     expect(second).not.toHaveProperty('receiptUrl');
@@ -287,16 +370,34 @@ describe('a subscription from checkout to deletion', () => {
 
   it('customer.subscription.updated carries cancel_at_period_end and the period into the current plan', async () => {
     const periodEnd = nowSeconds() + 20 * 86_400;
-    const period = { items: { object: 'list', data: [{ id: 'si_x', current_period_start: nowSeconds() - 86_400, current_period_end: periodEnd }] } };
+    const period = {
+      items: {
+        object: 'list',
+        data: [{ id: 'si_x', current_period_start: nowSeconds() - 86_400, current_period_end: periodEnd }],
+      },
+    };
     const ending = subscriptionEvent('customer.subscription.updated', ids.subscription, base + 10, {
-      customer: ids.customer, cancel_at_period_end: true, metadata, ...period,
+      customer: ids.customer,
+      cancel_at_period_end: true,
+      metadata,
+      ...period,
     });
     expect((await deliverSigned(ending)).body).toEqual({ received: true, outcome: 'applied' });
     let current = await currentOf(app, s.accessToken, s.workspaceId);
-    expect(current).toMatchObject({ edition: 'PRO', status: 'ACTIVE', currentPeriodEnd: new Date(periodEnd * 1000).toISOString(), subscription: { cancelAtPeriodEnd: true } });
+    expect(current).toMatchObject({
+      edition: 'PRO',
+      status: 'ACTIVE',
+      currentPeriodEnd: new Date(periodEnd * 1000).toISOString(),
+      subscription: { cancelAtPeriodEnd: true },
+    });
 
     // Resumed in the processor's portal.
-    const resumed = subscriptionEvent('customer.subscription.updated', ids.subscription, base + 11, { customer: ids.customer, cancel_at_period_end: false, metadata, ...period });
+    const resumed = subscriptionEvent('customer.subscription.updated', ids.subscription, base + 11, {
+      customer: ids.customer,
+      cancel_at_period_end: false,
+      metadata,
+      ...period,
+    });
     expect((await deliverSigned(resumed)).body.outcome).toBe('applied');
     current = await currentOf(app, s.accessToken, s.workspaceId);
     expect(current.subscription.cancelAtPeriodEnd).toBe(false);
@@ -304,30 +405,58 @@ describe('a subscription from checkout to deletion', () => {
 
   it('POST /billing/cancel asks the processor to cancel at period end; the plan stays until then', async () => {
     const before = fake.requests.length;
-    const res = await app.api('POST', '/billing/cancel', { token: s.accessToken, body: { workspaceId: s.workspaceId } });
+    const res = await app.api('POST', '/billing/cancel', {
+      token: s.accessToken,
+      body: { workspaceId: s.workspaceId },
+    });
     expect(res.status, res.text).toBe(200);
     const calls = fake.requests.slice(before);
     expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatchObject({ method: 'POST', path: `/v1/subscriptions/${ids.subscription}`, body: { cancel_at_period_end: 'true' } });
-    expect(res.body).toMatchObject({ edition: 'PRO', status: 'ACTIVE', subscription: { status: 'ACTIVE', cancelAtPeriodEnd: true } });
+    expect(calls[0]).toMatchObject({
+      method: 'POST',
+      path: `/v1/subscriptions/${ids.subscription}`,
+      body: { cancel_at_period_end: 'true' },
+    });
+    expect(res.body).toMatchObject({
+      edition: 'PRO',
+      status: 'ACTIVE',
+      subscription: { status: 'ACTIVE', cancelAtPeriodEnd: true },
+    });
     expect(res.body.currentPeriodEnd).toEqual(expect.any(String));
     expect(await currentOf(app, s.accessToken, s.workspaceId)).toEqual(res.body);
   });
 
   it("POST /billing/portal answers a billing-portal URL for the workspace's customer", async () => {
     const before = fake.requests.length;
-    const res = await app.api('POST', '/billing/portal', { token: s.accessToken, body: { workspaceId: s.workspaceId } });
+    const res = await app.api('POST', '/billing/portal', {
+      token: s.accessToken,
+      body: { workspaceId: s.workspaceId },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ portalUrl: expect.stringMatching(/^https:\/\/billing\.stripe\.test\/p\/session\//) });
     const [call] = fake.requests.slice(before);
-    expect(call).toMatchObject({ method: 'POST', path: '/v1/billing_portal/sessions', body: { customer: ids.customer } });
+    expect(call).toMatchObject({
+      method: 'POST',
+      path: '/v1/billing_portal/sessions',
+      body: { customer: ids.customer },
+    });
   });
 
   it('customer.subscription.deleted ends it: back to the default plan (Lite), FREE, subscription.canceled', async () => {
-    const deleted = subscriptionEvent('customer.subscription.deleted', ids.subscription, base + 30, { status: 'canceled', customer: ids.customer, metadata });
+    const deleted = subscriptionEvent('customer.subscription.deleted', ids.subscription, base + 30, {
+      status: 'canceled',
+      customer: ids.customer,
+      metadata,
+    });
     expect((await deliverSigned(deleted)).body).toEqual({ received: true, outcome: 'applied' });
     const current = await currentOf(app, s.accessToken, s.workspaceId);
-    expect(current).toMatchObject({ edition: 'LITE', plan: { slug: 'lite' }, limits: LITE_LIMITS, status: 'FREE', subscription: { status: 'CANCELED' } });
+    expect(current).toMatchObject({
+      edition: 'LITE',
+      plan: { slug: 'lite' },
+      limits: LITE_LIMITS,
+      status: 'FREE',
+      subscription: { status: 'CANCELED' },
+    });
     const types = await domainEventTypes(app, s.workspaceId);
     expect(types).toContain('subscription.canceled');
     expect(types.filter((t) => t === 'billing.updated').length).toBeGreaterThanOrEqual(6);
@@ -343,7 +472,11 @@ describe('POST /billing/portal', () => {
   it('needs billing.manage: a MEMBER gets 403 PERMISSION_DENIED, an anonymous caller 401', async () => {
     const owner = await registerAndLogin(app.api, { prefix: 'proc-a-portal-owner' });
     const member = await inviteAndJoin(app, owner.accessToken, owner.workspaceId, 'MEMBER', 'proc-a-portal-member');
-    expectError(await app.api('POST', '/billing/portal', { token: member.accessToken, body: { workspaceId: owner.workspaceId } }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await app.api('POST', '/billing/portal', { token: member.accessToken, body: { workspaceId: owner.workspaceId } }),
+      403,
+      'PERMISSION_DENIED',
+    );
     expectError(await app.api('POST', '/billing/portal', { body: {} }), 401, 'UNAUTHORIZED');
   });
 });
@@ -360,10 +493,15 @@ describe('re-deliveries and out-of-order events', () => {
     const outcomes = answers.map((a) => a.body.outcome).sort();
     expect(outcomes).toEqual(['applied', ...Array(19).fill('duplicate')]);
 
-    const payments = await app.deps.db.selectFrom('payments').select('id').where('provider', '=', 'PROCESSOR_A').where('provider_payment_id', '=', invoice.invoiceId).execute();
+    const payments = await app.deps.db
+      .selectFrom('payments')
+      .select('id')
+      .where('provider', '=', 'PROCESSOR_A')
+      .where('provider_payment_id', '=', invoice.invoiceId)
+      .execute();
     expect(payments).toHaveLength(1);
     expect(await billingEventsWithId(app, 'PROCESSOR_A', invoice.eventId)).toHaveLength(1);
-    expect((await paymentsOf(app, s.workspaceId))).toHaveLength(1);
+    expect(await paymentsOf(app, s.workspaceId)).toHaveLength(1);
     expect((await domainEventTypes(app, s.workspaceId)).filter((t) => t === 'payment.succeeded')).toHaveLength(1);
   });
 
@@ -384,12 +522,19 @@ describe('re-deliveries and out-of-order events', () => {
     const { s, ids } = await subscribed('proc-a-order', base);
     const newerEnd = nowSeconds() + 30 * 86_400;
     const newer = subscriptionEvent('customer.subscription.updated', ids.subscription, base + 20, {
-      status: 'active', cancel_at_period_end: true, customer: ids.customer,
+      status: 'active',
+      cancel_at_period_end: true,
+      customer: ids.customer,
       items: { object: 'list', data: [{ id: 'si_n', current_period_start: base, current_period_end: newerEnd }] },
     });
     const older = subscriptionEvent('customer.subscription.updated', ids.subscription, base + 10, {
-      status: 'past_due', cancel_at_period_end: false, customer: ids.customer,
-      items: { object: 'list', data: [{ id: 'si_o', current_period_start: base - 100, current_period_end: base + 100 }] },
+      status: 'past_due',
+      cancel_at_period_end: false,
+      customer: ids.customer,
+      items: {
+        object: 'list',
+        data: [{ id: 'si_o', current_period_start: base - 100, current_period_end: base + 100 }],
+      },
     });
     expect((await deliverSigned(newer)).body.outcome).toBe('applied');
     const before = await subscriptionRow(ids.subscription);
@@ -399,12 +544,19 @@ describe('re-deliveries and out-of-order events', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'stale' });
     expect(await subscriptionRow(ids.subscription)).toEqual(before);
-    expect(before).toMatchObject({ status: 'ACTIVE', cancel_at_period_end: true, current_period_end: new Date(newerEnd * 1000) });
+    expect(before).toMatchObject({
+      status: 'ACTIVE',
+      cancel_at_period_end: true,
+      current_period_end: new Date(newerEnd * 1000),
+    });
     expect(await domainEventTypes(app, s.workspaceId)).toEqual(eventsBefore);
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('PRO');
 
     // An old deletion does not end a subscription that was updated after it either.
-    const oldDelete = subscriptionEvent('customer.subscription.deleted', ids.subscription, base + 15, { status: 'canceled', customer: ids.customer });
+    const oldDelete = subscriptionEvent('customer.subscription.deleted', ids.subscription, base + 15, {
+      status: 'canceled',
+      customer: ids.customer,
+    });
     expect((await deliverSigned(oldDelete)).body.outcome).toBe('stale');
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('PRO');
   });
@@ -416,11 +568,23 @@ describe('re-deliveries and out-of-order events in the same second', () => {
     const metadata = await proMetadata(s.workspaceId);
     const subscription = `sub_${randomHex(10)}`;
     const at = nowSeconds() - 5;
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, at, { status: 'active', metadata }))).body.outcome).toBe('applied');
-    const late = await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, at, { status: 'incomplete', metadata }));
+    expect(
+      (
+        await deliverSigned(
+          subscriptionEvent('customer.subscription.updated', subscription, at, { status: 'active', metadata }),
+        )
+      ).body.outcome,
+    ).toBe('applied');
+    const late = await deliverSigned(
+      subscriptionEvent('customer.subscription.created', subscription, at, { status: 'incomplete', metadata }),
+    );
     expect(late.status, late.text).toBe(200);
     expect(late.body).toEqual({ received: true, outcome: 'stale' });
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'ACTIVE', subscription: { status: 'ACTIVE' } });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
+      edition: 'PRO',
+      status: 'ACTIVE',
+      subscription: { status: 'ACTIVE' },
+    });
   });
 
   it('an active of the same second as the deletion does not bring the subscription back', async () => {
@@ -428,10 +592,29 @@ describe('re-deliveries and out-of-order events in the same second', () => {
     const metadata = await proMetadata(s.workspaceId);
     const subscription = `sub_${randomHex(10)}`;
     const at = nowSeconds() - 5;
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, at - 60, { metadata }))).body.outcome).toBe('applied');
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.deleted', subscription, at, { status: 'canceled', metadata }))).body.outcome).toBe('applied');
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, at, { status: 'active', metadata }))).body.outcome).toBe('stale');
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'LITE', status: 'FREE', subscription: { status: 'CANCELED' } });
+    expect(
+      (await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, at - 60, { metadata })))
+        .body.outcome,
+    ).toBe('applied');
+    expect(
+      (
+        await deliverSigned(
+          subscriptionEvent('customer.subscription.deleted', subscription, at, { status: 'canceled', metadata }),
+        )
+      ).body.outcome,
+    ).toBe('applied');
+    expect(
+      (
+        await deliverSigned(
+          subscriptionEvent('customer.subscription.updated', subscription, at, { status: 'active', metadata }),
+        )
+      ).body.outcome,
+    ).toBe('stale');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
+      edition: 'LITE',
+      status: 'FREE',
+      subscription: { status: 'CANCELED' },
+    });
   });
 });
 
@@ -442,10 +625,15 @@ describe('a new subscription replacing the live one', () => {
     const [pro, enterprise] = [await proMetadata(s.workspaceId), await enterpriseMetadata(s.workspaceId)];
     const ids = { a: `sub_A${randomHex(8)}`, b: `sub_B${randomHex(8)}` };
     const now = nowSeconds();
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.a, now - 100, { metadata: pro }))).body.outcome).toBe('applied');
+    expect(
+      (await deliverSigned(subscriptionEvent('customer.subscription.created', ids.a, now - 100, { metadata: pro })))
+        .body.outcome,
+    ).toBe('applied');
     const before = fake.requests.length;
     beforeB?.();
-    const res = await deliverSigned(subscriptionEvent('customer.subscription.created', ids.b, now - 50, { metadata: enterprise }));
+    const res = await deliverSigned(
+      subscriptionEvent('customer.subscription.created', ids.b, now - 50, { metadata: enterprise }),
+    );
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'applied' });
     return { s, ids, now, pro, calls: fake.requests.slice(before) };
@@ -454,28 +642,47 @@ describe('a new subscription replacing the live one', () => {
   it('cancels the replaced one at the processor, at the end of its period', async () => {
     const { s, ids, calls } = await upgraded('proc-a-replace');
     expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatchObject({ method: 'POST', path: `/v1/subscriptions/${ids.a}`, body: { cancel_at_period_end: 'true' } });
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'ENTERPRISE', limits: ENTERPRISE_LIMITS, status: 'ACTIVE' });
+    expect(calls[0]).toMatchObject({
+      method: 'POST',
+      path: `/v1/subscriptions/${ids.a}`,
+      body: { cancel_at_period_end: 'true' },
+    });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
+      edition: 'ENTERPRISE',
+      limits: ENTERPRISE_LIMITS,
+      status: 'ACTIVE',
+    });
   });
 
   it('still answers 200 applied when the processor fails the cancel, and logs the failure', async () => {
     const { s, ids } = await upgraded('proc-a-replace-fail', () => fake.failNext(500));
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
-    const [replaced] = (await subscriptionsOf(app, s.workspaceId)).filter((sub) => sub.provider_subscription_id === ids.a);
+    const [replaced] = (await subscriptionsOf(app, s.workspaceId)).filter(
+      (sub) => sub.provider_subscription_id === ids.a,
+    );
     expect(replaced.status).toBe('CANCELED');
-    expect(app.logs.some((line) => line.includes('could not cancel a replaced subscription') && line.includes(replaced.id))).toBe(true);
+    expect(
+      app.logs.some((line) => line.includes('could not cancel a replaced subscription') && line.includes(replaced.id)),
+    ).toBe(true);
   });
 
   it('a later renewal of the replaced one answers 200 ignored and leaves it CANCELED beside the new one (was a 500 on the one-live index)', async () => {
     const { s, ids, now, pro } = await upgraded('proc-a-revive');
-    const renewal = await deliverSigned(subscriptionEvent('customer.subscription.updated', ids.a, now, { status: 'active', metadata: pro }));
+    const renewal = await deliverSigned(
+      subscriptionEvent('customer.subscription.updated', ids.a, now, { status: 'active', metadata: pro }),
+    );
     expect(renewal.status, renewal.text).toBe(200);
     expect(renewal.body).toEqual({ received: true, outcome: 'ignored' });
     expect((await liveSubscriptionsOf(app, s.workspaceId)).map((sub) => sub.provider_subscription_id)).toEqual([ids.b]);
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'ENTERPRISE', status: 'ACTIVE' });
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
+      edition: 'ENTERPRISE',
+      status: 'ACTIVE',
+    });
     const [old] = (await subscriptionsOf(app, s.workspaceId)).filter((sub) => sub.provider_subscription_id === ids.a);
     expect(old.status).toBe('CANCELED');
-    expect(app.logs.some((line) => line.includes('canceled subscription was not revived') && line.includes(old.id))).toBe(true);
+    expect(
+      app.logs.some((line) => line.includes('canceled subscription was not revived') && line.includes(old.id)),
+    ).toBe(true);
   });
 
   it('an upgrade still incomplete leaves the live plan in GET /billing/current; once paid it replaces it', async () => {
@@ -483,15 +690,32 @@ describe('a new subscription replacing the live one', () => {
     const [pro, enterprise] = [await proMetadata(s.workspaceId), await enterpriseMetadata(s.workspaceId)];
     const ids = { a: `sub_A${randomHex(8)}`, b: `sub_B${randomHex(8)}` };
     const now = nowSeconds();
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.a, now - 100, { metadata: pro }))).body.outcome).toBe('applied');
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.b, now - 50, { status: 'incomplete', metadata: enterprise }))).body.outcome).toBe('applied');
+    expect(
+      (await deliverSigned(subscriptionEvent('customer.subscription.created', ids.a, now - 100, { metadata: pro })))
+        .body.outcome,
+    ).toBe('applied');
+    expect(
+      (
+        await deliverSigned(
+          subscriptionEvent('customer.subscription.created', ids.b, now - 50, {
+            status: 'incomplete',
+            metadata: enterprise,
+          }),
+        )
+      ).body.outcome,
+    ).toBe('applied');
     const [subA] = await liveSubscriptionsOf(app, s.workspaceId);
     expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
-      edition: 'PRO', status: 'ACTIVE', currentPeriodEnd: expect.any(String), subscription: { id: subA.id, status: 'ACTIVE' },
+      edition: 'PRO',
+      status: 'ACTIVE',
+      currentPeriodEnd: expect.any(String),
+      subscription: { id: subA.id, status: 'ACTIVE' },
     });
 
     const before = fake.requests.length;
-    const paid = await deliverSigned(subscriptionEvent('customer.subscription.updated', ids.b, now - 40, { status: 'active', metadata: enterprise }));
+    const paid = await deliverSigned(
+      subscriptionEvent('customer.subscription.updated', ids.b, now - 40, { status: 'active', metadata: enterprise }),
+    );
     expect(paid.status, paid.text).toBe(200);
     expect(paid.body.outcome).toBe('applied');
     expect((await liveSubscriptionsOf(app, s.workspaceId)).map((sub) => sub.provider_subscription_id)).toEqual([ids.b]);
@@ -501,23 +725,47 @@ describe('a new subscription replacing the live one', () => {
 });
 
 describe('events of one workspace arriving together', () => {
-  it('an upgrade going live, a renewal of the plan it replaces and the upgrade\'s invoice never deadlock (10 trials, no 5xx)', async () => {
+  it("an upgrade going live, a renewal of the plan it replaces and the upgrade's invoice never deadlock (10 trials, no 5xx)", async () => {
     for (let i = 0; i < 10; i++) {
       const s = await registerAndLogin(app.api, { prefix: 'proc-a-together' });
       const [pro, enterprise] = [await proMetadata(s.workspaceId), await enterpriseMetadata(s.workspaceId)];
       const ids = { a: `sub_A${randomHex(8)}`, b: `sub_B${randomHex(8)}` };
       const now = nowSeconds();
-      expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.a, now - 100, { metadata: pro }))).body.outcome).toBe('applied');
-      expect((await deliverSigned(subscriptionEvent('customer.subscription.created', ids.b, now - 50, { status: 'incomplete', metadata: enterprise }))).body.outcome).toBe('applied');
+      expect(
+        (await deliverSigned(subscriptionEvent('customer.subscription.created', ids.a, now - 100, { metadata: pro })))
+          .body.outcome,
+      ).toBe('applied');
+      expect(
+        (
+          await deliverSigned(
+            subscriptionEvent('customer.subscription.created', ids.b, now - 50, {
+              status: 'incomplete',
+              metadata: enterprise,
+            }),
+          )
+        ).body.outcome,
+      ).toBe('applied');
       const answers = await Promise.all([
-        deliverSigned(subscriptionEvent('customer.subscription.updated', ids.b, now - 40, { status: 'active', metadata: enterprise })),
-        deliverSigned(subscriptionEvent('customer.subscription.updated', ids.a, now - 40, { status: 'active', metadata: pro })),
+        deliverSigned(
+          subscriptionEvent('customer.subscription.updated', ids.b, now - 40, {
+            status: 'active',
+            metadata: enterprise,
+          }),
+        ),
+        deliverSigned(
+          subscriptionEvent('customer.subscription.updated', ids.a, now - 40, { status: 'active', metadata: pro }),
+        ),
         deliverSigned(invoicePaid(ids.b, now - 40).payload),
         deliverSigned(invoicePaid(ids.a, now - 40).payload),
       ]);
-      expect(answers.map((a) => a.status), answers.map((a) => a.text).join('\n')).toEqual([200, 200, 200, 200]);
+      expect(
+        answers.map((a) => a.status),
+        answers.map((a) => a.text).join('\n'),
+      ).toEqual([200, 200, 200, 200]);
       // Whatever the order, the upgrade is the one live subscription.
-      expect((await liveSubscriptionsOf(app, s.workspaceId)).map((sub) => sub.provider_subscription_id)).toEqual([ids.b]);
+      expect((await liveSubscriptionsOf(app, s.workspaceId)).map((sub) => sub.provider_subscription_id)).toEqual([
+        ids.b,
+      ]);
       expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
     }
   });
@@ -525,7 +773,17 @@ describe('events of one workspace arriving together', () => {
 
 describe('the plan changed at the processor', () => {
   const priced = (price: string) => ({
-    items: { object: 'list', data: [{ id: `si_${randomHex(6)}`, price: { id: price, object: 'price' }, current_period_start: nowSeconds() - 60, current_period_end: nowSeconds() + 86_400 }] },
+    items: {
+      object: 'list',
+      data: [
+        {
+          id: `si_${randomHex(6)}`,
+          price: { id: price, object: 'price' },
+          current_period_start: nowSeconds() - 60,
+          current_period_end: nowSeconds() + 86_400,
+        },
+      ],
+    },
   });
 
   it("follows the subscription's price (an edition's price setting) over the checkout's metadata", async () => {
@@ -533,49 +791,119 @@ describe('the plan changed at the processor', () => {
     const metadata = await enterpriseMetadata(s.workspaceId);
     const subscription = `sub_${randomHex(10)}`;
     const now = nowSeconds();
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, now - 100, { metadata, ...priced(PRICES.enterprise) }))).body.outcome).toBe('applied');
+    expect(
+      (
+        await deliverSigned(
+          subscriptionEvent('customer.subscription.created', subscription, now - 100, {
+            metadata,
+            ...priced(PRICES.enterprise),
+          }),
+        )
+      ).body.outcome,
+    ).toBe('applied');
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('ENTERPRISE');
     // Downgraded in Stripe's portal: the price changes, the metadata stays.
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, now - 50, { metadata, ...priced(PRICES.pro) }))).body.outcome).toBe('applied');
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', plan: { slug: 'pro' }, limits: PRO_LIMITS });
+    expect(
+      (
+        await deliverSigned(
+          subscriptionEvent('customer.subscription.updated', subscription, now - 50, {
+            metadata,
+            ...priced(PRICES.pro),
+          }),
+        )
+      ).body.outcome,
+    ).toBe('applied');
+    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
+      edition: 'PRO',
+      plan: { slug: 'pro' },
+      limits: PRO_LIMITS,
+    });
     expect((await subscriptionRow(subscription))!.plan_id).toBe((await planBySlug(app, 'pro')).id);
   });
 
   it("follows a plan's own providerAPriceId", async () => {
     const admin = await adminLogin(app);
     const ownPrice = `price_own_${randomHex()}`;
-    const plan = await createPlan(app, admin, { edition: 'PRO', status: 'PUBLISHED', priceCents: 3900, providerAPriceId: ownPrice, sortOrder: 9_700 });
+    const plan = await createPlan(app, admin, {
+      edition: 'PRO',
+      status: 'PUBLISHED',
+      priceCents: 3900,
+      providerAPriceId: ownPrice,
+      sortOrder: 9_700,
+    });
     const s = await registerAndLogin(app.api, { prefix: 'proc-a-own-price' });
     const subscription = `sub_${randomHex(10)}`;
-    const res = await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, nowSeconds(), { metadata: await proMetadata(s.workspaceId), ...priced(ownPrice) }));
+    const res = await deliverSigned(
+      subscriptionEvent('customer.subscription.created', subscription, nowSeconds(), {
+        metadata: await proMetadata(s.workspaceId),
+        ...priced(ownPrice),
+      }),
+    );
     expect(res.body.outcome).toBe('applied');
     expect((await workspaceRow(app, s.workspaceId)).plan_id).toBe(plan.id);
   });
 
   it('falls back to the metadata for a price no plan uses', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'proc-a-other-price' });
-    const res = await deliverSigned(subscriptionEvent('customer.subscription.created', `sub_${randomHex(10)}`, nowSeconds(), { metadata: await proMetadata(s.workspaceId), ...priced(`price_unknown_${randomHex()}`) }));
+    const res = await deliverSigned(
+      subscriptionEvent('customer.subscription.created', `sub_${randomHex(10)}`, nowSeconds(), {
+        metadata: await proMetadata(s.workspaceId),
+        ...priced(`price_unknown_${randomHex()}`),
+      }),
+    );
     expect(res.body.outcome).toBe('applied');
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('PRO');
   });
 });
 
 describe('statuses in which nothing is collected', () => {
-  it.each(['unpaid', 'paused'])('%s ends the plan (back to Lite, FREE); past_due keeps it; a later active brings it back', async (status) => {
-    const s = await registerAndLogin(app.api, { prefix: `proc-a-${status}` });
-    const metadata = await proMetadata(s.workspaceId);
-    const subscription = `sub_${randomHex(10)}`;
-    const now = nowSeconds();
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, now - 100, { metadata }))).body.outcome).toBe('applied');
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, now - 80, { status: 'past_due', metadata }))).body.outcome).toBe('applied');
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'PAST_DUE' });
+  it.each(['unpaid', 'paused'])(
+    '%s ends the plan (back to Lite, FREE); past_due keeps it; a later active brings it back',
+    async (status) => {
+      const s = await registerAndLogin(app.api, { prefix: `proc-a-${status}` });
+      const metadata = await proMetadata(s.workspaceId);
+      const subscription = `sub_${randomHex(10)}`;
+      const now = nowSeconds();
+      expect(
+        (await deliverSigned(subscriptionEvent('customer.subscription.created', subscription, now - 100, { metadata })))
+          .body.outcome,
+      ).toBe('applied');
+      expect(
+        (
+          await deliverSigned(
+            subscriptionEvent('customer.subscription.updated', subscription, now - 80, {
+              status: 'past_due',
+              metadata,
+            }),
+          )
+        ).body.outcome,
+      ).toBe('applied');
+      expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'PAST_DUE' });
 
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, now - 60, { status, metadata }))).body.outcome).toBe('applied');
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'LITE', limits: LITE_LIMITS, status: 'FREE', subscription: { status: 'CANCELED' } });
+      expect(
+        (
+          await deliverSigned(
+            subscriptionEvent('customer.subscription.updated', subscription, now - 60, { status, metadata }),
+          )
+        ).body.outcome,
+      ).toBe('applied');
+      expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({
+        edition: 'LITE',
+        limits: LITE_LIMITS,
+        status: 'FREE',
+        subscription: { status: 'CANCELED' },
+      });
 
-    expect((await deliverSigned(subscriptionEvent('customer.subscription.updated', subscription, now - 40, { status: 'active', metadata }))).body.outcome).toBe('applied');
-    expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'ACTIVE' });
-  });
+      expect(
+        (
+          await deliverSigned(
+            subscriptionEvent('customer.subscription.updated', subscription, now - 40, { status: 'active', metadata }),
+          )
+        ).body.outcome,
+      ).toBe('applied');
+      expect(await currentOf(app, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'ACTIVE' });
+    },
+  );
 });
 
 describe('signed events naming a workspace or plan that is not ours', () => {
@@ -585,11 +913,19 @@ describe('signed events naming a workspace or plan that is not ours', () => {
     ['an unknown workspace', () => unknownId, 'pro'],
     ['a workspace id that is not a UUID', () => 'abc', 'pro'],
   ])('invoice.paid for %s answers 200 unmatched and records no payment (was a 500)', async (_label, workspaceId) => {
-    const invoice = invoicePaid(`sub_${randomHex(10)}`, nowSeconds(), { subscription_details: { metadata: { workspaceId: workspaceId(), planId: unknownId } } });
+    const invoice = invoicePaid(`sub_${randomHex(10)}`, nowSeconds(), {
+      subscription_details: { metadata: { workspaceId: workspaceId(), planId: unknownId } },
+    });
     const res = await deliverSigned(invoice.payload);
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
-    expect(await app.deps.db.selectFrom('payments').select('id').where('provider_payment_id', '=', invoice.invoiceId).execute()).toEqual([]);
+    expect(
+      await app.deps.db
+        .selectFrom('payments')
+        .select('id')
+        .where('provider_payment_id', '=', invoice.invoiceId)
+        .execute(),
+    ).toEqual([]);
   });
 
   it.each([
@@ -599,7 +935,9 @@ describe('signed events naming a workspace or plan that is not ours', () => {
   ])('customer.subscription.created with %s answers 200 unmatched (was a 500)', async (_label, metadataOf) => {
     const s = await registerAndLogin(app.api, { prefix: 'proc-a-foreign' });
     const metadata = metadataOf(s.workspaceId, (await planBySlug(app, 'pro')).id);
-    const res = await deliverSigned(subscriptionEvent('customer.subscription.created', `sub_${randomHex(10)}`, nowSeconds(), { metadata }));
+    const res = await deliverSigned(
+      subscriptionEvent('customer.subscription.created', `sub_${randomHex(10)}`, nowSeconds(), { metadata }),
+    );
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'unmatched' });
     expect(await subscriptionsOf(app, s.workspaceId)).toEqual([]);
@@ -607,7 +945,9 @@ describe('signed events naming a workspace or plan that is not ours', () => {
 
   it("an invoice of a known subscription whose metadata names an unknown plan is recorded under the subscription's plan", async () => {
     const { s, ids } = await subscribed('proc-a-foreign-plan', nowSeconds() - 600);
-    const invoice = invoicePaid(ids.subscription, nowSeconds(), { subscription_details: { metadata: { workspaceId: s.workspaceId, planId: unknownId } } });
+    const invoice = invoicePaid(ids.subscription, nowSeconds(), {
+      subscription_details: { metadata: { workspaceId: s.workspaceId, planId: unknownId } },
+    });
     expect((await deliverSigned(invoice.payload)).body).toEqual({ received: true, outcome: 'applied' });
     expect((await paymentsOf(app, s.workspaceId)).map((p) => p.plan_id)).toEqual([(await planBySlug(app, 'pro')).id]);
   });
@@ -627,7 +967,11 @@ describe('POST /billing/webhooks/processor-a signatures', () => {
   const attempt = () => {
     const eventId = `evt_${randomHex(10)}`;
     const subscription = `sub_${randomHex(10)}`;
-    return { eventId, subscription, payload: sessionCompleted(metadata, { subscription, customer: `cus_${randomHex(8)}` }, nowSeconds(), eventId) };
+    return {
+      eventId,
+      subscription,
+      payload: sessionCompleted(metadata, { subscription, customer: `cus_${randomHex(8)}` }, nowSeconds(), eventId),
+    };
   };
 
   async function expectNothingStored(eventId: string, subscription: string) {
@@ -641,7 +985,10 @@ describe('POST /billing/webhooks/processor-a signatures', () => {
     ['a missing Stripe-Signature header', () => ({ signature: undefined })],
     ['an empty header', () => ({ signature: '' })],
     ['a signature made with another secret', (p) => ({ signature: signStripe(p, 'whsec_someoneElse0123456789') })],
-    ['a tampered body', (p) => ({ signature: signStripe(p, WHSEC), body: p.replace('"mode":"subscription"', '"mode":"subscription" ') })],
+    [
+      'a tampered body',
+      (p) => ({ signature: signStripe(p, WHSEC), body: p.replace('"mode":"subscription"', '"mode":"subscription" ') }),
+    ],
     ['a stale timestamp (301 s old)', (p) => ({ signature: signStripe(p, WHSEC, nowSeconds() - 301) })],
     ['a timestamp 301 s in the future', (p) => ({ signature: signStripe(p, WHSEC, nowSeconds() + 301) })],
     ['a malformed header (garbage)', () => ({ signature: 'not-a-signature' })],
@@ -674,7 +1021,11 @@ describe('POST /billing/webhooks/processor-a signatures', () => {
   it.each([-290, 290])('accepts a timestamp %i s away, within the 300 s tolerance', async (offset) => {
     const other = await registerAndLogin(app.api, { prefix: 'proc-a-tolerance' });
     const meta = { ...metadata, workspaceId: other.workspaceId };
-    const payload = sessionCompleted(meta, { subscription: `sub_${randomHex(10)}`, customer: `cus_${randomHex(8)}` }, nowSeconds());
+    const payload = sessionCompleted(
+      meta,
+      { subscription: `sub_${randomHex(10)}`, customer: `cus_${randomHex(8)}` },
+      nowSeconds(),
+    );
     await atStartOfSecond();
     const res = await deliverA(app, payload, signStripe(payload, WHSEC, nowSeconds() + offset));
     expect(res.status, res.text).toBe(200);
@@ -691,7 +1042,11 @@ describe('POST /billing/webhooks/mock while PROCESSOR_A is active', () => {
   it('does not exist (404 NOT_FOUND) and changes nothing', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'proc-a-mock' });
     const res = await app.api('POST', '/billing/webhooks/mock', {
-      body: { id: `mock_${randomHex()}`, type: 'checkout.completed', data: { workspaceId: s.workspaceId, planCode: 'pro' } },
+      body: {
+        id: `mock_${randomHex()}`,
+        type: 'checkout.completed',
+        data: { workspaceId: s.workspaceId, planCode: 'pro' },
+      },
     });
     expectError(res, 404, 'NOT_FOUND');
     expect((await workspaceRow(app, s.workspaceId)).edition).toBe('LITE');
@@ -722,7 +1077,11 @@ describe('an app with BILLING_PROVIDER=PROCESSOR_A but no PROCESSOR_A keys', () 
 
   it('answers checkout with 503 BILLING_NOT_CONFIGURED and a friendly message naming BILLING_SUPPORT_EMAIL', async () => {
     const s = await registerAndLogin(bare.api, { prefix: 'proc-a-bare' });
-    const err = expectError(await bare.api('POST', '/billing/checkout', { token: s.accessToken, body: { planCode: 'pro' } }), 503, 'BILLING_NOT_CONFIGURED');
+    const err = expectError(
+      await bare.api('POST', '/billing/checkout', { token: s.accessToken, body: { planCode: 'pro' } }),
+      503,
+      'BILLING_NOT_CONFIGURED',
+    );
     expect(err.message).toContain(SUPPORT_EMAIL);
     expect(await subscriptionsOf(bare, s.workspaceId)).toEqual([]);
   });
@@ -734,7 +1093,11 @@ describe('an app with BILLING_PROVIDER=PROCESSOR_A but no PROCESSOR_A keys', () 
 
   it('answers a processor-a webhook with 503 BILLING_NOT_CONFIGURED (no webhook secret), storing nothing', async () => {
     const eventId = `evt_${randomHex(10)}`;
-    const payload = stripeEvent('invoice.paid', { id: `in_${randomHex(6)}`, object: 'invoice', amount_paid: 100, currency: 'usd' }, { id: eventId });
+    const payload = stripeEvent(
+      'invoice.paid',
+      { id: `in_${randomHex(6)}`, object: 'invoice', amount_paid: 100, currency: 'usd' },
+      { id: eventId },
+    );
     expectError(await deliverA(bare, payload, signStripe(payload, WHSEC)), 503, 'BILLING_NOT_CONFIGURED');
     expect(await billingEventsWithId(bare, 'PROCESSOR_A', eventId)).toEqual([]);
   });
@@ -748,34 +1111,57 @@ describe('an app with BILLING_PROVIDER=PROCESSOR_A but no PROCESSOR_A keys', () 
         type: 'subscriptions',
         id: String(crypto.randomInt(1_000_000, 2_000_000_000)),
         attributes: {
-          status: 'active', customer_id: 77, renews_at: new Date(Date.now() + 30 * 86_400_000).toISOString(), ends_at: null,
-          created_at: new Date().toISOString(), updated_at: new Date().toISOString(),
+          status: 'active',
+          customer_id: 77,
+          renews_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+          ends_at: null,
+          created_at: new Date().toISOString(),
+          updated_at: new Date().toISOString(),
         },
       },
       { workspace_id: s.workspaceId, plan_id: pro.id, plan_slug: 'pro', plan_interval: 'MONTHLY' },
     );
-    const res = await bare.api('POST', '/billing/webhooks/processor-b', { raw, headers: { 'content-type': 'application/json', 'x-signature': signLemon(raw, LEMON_SECRET) } });
+    const res = await bare.api('POST', '/billing/webhooks/processor-b', {
+      raw,
+      headers: { 'content-type': 'application/json', 'x-signature': signLemon(raw, LEMON_SECRET) },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'applied' });
-    expect(await currentOf(bare, s.accessToken, s.workspaceId)).toMatchObject({ edition: 'PRO', status: 'ACTIVE', subscription: { provider: 'PROCESSOR_B' } });
+    expect(await currentOf(bare, s.accessToken, s.workspaceId)).toMatchObject({
+      edition: 'PRO',
+      status: 'ACTIVE',
+      subscription: { provider: 'PROCESSOR_B' },
+    });
   });
 });
 
-describe('an event whose id and type hold a NUL character (signed: the processor\'s own text)', () => {
+describe("an event whose id and type hold a NUL character (signed: the processor's own text)", () => {
   it('is recorded with U+FFFD in their place and answered 200 (the insert failed: a 500, and the processor would have retried it forever)', async () => {
     const id = `evt_${randomHex(8)}\u0000x`;
-    const payload = stripeEvent('customer.unknown\u0000thing', { id: `cus_${randomHex(8)}`, object: 'customer' }, { id, created: nowSeconds() });
+    const payload = stripeEvent(
+      'customer.unknown\u0000thing',
+      { id: `cus_${randomHex(8)}`, object: 'customer' },
+      { id, created: nowSeconds() },
+    );
     const res = await deliverSigned(payload);
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ received: true, outcome: 'ignored' });
-    const row = await app.deps.db.selectFrom('billing_events').select(['event_id', 'event_type']).where('event_id', '=', id.replace('\u0000', '\ufffd')).executeTakeFirst();
+    const row = await app.deps.db
+      .selectFrom('billing_events')
+      .select(['event_id', 'event_type'])
+      .where('event_id', '=', id.replace('\u0000', '\ufffd'))
+      .executeTakeFirst();
     expect(row).toEqual({ event_id: id.replace('\u0000', '\ufffd'), event_type: 'customer.unknown\ufffdthing' });
   });
 });
 
 describe('charge.refunded', () => {
   const charge = (over: Record<string, unknown>) =>
-    stripeEvent('charge.refunded', { id: `ch_${randomHex(10)}`, object: 'charge', amount: 2900, currency: 'usd', ...over }, { id: `evt_${randomHex(10)}`, created: nowSeconds() });
+    stripeEvent(
+      'charge.refunded',
+      { id: `ch_${randomHex(10)}`, object: 'charge', amount: 2900, currency: 'usd', ...over },
+      { id: `evt_${randomHex(10)}`, created: nowSeconds() },
+    );
 
   it('a partial refund leaves the payment SUCCEEDED; the full refund moves it to REFUNDED once, with billing.updated', async () => {
     const { s, ids } = await subscribed('proc-a-refund', nowSeconds() - 600);
@@ -783,13 +1169,18 @@ describe('charge.refunded', () => {
     expect((await deliverSigned(paid.payload)).body).toEqual({ received: true, outcome: 'applied' });
     const updatesBefore = (await domainEventTypes(app, s.workspaceId)).filter((t) => t === 'billing.updated').length;
 
-    const partial = await deliverSigned(charge({ invoice: paid.invoiceId, payment_intent: `pi_${randomHex(10)}`, refunded: false, amount_refunded: 900 }));
+    const partial = await deliverSigned(
+      charge({ invoice: paid.invoiceId, payment_intent: `pi_${randomHex(10)}`, refunded: false, amount_refunded: 900 }),
+    );
     expect(partial.body).toEqual({ received: true, outcome: 'ignored' });
     expect((await historyOf(app, s.accessToken, s.workspaceId)).items[0]).toMatchObject({ status: 'SUCCEEDED' });
 
     const full = await deliverSigned(charge({ invoice: paid.invoiceId, refunded: true, amount_refunded: 2900 }));
     expect(full.body).toEqual({ received: true, outcome: 'applied' });
-    expect((await historyOf(app, s.accessToken, s.workspaceId)).items[0]).toMatchObject({ status: 'REFUNDED', amountCents: 2900 });
+    expect((await historyOf(app, s.accessToken, s.workspaceId)).items[0]).toMatchObject({
+      status: 'REFUNDED',
+      amountCents: 2900,
+    });
     const updatesAfter = (await domainEventTypes(app, s.workspaceId)).filter((t) => t === 'billing.updated').length;
     expect(updatesAfter).toBe(updatesBefore + 1);
 
@@ -804,14 +1195,25 @@ describe('charge.refunded', () => {
     const session = stripeEvent(
       'checkout.session.completed',
       {
-        id: `cs_test_${randomHex(10)}`, object: 'checkout.session', mode: 'payment', payment_status: 'paid', status: 'complete',
-        customer: `cus_${randomHex(10)}`, client_reference_id: s.workspaceId, metadata: { workspaceId: s.workspaceId, planId: (await planBySlug(app, 'pro')).id },
-        amount_total: 29000, currency: 'usd', payment_intent: pi,
+        id: `cs_test_${randomHex(10)}`,
+        object: 'checkout.session',
+        mode: 'payment',
+        payment_status: 'paid',
+        status: 'complete',
+        customer: `cus_${randomHex(10)}`,
+        client_reference_id: s.workspaceId,
+        metadata: { workspaceId: s.workspaceId, planId: (await planBySlug(app, 'pro')).id },
+        amount_total: 29000,
+        currency: 'usd',
+        payment_intent: pi,
       },
       { id: `evt_${randomHex(10)}`, created: nowSeconds() },
     );
     expect((await deliverSigned(session)).body).toEqual({ received: true, outcome: 'applied' });
-    expect((await deliverSigned(charge({ payment_intent: pi, refunded: true }))).body).toEqual({ received: true, outcome: 'applied' });
+    expect((await deliverSigned(charge({ payment_intent: pi, refunded: true }))).body).toEqual({
+      received: true,
+      outcome: 'applied',
+    });
     expect((await paymentsOf(app, s.workspaceId)).map((p) => p.status)).toEqual(['REFUNDED']);
   });
 

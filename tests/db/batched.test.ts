@@ -26,19 +26,27 @@ type Row = { k: string; v: number };
 /** A lookup over the test table that records the keys of every query it runs; `hold` delays answers. */
 function lookupWithLog(opts: { hold?: (call: number) => number; fail?: boolean; inFlight?: number } = {}) {
   const queries: string[][] = [];
-  const lookup = batchedLookup<string, Row>(async (db, keys) => {
-    const call = queries.push(keys);
-    if (opts.fail) throw new Error('the database went away');
-    const { rows } = await sql<Row>`select k, v from ${sql.table(table)} where k = any(${keys})`.execute(db);
-    const hold = opts.hold?.(call) ?? 0;
-    if (hold) await sleep(hold);
-    return rows;
-  }, (row) => row.k, { inFlight: opts.inFlight });
+  const lookup = batchedLookup<string, Row>(
+    async (db, keys) => {
+      const call = queries.push(keys);
+      if (opts.fail) throw new Error('the database went away');
+      const { rows } = await sql<Row>`select k, v from ${sql.table(table)} where k = any(${keys})`.execute(db);
+      const hold = opts.hold?.(call) ?? 0;
+      if (hold) await sleep(hold);
+      return rows;
+    },
+    (row) => row.k,
+    { inFlight: opts.inFlight },
+  );
   return { lookup, queries };
 }
 
 /** Asks for keys k<from> to k<to>, 5 ms apart (each in an event-loop turn of its own); answers the lookups. */
-async function askedOneByOne(lookup: (db: TestApp['deps']['db'], key: string) => Promise<Row | undefined>, from: number, to: number) {
+async function askedOneByOne(
+  lookup: (db: TestApp['deps']['db'], key: string) => Promise<Row | undefined>,
+  from: number,
+  to: number,
+) {
   const asked: Promise<Row | undefined>[] = [];
   for (let i = from; i <= to; i++) {
     asked.push(lookup(app.deps.db, `k${i}`));
@@ -121,11 +129,15 @@ describe('batchedLookup', () => {
 describe('authentication on batched lookups', () => {
   let sessions: Session[];
   beforeAll(async () => {
-    sessions = await Promise.all(Array.from({ length: 8 }, (_, i) => registerAndLogin(app.api, { prefix: `batch${i}` })));
+    sessions = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => registerAndLogin(app.api, { prefix: `batch${i}` })),
+    );
   });
 
   it('answers each of many concurrent callers with their own account', async () => {
-    const calls = sessions.flatMap((s) => Array.from({ length: 5 }, () => ({ s, res: app.api('GET', '/auth/me', { token: s.accessToken }) })));
+    const calls = sessions.flatMap((s) =>
+      Array.from({ length: 5 }, () => ({ s, res: app.api('GET', '/auth/me', { token: s.accessToken }) })),
+    );
     for (const { s, res } of calls) {
       const answer = await res;
       expect(answer.status).toBe(200);
@@ -135,7 +147,9 @@ describe('authentication on batched lookups', () => {
 
   it('refuses a suspended user on the very next request while other requests keep the lookups busy', async () => {
     const [victim, ...others] = sessions;
-    const busy = others.flatMap((s) => Array.from({ length: 10 }, () => app.api('GET', '/auth/me', { token: s.accessToken })));
+    const busy = others.flatMap((s) =>
+      Array.from({ length: 10 }, () => app.api('GET', '/auth/me', { token: s.accessToken })),
+    );
     await app.deps.db.updateTable('users').set({ status: 'SUSPENDED' }).where('email', '=', victim.email).execute();
     expectError(await app.api('GET', '/auth/me', { token: victim.accessToken }), 403, 'USER_SUSPENDED');
     expect((await Promise.all(busy)).every((r) => r.status === 200)).toBe(true);

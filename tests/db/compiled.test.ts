@@ -24,7 +24,12 @@ afterAll(async () => {
 describe('compiledOnce statements', () => {
   it('are planned for each execution: no generic plan made while the table was small serves it once it has grown', async () => {
     // The test table is not in the schema's types.
-    const lookup = compiledOnce((d, keys: string[]) => (d as unknown as Kysely<any>).selectFrom(table).select('v').where(sql<boolean>`k = any(${keys})`));
+    const lookup = compiledOnce((d, keys: string[]) =>
+      (d as unknown as Kysely<any>)
+        .selectFrom(table)
+        .select('v')
+        .where(sql<boolean>`k = any(${keys})`),
+    );
     for (let i = 0; i < 8; i++) expect(await lookup(db, ['k1', 'k2'])).toHaveLength(2);
     await sql`insert into ${sql.table(table)} select 'k' || i, i from generate_series(4, 20000) as i`.execute(db);
     for (let i = 0; i < 4; i++) expect(await lookup(db, [`k${19_990 + i}`])).toEqual([{ v: 19_990 + i }]);

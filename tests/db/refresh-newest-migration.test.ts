@@ -87,7 +87,7 @@ describe('migration 0009_refresh_token_newest', () => {
     expect(of(tokens.alone).superseded_at).toBeNull();
   });
 
-  it('so the older branch of a fork is refused (401), ending its session; another family\'s newest works', async () => {
+  it("so the older branch of a fork is refused (401), ending its session; another family's newest works", async () => {
     app = await startTestApp({ DATABASE_URL: dbUrl.toString(), REFRESH_TOKEN_REUSE_GRACE_SECONDS: '1' });
     const refresh = (refreshToken: string) => app!.api('POST', '/auth/refresh', { body: { refreshToken } });
     expect((await refresh(tokens.alone)).status).toBe(200);

@@ -29,14 +29,26 @@ describe('seeding the platform admins', () => {
     const email = uniqueEmail('seeded');
     const first = await startTestApp({ SEED_ADMIN_EMAIL: email, SEED_ADMIN_PASSWORD: 'First-pass-111' });
     await first.close();
-    await app.deps.db.updateTable('users').set({ name: 'Renamed', platform_role: 'USER' }).where('email', '=', email).execute();
+    await app.deps.db
+      .updateTable('users')
+      .set({ name: 'Renamed', platform_role: 'USER' })
+      .where('email', '=', email)
+      .execute();
 
     const second = await startTestApp({ SEED_ADMIN_EMAIL: email, SEED_ADMIN_PASSWORD: 'Second-pass-222' });
     try {
-      const row = await app.deps.db.selectFrom('users').select(['name', 'platform_role']).where('email', '=', email).executeTakeFirstOrThrow();
+      const row = await app.deps.db
+        .selectFrom('users')
+        .select(['name', 'platform_role'])
+        .where('email', '=', email)
+        .executeTakeFirstOrThrow();
       expect(row).toEqual({ name: 'Renamed', platform_role: 'USER' });
-      expect((await second.api('POST', '/auth/login', { body: { email, password: 'First-pass-111' } })).status).toBe(200);
-      expect((await second.api('POST', '/auth/login', { body: { email, password: 'Second-pass-222' } })).status).toBe(401);
+      expect((await second.api('POST', '/auth/login', { body: { email, password: 'First-pass-111' } })).status).toBe(
+        200,
+      );
+      expect((await second.api('POST', '/auth/login', { body: { email, password: 'Second-pass-222' } })).status).toBe(
+        401,
+      );
     } finally {
       await second.close();
     }

@@ -47,25 +47,67 @@ async function storedDemoRows() {
   return {
     workspace: await db.selectFrom('workspaces').selectAll().where('id', '=', ws).execute(),
     users: await db.selectFrom('users').selectAll().where('id', 'in', userIds).orderBy('id').execute(),
-    members: await db.selectFrom('workspace_members').selectAll().where('workspace_id', '=', ws).orderBy('user_id').execute(),
-    generations: await db.selectFrom('ai_generations').selectAll().where('workspace_id', '=', ws).orderBy('id').execute(),
+    members: await db
+      .selectFrom('workspace_members')
+      .selectAll()
+      .where('workspace_id', '=', ws)
+      .orderBy('user_id')
+      .execute(),
+    generations: await db
+      .selectFrom('ai_generations')
+      .selectAll()
+      .where('workspace_id', '=', ws)
+      .orderBy('id')
+      .execute(),
     webhooks: await db.selectFrom('webhooks').selectAll().where('workspace_id', '=', ws).orderBy('id').execute(),
-    deliveries: await db.selectFrom('webhook_deliveries').selectAll().where('workspace_id', '=', ws).orderBy('id').execute(),
+    deliveries: await db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('workspace_id', '=', ws)
+      .orderBy('id')
+      .execute(),
   };
 }
 
 /** The demo data as a visitor sees it: what a reset must give back (dates and the sealed secret aside). */
 async function demoState() {
-  const countOf = async (table: 'workspace_invitations' | 'api_keys' | 'files' | 'subscriptions' | 'payments' | 'ai_usage_counters' | 'domain_events') =>
-    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', ws).executeTakeFirstOrThrow()).n);
+  const countOf = async (
+    table:
+      | 'workspace_invitations'
+      | 'api_keys'
+      | 'files'
+      | 'subscriptions'
+      | 'payments'
+      | 'ai_usage_counters'
+      | 'domain_events',
+  ) =>
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('workspace_id', '=', ws)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   return {
     workspace: await db
       .selectFrom('workspaces')
       .select(['id', 'name', 'status', 'edition', 'plan_id', 'limits', 'is_personal', 'logo_file_id', 'deleted_at'])
       .where('id', '=', ws)
       .executeTakeFirst(),
-    users: await db.selectFrom('users').select(['id', 'email', 'name', 'status', 'platform_role', 'password_hash']).where('id', 'in', userIds).orderBy('id').execute(),
-    members: await db.selectFrom('workspace_members').select(['user_id', 'role']).where('workspace_id', '=', ws).orderBy('user_id').execute(),
+    users: await db
+      .selectFrom('users')
+      .select(['id', 'email', 'name', 'status', 'platform_role', 'password_hash'])
+      .where('id', 'in', userIds)
+      .orderBy('id')
+      .execute(),
+    members: await db
+      .selectFrom('workspace_members')
+      .select(['user_id', 'role'])
+      .where('workspace_id', '=', ws)
+      .orderBy('user_id')
+      .execute(),
     generations: await db
       .selectFrom('ai_generations')
       .select(['id', 'user_id', 'prompt', 'output', 'status', 'is_sample', 'provider', 'model'])
@@ -74,13 +116,32 @@ async function demoState() {
       .execute(),
     webhooks: await db
       .selectFrom('webhooks')
-      .select(['id', 'name', 'url', 'events', 'is_active', 'previous_secret_encrypted', 'consecutive_failures', 'created_by'])
+      .select([
+        'id',
+        'name',
+        'url',
+        'events',
+        'is_active',
+        'previous_secret_encrypted',
+        'consecutive_failures',
+        'created_by',
+      ])
       .where('workspace_id', '=', ws)
       .orderBy('id')
       .execute(),
     deliveries: await db
       .selectFrom('webhook_deliveries')
-      .select(['id', 'webhook_id', 'event', 'status', 'attempts', 'response_status', 'response_preview', 'last_error', 'next_retry_at'])
+      .select([
+        'id',
+        'webhook_id',
+        'event',
+        'status',
+        'attempts',
+        'response_status',
+        'response_preview',
+        'last_error',
+        'next_retry_at',
+      ])
       .where('workspace_id', '=', ws)
       .orderBy('id')
       .execute(),
@@ -106,7 +167,12 @@ beforeAll(async () => {
   app = await startTestApp({ AI_DEMO_RESTRICTED_EMAILS: demoSettings.AI_DEMO_RESTRICTED_EMAILS });
   const { config } = withDevelopmentSecrets(parseConfig(testEnv(demoSettings)));
   db = await createDb(config);
-  deps = { db, config, passwords: new PasswordHasher(config.BCRYPT_COST), secrets: new SecretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY) };
+  deps = {
+    db,
+    config,
+    passwords: new PasswordHasher(config.BCRYPT_COST),
+    secrets: new SecretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY),
+  };
   firstSeed = await seedDemo(deps);
 });
 
@@ -118,7 +184,14 @@ afterAll(async () => {
 describe('npm run demo:seed (seedDemo)', () => {
   it('creates the demo admin, one account per role, the workspace, samples and a webhook with deliveries', () => {
     expect(firstSeed.changed).toBe(true);
-    expect(firstSeed.written).toEqual({ accounts: 5, workspaces: 1, members: 4, samples: 4, webhooks: 1, deliveries: 3 });
+    expect(firstSeed.written).toEqual({
+      accounts: 5,
+      workspaces: 1,
+      members: 4,
+      samples: 4,
+      webhooks: 1,
+      deliveries: 3,
+    });
     expect(firstSeed.workspace).toEqual({ id: ws, name: DEMO_WORKSPACE_NAME });
     expect(firstSeed.accounts.map((a) => [a.email, a.role, a.state])).toEqual([
       [DEMO.admin, 'DEMO_ADMIN', 'created'],
@@ -143,8 +216,14 @@ describe('npm run demo:seed (seedDemo)', () => {
     expect(again.changed).toBe(true);
     expect(again.written.workspaces).toBe(0);
     expect(formatDemoSummary(again)[0]).toBe('demo:seed created nothing; it changed what the notes say.');
-    expect(formatDemoSummary(again)).toContain(`  note: raised the demo workspace's member limit to ${DEMO.users.length + 1}, to fit its members and one invitation`);
-    const { limits } = await db.selectFrom('workspaces').select('limits').where('id', '=', ws).executeTakeFirstOrThrow();
+    expect(formatDemoSummary(again)).toContain(
+      `  note: raised the demo workspace's member limit to ${DEMO.users.length + 1}, to fit its members and one invitation`,
+    );
+    const { limits } = await db
+      .selectFrom('workspaces')
+      .select('limits')
+      .where('id', '=', ws)
+      .executeTakeFirstOrThrow();
     // Four members and one place left for an invitation, as the first seed makes it.
     expect(limits.members).toBe(DEMO.users.length + 1);
     expect((await seedDemo(deps)).changed).toBe(false);
@@ -155,7 +234,8 @@ describe('npm run demo:seed (seedDemo)', () => {
     const secret = deps.secrets.open(hook.secret_encrypted);
     expect(secret).toMatch(/^whsec_/);
     const printed = JSON.stringify(firstSeed) + formatDemoSummary(firstSeed).join('\n');
-    for (const value of [DEMO.password, DEMO.adminPassword, secret, hook.secret_encrypted]) expect(printed).not.toContain(value);
+    for (const value of [DEMO.password, DEMO.adminPassword, secret, hook.secret_encrypted])
+      expect(printed).not.toContain(value);
     expect(printed).toContain('DEMO_PASSWORD');
   });
 
@@ -165,7 +245,10 @@ describe('npm run demo:seed (seedDemo)', () => {
     const me = await app.api('GET', '/auth/me', { token: admin.accessToken });
     expect(me.body.user).toMatchObject({ email: DEMO.admin, platformRole: 'DEMO_ADMIN', emailVerified: true });
     expect((await app.api('GET', '/admin/users', { token: admin.accessToken })).status).toBe(200);
-    const write = await app.api('PATCH', `/admin/users/${DEMO_IDS.users[0]}`, { token: admin.accessToken, body: { name: 'Changed' } });
+    const write = await app.api('PATCH', `/admin/users/${DEMO_IDS.users[0]}`, {
+      token: admin.accessToken,
+      body: { name: 'Changed' },
+    });
     expect(expectError(write, 403, 'DEMO_READ_ONLY').message).toBe('Demo admin is read-only.');
   });
 
@@ -178,7 +261,9 @@ describe('npm run demo:seed (seedDemo)', () => {
     const owner = await demoLogin(0);
     const members = await app.api('GET', `/workspaces/${ws}/members`, { token: owner.accessToken });
     expect(members.status, members.text).toBe(200);
-    expect(members.body.items.map((m: { email: string; role: string }) => [m.email, m.role]).sort()).toEqual(DEMO.users.map((e, i) => [e, ROLES[i]]).sort());
+    expect(members.body.items.map((m: { email: string; role: string }) => [m.email, m.role]).sort()).toEqual(
+      DEMO.users.map((e, i) => [e, ROLES[i]]).sort(),
+    );
   });
 
   it('shows the sample history on GET /ai/history to a demo account, marked isSample', async () => {
@@ -187,7 +272,12 @@ describe('npm run demo:seed (seedDemo)', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.total).toBe(4);
     expect(res.body.items.map((g: { id: string }) => g.id).sort()).toEqual([...DEMO_IDS.samples].sort());
-    expect(res.body.items.every((g: { isSample: boolean; status: string; workspaceId: string }) => g.isSample && g.status === 'SUCCEEDED' && g.workspaceId === ws)).toBe(true);
+    expect(
+      res.body.items.every(
+        (g: { isSample: boolean; status: string; workspaceId: string }) =>
+          g.isSample && g.status === 'SUCCEEDED' && g.workspaceId === ws,
+      ),
+    ).toBe(true);
   });
 
   it('lists the demo webhook (no secret) and its deliveries (no signature header)', async () => {
@@ -195,12 +285,21 @@ describe('npm run demo:seed (seedDemo)', () => {
     const hooks = await app.api('GET', `/workspaces/${ws}/webhooks`, { token: owner.accessToken });
     expect(hooks.status, hooks.text).toBe(200);
     expect(hooks.body.items).toHaveLength(1);
-    expect(hooks.body.items[0]).toMatchObject({ id: DEMO_IDS.webhook, name: 'Demo endpoint', url: 'https://example.com/webhooks/demo', isActive: true });
+    expect(hooks.body.items[0]).toMatchObject({
+      id: DEMO_IDS.webhook,
+      name: 'Demo endpoint',
+      url: 'https://example.com/webhooks/demo',
+      isActive: true,
+    });
     expect(hooks.text).not.toMatch(/whsec_|secret_encrypted/);
     const deliveries = await app.api('GET', `/workspaces/${ws}/webhook-deliveries`, { token: owner.accessToken });
     expect(deliveries.status, deliveries.text).toBe(200);
     expect(deliveries.body.items.map((d: { id: string }) => d.id).sort()).toEqual([...DEMO_IDS.deliveries].sort());
-    expect(deliveries.body.items.map((d: { status: string }) => d.status).sort()).toEqual(['failed', 'success', 'success']);
+    expect(deliveries.body.items.map((d: { status: string }) => d.status).sort()).toEqual([
+      'failed',
+      'success',
+      'success',
+    ]);
     for (const d of deliveries.body.items) {
       expect(d.webhookId).toBe(DEMO_IDS.webhook);
       expect(d.nextRetryAt).toBeNull();
@@ -222,18 +321,56 @@ describe('npm run demo:reset (resetDemo)', () => {
   it('puts changed demo data back as seeded and leaves unrelated data alone', async () => {
     const owner = await demoLogin(0);
     // Visitors change the demo data...
-    expect((await app.api('PATCH', `/workspaces/${ws}`, { token: owner.accessToken, body: { name: 'Renamed by a visitor' } })).status).toBe(200);
-    expect((await app.api('DELETE', `/workspaces/${ws}/members/${DEMO_IDS.users[3]}`, { token: owner.accessToken })).status).toBe(200);
-    const invited = await app.api('POST', `/workspaces/${ws}/invitations`, { token: owner.accessToken, body: { email: uniqueEmail('demo-invitee'), role: 'MEMBER' } });
+    expect(
+      (
+        await app.api('PATCH', `/workspaces/${ws}`, {
+          token: owner.accessToken,
+          body: { name: 'Renamed by a visitor' },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await app.api('DELETE', `/workspaces/${ws}/members/${DEMO_IDS.users[3]}`, { token: owner.accessToken })).status,
+    ).toBe(200);
+    const invited = await app.api('POST', `/workspaces/${ws}/invitations`, {
+      token: owner.accessToken,
+      body: { email: uniqueEmail('demo-invitee'), role: 'MEMBER' },
+    });
     expect(invited.status, invited.text).toBe(201);
     // (written directly: demo accounts may not generate, and a generation event would reach the webhook)
-    await db.insertInto('ai_generations').values({ workspace_id: ws, user_id: DEMO_IDS.users[1], provider: 'MOCK', model: 'mock-1', prompt: 'a visitor prompt', output: 'out', status: 'SUCCEEDED' }).execute();
+    await db
+      .insertInto('ai_generations')
+      .values({
+        workspace_id: ws,
+        user_id: DEMO_IDS.users[1],
+        provider: 'MOCK',
+        model: 'mock-1',
+        prompt: 'a visitor prompt',
+        output: 'out',
+        status: 'SUCCEEDED',
+      })
+      .execute();
     await db.updateTable('users').set({ name: 'Visitor was here' }).where('id', '=', DEMO_IDS.users[2]).execute();
     // ...and someone else uses the service meanwhile.
-    expect((await app.api('PATCH', `/workspaces/${outsider.workspaceId}`, { token: outsider.accessToken, body: { name: 'Not demo data' } })).status).toBe(200);
+    expect(
+      (
+        await app.api('PATCH', `/workspaces/${outsider.workspaceId}`, {
+          token: outsider.accessToken,
+          body: { name: 'Not demo data' },
+        })
+      ).status,
+    ).toBe(200);
     const theirs = await db
       .insertInto('ai_generations')
-      .values({ workspace_id: outsider.workspaceId, user_id: outsider.userId, provider: 'MOCK', model: 'mock-1', prompt: 'mine', output: 'mine too', status: 'SUCCEEDED' })
+      .values({
+        workspace_id: outsider.workspaceId,
+        user_id: outsider.userId,
+        provider: 'MOCK',
+        model: 'mock-1',
+        prompt: 'mine',
+        output: 'mine too',
+        status: 'SUCCEEDED',
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     expect(await demoState()).not.toEqual(seeded);
@@ -254,21 +391,37 @@ describe('npm run demo:reset (resetDemo)', () => {
     expect(me.workspaceId).toBe(outsider.workspaceId);
     const theirWorkspace = await app.api('GET', `/workspaces/${outsider.workspaceId}`, { token: me.accessToken });
     expect(theirWorkspace.body.name).toBe('Not demo data');
-    expect(await db.selectFrom('ai_generations').select('prompt').where('id', '=', theirs.id).executeTakeFirst()).toEqual({ prompt: 'mine' });
+    expect(
+      await db.selectFrom('ai_generations').select('prompt').where('id', '=', theirs.id).executeTakeFirst(),
+    ).toEqual({ prompt: 'mine' });
   });
 
   it('gives the same data when run twice, and audit-logs each reset', async () => {
     const again = await resetDemo(deps, { via: 'schedule' });
     expect(again.changed).toBe(false);
     expect(await demoState()).toEqual(seeded);
-    const audits = await db.selectFrom('audit_logs').select(['action', 'metadata']).where('workspace_id', '=', ws).where('action', '=', 'demo.reset').orderBy('created_at').execute();
+    const audits = await db
+      .selectFrom('audit_logs')
+      .select(['action', 'metadata'])
+      .where('workspace_id', '=', ws)
+      .where('action', '=', 'demo.reset')
+      .orderBy('created_at')
+      .execute();
     expect(audits.length).toBeGreaterThanOrEqual(2);
     expect(audits.at(-1)!.metadata).toMatchObject({ via: 'schedule', removedRows: 0 });
   });
 
   it('puts a demo password back when it was changed', async () => {
-    await db.updateTable('users').set({ password_hash: await deps.passwords.hash('Changed-pass-99') }).where('id', '=', DEMO_IDS.users[1]).execute();
-    expectError(await app.api('POST', '/auth/login', { body: { email: DEMO.users[1], password: DEMO.password } }), 401, 'INVALID_CREDENTIALS');
+    await db
+      .updateTable('users')
+      .set({ password_hash: await deps.passwords.hash('Changed-pass-99') })
+      .where('id', '=', DEMO_IDS.users[1])
+      .execute();
+    expectError(
+      await app.api('POST', '/auth/login', { body: { email: DEMO.users[1], password: DEMO.password } }),
+      401,
+      'INVALID_CREDENTIALS',
+    );
     await resetDemo(deps);
     expect((await demoLogin(1)).userId).toBe(DEMO_IDS.users[1]);
   });
@@ -276,34 +429,64 @@ describe('npm run demo:reset (resetDemo)', () => {
 
 describe('demo/cli.ts', () => {
   it('runs as `tsx demo/cli.ts seed`: recreates what is missing and prints what it did, without passwords or secrets', async () => {
-    await db.deleteFrom('workspace_members').where('workspace_id', '=', ws).where('user_id', '=', DEMO_IDS.users[3]).execute();
+    await db
+      .deleteFrom('workspace_members')
+      .where('workspace_id', '=', ws)
+      .where('user_id', '=', DEMO_IDS.users[3])
+      .execute();
     const env: NodeJS.ProcessEnv = { ...process.env, ...testEnv(demoSettings), LOG_LEVEL: 'error' };
-    const { stdout, stderr } = await promisify(execFile)(path.resolve('node_modules/.bin/tsx'), ['demo/cli.ts', 'seed'], { env, cwd: path.resolve('.') });
+    const { stdout, stderr } = await promisify(execFile)(
+      path.resolve('node_modules/.bin/tsx'),
+      ['demo/cli.ts', 'seed'],
+      { env, cwd: path.resolve('.') },
+    );
     const printed = stdout + stderr;
     ledger.observe('demo:seed output', printed);
     expect(stdout).toMatch(/demo:seed created 1 membership\./);
     for (const email of [DEMO.admin, ...DEMO.users]) expect(stdout).toContain(email);
     expect(stdout).toContain('password: DEMO_PASSWORD');
-    const hook = await db.selectFrom('webhooks').select('secret_encrypted').where('id', '=', DEMO_IDS.webhook).executeTakeFirstOrThrow();
-    for (const value of [DEMO.password, DEMO.adminPassword, deps.secrets.open(hook.secret_encrypted), env.WEBHOOK_SECRET_ENCRYPTION_KEY!]) {
+    const hook = await db
+      .selectFrom('webhooks')
+      .select('secret_encrypted')
+      .where('id', '=', DEMO_IDS.webhook)
+      .executeTakeFirstOrThrow();
+    for (const value of [
+      DEMO.password,
+      DEMO.adminPassword,
+      deps.secrets.open(hook.secret_encrypted),
+      env.WEBHOOK_SECRET_ENCRYPTION_KEY!,
+    ]) {
       expect(printed).not.toContain(value);
     }
     expect(printed).not.toContain('whsec_');
-    expect(await db.selectFrom('workspace_members').select('role').where('workspace_id', '=', ws).where('user_id', '=', DEMO_IDS.users[3]).executeTakeFirst()).toEqual({ role: 'VIEWER' });
+    expect(
+      await db
+        .selectFrom('workspace_members')
+        .select('role')
+        .where('workspace_id', '=', ws)
+        .where('user_id', '=', DEMO_IDS.users[3])
+        .executeTakeFirst(),
+    ).toEqual({ role: 'VIEWER' });
   }, 60_000);
 });
 
 describe('demo settings', () => {
   it('refuse to seed in production without DEMO_PASSWORD, or with a weak one, before writing anything', async () => {
     const production = parseConfig(testEnv({ ...demoSettings, NODE_ENV: 'production', DEMO_PASSWORD: undefined }));
-    await expect(seedDemo({ ...deps, config: { ...production, DEMO_PASSWORD: undefined } })).rejects.toThrow(/DEMO_PASSWORD: required when NODE_ENV is production/);
-    await expect(resetDemo({ ...deps, config: { ...production, DEMO_PASSWORD: 'short' } })).rejects.toThrow(ConfigError);
+    await expect(seedDemo({ ...deps, config: { ...production, DEMO_PASSWORD: undefined } })).rejects.toThrow(
+      /DEMO_PASSWORD: required when NODE_ENV is production/,
+    );
+    await expect(resetDemo({ ...deps, config: { ...production, DEMO_PASSWORD: 'short' } })).rejects.toThrow(
+      ConfigError,
+    );
   });
 
   it('parse DEMO_RESET_CRON as a 5 or 6 field cron pattern, empty meaning off', () => {
     expect(parseConfig(testEnv({ DEMO_RESET_CRON: '0 * * * *' })).DEMO_RESET_CRON).toBe('0 * * * *');
     expect(parseConfig(testEnv({ DEMO_RESET_CRON: '*/30 * * * * *' })).DEMO_RESET_CRON).toBe('*/30 * * * * *');
     expect(parseConfig(testEnv({ DEMO_RESET_CRON: '' })).DEMO_RESET_CRON).toBeUndefined();
-    expect(() => parseConfig(testEnv({ DEMO_RESET_CRON: 'every hour' }))).toThrow(/DEMO_RESET_CRON: must be a cron pattern/);
+    expect(() => parseConfig(testEnv({ DEMO_RESET_CRON: 'every hour' }))).toThrow(
+      /DEMO_RESET_CRON: must be a cron pattern/,
+    );
   });
 });

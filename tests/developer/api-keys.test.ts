@@ -27,29 +27,59 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-const keysPath = (workspaceId: string, keyId?: string) => `/workspaces/${workspaceId}/api-keys${keyId ? `/${keyId}` : ''}`;
+const keysPath = (workspaceId: string, keyId?: string) =>
+  `/workspaces/${workspaceId}/api-keys${keyId ? `/${keyId}` : ''}`;
 const keyRow = (id: string) => app.deps.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
 const liveKeyCount = async (workspaceId: string) =>
-  (await app.deps.db.selectFrom('api_keys').select('id').where('workspace_id', '=', workspaceId).where('revoked_at', 'is', null).execute()).length;
+  (
+    await app.deps.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('workspace_id', '=', workspaceId)
+      .where('revoked_at', 'is', null)
+      .execute()
+  ).length;
 const list = async (s: Session, workspaceId = s.workspaceId) => {
   const res = await app.api('GET', keysPath(workspaceId), { token: s.accessToken });
   expect(res.status, res.text).toBe(200);
   return res;
 };
 /** The public API as the key: 200 while it works, 401 once it does not. */
-const meStatus = async (rawKey: string) => (await app.api('GET', '/public-api/me', { headers: apiKeyHeader(rawKey) })).status;
+const meStatus = async (rawKey: string) =>
+  (await app.api('GET', '/public-api/me', { headers: apiKeyHeader(rawKey) })).status;
 const rotate = (s: Session, keyId: string, body: Record<string, unknown> = {}) =>
   app.api('POST', `${keysPath(s.workspaceId, keyId)}/rotate`, { token: s.accessToken, body });
 
-const KEY_FIELDS = ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'prefix', 'scopes', 'status', 'updatedAt', 'workspaceId'];
+const KEY_FIELDS = [
+  'createdAt',
+  'expiresAt',
+  'id',
+  'lastUsedAt',
+  'name',
+  'prefix',
+  'scopes',
+  'status',
+  'updatedAt',
+  'workspaceId',
+];
 
 describe('POST /workspaces/:workspaceId/api-keys', () => {
   it('answers 201 with the record and a wsk_ rawKey of 40 base62 characters, shown this once', async () => {
     const s = await ownerOn(app, 'pro', 'key-create');
-    const res = await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'CI deploys', scopes: ['workspace:read', 'files:read'] } });
+    const res = await app.api('POST', keysPath(s.workspaceId), {
+      token: s.accessToken,
+      body: { name: 'CI deploys', scopes: ['workspace:read', 'files:read'] },
+    });
     expect(res.status, res.text).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual([...KEY_FIELDS, 'rawKey'].sort());
-    expect(res.body).toMatchObject({ workspaceId: s.workspaceId, name: 'CI deploys', scopes: ['workspace:read', 'files:read'], status: 'ACTIVE', expiresAt: null, lastUsedAt: null });
+    expect(res.body).toMatchObject({
+      workspaceId: s.workspaceId,
+      name: 'CI deploys',
+      scopes: ['workspace:read', 'files:read'],
+      status: 'ACTIVE',
+      expiresAt: null,
+      lastUsedAt: null,
+    });
     expect(res.body.rawKey).toMatch(API_KEY_FORMAT);
     expect(res.body.prefix).toBe(res.body.rawKey.slice(0, 12));
   });
@@ -110,7 +140,10 @@ describe('POST /workspaces/:workspaceId/api-keys', () => {
 describe('plan limits', () => {
   it('refuses a Lite workspace with 403 API_KEYS_NOT_IN_PLAN', async () => {
     const s = await ownerOn(app, 'lite', 'key-lite');
-    const res = await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'k', scopes: ['read'] } });
+    const res = await app.api('POST', keysPath(s.workspaceId), {
+      token: s.accessToken,
+      body: { name: 'k', scopes: ['read'] },
+    });
     expectError(res, 403, 'API_KEYS_NOT_IN_PLAN');
     expect(await liveKeyCount(s.workspaceId)).toBe(0);
   });
@@ -118,7 +151,10 @@ describe('plan limits', () => {
   it('allows five keys on Pro, then refuses the sixth with 403 API_KEY_LIMIT_REACHED', async () => {
     const s = await ownerOn(app, 'pro', 'key-pro5');
     for (let i = 0; i < 5; i++) await createKey(app, s, { name: `k${i}` });
-    const res = await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'k6', scopes: ['read'] } });
+    const res = await app.api('POST', keysPath(s.workspaceId), {
+      token: s.accessToken,
+      body: { name: 'k6', scopes: ['read'] },
+    });
     expectError(res, 403, 'API_KEY_LIMIT_REACHED');
     expect(await liveKeyCount(s.workspaceId)).toBe(5);
   });
@@ -130,7 +166,14 @@ describe('plan limits', () => {
     const revoked = await app.api('DELETE', keysPath(s.workspaceId, keys[0].id), { token: s.accessToken });
     expect(revoked.status, revoked.text).toBe(200);
     await createKey(app, s, { name: 'replacement' });
-    expectError(await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'one too many', scopes: ['read'] } }), 403, 'API_KEY_LIMIT_REACHED');
+    expectError(
+      await app.api('POST', keysPath(s.workspaceId), {
+        token: s.accessToken,
+        body: { name: 'one too many', scopes: ['read'] },
+      }),
+      403,
+      'API_KEY_LIMIT_REACHED',
+    );
   });
 
   it('allows more than five keys on Enterprise', async () => {
@@ -143,7 +186,12 @@ describe('plan limits', () => {
   it('leaves exactly five keys when ten creations race on Pro', async () => {
     const s = await ownerOn(app, 'pro', 'key-race');
     const answers = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: `race ${i}`, scopes: ['read'] } })),
+      Array.from({ length: 10 }, (_, i) =>
+        app.api('POST', keysPath(s.workspaceId), {
+          token: s.accessToken,
+          body: { name: `race ${i}`, scopes: ['read'] },
+        }),
+      ),
     );
     const statuses = answers.map((r) => r.status).sort();
     expect(statuses.filter((st) => st === 201)).toHaveLength(5);
@@ -161,8 +209,14 @@ describe('GET /workspaces/:workspaceId/api-keys', () => {
     expect(Object.keys(res.body)).toEqual(['items']);
     expect(res.body.items.map((k: { id: string }) => k.id)).toEqual([b.id, a.id]);
     for (const item of res.body.items) expect(Object.keys(item).sort()).toEqual(KEY_FIELDS);
-    expect(res.body.items[0]).toMatchObject({ name: 'second', prefix: b.prefix, scopes: ['workspace:read'], status: 'ACTIVE' });
-    for (const secret of [a.rawKey, b.rawKey, sha256Hex(a.rawKey), sha256Hex(b.rawKey)]) expect(res.text).not.toContain(secret);
+    expect(res.body.items[0]).toMatchObject({
+      name: 'second',
+      prefix: b.prefix,
+      scopes: ['workspace:read'],
+      status: 'ACTIVE',
+    });
+    for (const secret of [a.rawKey, b.rawKey, sha256Hex(a.rawKey), sha256Hex(b.rawKey)])
+      expect(res.text).not.toContain(secret);
   });
 });
 
@@ -172,7 +226,10 @@ describe('PATCH /workspaces/:workspaceId/api-keys/:apiKeyId', () => {
     const key = await createKey(app, s, { name: 'before', scopes: ['files:read'] });
     expect((await app.api('GET', '/public-api/workspace', { headers: apiKeyHeader(key.rawKey) })).status).toBe(403);
 
-    const res = await app.api('PATCH', keysPath(s.workspaceId, key.id), { token: s.accessToken, body: { name: 'after', scopes: ['workspace:read'] } });
+    const res = await app.api('PATCH', keysPath(s.workspaceId, key.id), {
+      token: s.accessToken,
+      body: { name: 'after', scopes: ['workspace:read'] },
+    });
     expect(res.status, res.text).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(KEY_FIELDS);
     expect(res.body).toMatchObject({ id: key.id, name: 'after', scopes: ['workspace:read'], prefix: key.prefix });
@@ -194,8 +251,16 @@ describe('PATCH /workspaces/:workspaceId/api-keys/:apiKeyId', () => {
   it('refuses an empty change and an unknown scope with 400 BAD_REQUEST', async () => {
     const s = await ownerOn(app, 'pro', 'key-badupdate');
     const key = await createKey(app, s);
-    expectError(await app.api('PATCH', keysPath(s.workspaceId, key.id), { token: s.accessToken, body: {} }), 400, 'BAD_REQUEST');
-    expectError(await app.api('PATCH', keysPath(s.workspaceId, key.id), { token: s.accessToken, body: { scopes: ['root'] } }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('PATCH', keysPath(s.workspaceId, key.id), { token: s.accessToken, body: {} }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectError(
+      await app.api('PATCH', keysPath(s.workspaceId, key.id), { token: s.accessToken, body: { scopes: ['root'] } }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   it('answers 404 NOT_FOUND for an unknown key, a revoked key and a key of another workspace', async () => {
@@ -205,7 +270,11 @@ describe('PATCH /workspaces/:workspaceId/api-keys/:apiKeyId', () => {
     const mine = await createKey(app, s);
     await app.api('DELETE', keysPath(s.workspaceId, mine.id), { token: s.accessToken });
     for (const id of [crypto.randomUUID(), mine.id, theirs.id]) {
-      expectError(await app.api('PATCH', keysPath(s.workspaceId, id), { token: s.accessToken, body: { name: 'x' } }), 404, 'NOT_FOUND');
+      expectError(
+        await app.api('PATCH', keysPath(s.workspaceId, id), { token: s.accessToken, body: { name: 'x' } }),
+        404,
+        'NOT_FOUND',
+      );
       expectError(await app.api('DELETE', keysPath(s.workspaceId, id), { token: s.accessToken }), 404, 'NOT_FOUND');
       expectError(await rotate(s, id), 404, 'NOT_FOUND');
     }
@@ -237,7 +306,12 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.rawKey).toMatch(API_KEY_FORMAT);
     expect(res.body.rawKey).not.toBe(old.rawKey);
-    expect(res.body).toMatchObject({ name: 'rotating', scopes: ['workspace:read', 'files:read'], prefix: res.body.rawKey.slice(0, 12), status: 'ACTIVE' });
+    expect(res.body).toMatchObject({
+      name: 'rotating',
+      scopes: ['workspace:read', 'files:read'],
+      prefix: res.body.rawKey.slice(0, 12),
+      status: 'ACTIVE',
+    });
     expect(res.body.id).not.toBe(old.id);
 
     expect(await meStatus(old.rawKey)).toBe(401);
@@ -279,9 +353,17 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
     const second = await rotate(s, first.body.id, { gracePeriodSeconds: 3600 });
     expect(second.status, second.text).toBe(200);
     // Five keys of the plan, plus one in its grace period: creating a sixth is still refused.
-    expectError(await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'sixth', scopes: ['read'] } }), 403, 'API_KEY_LIMIT_REACHED');
+    expectError(
+      await app.api('POST', keysPath(s.workspaceId), {
+        token: s.accessToken,
+        body: { name: 'sixth', scopes: ['read'] },
+      }),
+      403,
+      'API_KEY_LIMIT_REACHED',
+    );
     const working = [];
-    for (const raw of [keys[0].rawKey, first.body.rawKey, second.body.rawKey, ...keys.slice(1).map((k) => k.rawKey)]) working.push(await meStatus(raw));
+    for (const raw of [keys[0].rawKey, first.body.rawKey, second.body.rawKey, ...keys.slice(1).map((k) => k.rawKey)])
+      working.push(await meStatus(raw));
     // Rotating the replacement ended the grace period of the key before it: two working values at most.
     expect(working).toEqual([401, 200, 200, 200, 200, 200, 200]);
   });
@@ -310,7 +392,8 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
       const answers = await Promise.all([rotate(s, key.id, { gracePeriodSeconds: 60 }), other]);
       for (const res of answers) expect([200, 404], res.text).toContain(res.status);
       // Clean up, so the plan's five keys are not used up.
-      for (const id of [key.id, answers[0].body?.id].filter(Boolean)) await app.api('DELETE', keysPath(s.workspaceId, id), { token: s.accessToken });
+      for (const id of [key.id, answers[0].body?.id].filter(Boolean))
+        await app.api('DELETE', keysPath(s.workspaceId, id), { token: s.accessToken });
     }
   });
 
@@ -320,15 +403,24 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
     for (let i = 0; i < 5; i++) keys.push(await createKey(app, s, { name: `k${i}` }));
     const rotated = await rotate(s, keys[0].id, { gracePeriodSeconds: 3600 });
     expect(rotated.status, rotated.text).toBe(200);
-    expect((await app.api('DELETE', keysPath(s.workspaceId, rotated.body.id), { token: s.accessToken })).status).toBe(200);
-    const res = await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'fifth again', scopes: ['read'] } });
+    expect((await app.api('DELETE', keysPath(s.workspaceId, rotated.body.id), { token: s.accessToken })).status).toBe(
+      200,
+    );
+    const res = await app.api('POST', keysPath(s.workspaceId), {
+      token: s.accessToken,
+      body: { name: 'fifth again', scopes: ['read'] },
+    });
     expect(res.status, res.text).toBe(201);
   });
 
   it('refuses to rotate an expired key with 409 INVALID_STATE, minting nothing', async () => {
     const s = await ownerOn(app, 'pro', 'key-rotexp');
     const key = await createKey(app, s);
-    await app.deps.db.updateTable('api_keys').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', key.id).execute();
+    await app.deps.db
+      .updateTable('api_keys')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', key.id)
+      .execute();
     expectError(await rotate(s, key.id), 409, 'INVALID_STATE');
     expect(await liveKeyCount(s.workspaceId)).toBe(1);
   });
@@ -347,13 +439,15 @@ describe('POST /workspaces/:workspaceId/api-keys/:apiKeyId/rotate', () => {
       .where('type', 'like', 'api_key.%')
       .execute();
     const seen = events.map((e) => `${e.type} ${(e.payload as { apiKeyId: string }).apiKeyId}`).sort();
-    expect(seen).toEqual([
-      `api_key.created ${graced.id}`,
-      `api_key.created ${stopped.id}`,
-      `api_key.created ${a.body.id}`,
-      `api_key.created ${b.body.id}`,
-      `api_key.revoked ${stopped.id}`,
-    ].sort());
+    expect(seen).toEqual(
+      [
+        `api_key.created ${graced.id}`,
+        `api_key.created ${stopped.id}`,
+        `api_key.created ${a.body.id}`,
+        `api_key.created ${b.body.id}`,
+        `api_key.revoked ${stopped.id}`,
+      ].sort(),
+    );
   });
 
   it('refuses a negative or non-integer grace period with 400 BAD_REQUEST', async () => {
@@ -372,10 +466,22 @@ describe('who may manage keys', () => {
     const member = await inviteAndJoin(app, owner.accessToken, owner.workspaceId, 'MEMBER');
     const t = member.accessToken;
     expectError(await app.api('GET', keysPath(owner.workspaceId), { token: t }), 403, 'PERMISSION_DENIED');
-    expectError(await app.api('POST', keysPath(owner.workspaceId), { token: t, body: { name: 'm', scopes: ['read'] } }), 403, 'PERMISSION_DENIED');
-    expectError(await app.api('PATCH', keysPath(owner.workspaceId, key.id), { token: t, body: { name: 'm' } }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await app.api('POST', keysPath(owner.workspaceId), { token: t, body: { name: 'm', scopes: ['read'] } }),
+      403,
+      'PERMISSION_DENIED',
+    );
+    expectError(
+      await app.api('PATCH', keysPath(owner.workspaceId, key.id), { token: t, body: { name: 'm' } }),
+      403,
+      'PERMISSION_DENIED',
+    );
     expectError(await app.api('DELETE', keysPath(owner.workspaceId, key.id), { token: t }), 403, 'PERMISSION_DENIED');
-    expectError(await app.api('POST', `${keysPath(owner.workspaceId, key.id)}/rotate`, { token: t, body: {} }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await app.api('POST', `${keysPath(owner.workspaceId, key.id)}/rotate`, { token: t, body: {} }),
+      403,
+      'PERMISSION_DENIED',
+    );
     expect(await meStatus(key.rawKey)).toBe(200);
   });
 
@@ -392,7 +498,11 @@ describe('who may manage keys', () => {
     const outsider = await registerAndLogin(app.api, { prefix: 'outsider' });
     const t = outsider.accessToken;
     expectError(await app.api('GET', keysPath(owner.workspaceId), { token: t }), 404, 'NOT_FOUND');
-    expectError(await app.api('POST', keysPath(owner.workspaceId), { token: t, body: { name: 'o', scopes: ['read'] } }), 404, 'NOT_FOUND');
+    expectError(
+      await app.api('POST', keysPath(owner.workspaceId), { token: t, body: { name: 'o', scopes: ['read'] } }),
+      404,
+      'NOT_FOUND',
+    );
     expectError(await app.api('DELETE', keysPath(owner.workspaceId, key.id), { token: t }), 404, 'NOT_FOUND');
     expectError(await app.api('GET', keysPath(owner.workspaceId)), 401, 'UNAUTHORIZED');
     expect(await meStatus(key.rawKey)).toBe(200);
@@ -404,16 +514,32 @@ describe('who may manage keys', () => {
     const demo = await registerDemo(app, DEMO_EMAIL);
     // The demo account is an ADMIN of the workspace: it holds api_keys.manage, so only the demo rule refuses it.
     const { token } = await invite(app, owner.accessToken, owner.workspaceId, DEMO_EMAIL, 'ADMIN');
-    expect((await app.api('POST', '/invitations/accept', { token: demo.accessToken, body: { token } })).status).toBe(200);
+    expect((await app.api('POST', '/invitations/accept', { token: demo.accessToken, body: { token } })).status).toBe(
+      200,
+    );
     const t = demo.accessToken;
 
     expect((await app.api('GET', keysPath(owner.workspaceId), { token: t })).status).toBe(200);
-    expectError(await app.api('POST', keysPath(owner.workspaceId), { token: t, body: { name: 'd', scopes: ['read'] } }), 403, 'DEMO_READ_ONLY');
-    expectError(await app.api('PATCH', keysPath(owner.workspaceId, key.id), { token: t, body: { name: 'changed' } }), 403, 'DEMO_READ_ONLY');
+    expectError(
+      await app.api('POST', keysPath(owner.workspaceId), { token: t, body: { name: 'd', scopes: ['read'] } }),
+      403,
+      'DEMO_READ_ONLY',
+    );
+    expectError(
+      await app.api('PATCH', keysPath(owner.workspaceId, key.id), { token: t, body: { name: 'changed' } }),
+      403,
+      'DEMO_READ_ONLY',
+    );
     expectError(await app.api('DELETE', keysPath(owner.workspaceId, key.id), { token: t }), 403, 'DEMO_READ_ONLY');
-    expectError(await app.api('POST', `${keysPath(owner.workspaceId, key.id)}/rotate`, { token: t, body: {} }), 403, 'DEMO_READ_ONLY');
+    expectError(
+      await app.api('POST', `${keysPath(owner.workspaceId, key.id)}/rotate`, { token: t, body: {} }),
+      403,
+      'DEMO_READ_ONLY',
+    );
 
-    expect(await app.deps.db.selectFrom('api_keys').select('id').where('workspace_id', '=', owner.workspaceId).execute()).toHaveLength(1);
+    expect(
+      await app.deps.db.selectFrom('api_keys').select('id').where('workspace_id', '=', owner.workspaceId).execute(),
+    ).toHaveLength(1);
     expect(await keyRow(key.id)).toMatchObject({ name: 'untouched', revoked_at: null });
     expect(await meStatus(key.rawKey)).toBe(200);
   });
@@ -423,13 +549,23 @@ describe('audit log', () => {
   it('records api_key.created, updated, rotated and revoked with the actor, and no key in the metadata', async () => {
     const s = await ownerOn(app, 'pro', 'key-audit');
     const key = await createKey(app, s, { name: `audited ${hex()}` });
-    expect((await app.api('PATCH', keysPath(s.workspaceId, key.id), { token: s.accessToken, body: { scopes: ['write'] } })).status).toBe(200);
+    expect(
+      (await app.api('PATCH', keysPath(s.workspaceId, key.id), { token: s.accessToken, body: { scopes: ['write'] } }))
+        .status,
+    ).toBe(200);
     const rotated = await rotate(s, key.id, { gracePeriodSeconds: 30 });
     expect(rotated.status, rotated.text).toBe(200);
-    expect((await app.api('DELETE', keysPath(s.workspaceId, rotated.body.id), { token: s.accessToken })).status).toBe(200);
+    expect((await app.api('DELETE', keysPath(s.workspaceId, rotated.body.id), { token: s.accessToken })).status).toBe(
+      200,
+    );
 
     const rows = (await auditActions(app, s.workspaceId)).filter((r) => r.action.startsWith('api_key.'));
-    expect(rows.map((r) => r.action)).toEqual(['api_key.created', 'api_key.updated', 'api_key.rotated', 'api_key.revoked']);
+    expect(rows.map((r) => r.action)).toEqual([
+      'api_key.created',
+      'api_key.updated',
+      'api_key.rotated',
+      'api_key.revoked',
+    ]);
     for (const r of rows) {
       expect(r.actor_user_id).toBe(s.userId);
       expect(r.target_type).toBe('api_key');
@@ -445,7 +581,11 @@ describe('audit log', () => {
 
   it('writes no audit row for a refused creation', async () => {
     const s = await ownerOn(app, 'lite', 'key-audit-refused');
-    expectError(await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'k', scopes: ['read'] } }), 403, 'API_KEYS_NOT_IN_PLAN');
+    expectError(
+      await app.api('POST', keysPath(s.workspaceId), { token: s.accessToken, body: { name: 'k', scopes: ['read'] } }),
+      403,
+      'API_KEYS_NOT_IN_PLAN',
+    );
     expect((await auditActions(app, s.workspaceId)).filter((r) => r.action.startsWith('api_key.'))).toEqual([]);
   });
 });
@@ -462,7 +602,10 @@ describe('keys of a workspace whose plan has no API access', () => {
     const s = await ownerOn(app, 'pro', 'key-downgrade');
     const key = await createKey(app, s);
     expect(await meStatus(key.rawKey)).toBe(200);
-    const cancelled = await app.api('POST', '/billing/cancel', { token: s.accessToken, body: { workspaceId: s.workspaceId } });
+    const cancelled = await app.api('POST', '/billing/cancel', {
+      token: s.accessToken,
+      body: { workspaceId: s.workspaceId },
+    });
     expect(cancelled.status, cancelled.text).toBe(200);
     expect(cancelled.body.edition).toBe('LITE');
 
@@ -478,4 +621,3 @@ describe('keys of a workspace whose plan has no API access', () => {
     expect(await meStatus(key.rawKey)).toBe(200);
   });
 });
-

@@ -14,7 +14,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
 import { mailsTo } from '../helpers/mail.js';
-import { WebhookReceiver, expectedSignature, signaturesOf, type ReceivedRequest, type Reply } from '../helpers/webhook-receiver.js';
+import {
+  WebhookReceiver,
+  expectedSignature,
+  signaturesOf,
+  type ReceivedRequest,
+  type Reply,
+} from '../helpers/webhook-receiver.js';
 import { inviteAndJoin, upgradeWorkspace } from '../workspaces/helpers.js';
 import {
   auditActions,
@@ -67,7 +73,11 @@ afterAll(async () => {
 
 /** An extra app on the same database with other settings; its timers are stopped so it takes no work of the main app. */
 async function extraApp(overrides: Record<string, string>) {
-  const a = await startAppOn(db, { WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), AI_DEMO_RESTRICTED_EMAILS: DEMO_EMAIL, ...overrides });
+  const a = await startAppOn(db, {
+    WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+    AI_DEMO_RESTRICTED_EMAILS: DEMO_EMAIL,
+    ...overrides,
+  });
   extraApps.push(a);
   return quiet(a);
 }
@@ -92,7 +102,13 @@ async function insertHook(workspaceId: string, url: string, events: string[] = [
   secrets.push(secret);
   const row = await app.deps.db
     .insertInto('webhooks')
-    .values({ workspace_id: workspaceId, name: `seeded ${hex()}`, url, events: JSON.stringify(events), secret_encrypted: app.deps.secrets.seal(secret) })
+    .values({
+      workspace_id: workspaceId,
+      name: `seeded ${hex()}`,
+      url,
+      events: JSON.stringify(events),
+      secret_encrypted: app.deps.secrets.seal(secret),
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return { id: row.id, secret };
@@ -100,10 +116,12 @@ async function insertHook(workspaceId: string, url: string, events: string[] = [
 
 /** An app whose attempts wait up to 10 s for an answer (its timers stopped: the test sweeps when it wants). */
 let patientApp: TestApp | undefined;
-const patient = async () => (patientApp ??= await extraApp({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_TIMEOUT_MS: '10000' }));
+const patient = async () =>
+  (patientApp ??= await extraApp({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_TIMEOUT_MS: '10000' }));
 
 /** Makes a delivery older than the sweep's 30 s for pending deliveries. */
-const ageDelivery = (id: string) => sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${id}`.execute(app.deps.db);
+const ageDelivery = (id: string) =>
+  sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${id}`.execute(app.deps.db);
 
 const testPath = (s: Session, hookId: string) => `/workspaces/${s.workspaceId}/webhooks/${hookId}/test`;
 async function sendTest(s: Session, hookId: string, via: TestApp = app) {
@@ -111,9 +129,17 @@ async function sendTest(s: Session, hookId: string, via: TestApp = app) {
   expect(res.status, res.text).toBe(200);
   return res.body as Record<string, any>;
 }
-const deliveryRow = (id: string) => app.deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-const deliveriesOf = (webhookId: string) => app.deps.db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId).orderBy('created_at').execute();
-const deleteHook = (s: Session, hookId: string) => app.api('DELETE', `/workspaces/${s.workspaceId}/webhooks/${hookId}`, { token: s.accessToken });
+const deliveryRow = (id: string) =>
+  app.deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const deliveriesOf = (webhookId: string) =>
+  app.deps.db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('webhook_id', '=', webhookId)
+    .orderBy('created_at')
+    .execute();
+const deleteHook = (s: Session, hookId: string) =>
+  app.api('DELETE', `/workspaces/${s.workspaceId}/webhooks/${hookId}`, { token: s.accessToken });
 
 /** Asserts the documented headers and the signature of one received request; answers the parsed envelope. */
 function expectSignedDelivery(req: ReceivedRequest, secret: string, event: string) {
@@ -141,8 +167,10 @@ function expectSignedDelivery(req: ReceivedRequest, secret: string, event: strin
 /** A resolver the test controls: `name` resolves to the IPv4 `address`, every other name as usual. */
 function resolving(name: string, address: string) {
   const original = dnsPromises.lookup.bind(dnsPromises);
-  return vi.spyOn(dnsPromises, 'lookup').mockImplementation((async (host: string, opts: never) =>
-    host === name ? [{ address, family: 4 }] : original(host, opts)) as unknown as typeof dnsPromises.lookup);
+  return vi
+    .spyOn(dnsPromises, 'lookup')
+    .mockImplementation((async (host: string, opts: never) =>
+      host === name ? [{ address, family: 4 }] : original(host, opts)) as unknown as typeof dnsPromises.lookup);
 }
 
 describe('a test delivery', () => {
@@ -152,7 +180,13 @@ describe('a test delivery', () => {
     const hook = await hookTo(s, r, ['webhook.test'], '/hook?source=tests');
     const before = Date.now();
     const delivery = await sendTest(s, hook.id);
-    expect(delivery).toMatchObject({ webhookId: hook.id, event: 'webhook.test', status: 'success', attempts: 1, responseStatus: 200 });
+    expect(delivery).toMatchObject({
+      webhookId: hook.id,
+      event: 'webhook.test',
+      status: 'success',
+      attempts: 1,
+      responseStatus: 200,
+    });
 
     expect(r.requests).toHaveLength(1);
     const [req] = r.requests;
@@ -175,10 +209,17 @@ describe('a test delivery', () => {
     const hook = await hookTo(s, r);
     const delivery = await sendTest(s, hook.id);
     // As a first attempt in flight, or a retry started by hand, leaves it: pending, leased a minute ahead.
-    await app.deps.db.updateTable('webhook_deliveries').set({ status: 'pending', next_retry_at: new Date(Date.now() + 60_000) }).where('id', '=', delivery.id).execute();
+    await app.deps.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', next_retry_at: new Date(Date.now() + 60_000) })
+      .where('id', '=', delivery.id)
+      .execute();
     const res = await app.api('GET', `/workspaces/${s.workspaceId}/webhook-deliveries`, { token: s.accessToken });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.items.find((d: { id: string }) => d.id === delivery.id)).toMatchObject({ status: 'pending', nextRetryAt: null });
+    expect(res.body.items.find((d: { id: string }) => d.id === delivery.id)).toMatchObject({
+      status: 'pending',
+      nextRetryAt: null,
+    });
   });
 
   it('is recorded in the delivery log with every field, the safe request headers only, and the payload sent', async () => {
@@ -193,7 +234,22 @@ describe('a test delivery', () => {
     expect(res.body).toMatchObject({ page: 1, limit: 20, total: 1, totalPages: 1 });
     const [item] = res.body.items;
     expect(Object.keys(item).sort()).toEqual(
-      ['attempts', 'createdAt', 'durationMs', 'error', 'event', 'id', 'nextRetryAt', 'payload', 'requestHeaders', 'responsePreview', 'responseStatus', 'status', 'updatedAt', 'webhookId'].sort(),
+      [
+        'attempts',
+        'createdAt',
+        'durationMs',
+        'error',
+        'event',
+        'id',
+        'nextRetryAt',
+        'payload',
+        'requestHeaders',
+        'responsePreview',
+        'responseStatus',
+        'status',
+        'updatedAt',
+        'webhookId',
+      ].sort(),
     );
     expect(item).toMatchObject({
       id: delivery.id,
@@ -210,7 +266,9 @@ describe('a test delivery', () => {
     expect(item.durationMs).toBeGreaterThanOrEqual(0);
     expect(item.payload).toEqual(JSON.parse(req.body));
 
-    const headers = Object.fromEntries(Object.entries(item.requestHeaders as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]));
+    const headers = Object.fromEntries(
+      Object.entries(item.requestHeaders as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]),
+    );
     expect(headers).toMatchObject({
       'content-type': 'application/json',
       'user-agent': USER_AGENT,
@@ -243,7 +301,11 @@ describe('a test delivery', () => {
     for (const delivery of sent) {
       const row = await deliveryRow(delivery.id);
       const status = statusOf(delivery.id);
-      expect(row).toMatchObject({ response_status: status, response_preview: `answer for ${delivery.id}`, attempts: 1 });
+      expect(row).toMatchObject({
+        response_status: status,
+        response_preview: `answer for ${delivery.id}`,
+        attempts: 1,
+      });
       expect(row.status).toBe(status === 410 ? 'failed' : 'success');
       expect((row.request_headers as Record<string, string>)['X-Service-Delivery']).toBe(delivery.id);
       expect(row.last_error).toBe(status === 410 ? 'The endpoint answered HTTP 410.' : null);
@@ -260,7 +322,8 @@ describe('a test delivery', () => {
     const d1 = await sendTest(s, a.id);
     const d2 = await sendTest(s, a.id);
     const d3 = await sendTest(s, b.id);
-    const page = (q: string) => app.api('GET', `/workspaces/${s.workspaceId}/webhook-deliveries?${q}`, { token: s.accessToken });
+    const page = (q: string) =>
+      app.api('GET', `/workspaces/${s.workspaceId}/webhook-deliveries?${q}`, { token: s.accessToken });
 
     const first = await page('page=1&limit=2');
     expect(first.status, first.text).toBe(200);
@@ -278,7 +341,10 @@ describe('a test delivery', () => {
 describe('retries in direct mode', () => {
   it('500 then 200: recorded retrying, then the in-process sweep sends it again (same X-Service-Delivery, fresh timestamp) and it ends success', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-retry');
-    const r = await receiver([{ status: 500, body: 'boom' }, { status: 200, body: 'ok' }]);
+    const r = await receiver([
+      { status: 500, body: 'boom' },
+      { status: 200, body: 'ok' },
+    ]);
     const hook = await hookTo(s, r);
     const sentAt = Date.now();
     const first = await sendTest(s, hook.id);
@@ -288,11 +354,21 @@ describe('retries in direct mode', () => {
     expect(retryAt).toBeGreaterThan(sentAt);
     expect(retryAt).toBeLessThanOrEqual(Date.now() + 2_000);
 
-    const done = await waitFor('the retry to succeed', async () => {
-      const row = await deliveryRow(first.id);
-      return row.status === 'success' ? row : undefined;
-    }, 15_000);
-    expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'ok', next_retry_at: null, last_error: null });
+    const done = await waitFor(
+      'the retry to succeed',
+      async () => {
+        const row = await deliveryRow(first.id);
+        return row.status === 'success' ? row : undefined;
+      },
+      15_000,
+    );
+    expect(done).toMatchObject({
+      attempts: 2,
+      response_status: 200,
+      response_preview: 'ok',
+      next_retry_at: null,
+      last_error: null,
+    });
 
     expect(r.requests).toHaveLength(2);
     const [a, b] = r.requests;
@@ -312,10 +388,14 @@ describe('retries in direct mode', () => {
     const first = await sendTest(s, hook.id);
     expect(first.status).toBe('retrying');
 
-    const failed = await waitFor('the delivery to fail for good', async () => {
-      const row = await deliveryRow(first.id);
-      return row.status === 'failed' ? row : undefined;
-    }, 25_000);
+    const failed = await waitFor(
+      'the delivery to fail for good',
+      async () => {
+        const row = await deliveryRow(first.id);
+        return row.status === 'failed' ? row : undefined;
+      },
+      25_000,
+    );
     expect(failed).toMatchObject({ attempts: MAX_RETRIES + 1, response_status: 500, next_retry_at: null });
     expect(failed.last_error).toMatch(/500/);
     expect(r.requests).toHaveLength(MAX_RETRIES + 1);
@@ -435,7 +515,8 @@ describe('retries in direct mode', () => {
 });
 
 describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', () => {
-  const retry = (s: Session, id: string) => app.api('POST', `/workspaces/${s.workspaceId}/webhook-deliveries/${id}/retry`, { token: s.accessToken });
+  const retry = (s: Session, id: string) =>
+    app.api('POST', `/workspaces/${s.workspaceId}/webhook-deliveries/${id}/retry`, { token: s.accessToken });
 
   it('re-sends a failed delivery with the same X-Service-Delivery and a fresh timestamp and signature', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-manual');
@@ -447,7 +528,14 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
 
     const res = await retry(s, failed.id);
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ id: failed.id, status: 'success', attempts: 2, responseStatus: 200, responsePreview: 'back', error: null });
+    expect(res.body).toMatchObject({
+      id: failed.id,
+      status: 'success',
+      attempts: 2,
+      responseStatus: 200,
+      responsePreview: 'back',
+      error: null,
+    });
     expect(r.requests).toHaveLength(2);
     const [a, b] = r.requests;
     expect(b.headers['x-service-delivery']).toBe(failed.id);
@@ -467,7 +555,9 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
     // Older than 30 s, as a delivery retried by hand usually is: pending again, the sweep would take it.
     await ageDelivery(failed.id);
 
-    const retried = slow.api('POST', `/workspaces/${s.workspaceId}/webhook-deliveries/${failed.id}/retry`, { token: s.accessToken });
+    const retried = slow.api('POST', `/workspaces/${s.workspaceId}/webhook-deliveries/${failed.id}/retry`, {
+      token: s.accessToken,
+    });
     await r.waitForRequests(2);
     await slow.deps.webhooks.sweep();
     await app.deps.webhooks.sweep();
@@ -497,7 +587,10 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
 
 describe('signing secret rotation', () => {
   const rotate = (s: Session, hookId: string, gracePeriodSeconds: number) =>
-    app.api('POST', `/workspaces/${s.workspaceId}/webhooks/${hookId}/rotate-secret`, { token: s.accessToken, body: { gracePeriodSeconds } });
+    app.api('POST', `/workspaces/${s.workspaceId}/webhooks/${hookId}/rotate-secret`, {
+      token: s.accessToken,
+      body: { gracePeriodSeconds },
+    });
 
   it('during the grace period sends both signatures, new first, each valid with its secret; after it only the new one', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-rotate');
@@ -535,7 +628,9 @@ describe('signing secret rotation', () => {
     await sendTest(s, hook.id);
     const [req] = await r.waitForRequests(1);
     expectSignedDelivery(req, rotated.body.secret, 'webhook.test');
-    expect(signaturesOf(req)[0]).not.toBe(expectedSignature(hook.secret, String(req.headers['x-service-timestamp']), req.body));
+    expect(signaturesOf(req)[0]).not.toBe(
+      expectedSignature(hook.secret, String(req.headers['x-service-timestamp']), req.body),
+    );
   });
 });
 
@@ -549,14 +644,22 @@ describe('domain events', () => {
 
     await upgradeWorkspace(app, s.accessToken, s.workspaceId, 'pro');
     const reqs = await subscribed.waitForRequests(3, 10_000);
-    expect(reqs.map((q) => q.headers['x-service-event']).sort()).toEqual(['billing.updated', 'payment.succeeded', 'subscription.created']);
+    expect(reqs.map((q) => q.headers['x-service-event']).sort()).toEqual([
+      'billing.updated',
+      'payment.succeeded',
+      'subscription.created',
+    ]);
     for (const q of reqs) {
       const env = expectSignedDelivery(q, hook.secret, String(q.headers['x-service-event']));
       expect(env.workspaceId).toBe(s.workspaceId);
     }
 
     const rows = await deliveriesOf(hook.id);
-    await waitFor('the deliveries to be recorded success', async () => (await deliveriesOf(hook.id)).every((d) => d.status === 'success') || undefined, 5_000);
+    await waitFor(
+      'the deliveries to be recorded success',
+      async () => (await deliveriesOf(hook.id)).every((d) => d.status === 'success') || undefined,
+      5_000,
+    );
     expect(rows.map((d) => d.event).sort()).toEqual(['billing.updated', 'payment.succeeded', 'subscription.created']);
     await sleep(1_500);
     expect(await deliveriesOf(unsubscribed.id)).toEqual([]);
@@ -574,7 +677,9 @@ describe('domain events', () => {
     expect(env.workspaceId).toBe(s.workspaceId);
     expect(env.data).toMatchObject({ userId: member.userId, role: 'MEMBER' });
 
-    const removed = await app.api('DELETE', `/workspaces/${s.workspaceId}/members/${member.userId}`, { token: s.accessToken });
+    const removed = await app.api('DELETE', `/workspaces/${s.workspaceId}/members/${member.userId}`, {
+      token: s.accessToken,
+    });
     expect(removed.status, removed.text).toBe(200);
     const [, gone] = await r.waitForRequests(2);
     expect(expectSignedDelivery(gone, hook.secret, 'member.removed').data).toMatchObject({ userId: member.userId });
@@ -590,7 +695,9 @@ describe('domain events', () => {
     expect(env.data).toMatchObject({ apiKeyId: key.id, name: 'hooked key', prefix: key.prefix });
     expect(created.body).not.toContain(key.rawKey);
 
-    expect((await app.api('DELETE', `/workspaces/${s.workspaceId}/api-keys/${key.id}`, { token: s.accessToken })).status).toBe(200);
+    expect(
+      (await app.api('DELETE', `/workspaces/${s.workspaceId}/api-keys/${key.id}`, { token: s.accessToken })).status,
+    ).toBe(200);
     const [, revoked] = await r.waitForRequests(2);
     expect(expectSignedDelivery(revoked, hook.secret, 'api_key.revoked').data).toMatchObject({ apiKeyId: key.id });
     expect(revoked.body).not.toContain(key.rawKey);
@@ -600,10 +707,15 @@ describe('domain events', () => {
     const s = await ownerOn(app, 'lite', 'deliv-ai');
     const r = await receiver({ status: 200 });
     const hook = await hookTo(s, r, ['ai.generation.completed']);
-    const gen = await app.api('POST', '/ai/generate', { token: s.accessToken, body: { workspaceId: s.workspaceId, prompt: 'Write a haiku about webhooks.' } });
+    const gen = await app.api('POST', '/ai/generate', {
+      token: s.accessToken,
+      body: { workspaceId: s.workspaceId, prompt: 'Write a haiku about webhooks.' },
+    });
     expect(gen.status, gen.text).toBe(200);
     const [req] = await r.waitForRequests(1);
-    expect(expectSignedDelivery(req, hook.secret, 'ai.generation.completed').data).toMatchObject({ generationId: gen.body.id });
+    expect(expectSignedDelivery(req, hook.secret, 'ai.generation.completed').data).toMatchObject({
+      generationId: gen.body.id,
+    });
   });
 
   it('a burst of events larger than a dispatch batch is dispatched within a run or two, not at a batch a second', async () => {
@@ -612,10 +724,22 @@ describe('domain events', () => {
     const hook = await hookTo(s, r, ['member.added']);
     // 1,200 events at once, as a burst of changes writes them (more than two batches of 500).
     await sql`insert into domain_events (workspace_id, type, payload)
-      select ${s.workspaceId}, 'member.added', jsonb_build_object('n', i) from generate_series(1, 1200) as i`.execute(app.deps.db);
+      select ${s.workspaceId}, 'member.added', jsonb_build_object('n', i) from generate_series(1, 1200) as i`.execute(
+      app.deps.db,
+    );
     const pending = () =>
-      app.deps.db.selectFrom('domain_events').select((eb) => eb.fn.countAll<string>().as('n')).where('workspace_id', '=', s.workspaceId).where('dispatched_at', 'is', null).executeTakeFirstOrThrow();
-    await waitFor('the burst to be dispatched', async () => (Number((await pending()).n) === 0 ? true : undefined), 4_000, 100);
+      app.deps.db
+        .selectFrom('domain_events')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('workspace_id', '=', s.workspaceId)
+        .where('dispatched_at', 'is', null)
+        .executeTakeFirstOrThrow();
+    await waitFor(
+      'the burst to be dispatched',
+      async () => (Number((await pending()).n) === 0 ? true : undefined),
+      4_000,
+      100,
+    );
     expect(await deliveriesOf(hook.id)).toHaveLength(1200);
     await r.waitForRequests(1200, 20_000);
   }, 30_000);
@@ -625,9 +749,19 @@ describe('domain events', () => {
     const r = await receiver({ status: 200 });
     const hook = await hookTo(s, r, ['member.added']);
     const live = await hookTo(s, await receiver({ status: 200 }), ['member.added']);
-    expect((await app.api('PATCH', `/workspaces/${s.workspaceId}/webhooks/${hook.id}`, { token: s.accessToken, body: { isActive: false } })).status).toBe(200);
+    expect(
+      (
+        await app.api('PATCH', `/workspaces/${s.workspaceId}/webhooks/${hook.id}`, {
+          token: s.accessToken,
+          body: { isActive: false },
+        })
+      ).status,
+    ).toBe(200);
     await inviteAndJoin(app, s.accessToken, s.workspaceId, 'VIEWER');
-    await waitFor('the active webhook to get member.added', async () => (await deliveriesOf(live.id)).length > 0 || undefined);
+    await waitFor(
+      'the active webhook to get member.added',
+      async () => (await deliveriesOf(live.id)).length > 0 || undefined,
+    );
     expect((await deliveriesOf(hook.id)).filter((d) => d.status !== 'disabled')).toEqual([]);
     expect(r.requests).toHaveLength(0);
   });
@@ -658,7 +792,11 @@ describe('delivery switches', () => {
     await sleep(300);
     expect(r.requests).toHaveLength(0);
 
-    const allowed = await extraApp({ WEBHOOK_DEMO_DELIVERY_DISABLED: 'false', WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_USER_AGENT: USER_AGENT });
+    const allowed = await extraApp({
+      WEBHOOK_DEMO_DELIVERY_DISABLED: 'false',
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      WEBHOOK_USER_AGENT: USER_AGENT,
+    });
     const sent = await sendTest(demo, hook.id, allowed);
     expect(sent.status).toBe('success');
     const [req] = await r.waitForRequests(1);
@@ -666,7 +804,10 @@ describe('delivery switches', () => {
 
     // A workspace is a demo workspace through its owners: the demo account as a mere member changes nothing.
     const s = await ownerOn(app, 'lite', 'deliv-demo-member');
-    await app.deps.db.insertInto('workspace_members').values({ workspace_id: s.workspaceId, user_id: demo.userId, role: 'ADMIN' }).execute();
+    await app.deps.db
+      .insertInto('workspace_members')
+      .values({ workspace_id: s.workspaceId, user_id: demo.userId, role: 'ADMIN' })
+      .execute();
     const other = await receiver({ status: 200 });
     const otherHook = await hookTo(s, other);
     expect((await sendTest(s, otherHook.id)).status).toBe('success');
@@ -760,8 +901,13 @@ describe('the URL is checked again at delivery (app without WEBHOOK_ALLOW_PRIVAT
 describe('endpoints that keep failing', () => {
   const DAY = 86_400_000;
   const setStreak = (id: string, failures: number, sinceMsAgo: number) =>
-    app.deps.db.updateTable('webhooks').set({ consecutive_failures: failures, failing_since: new Date(Date.now() - sinceMsAgo) }).where('id', '=', id).execute();
-  const hookRow = (id: string) => app.deps.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    app.deps.db
+      .updateTable('webhooks')
+      .set({ consecutive_failures: failures, failing_since: new Date(Date.now() - sinceMsAgo) })
+      .where('id', '=', id)
+      .execute();
+  const hookRow = (id: string) =>
+    app.deps.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
   it('are switched off after 15 failed deliveries in a row over at least 3 days, and the owners are mailed', async () => {
     const s = await ownerOn(app, 'lite', 'deliv-streak');
@@ -777,7 +923,10 @@ describe('endpoints that keep failing', () => {
     expect(row.disabled_reason).toMatch(/15/);
 
     const listed = await app.api('GET', `/workspaces/${s.workspaceId}/webhooks`, { token: s.accessToken });
-    expect(listed.body.items.find((h: { id: string }) => h.id === hook.id)).toMatchObject({ isActive: false, disabledReason: row.disabled_reason });
+    expect(listed.body.items.find((h: { id: string }) => h.id === hook.id)).toMatchObject({
+      isActive: false,
+      disabledReason: row.disabled_reason,
+    });
 
     const mails = (await mailsTo(app, s.email)).filter((m) => m.template === 'webhook-disabled');
     expect(mails).toHaveLength(1);

@@ -57,7 +57,12 @@ export interface CreatedKey {
   rawKey: string;
 }
 
-export async function createKey(app: TestApp, s: Session, body: Record<string, unknown> = {}, workspaceId = s.workspaceId): Promise<CreatedKey> {
+export async function createKey(
+  app: TestApp,
+  s: Session,
+  body: Record<string, unknown> = {},
+  workspaceId = s.workspaceId,
+): Promise<CreatedKey> {
   const res = await app.api('POST', `/workspaces/${workspaceId}/api-keys`, {
     token: s.accessToken,
     body: { name: `key ${hex()}`, scopes: ['read'], ...body },
@@ -99,7 +104,12 @@ export async function auditActions(app: TestApp, workspaceId: string, targetId?:
 }
 
 /** Calls `probe` until it answers a truthy value; throws with `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | null | false>,
+  timeoutMs = 10_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

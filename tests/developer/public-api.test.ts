@@ -22,7 +22,11 @@ const bearer = (rawKey: string) => {
   trackSecret(rawKey, 'an API key sent as a bearer token');
   return { authorization: `Bearer ${rawKey}` };
 };
-const base62 = (n: number) => Array.from({ length: n }, () => 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'[crypto.randomInt(62)]).join('');
+const base62 = (n: number) =>
+  Array.from(
+    { length: n },
+    () => 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'[crypto.randomInt(62)],
+  ).join('');
 
 describe('GET /public-api/me', () => {
   it('answers the key and its workspace for X-API-Key', async () => {
@@ -75,7 +79,11 @@ describe('GET /public-api/me', () => {
       expect(apiKeyQueries()).toBeGreaterThan(0);
       spy.mockClear();
       expectError(await me({ 'x-api-key': 'wsk_short' }), 401, 'UNAUTHORIZED');
-      expectError(await me({ authorization: 'Bearer wsk_!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!' }), 401, 'UNAUTHORIZED');
+      expectError(
+        await me({ authorization: 'Bearer wsk_!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!' }),
+        401,
+        'UNAUTHORIZED',
+      );
       expectError(await me({ 'x-api-key': `wsk_${base62(400)}` }), 401, 'UNAUTHORIZED');
       expect(apiKeyQueries()).toBe(0);
     } finally {
@@ -86,13 +94,19 @@ describe('GET /public-api/me', () => {
   it('answers 401 UNAUTHORIZED for a revoked key', async () => {
     const key = await createKey(app, owner);
     expect((await me(apiKeyHeader(key.rawKey))).status).toBe(200);
-    expect((await app.api('DELETE', `/workspaces/${owner.workspaceId}/api-keys/${key.id}`, { token: owner.accessToken })).status).toBe(200);
+    expect(
+      (await app.api('DELETE', `/workspaces/${owner.workspaceId}/api-keys/${key.id}`, { token: owner.accessToken }))
+        .status,
+    ).toBe(200);
     expectError(await me(apiKeyHeader(key.rawKey)), 401, 'UNAUTHORIZED');
     expectError(await workspace(bearer(key.rawKey)), 401, 'UNAUTHORIZED');
   });
 
   it('answers 401 UNAUTHORIZED for a key past its expiry', async () => {
-    const key = await createKey(app, owner, { scopes: ['read'], expiresAt: new Date(Date.now() + 1_500).toISOString() });
+    const key = await createKey(app, owner, {
+      scopes: ['read'],
+      expiresAt: new Date(Date.now() + 1_500).toISOString(),
+    });
     expect((await me(apiKeyHeader(key.rawKey))).status).toBe(200);
     await sleep(1_700);
     expectError(await me(apiKeyHeader(key.rawKey)), 401, 'UNAUTHORIZED');
@@ -111,7 +125,9 @@ describe('scopes: GET /public-api/workspace', () => {
   });
 
   it('refuses a key without workspace:read or read with 403 PERMISSION_DENIED (it still reaches /public-api/me)', async () => {
-    const key = await createKey(app, owner, { scopes: ['files:read', 'write', 'webhooks:send', 'ai:generate', 'files:write'] });
+    const key = await createKey(app, owner, {
+      scopes: ['files:read', 'write', 'webhooks:send', 'ai:generate', 'files:write'],
+    });
     expectError(await workspace(apiKeyHeader(key.rawKey)), 403, 'PERMISSION_DENIED');
     expectError(await workspace(bearer(key.rawKey)), 403, 'PERMISSION_DENIED');
     expect((await me(apiKeyHeader(key.rawKey))).status).toBe(200);
@@ -128,7 +144,11 @@ describe('keys and access tokens are not interchangeable', () => {
     const key = await createKey(app, owner, { scopes: ['read', 'write'] });
     expect((await me(bearer(key.rawKey))).status).toBe(200);
     expectError(await app.api('GET', '/auth/me', { headers: bearer(key.rawKey) }), 401, 'UNAUTHORIZED');
-    expectError(await app.api('GET', `/workspaces/${owner.workspaceId}/api-keys`, { headers: bearer(key.rawKey) }), 401, 'UNAUTHORIZED');
+    expectError(
+      await app.api('GET', `/workspaces/${owner.workspaceId}/api-keys`, { headers: bearer(key.rawKey) }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 });
 
@@ -139,11 +159,15 @@ describe('workspace state', () => {
     const admin = await adminSession(app);
     expect((await me(apiKeyHeader(key.rawKey))).status).toBe(200);
 
-    expect((await app.api('POST', `/admin/workspaces/${s.workspaceId}/suspend`, { token: admin.accessToken })).status).toBe(200);
+    expect(
+      (await app.api('POST', `/admin/workspaces/${s.workspaceId}/suspend`, { token: admin.accessToken })).status,
+    ).toBe(200);
     expectError(await me(apiKeyHeader(key.rawKey)), 403, 'WORKSPACE_UNAVAILABLE');
     expectError(await workspace(apiKeyHeader(key.rawKey)), 403, 'WORKSPACE_UNAVAILABLE');
 
-    expect((await app.api('POST', `/admin/workspaces/${s.workspaceId}/activate`, { token: admin.accessToken })).status).toBe(200);
+    expect(
+      (await app.api('POST', `/admin/workspaces/${s.workspaceId}/activate`, { token: admin.accessToken })).status,
+    ).toBe(200);
     expect((await me(apiKeyHeader(key.rawKey))).status).toBe(200);
   });
 
@@ -151,7 +175,9 @@ describe('workspace state', () => {
     const s = await ownerOn(app, 'pro', 'pub-arch');
     const key = await createKey(app, s, { scopes: ['read'] });
     const admin = await adminSession(app);
-    expect((await app.api('POST', `/admin/workspaces/${s.workspaceId}/archive`, { token: admin.accessToken })).status).toBe(200);
+    expect(
+      (await app.api('POST', `/admin/workspaces/${s.workspaceId}/archive`, { token: admin.accessToken })).status,
+    ).toBe(200);
     expectError(await me(apiKeyHeader(key.rawKey)), 403, 'WORKSPACE_UNAVAILABLE');
     expectError(await workspace(bearer(key.rawKey)), 403, 'WORKSPACE_UNAVAILABLE');
   });
@@ -159,13 +185,18 @@ describe('workspace state', () => {
   it('answers 401 UNAUTHORIZED to the key of a deleted workspace', async () => {
     const s = await ownerOn(app, 'pro', 'pub-del');
     const key = await createKey(app, s, { scopes: ['read'] });
-    await app.deps.db.updateTable('workspaces').set({ deleted_at: new Date() }).where('id', '=', s.workspaceId).execute();
+    await app.deps.db
+      .updateTable('workspaces')
+      .set({ deleted_at: new Date() })
+      .where('id', '=', s.workspaceId)
+      .execute();
     expectError(await me(apiKeyHeader(key.rawKey)), 401, 'UNAUTHORIZED');
   });
 });
 
 describe('last_used_at', () => {
-  const row = (id: string) => app.deps.db.selectFrom('api_keys').select(['last_used_at']).where('id', '=', id).executeTakeFirstOrThrow();
+  const row = (id: string) =>
+    app.deps.db.selectFrom('api_keys').select(['last_used_at']).where('id', '=', id).executeTakeFirstOrThrow();
 
   it('is null until the key is used, then set to the time of the first call', async () => {
     const key = await createKey(app, owner);
@@ -196,7 +227,10 @@ describe('last_used_at', () => {
 
   it('is not written when a revoked key calls', async () => {
     const revoked = await createKey(app, owner);
-    expect((await app.api('DELETE', `/workspaces/${owner.workspaceId}/api-keys/${revoked.id}`, { token: owner.accessToken })).status).toBe(200);
+    expect(
+      (await app.api('DELETE', `/workspaces/${owner.workspaceId}/api-keys/${revoked.id}`, { token: owner.accessToken }))
+        .status,
+    ).toBe(200);
     expectError(await me(apiKeyHeader(revoked.rawKey)), 401, 'UNAUTHORIZED');
     expect((await row(revoked.id)).last_used_at).toBeNull();
   });

@@ -53,7 +53,11 @@ export class WorkerProcess {
   }
 
   static start(label: string, env: Record<string, string>): WorkerProcess {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/worker.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/worker.ts'], {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     return new WorkerProcess(label, child);
   }
 
@@ -87,9 +91,15 @@ export class WorkerProcess {
     for (;;) {
       const line = this.logs().find((l) => matches(l.msg));
       if (line) return line;
-      if (this.exit) throw new Error(`worker ${this.label} exited (${JSON.stringify(this.exit)}) before logging ${msg}; output:\n${this.output.slice(-4000)}`);
+      if (this.exit)
+        throw new Error(
+          `worker ${this.label} exited (${JSON.stringify(this.exit)}) before logging ${msg}; output:\n${this.output.slice(-4000)}`,
+        );
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`worker ${this.label} did not log ${msg} within ${timeoutMs} ms; output:\n${this.output.slice(-4000)}`);
+      if (left <= 0)
+        throw new Error(
+          `worker ${this.label} did not log ${msg} within ${timeoutMs} ms; output:\n${this.output.slice(-4000)}`,
+        );
       await new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);

@@ -52,7 +52,10 @@ it('a delivery whose job failed all its attempts while Postgres was away is foun
   // The worker reaches Postgres through a proxy the test cuts; the API does not.
   proxy = await TcpProxy.start(new URL(db.url));
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...testEnv({ DATABASE_URL: proxy.url, ...SETTINGS }) };
-  worker = WorkerProcess.start('recovery', Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')));
+  worker = WorkerProcess.start(
+    'recovery',
+    Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
+  );
   await worker.waitForLog('worker ready', 30_000);
   const s = await ownerOn(app, 'lite', 'qr');
   receiver = await WebhookReceiver.start();
@@ -64,16 +67,29 @@ it('a delivery whose job failed all its attempts while Postgres was away is foun
   expect(sent.body).toMatchObject({ status: 'pending', attempts: 0 });
   const id = sent.body.id as string;
   // Two tries, 1 s apart, both failing to read the delivery: the job fails for good.
-  await waitFor('the job to fail for good', async () => ((await jobs.getJob(id)) && (await (await jobs.getJob(id))!.getState()) === 'failed') || undefined, 15_000, 100);
+  await waitFor(
+    'the job to fail for good',
+    async () => ((await jobs.getJob(id)) && (await (await jobs.getJob(id))!.getState()) === 'failed') || undefined,
+    15_000,
+    100,
+  );
   await proxy.restore();
-  const row = () => app!.deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const row = () =>
+    app!.deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
   expect(await row()).toMatchObject({ status: 'pending', attempts: 0 });
   expect(receiver.requests).toHaveLength(0);
 
   // The sweep takes deliveries pending for more than 30 s.
-  await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${id}`.execute(app.deps.db);
+  await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${id}`.execute(
+    app.deps.db,
+  );
   expect(await app.deps.webhooks.sweep()).toBeGreaterThanOrEqual(1);
-  const done = await waitFor('the delivery to succeed', async () => ((await row()).status === 'success' ? row() : undefined), 15_000, 100);
+  const done = await waitFor(
+    'the delivery to succeed',
+    async () => ((await row()).status === 'success' ? row() : undefined),
+    15_000,
+    100,
+  );
   expect(done).toMatchObject({ status: 'success', attempts: 1, response_status: 200 });
   await sleep(500);
   expect(receiver.requests).toHaveLength(1);

@@ -16,9 +16,26 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { TEST_JWT_ACCESS_SECRET, TEST_JWT_REFRESH_SECRET, testEnv, type TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
-import { TEST_CA_FILE, WebhookReceiver, expectedSignature, signaturesOf, type ReceivedRequest, type Reply } from '../helpers/webhook-receiver.js';
+import {
+  TEST_CA_FILE,
+  WebhookReceiver,
+  expectedSignature,
+  signaturesOf,
+  type ReceivedRequest,
+  type Reply,
+} from '../helpers/webhook-receiver.js';
 import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
-import { createKey, createWebhook, hex, ownDatabase, ownerOn, sleep, startAppOn, waitFor, type OwnDatabase } from './helpers.js';
+import {
+  createKey,
+  createWebhook,
+  hex,
+  ownDatabase,
+  ownerOn,
+  sleep,
+  startAppOn,
+  waitFor,
+  type OwnDatabase,
+} from './helpers.js';
 import { TcpProxy, WorkerProcess, closedPort, deleteKeys, dumpKeys, within } from './queue-helpers.js';
 
 const REDIS_URL = inject('redisUrl');
@@ -141,7 +158,10 @@ afterAll(async () => {
   // console.error stays captured: an instance whose start-up never finished may still be retrying Redis.
 });
 
-async function receiver(reply?: Reply | Reply[] | ((req: ReceivedRequest, i: number) => Reply), opts: { tls?: boolean } = {}) {
+async function receiver(
+  reply?: Reply | Reply[] | ((req: ReceivedRequest, i: number) => Reply),
+  opts: { tls?: boolean } = {},
+) {
   const r = await WebhookReceiver.start(opts);
   receivers.push(r);
   if (reply) r.reply(reply);
@@ -173,24 +193,36 @@ async function sendTest(s: Session, hookId: string, via: TestApp = app) {
   return res.body as Record<string, any>;
 }
 
-const deliveryRow = (id: string) => app.deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-const deliveriesOf = (webhookId: string) => app.deps.db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId).execute();
+const deliveryRow = (id: string) =>
+  app.deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const deliveriesOf = (webhookId: string) =>
+  app.deps.db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId).execute();
 
 /** Waits until the delivery row has `status`; answers the row. */
 const until = (id: string, status: string, timeoutMs = 15_000) =>
-  waitFor(`delivery ${id} to be ${status}`, async () => {
-    const row = await deliveryRow(id);
-    return row.status === status ? row : undefined;
-  }, timeoutMs, 50);
+  waitFor(
+    `delivery ${id} to be ${status}`,
+    async () => {
+      const row = await deliveryRow(id);
+      return row.status === status ? row : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 
 const jobState = (id: string) => inspect.getJobState(id);
 /** The state BullMQ answers for a job it no longer holds: a completed deliver_webhook job is removed at once. */
 const REMOVED = 'unknown';
 const waitForJobState = (id: string, states: string[], timeoutMs = 10_000) =>
-  waitFor(`job ${id} to be ${states.join(' or ')}`, async () => {
-    const state = await jobState(id);
-    return states.includes(state) ? state : undefined;
-  }, timeoutMs, 50);
+  waitFor(
+    `job ${id} to be ${states.join(' or ')}`,
+    async () => {
+      const state = await jobState(id);
+      return states.includes(state) ? state : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 
 /** The documented headers and a signature that verifies with `secret`; answers the parsed envelope. */
 function expectSigned(req: ReceivedRequest, secret: string, event: string, deliveryId?: string) {
@@ -223,7 +255,14 @@ describe('deliveries go through the queue', () => {
     const hook = await hookTo(s, r);
 
     const answered = await sendTest(s, hook.id);
-    expect(answered).toMatchObject({ webhookId: hook.id, event: 'webhook.test', status: 'pending', attempts: 0, responseStatus: null, durationMs: null });
+    expect(answered).toMatchObject({
+      webhookId: hook.id,
+      event: 'webhook.test',
+      status: 'pending',
+      attempts: 0,
+      responseStatus: null,
+      durationMs: null,
+    });
     const job = await inspect.getJob(answered.id);
     expect(job?.name).toBe('deliver_webhook');
     expect(job?.data).toEqual({ deliveryId: answered.id });
@@ -234,16 +273,30 @@ describe('deliveries go through the queue', () => {
     expect(envelope.data).toMatchObject({ webhookId: hook.id });
 
     const done = await until(answered.id, 'success');
-    expect(done).toMatchObject({ attempts: 1, response_status: 200, response_preview: 'queued ok', next_retry_at: null, last_error: null });
+    expect(done).toMatchObject({
+      attempts: 1,
+      response_status: 200,
+      response_preview: 'queued ok',
+      next_retry_at: null,
+      last_error: null,
+    });
     expect(done.payload).toEqual(JSON.parse(req.body));
     // The worker ran the job to its end, and the completed job is not kept: the delivery row is the record.
     await waitForJobState(answered.id, [REMOVED]);
     expect(await inspect.getJob(answered.id)).toBeUndefined();
 
-    const log = await app.api('GET', `/workspaces/${s.workspaceId}/webhook-deliveries?webhookId=${hook.id}`, { token: s.accessToken });
+    const log = await app.api('GET', `/workspaces/${s.workspaceId}/webhook-deliveries?webhookId=${hook.id}`, {
+      token: s.accessToken,
+    });
     expect(log.status, log.text).toBe(200);
     expect(log.body.items).toHaveLength(1);
-    expect(log.body.items[0]).toMatchObject({ id: answered.id, status: 'success', attempts: 1, responseStatus: 200, responsePreview: 'queued ok' });
+    expect(log.body.items[0]).toMatchObject({
+      id: answered.id,
+      status: 'success',
+      attempts: 1,
+      responseStatus: 200,
+      responsePreview: 'queued ok',
+    });
 
     // Delivered once: the API did not send it itself as well.
     await sleep(500);
@@ -268,7 +321,13 @@ describe('deliveries go through the queue', () => {
     seen.deliveryIds.push(deliveryId);
     expect((await inspect.getJob(deliveryId))?.data).toEqual({ deliveryId });
     const done = await until(deliveryId, 'success');
-    expect(done).toMatchObject({ webhook_id: hook.id, event: 'api_key.created', attempts: 1, response_status: 200, response_preview: 'got it' });
+    expect(done).toMatchObject({
+      webhook_id: hook.id,
+      event: 'api_key.created',
+      attempts: 1,
+      response_status: 200,
+      response_preview: 'got it',
+    });
     await sleep(300);
     expect(await deliveriesOf(hook.id)).toHaveLength(1);
     expect(r.requests).toHaveLength(1);
@@ -301,76 +360,108 @@ describe('https', () => {
     expect(row).toMatchObject({ attempts: 1, response_status: null, response_preview: null });
     expect(row.last_error).toMatch(/certificate|altnames/i);
     expect(r.requests).toHaveLength(0);
-    expect((await app.api('DELETE', `/workspaces/${s.workspaceId}/webhooks/${hook.id}`, { token: s.accessToken })).status).toBe(200);
+    expect(
+      (await app.api('DELETE', `/workspaces/${s.workspaceId}/webhooks/${hook.id}`, { token: s.accessToken })).status,
+    ).toBe(200);
   });
 });
 
-describe.concurrent(`retries by BullMQ (WEBHOOK_MAX_RETRIES=${MAX_RETRIES}, backoff ${BACKOFF_SECONDS} s doubling)`, () => {
-  it('500, 500, then 200: retried after about 1 s and 2 s with the same X-Service-Delivery; the row ends success with attempts 3', async ({ expect }) => {
-    const s = await owner('lite', 'q-retry');
-    const r = await receiver([{ status: 500, body: 'boom' }, { status: 500, body: 'boom again' }, { status: 200, body: 'third time lucky' }]);
-    const hook = await hookTo(s, r);
-    const d = await sendTest(s, hook.id);
+describe.concurrent(
+  `retries by BullMQ (WEBHOOK_MAX_RETRIES=${MAX_RETRIES}, backoff ${BACKOFF_SECONDS} s doubling)`,
+  () => {
+    it('500, 500, then 200: retried after about 1 s and 2 s with the same X-Service-Delivery; the row ends success with attempts 3', async ({
+      expect,
+    }) => {
+      const s = await owner('lite', 'q-retry');
+      const r = await receiver([
+        { status: 500, body: 'boom' },
+        { status: 500, body: 'boom again' },
+        { status: 200, body: 'third time lucky' },
+      ]);
+      const hook = await hookTo(s, r);
+      const d = await sendTest(s, hook.id);
 
-    // Between attempts the log shows the failure and when the next attempt is due.
-    const between = await waitFor('the first attempt to be recorded', async () => {
-      const row = await deliveryRow(d.id);
-      return row.attempts >= 1 ? row : undefined;
-    }, 10_000, 25);
-    expect(between).toMatchObject({ status: 'retrying', attempts: 1, response_status: 500, response_preview: 'boom' });
-    expect(between.last_error).toMatch(/500/);
-    expect(between.next_retry_at).not.toBeNull();
+      // Between attempts the log shows the failure and when the next attempt is due.
+      const between = await waitFor(
+        'the first attempt to be recorded',
+        async () => {
+          const row = await deliveryRow(d.id);
+          return row.attempts >= 1 ? row : undefined;
+        },
+        10_000,
+        25,
+      );
+      expect(between).toMatchObject({
+        status: 'retrying',
+        attempts: 1,
+        response_status: 500,
+        response_preview: 'boom',
+      });
+      expect(between.last_error).toMatch(/500/);
+      expect(between.next_retry_at).not.toBeNull();
 
-    const reqs = await r.waitForRequests(3, 15_000);
-    const done = await until(d.id, 'success');
-    expect(done).toMatchObject({ attempts: 3, response_status: 200, response_preview: 'third time lucky', next_retry_at: null, last_error: null });
-    for (const req of reqs) expectSigned(req, hook.secret, 'webhook.test', d.id);
-    const stamps = reqs.map((q) => Number(q.headers['x-service-timestamp']));
-    expect(stamps[2]).toBeGreaterThan(stamps[0]);
-    // BullMQ's exponential backoff: 1 s, then 2 s.
-    expect(reqs[1].receivedAt - reqs[0].receivedAt).toBeGreaterThanOrEqual(900);
-    expect(reqs[2].receivedAt - reqs[1].receivedAt).toBeGreaterThanOrEqual(1_900);
-    expect(await waitForJobState(d.id, [REMOVED])).toBe(REMOVED);
-    expect(await deliveriesOf(hook.id)).toHaveLength(1);
-  });
+      const reqs = await r.waitForRequests(3, 15_000);
+      const done = await until(d.id, 'success');
+      expect(done).toMatchObject({
+        attempts: 3,
+        response_status: 200,
+        response_preview: 'third time lucky',
+        next_retry_at: null,
+        last_error: null,
+      });
+      for (const req of reqs) expectSigned(req, hook.secret, 'webhook.test', d.id);
+      const stamps = reqs.map((q) => Number(q.headers['x-service-timestamp']));
+      expect(stamps[2]).toBeGreaterThan(stamps[0]);
+      // BullMQ's exponential backoff: 1 s, then 2 s.
+      expect(reqs[1].receivedAt - reqs[0].receivedAt).toBeGreaterThanOrEqual(900);
+      expect(reqs[2].receivedAt - reqs[1].receivedAt).toBeGreaterThanOrEqual(1_900);
+      expect(await waitForJobState(d.id, [REMOVED])).toBe(REMOVED);
+      expect(await deliveriesOf(hook.id)).toHaveLength(1);
+    });
 
-  it(`always 500: ends failed after ${MAX_RETRIES + 1} attempts, and no further attempt is scheduled`, async ({ expect }) => {
-    const s = await owner('lite', 'q-fail');
-    const r = await receiver({ status: 500, body: 'down' });
-    const hook = await hookTo(s, r);
-    const d = await sendTest(s, hook.id);
-    await r.waitForRequests(MAX_RETRIES + 1, 15_000);
-    const done = await until(d.id, 'failed');
-    expect(done).toMatchObject({ attempts: MAX_RETRIES + 1, response_status: 500, next_retry_at: null });
-    expect(done.last_error).toMatch(/500/);
-    // Nothing waits in BullMQ for another try: the job failed with the delivery and is kept with why.
-    expect(await waitForJobState(d.id, ['failed'])).toBe('failed');
-    const job = await inspect.getJob(d.id);
-    expect(job).toMatchObject({ attemptsMade: MAX_RETRIES + 1, failedReason: 'the last attempt of the delivery failed' });
-    await sleep(1_000);
-    expect(r.requests).toHaveLength(MAX_RETRIES + 1);
-    expect((await deliveryRow(d.id)).attempts).toBe(MAX_RETRIES + 1);
-  });
+    it(`always 500: ends failed after ${MAX_RETRIES + 1} attempts, and no further attempt is scheduled`, async ({
+      expect,
+    }) => {
+      const s = await owner('lite', 'q-fail');
+      const r = await receiver({ status: 500, body: 'down' });
+      const hook = await hookTo(s, r);
+      const d = await sendTest(s, hook.id);
+      await r.waitForRequests(MAX_RETRIES + 1, 15_000);
+      const done = await until(d.id, 'failed');
+      expect(done).toMatchObject({ attempts: MAX_RETRIES + 1, response_status: 500, next_retry_at: null });
+      expect(done.last_error).toMatch(/500/);
+      // Nothing waits in BullMQ for another try: the job failed with the delivery and is kept with why.
+      expect(await waitForJobState(d.id, ['failed'])).toBe('failed');
+      const job = await inspect.getJob(d.id);
+      expect(job).toMatchObject({
+        attemptsMade: MAX_RETRIES + 1,
+        failedReason: 'the last attempt of the delivery failed',
+      });
+      await sleep(1_000);
+      expect(r.requests).toHaveLength(MAX_RETRIES + 1);
+      expect((await deliveryRow(d.id)).attempts).toBe(MAX_RETRIES + 1);
+    });
 
-  it('410 Gone: failed at once, and never retried (the job fails as unrecoverable)', async ({ expect }) => {
-    const s = await owner('lite', 'q-gone');
-    const r = await receiver({ status: 410, body: 'gone' });
-    const hook = await hookTo(s, r);
-    const d = await sendTest(s, hook.id);
-    const [req] = await r.waitForRequests(1);
-    expectSigned(req, hook.secret, 'webhook.test', d.id);
-    const done = await until(d.id, 'failed');
-    expect(done).toMatchObject({ attempts: 1, response_status: 410, next_retry_at: null });
-    expect(done.last_error).toMatch(/410/);
-    expect(await waitForJobState(d.id, ['failed'])).toBe('failed');
-    const job = await inspect.getJob(d.id);
-    expect(job?.attemptsMade).toBe(1);
-    // The first retry would have come after 1 s.
-    await sleep(1_500);
-    expect(r.requests).toHaveLength(1);
-    expect((await deliveryRow(d.id)).attempts).toBe(1);
-  });
-});
+    it('410 Gone: failed at once, and never retried (the job fails as unrecoverable)', async ({ expect }) => {
+      const s = await owner('lite', 'q-gone');
+      const r = await receiver({ status: 410, body: 'gone' });
+      const hook = await hookTo(s, r);
+      const d = await sendTest(s, hook.id);
+      const [req] = await r.waitForRequests(1);
+      expectSigned(req, hook.secret, 'webhook.test', d.id);
+      const done = await until(d.id, 'failed');
+      expect(done).toMatchObject({ attempts: 1, response_status: 410, next_retry_at: null });
+      expect(done.last_error).toMatch(/410/);
+      expect(await waitForJobState(d.id, ['failed'])).toBe('failed');
+      const job = await inspect.getJob(d.id);
+      expect(job?.attemptsMade).toBe(1);
+      // The first retry would have come after 1 s.
+      await sleep(1_500);
+      expect(r.requests).toHaveLength(1);
+      expect((await deliveryRow(d.id)).attempts).toBe(1);
+    });
+  },
+);
 
 describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
   const retryPath = (s: Session, id: string) => `/workspaces/${s.workspaceId}/webhook-deliveries/${id}/retry`;
@@ -380,7 +471,10 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     const patient = await startAppOn(db, { ...queueSettings(), WEBHOOK_RETRY_BACKOFF_SECONDS: '60' });
     extraApps.push(patient);
     const s = await owner('lite', 'q-manual');
-    const r = await receiver([{ status: 500, body: 'not yet' }, { status: 200, body: 'now' }]);
+    const r = await receiver([
+      { status: 500, body: 'not yet' },
+      { status: 200, body: 'now' },
+    ]);
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id, patient);
     await waitForJobState(d.id, ['delayed']);
@@ -389,7 +483,13 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     const res = await patient.api('POST', retryPath(s, d.id), { token: s.accessToken });
     expect(res.status, res.text).toBe(200);
     const done = await until(d.id, 'success');
-    expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'now', next_retry_at: null, last_error: null });
+    expect(done).toMatchObject({
+      attempts: 2,
+      response_status: 200,
+      response_preview: 'now',
+      next_retry_at: null,
+      last_error: null,
+    });
     const reqs = await r.waitForRequests(2);
     for (const req of reqs) expectSigned(req, hook.secret, 'webhook.test', d.id);
     expect(await waitForJobState(d.id, [REMOVED])).toBe(REMOVED);
@@ -400,7 +500,10 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
 
   it('sends a failed delivery again as a job of its own, which ends it success', async () => {
     const s = await owner('lite', 'q-manual-failed');
-    const r = await receiver([{ status: 410, body: 'gone for now' }, { status: 200, body: 'back', delayMs: 1_000 }]);
+    const r = await receiver([
+      { status: 410, body: 'gone for now' },
+      { status: 200, body: 'back', delayMs: 1_000 },
+    ]);
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
     await until(d.id, 'failed');
@@ -423,7 +526,9 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     const d = await sendTest(s, hook.id);
     await until(d.id, 'failed');
     // Older than 30 s, as a delivery retried by hand usually is: pending again, the sweep takes it.
-    await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${d.id}`.execute(app.deps.db);
+    await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${d.id}`.execute(
+      app.deps.db,
+    );
 
     const res = await app.api('POST', retryPath(s, d.id), { token: s.accessToken });
     expect(res.status, res.text).toBe(200);
@@ -511,7 +616,13 @@ describe('a worker killed in the middle of a delivery', () => {
     expectSigned(reqs[1], hook.secret, 'webhook.test', d.id);
     const done = await until(d.id, 'success', 10_000);
     // The killed attempt never got an answer; it still counts: the second worker's attempt is attempt 2.
-    expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'second worker', last_error: null, next_retry_at: null });
+    expect(done).toMatchObject({
+      attempts: 2,
+      response_status: 200,
+      response_preview: 'second worker',
+      last_error: null,
+      next_retry_at: null,
+    });
     expect(await waitForJobState(d.id, [REMOVED])).toBe(REMOVED);
     await sleep(1_000);
     expect(r.requests).toHaveLength(2);
@@ -535,7 +646,11 @@ describe('Redis unreachable when the API queues a delivery', () => {
     const away = await within(6_000, starting, 'an API instance starting while Redis is unreachable');
     extraApps.push(away);
     try {
-      const res = await within(5_000, away.api('POST', testPath(s, hook.id), { token: s.accessToken }), 'the test-delivery answer while Redis is unreachable');
+      const res = await within(
+        5_000,
+        away.api('POST', testPath(s, hook.id), { token: s.accessToken }),
+        'the test-delivery answer while Redis is unreachable',
+      );
       expect(res.status, res.text).toBe(200);
       expect(res.body).toMatchObject({ webhookId: hook.id, status: 'pending', attempts: 0 });
       await sleep(1_000);
@@ -557,8 +672,12 @@ describe('Redis unreachable when the API queues a delivery', () => {
     extraApps.push(away);
     try {
       // Six deliveries left pending for longer than the sweep's 30 s.
-      const stuck = await sql<{ id: string }>`insert into webhook_deliveries (webhook_id, workspace_id, event, payload, status, created_at)
-        select ${hook.id}, ${s.workspaceId}, 'webhook.test', '{}'::jsonb, 'pending', now() - interval '31 seconds' from generate_series(1, 6) returning id`.execute(away.deps.db);
+      const stuck = await sql<{
+        id: string;
+      }>`insert into webhook_deliveries (webhook_id, workspace_id, event, payload, status, created_at)
+        select ${hook.id}, ${s.workspaceId}, 'webhook.test', '{}'::jsonb, 'pending', now() - interval '31 seconds' from generate_series(1, 6) returning id`.execute(
+        away.deps.db,
+      );
       const ids = stuck.rows.map((row) => row.id);
 
       const started = Date.now();
@@ -569,7 +688,10 @@ describe('Redis unreachable when the API queues a delivery', () => {
       // (What happens to them next is not this instance's: the file's other instance, whose Redis answers,
       // sweeps them too.)
       for (const id of ids) {
-        expect(away.logs.some((l) => l.includes('enqueue failed') && l.includes(id)), `the failed enqueue of ${id} logged`).toBe(true);
+        expect(
+          away.logs.some((l) => l.includes('enqueue failed') && l.includes(id)),
+          `the failed enqueue of ${id} logged`,
+        ).toBe(true);
       }
     } finally {
       await within(10_000, away.close(), 'closing the instance without Redis');
@@ -595,7 +717,11 @@ describe('Redis unreachable when the API queues a delivery', () => {
     const logsBefore = b.logs.length;
     await proxy.cut();
     const started = Date.now();
-    const res = await within(5_000, b.api('POST', testPath(s, hook.id), { token: s.accessToken }), 'the test-delivery answer while Redis is away');
+    const res = await within(
+      5_000,
+      b.api('POST', testPath(s, hook.id), { token: s.accessToken }),
+      'the test-delivery answer while Redis is away',
+    );
     expect(res.status, res.text).toBe(200);
     expect(Date.now() - started).toBeLessThan(3_000);
     const stuck = res.body as Record<string, any>;
@@ -611,15 +737,27 @@ describe('Redis unreachable when the API queues a delivery', () => {
     const answeredBefore = proxy.answered;
     outage = { port: proxy.port, consoleErrors: consoleErrors.slice(errorsBefore), logs: b.logs.slice(logsBefore) };
     await proxy.restore();
-    await waitFor('the instance to reconnect to Redis', async () => proxy.answered >= answeredBefore + 3 || undefined, 10_000, 50);
+    await waitFor(
+      'the instance to reconnect to Redis',
+      async () => proxy.answered >= answeredBefore + 3 || undefined,
+      10_000,
+      50,
+    );
     await sleep(300);
     // The sweep takes pending deliveries older than 30 s: make this one that old.
-    await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${stuck.id}`.execute(b.deps.db);
+    await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${stuck.id}`.execute(
+      b.deps.db,
+    );
     // (Swept again until its queue connection is back; until then a sweep logs the failed enqueue.)
-    const job = await waitFor('a sweep of the instance to queue the stuck delivery', async () => {
-      await b.deps.webhooks.sweep();
-      return inspect.getJob(stuck.id);
-    }, 10_000, 250);
+    const job = await waitFor(
+      'a sweep of the instance to queue the stuck delivery',
+      async () => {
+        await b.deps.webhooks.sweep();
+        return inspect.getJob(stuck.id);
+      },
+      10_000,
+      250,
+    );
     expect(job.data).toEqual({ deliveryId: stuck.id });
     const done = await until(stuck.id, 'success');
     expect(done).toMatchObject({ attempts: 1, response_status: 200, response_preview: 'after the outage' });
@@ -661,7 +799,12 @@ describe('SIGTERM', () => {
     expect(r.answeredAt[0]!).toBeGreaterThanOrEqual(signalledAt);
     expect(exit.at).toBeGreaterThan(r.answeredAt[0]!);
 
-    expect(await deliveryRow(d.id)).toMatchObject({ status: 'success', attempts: 1, response_status: 200, response_preview: 'slow but fine' });
+    expect(await deliveryRow(d.id)).toMatchObject({
+      status: 'success',
+      attempts: 1,
+      response_status: 200,
+      response_preview: 'slow but fine',
+    });
     expect(await jobState(d.id)).toBe(REMOVED);
     expect(await inspect.getActiveCount()).toBe(0);
     const messages = worker.logs().map((l) => l.msg);
@@ -682,8 +825,16 @@ describe('the worker with the queue off', () => {
       expect(line!.msg).toMatch(/QUEUES_ENABLED, WEBHOOK_QUEUE_ENABLED and REDIS_URL are all needed/);
       expect(w.logs().map((l) => l.msg)).not.toContain('worker ready');
     }
-    expect(off.logs().find((l) => String(l.msg).startsWith('the webhook queue is off'))).toMatchObject({ queuesEnabled: false, webhookQueueEnabled: true, redis: true });
-    expect(noRedis.logs().find((l) => String(l.msg).startsWith('the webhook queue is off'))).toMatchObject({ queuesEnabled: true, webhookQueueEnabled: true, redis: false });
+    expect(off.logs().find((l) => String(l.msg).startsWith('the webhook queue is off'))).toMatchObject({
+      queuesEnabled: false,
+      webhookQueueEnabled: true,
+      redis: true,
+    });
+    expect(noRedis.logs().find((l) => String(l.msg).startsWith('the webhook queue is off'))).toMatchObject({
+      queuesEnabled: true,
+      webhookQueueEnabled: true,
+      redis: false,
+    });
   });
 });
 
@@ -699,6 +850,7 @@ describe("the worker's output", () => {
     expect(seen.secrets.length).toBeGreaterThanOrEqual(8);
     expect(output).not.toContain('whsec_');
     for (const secret of seen.secrets) expect(output).not.toContain(secret.slice('whsec_'.length));
-    for (const value of [key, TEST_JWT_ACCESS_SECRET, TEST_JWT_REFRESH_SECRET, ...seen.tokens]) expect(output).not.toContain(value);
+    for (const value of [key, TEST_JWT_ACCESS_SECRET, TEST_JWT_REFRESH_SECRET, ...seen.tokens])
+      expect(output).not.toContain(value);
   });
 });

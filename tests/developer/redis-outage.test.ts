@@ -87,10 +87,15 @@ const testPath = (s: Session, hookId: string) => `/workspaces/${s.workspaceId}/w
 const deliveryRow = (id: string) =>
   app.deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const until = (id: string, status: string, timeoutMs = 15_000) =>
-  waitFor(`delivery ${id} to be ${status}`, async () => {
-    const row = await deliveryRow(id);
-    return row.status === status ? row : undefined;
-  }, timeoutMs, 50);
+  waitFor(
+    `delivery ${id} to be ${status}`,
+    async () => {
+      const row = await deliveryRow(id);
+      return row.status === status ? row : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 const requestsFor = (deliveryId: string) =>
   receiver.requests.filter((r) => r.headers['x-service-delivery'] === deliveryId);
 /** Makes a pending delivery look stuck for longer than the sweep waits (30 s). */

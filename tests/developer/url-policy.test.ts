@@ -38,13 +38,31 @@ const hostnameAddresses = await dns.lookup(HOSTNAME, { all: true, verbatim: true
 const hostnameIsPrivate = hostnameAddresses.length > 0 && hostnameAddresses.some((a) => !isPublicAddress(a.address));
 
 describe('isPublicAddress', () => {
-  it.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('accepts the public address %s', (a) => {
-    expect(isPublicAddress(a)).toBe(true);
-  });
+  it.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])(
+    'accepts the public address %s',
+    (a) => {
+      expect(isPublicAddress(a)).toBe(true);
+    },
+  );
 
   it.each([
-    '127.0.0.1', '127.255.255.254', '10.0.0.1', '172.16.5.4', '192.168.0.1', '169.254.169.254', '100.64.0.1', '224.0.0.1', '0.0.0.0',
-    '255.255.255.255', '::1', '::', 'fe80::1', 'fc00::1', 'fd00::2', '::ffff:127.0.0.1', '::ffff:10.0.0.1',
+    '127.0.0.1',
+    '127.255.255.254',
+    '10.0.0.1',
+    '172.16.5.4',
+    '192.168.0.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '224.0.0.1',
+    '0.0.0.0',
+    '255.255.255.255',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    'fd00::2',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
     // IPv4-compatible ::127.0.0.1, as the URL parser writes it
     '::7f00:1',
     'not an address',
@@ -66,7 +84,12 @@ describe('checkWebhookUrl', () => {
   });
 
   it('refuses schemes, credentials and lengths even with allowPrivate', () => {
-    for (const url of ['file:///etc/passwd', 'ftp://example.com/', 'https://a:b@example.com/', `https://example.com/${'a'.repeat(2029)}`]) {
+    for (const url of [
+      'file:///etc/passwd',
+      'ftp://example.com/',
+      'https://a:b@example.com/',
+      `https://example.com/${'a'.repeat(2029)}`,
+    ]) {
       expect(refusal(() => checkWebhookUrl(url, lenient)).code).toBe('WEBHOOK_URL_NOT_ALLOWED');
     }
   });
@@ -74,16 +97,13 @@ describe('checkWebhookUrl', () => {
   // Port 0 is nobody's port: a connection to it fails, or reaches what the system chose for it.
   const portZero = ['https://example.com:0/hook', 'http://example.com:000/hook', 'http://8.8.8.8:0/'];
   portZero.push('http://[2606:4700::1111]:0/');
-  it.each(portZero)(
-    'refuses port 0 in %s, with allowPrivate too',
-    (url) => {
-      for (const opts of [strict, lenient]) {
-        const err = refusal(() => checkWebhookUrl(url, opts));
-        expect(err.code).toBe('WEBHOOK_URL_NOT_ALLOWED');
-        expect(err.message).toMatch(/port 0/);
-      }
-    },
-  );
+  it.each(portZero)('refuses port 0 in %s, with allowPrivate too', (url) => {
+    for (const opts of [strict, lenient]) {
+      const err = refusal(() => checkWebhookUrl(url, opts));
+      expect(err.code).toBe('WEBHOOK_URL_NOT_ALLOWED');
+      expect(err.message).toMatch(/port 0/);
+    }
+  });
 
   it('accepts an explicit ordinary port, and the lowest and highest ones', () => {
     for (const port of [1, 8443, 65535]) {
@@ -122,12 +142,19 @@ describe('checkWebhookUrl', () => {
 
 describe('resolveDeliveryAddress', () => {
   it('answers a literal address as it was checked, without DNS', async () => {
-    await expect(resolveDeliveryAddress(checkWebhookUrl('http://8.8.8.8/', strict), strict)).resolves.toEqual({ address: '8.8.8.8', family: 4 });
-    await expect(resolveDeliveryAddress(checkWebhookUrl('http://[2606:4700:4700::1111]/', strict), strict)).resolves.toEqual({ address: '2606:4700:4700::1111', family: 6 });
+    await expect(resolveDeliveryAddress(checkWebhookUrl('http://8.8.8.8/', strict), strict)).resolves.toEqual({
+      address: '8.8.8.8',
+      family: 4,
+    });
+    await expect(
+      resolveDeliveryAddress(checkWebhookUrl('http://[2606:4700:4700::1111]/', strict), strict),
+    ).resolves.toEqual({ address: '2606:4700:4700::1111', family: 6 });
   });
 
   it('refuses a host name that does not resolve', async () => {
-    const err = await asyncRefusal(resolveDeliveryAddress({ url: new URL('https://no-such-host.invalid/hook') }, strict));
+    const err = await asyncRefusal(
+      resolveDeliveryAddress({ url: new URL('https://no-such-host.invalid/hook') }, strict),
+    );
     expect(err.code).toBe('WEBHOOK_URL_NOT_ALLOWED');
   });
 
@@ -141,10 +168,13 @@ describe('resolveDeliveryAddress', () => {
     },
   );
 
-  it.skipIf(!hostnameIsPrivate)('answers the resolved private address when private URLs are allowed (local development)', async () => {
-    const resolved = await resolveDeliveryAddress({ url: new URL(`http://${HOSTNAME}:8080/hook`) }, lenient);
-    expect(hostnameAddresses.map((a) => a.address)).toContain(resolved.address);
-  });
+  it.skipIf(!hostnameIsPrivate)(
+    'answers the resolved private address when private URLs are allowed (local development)',
+    async () => {
+      const resolved = await resolveDeliveryAddress({ url: new URL(`http://${HOSTNAME}:8080/hook`) }, lenient);
+      expect(hostnameAddresses.map((a) => a.address)).toContain(resolved.address);
+    },
+  );
 
   it('refuses "localhost" resolved through /etc/hosts at delivery time too', async () => {
     const err = await asyncRefusal(resolveDeliveryAddress({ url: new URL('http://localhost:8080/hook') }, strict));
@@ -165,7 +195,8 @@ describe('resolveDeliveryAddress keeps DNS answers (WEBHOOK_DNS_CACHE_SECONDS)',
       await new Promise((r) => setTimeout(r, delayMs));
       return answer();
     }) as unknown as typeof dns.lookup);
-  const lookupsOf = (spy: ReturnType<typeof control>, host: string) => spy.mock.calls.filter(([h]) => h === host).length;
+  const lookupsOf = (spy: ReturnType<typeof control>, host: string) =>
+    spy.mock.calls.filter(([h]) => h === host).length;
   const at = (host: string) => ({ url: new URL(`https://${host}/hook`) });
 
   afterEach(() => {
@@ -178,7 +209,8 @@ describe('resolveDeliveryAddress keeps DNS answers (WEBHOOK_DNS_CACHE_SECONDS)',
     const spy = control();
     const host = named();
     const keep = { allowPrivate: false, keepAnswersMs: 300 };
-    for (let i = 0; i < 3; i++) await expect(resolveDeliveryAddress(at(host), keep)).resolves.toEqual({ address: '93.184.216.34', family: 4 });
+    for (let i = 0; i < 3; i++)
+      await expect(resolveDeliveryAddress(at(host), keep)).resolves.toEqual({ address: '93.184.216.34', family: 4 });
     expect(lookupsOf(spy, host)).toBe(1);
 
     answer = () => [{ address: '93.184.216.35', family: 4 }];
@@ -191,7 +223,11 @@ describe('resolveDeliveryAddress keeps DNS answers (WEBHOOK_DNS_CACHE_SECONDS)',
     const spy = control();
     delayMs = 50;
     const host = named();
-    const answers = await Promise.all(Array.from({ length: 20 }, () => resolveDeliveryAddress(at(host), { allowPrivate: false, keepAnswersMs: 30_000 })));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        resolveDeliveryAddress(at(host), { allowPrivate: false, keepAnswersMs: 30_000 }),
+      ),
+    );
     expect(new Set(answers.map((a) => a.address))).toEqual(new Set(['93.184.216.34']));
     expect(lookupsOf(spy, host)).toBe(1);
   });
@@ -218,7 +254,10 @@ describe('resolveDeliveryAddress keeps DNS answers (WEBHOOK_DNS_CACHE_SECONDS)',
       { address: '93.184.216.34', family: 4 },
       { address: '10.0.0.7', family: 4 },
     ];
-    await expect(resolveDeliveryAddress(at(host), { allowPrivate: true, keepAnswersMs: 30_000 })).resolves.toEqual({ address: '93.184.216.34', family: 4 });
+    await expect(resolveDeliveryAddress(at(host), { allowPrivate: true, keepAnswersMs: 30_000 })).resolves.toEqual({
+      address: '93.184.216.34',
+      family: 4,
+    });
     for (let i = 0; i < 2; i++) {
       const err = await asyncRefusal(resolveDeliveryAddress(at(host), { allowPrivate: false, keepAnswersMs: 30_000 }));
       expect(err.code).toBe('WEBHOOK_URL_NOT_ALLOWED');

@@ -7,7 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, testEnv, type TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
 import { invite, inviteAndJoin } from '../workspaces/helpers.js';
-import { auditActions, createWebhook, demoEmail, expectError, hex, ownerOn, registerAndLogin, registerDemo, trackSecret } from './helpers.js';
+import {
+  auditActions,
+  createWebhook,
+  demoEmail,
+  expectError,
+  hex,
+  ownerOn,
+  registerAndLogin,
+  registerDemo,
+  trackSecret,
+} from './helpers.js';
 
 const DEMO_EMAIL = demoEmail('hooks');
 const DEMO_EMAIL_2 = demoEmail('hooks2');
@@ -20,11 +30,16 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-const hooksPath = (workspaceId: string, webhookId?: string) => `/workspaces/${workspaceId}/webhooks${webhookId ? `/${webhookId}` : ''}`;
+const hooksPath = (workspaceId: string, webhookId?: string) =>
+  `/workspaces/${workspaceId}/webhooks${webhookId ? `/${webhookId}` : ''}`;
 const hookRow = (id: string) => app.deps.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
 const create = (s: Session, body: Record<string, unknown>, workspaceId = s.workspaceId) =>
-  app.api('POST', hooksPath(workspaceId), { token: s.accessToken, body: { name: `hook ${hex()}`, events: ['webhook.test'], ...body } });
-const patch = (s: Session, id: string, body: Record<string, unknown>) => app.api('PATCH', hooksPath(s.workspaceId, id), { token: s.accessToken, body });
+  app.api('POST', hooksPath(workspaceId), {
+    token: s.accessToken,
+    body: { name: `hook ${hex()}`, events: ['webhook.test'], ...body },
+  });
+const patch = (s: Session, id: string, body: Record<string, unknown>) =>
+  app.api('PATCH', hooksPath(s.workspaceId, id), { token: s.accessToken, body });
 /** A URL of exactly `length` characters on a public host. */
 const urlOfLength = (length: number) => {
   const base = 'https://example.com/';
@@ -40,11 +55,27 @@ function openSealed(sealed: string): string {
   return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
 }
 
-const WEBHOOK_FIELDS = ['consecutiveFailures', 'createdAt', 'disabledReason', 'events', 'id', 'isActive', 'name', 'secretRotationEndsAt', 'updatedAt', 'url', 'workspaceId'];
+const WEBHOOK_FIELDS = [
+  'consecutiveFailures',
+  'createdAt',
+  'disabledReason',
+  'events',
+  'id',
+  'isActive',
+  'name',
+  'secretRotationEndsAt',
+  'updatedAt',
+  'url',
+  'workspaceId',
+];
 
 describe('POST /workspaces/:workspaceId/webhooks', () => {
   it('answers 201 with the record and a whsec_ signing secret, on a Lite workspace (webhooks are not plan-gated)', async () => {
-    const res = await create(owner, { name: 'Orders', url: PUBLIC_URL, events: ['billing.updated', 'payment.succeeded'] });
+    const res = await create(owner, {
+      name: 'Orders',
+      url: PUBLIC_URL,
+      events: ['billing.updated', 'payment.succeeded'],
+    });
     expect(res.status, res.text).toBe(201);
     trackSecret(res.body.secret, 'a webhook signing secret');
     expect(Object.keys(res.body).sort()).toEqual([...WEBHOOK_FIELDS, 'secret'].sort());
@@ -76,7 +107,9 @@ describe('POST /workspaces/:workspaceId/webhooks', () => {
     expect(text).not.toContain(Buffer.from(hook.secret).toString('base64'));
     expect(openSealed(row!.secret_encrypted)).toBe(hook.secret);
     // A fresh IV each time: sealing is not deterministic, so two rows never reveal equal secrets.
-    expect(row!.secret_encrypted).not.toBe((await hookRow((await createWebhook(app, owner, { url: PUBLIC_URL })).id))!.secret_encrypted);
+    expect(row!.secret_encrypted).not.toBe(
+      (await hookRow((await createWebhook(app, owner, { url: PUBLIC_URL })).id))!.secret_encrypted,
+    );
   });
 
   it('drops repeated event names', async () => {
@@ -88,8 +121,17 @@ describe('POST /workspaces/:workspaceId/webhooks', () => {
 
   it('accepts every documented event', async () => {
     const events = [
-      'webhook.test', 'billing.updated', 'subscription.created', 'subscription.canceled', 'payment.succeeded', 'payment.failed',
-      'member.added', 'member.removed', 'api_key.created', 'api_key.revoked', 'ai.generation.completed',
+      'webhook.test',
+      'billing.updated',
+      'subscription.created',
+      'subscription.canceled',
+      'payment.succeeded',
+      'payment.failed',
+      'member.added',
+      'member.removed',
+      'api_key.created',
+      'api_key.revoked',
+      'ai.generation.completed',
     ];
     const hook = await createWebhook(app, owner, { url: PUBLIC_URL, events });
     expect([...hook.events].sort()).toEqual([...events].sort());
@@ -104,7 +146,9 @@ describe('POST /workspaces/:workspaceId/webhooks', () => {
   ])('refuses %s with 400 BAD_REQUEST and stores nothing', async (_label, body) => {
     const s = await ownerOn(app, 'lite', 'hooks-bad');
     expectError(await create(s, body), 400, 'BAD_REQUEST');
-    expect(await app.deps.db.selectFrom('webhooks').select('id').where('workspace_id', '=', s.workspaceId).execute()).toEqual([]);
+    expect(
+      await app.deps.db.selectFrom('webhooks').select('id').where('workspace_id', '=', s.workspaceId).execute(),
+    ).toEqual([]);
   });
 
   it('accepts a URL of 2,048 characters and refuses one of 2,049 with 400 WEBHOOK_URL_NOT_ALLOWED', async () => {
@@ -176,7 +220,9 @@ describe('SSRF: hostile URLs are refused at creation', () => {
     const s = await ownerOn(app, 'lite', 'ssrf');
     const res = await create(s, { url });
     expectError(res, 400, 'WEBHOOK_URL_NOT_ALLOWED');
-    expect(await app.deps.db.selectFrom('webhooks').select('id').where('workspace_id', '=', s.workspaceId).execute()).toEqual([]);
+    expect(
+      await app.deps.db.selectFrom('webhooks').select('id').where('workspace_id', '=', s.workspaceId).execute(),
+    ).toEqual([]);
   });
 
   it.each([
@@ -199,13 +245,22 @@ describe('GET /workspaces/:workspaceId/webhooks', () => {
   it('lists the webhooks, newest first, never with their secrets', async () => {
     const s = await ownerOn(app, 'lite', 'hooks-list');
     const a = await createWebhook(app, s, { url: PUBLIC_URL, name: 'first' });
-    const b = await createWebhook(app, s, { url: 'https://hooks.example.org/in', name: 'second', events: ['member.added'] });
+    const b = await createWebhook(app, s, {
+      url: 'https://hooks.example.org/in',
+      name: 'second',
+      events: ['member.added'],
+    });
     const res = await app.api('GET', hooksPath(s.workspaceId), { token: s.accessToken });
     expect(res.status, res.text).toBe(200);
     expect(Object.keys(res.body)).toEqual(['items']);
     expect(res.body.items.map((h: { id: string }) => h.id)).toEqual([b.id, a.id]);
     for (const item of res.body.items) expect(Object.keys(item).sort()).toEqual(WEBHOOK_FIELDS);
-    expect(res.body.items[0]).toMatchObject({ name: 'second', url: 'https://hooks.example.org/in', events: ['member.added'], isActive: true });
+    expect(res.body.items[0]).toMatchObject({
+      name: 'second',
+      url: 'https://hooks.example.org/in',
+      events: ['member.added'],
+      isActive: true,
+    });
     expect(res.text).not.toContain(a.secret);
     expect(res.text).not.toContain(b.secret);
     expect(res.text).not.toContain('whsec_');
@@ -215,12 +270,25 @@ describe('GET /workspaces/:workspaceId/webhooks', () => {
 describe('PATCH /workspaces/:workspaceId/webhooks/:webhookId', () => {
   it('changes name, events and url, and never answers the secret', async () => {
     const hook = await createWebhook(app, owner, { url: PUBLIC_URL });
-    const res = await patch(owner, hook.id, { name: 'renamed', events: ['payment.failed'], url: 'https://example.net/new' });
+    const res = await patch(owner, hook.id, {
+      name: 'renamed',
+      events: ['payment.failed'],
+      url: 'https://example.net/new',
+    });
     expect(res.status, res.text).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(WEBHOOK_FIELDS);
-    expect(res.body).toMatchObject({ id: hook.id, name: 'renamed', events: ['payment.failed'], url: 'https://example.net/new' });
+    expect(res.body).toMatchObject({
+      id: hook.id,
+      name: 'renamed',
+      events: ['payment.failed'],
+      url: 'https://example.net/new',
+    });
     expect(res.text).not.toContain(hook.secret);
-    expect(await hookRow(hook.id)).toMatchObject({ name: 'renamed', url: 'https://example.net/new', events: ['payment.failed'] });
+    expect(await hookRow(hook.id)).toMatchObject({
+      name: 'renamed',
+      url: 'https://example.net/new',
+      events: ['payment.failed'],
+    });
   });
 
   it('checks the URL again: a hostile URL is refused with 400 WEBHOOK_URL_NOT_ALLOWED and nothing changes', async () => {
@@ -262,7 +330,12 @@ describe('PATCH /workspaces/:workspaceId/webhooks/:webhookId', () => {
 
     const test = await app.api('POST', `${hooksPath(owner.workspaceId, hook.id)}/test`, { token: owner.accessToken });
     expect(test.status, test.text).toBe(200);
-    expect(test.body).toMatchObject({ webhookId: hook.id, event: 'webhook.test', status: 'disabled', responseStatus: null });
+    expect(test.body).toMatchObject({
+      webhookId: hook.id,
+      event: 'webhook.test',
+      status: 'disabled',
+      responseStatus: null,
+    });
 
     const on = await patch(owner, hook.id, { isActive: true });
     expect(on.body).toMatchObject({ isActive: true, disabledReason: null, consecutiveFailures: 0 });
@@ -273,9 +346,24 @@ describe('PATCH /workspaces/:workspaceId/webhooks/:webhookId', () => {
     const theirs = await createWebhook(app, other, { url: PUBLIC_URL });
     for (const id of [crypto.randomUUID(), theirs.id]) {
       expectError(await patch(owner, id, { name: 'x' }), 404, 'NOT_FOUND');
-      expectError(await app.api('DELETE', hooksPath(owner.workspaceId, id), { token: owner.accessToken }), 404, 'NOT_FOUND');
-      expectError(await app.api('POST', `${hooksPath(owner.workspaceId, id)}/test`, { token: owner.accessToken }), 404, 'NOT_FOUND');
-      expectError(await app.api('POST', `${hooksPath(owner.workspaceId, id)}/rotate-secret`, { token: owner.accessToken, body: {} }), 404, 'NOT_FOUND');
+      expectError(
+        await app.api('DELETE', hooksPath(owner.workspaceId, id), { token: owner.accessToken }),
+        404,
+        'NOT_FOUND',
+      );
+      expectError(
+        await app.api('POST', `${hooksPath(owner.workspaceId, id)}/test`, { token: owner.accessToken }),
+        404,
+        'NOT_FOUND',
+      );
+      expectError(
+        await app.api('POST', `${hooksPath(owner.workspaceId, id)}/rotate-secret`, {
+          token: owner.accessToken,
+          body: {},
+        }),
+        404,
+        'NOT_FOUND',
+      );
     }
     expect(await hookRow(theirs.id)).toMatchObject({ name: theirs.name });
   });
@@ -285,14 +373,22 @@ describe('DELETE /workspaces/:workspaceId/webhooks/:webhookId', () => {
   it('answers 200, then 404 NOT_FOUND; the webhook and its delivery log are gone', async () => {
     const hook = await createWebhook(app, owner, { url: PUBLIC_URL });
     await patch(owner, hook.id, { isActive: false });
-    expect((await app.api('POST', `${hooksPath(owner.workspaceId, hook.id)}/test`, { token: owner.accessToken })).status).toBe(200);
+    expect(
+      (await app.api('POST', `${hooksPath(owner.workspaceId, hook.id)}/test`, { token: owner.accessToken })).status,
+    ).toBe(200);
 
     const res = await app.api('DELETE', hooksPath(owner.workspaceId, hook.id), { token: owner.accessToken });
     expect(res.status, res.text).toBe(200);
     expect(typeof res.body.message).toBe('string');
     expect(await hookRow(hook.id)).toBeUndefined();
-    expect(await app.deps.db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', hook.id).execute()).toEqual([]);
-    expectError(await app.api('DELETE', hooksPath(owner.workspaceId, hook.id), { token: owner.accessToken }), 404, 'NOT_FOUND');
+    expect(
+      await app.deps.db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', hook.id).execute(),
+    ).toEqual([]);
+    expectError(
+      await app.api('DELETE', hooksPath(owner.workspaceId, hook.id), { token: owner.accessToken }),
+      404,
+      'NOT_FOUND',
+    );
     expectError(await patch(owner, hook.id, { name: 'ghost' }), 404, 'NOT_FOUND');
   });
 });
@@ -322,7 +418,9 @@ describe('POST /workspaces/:workspaceId/webhooks/:webhookId/rotate-secret', () =
 
     const listed = await app.api('GET', hooksPath(owner.workspaceId), { token: owner.accessToken });
     expect(listed.text).not.toContain(res.body.secret);
-    expect(listed.body.items.find((h: { id: string }) => h.id === hook.id).secretRotationEndsAt).toBe(res.body.secretRotationEndsAt);
+    expect(listed.body.items.find((h: { id: string }) => h.id === hook.id).secretRotationEndsAt).toBe(
+      res.body.secretRotationEndsAt,
+    );
   });
 
   it('with gracePeriodSeconds 0 drops the old secret at once', async () => {
@@ -348,11 +446,30 @@ describe('who may manage webhooks', () => {
     const member = await inviteAndJoin(app, s.accessToken, s.workspaceId, 'MEMBER');
     const t = member.accessToken;
     expectError(await app.api('GET', hooksPath(s.workspaceId), { token: t }), 403, 'PERMISSION_DENIED');
-    expectError(await app.api('POST', hooksPath(s.workspaceId), { token: t, body: { name: 'm', url: PUBLIC_URL, events: ['webhook.test'] } }), 403, 'PERMISSION_DENIED');
-    expectError(await app.api('PATCH', hooksPath(s.workspaceId, hook.id), { token: t, body: { name: 'm' } }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await app.api('POST', hooksPath(s.workspaceId), {
+        token: t,
+        body: { name: 'm', url: PUBLIC_URL, events: ['webhook.test'] },
+      }),
+      403,
+      'PERMISSION_DENIED',
+    );
+    expectError(
+      await app.api('PATCH', hooksPath(s.workspaceId, hook.id), { token: t, body: { name: 'm' } }),
+      403,
+      'PERMISSION_DENIED',
+    );
     expectError(await app.api('DELETE', hooksPath(s.workspaceId, hook.id), { token: t }), 403, 'PERMISSION_DENIED');
-    expectError(await app.api('POST', `${hooksPath(s.workspaceId, hook.id)}/test`, { token: t }), 403, 'PERMISSION_DENIED');
-    expectError(await app.api('GET', `/workspaces/${s.workspaceId}/webhook-deliveries`, { token: t }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await app.api('POST', `${hooksPath(s.workspaceId, hook.id)}/test`, { token: t }),
+      403,
+      'PERMISSION_DENIED',
+    );
+    expectError(
+      await app.api('GET', `/workspaces/${s.workspaceId}/webhook-deliveries`, { token: t }),
+      403,
+      'PERMISSION_DENIED',
+    );
     expect(await hookRow(hook.id)).toBeDefined();
   });
 
@@ -361,7 +478,11 @@ describe('who may manage webhooks', () => {
     const hook = await createWebhook(app, s, { url: PUBLIC_URL });
     const outsider = await registerAndLogin(app.api, { prefix: 'hooks-outsider' });
     expectError(await app.api('GET', hooksPath(s.workspaceId), { token: outsider.accessToken }), 404, 'NOT_FOUND');
-    expectError(await app.api('DELETE', hooksPath(s.workspaceId, hook.id), { token: outsider.accessToken }), 404, 'NOT_FOUND');
+    expectError(
+      await app.api('DELETE', hooksPath(s.workspaceId, hook.id), { token: outsider.accessToken }),
+      404,
+      'NOT_FOUND',
+    );
     expect(await hookRow(hook.id)).toBeDefined();
   });
 
@@ -370,26 +491,50 @@ describe('who may manage webhooks', () => {
     const hook = await createWebhook(app, s, { url: PUBLIC_URL, name: 'untouched' });
     const demo = await registerDemo(app, DEMO_EMAIL);
     const { token } = await invite(app, s.accessToken, s.workspaceId, DEMO_EMAIL, 'ADMIN');
-    expect((await app.api('POST', '/invitations/accept', { token: demo.accessToken, body: { token } })).status).toBe(200);
+    expect((await app.api('POST', '/invitations/accept', { token: demo.accessToken, body: { token } })).status).toBe(
+      200,
+    );
     const t = demo.accessToken;
 
     expect((await app.api('GET', hooksPath(s.workspaceId), { token: t })).status).toBe(200);
-    expectError(await app.api('POST', hooksPath(s.workspaceId), { token: t, body: { name: 'd', url: PUBLIC_URL, events: ['webhook.test'] } }), 403, 'DEMO_READ_ONLY');
-    expectError(await app.api('PATCH', hooksPath(s.workspaceId, hook.id), { token: t, body: { name: 'changed' } }), 403, 'DEMO_READ_ONLY');
+    expectError(
+      await app.api('POST', hooksPath(s.workspaceId), {
+        token: t,
+        body: { name: 'd', url: PUBLIC_URL, events: ['webhook.test'] },
+      }),
+      403,
+      'DEMO_READ_ONLY',
+    );
+    expectError(
+      await app.api('PATCH', hooksPath(s.workspaceId, hook.id), { token: t, body: { name: 'changed' } }),
+      403,
+      'DEMO_READ_ONLY',
+    );
     expectError(await app.api('DELETE', hooksPath(s.workspaceId, hook.id), { token: t }), 403, 'DEMO_READ_ONLY');
-    expectError(await app.api('POST', `${hooksPath(s.workspaceId, hook.id)}/rotate-secret`, { token: t, body: {} }), 403, 'DEMO_READ_ONLY');
+    expectError(
+      await app.api('POST', `${hooksPath(s.workspaceId, hook.id)}/rotate-secret`, { token: t, body: {} }),
+      403,
+      'DEMO_READ_ONLY',
+    );
 
     const row = await hookRow(hook.id);
     expect(row).toMatchObject({ name: 'untouched', is_active: true });
     expect(openSealed(row!.secret_encrypted)).toBe(hook.secret);
-    expect(await app.deps.db.selectFrom('webhooks').select('id').where('workspace_id', '=', s.workspaceId).execute()).toHaveLength(1);
+    expect(
+      await app.deps.db.selectFrom('webhooks').select('id').where('workspace_id', '=', s.workspaceId).execute(),
+    ).toHaveLength(1);
   });
 
   it('refuses a demo account creating a webhook in its own workspace', async () => {
     const demo = await registerDemo(app, DEMO_EMAIL_2);
-    const res = await app.api('POST', hooksPath(demo.workspaceId), { token: demo.accessToken, body: { name: 'd', url: PUBLIC_URL, events: ['webhook.test'] } });
+    const res = await app.api('POST', hooksPath(demo.workspaceId), {
+      token: demo.accessToken,
+      body: { name: 'd', url: PUBLIC_URL, events: ['webhook.test'] },
+    });
     expectError(res, 403, 'DEMO_READ_ONLY');
-    expect(await app.deps.db.selectFrom('webhooks').select('id').where('workspace_id', '=', demo.workspaceId).execute()).toEqual([]);
+    expect(
+      await app.deps.db.selectFrom('webhooks').select('id').where('workspace_id', '=', demo.workspaceId).execute(),
+    ).toEqual([]);
   });
 });
 
@@ -398,13 +543,21 @@ describe('audit log', () => {
     const s = await ownerOn(app, 'lite', 'hooks-audit');
     const hook = await createWebhook(app, s, { url: PUBLIC_URL });
     expect((await patch(s, hook.id, { name: 'renamed' })).status).toBe(200);
-    const rotated = await app.api('POST', `${hooksPath(s.workspaceId, hook.id)}/rotate-secret`, { token: s.accessToken, body: { gracePeriodSeconds: 60 } });
+    const rotated = await app.api('POST', `${hooksPath(s.workspaceId, hook.id)}/rotate-secret`, {
+      token: s.accessToken,
+      body: { gracePeriodSeconds: 60 },
+    });
     expect(rotated.status, rotated.text).toBe(200);
     trackSecret(rotated.body.secret, 'a webhook signing secret');
     expect((await app.api('DELETE', hooksPath(s.workspaceId, hook.id), { token: s.accessToken })).status).toBe(200);
 
     const rows = (await auditActions(app, s.workspaceId, hook.id)).filter((r) => r.action.startsWith('webhook.'));
-    expect(rows.map((r) => r.action)).toEqual(['webhook.created', 'webhook.updated', 'webhook.secret_rotated', 'webhook.deleted']);
+    expect(rows.map((r) => r.action)).toEqual([
+      'webhook.created',
+      'webhook.updated',
+      'webhook.secret_rotated',
+      'webhook.deleted',
+    ]);
     for (const r of rows) {
       expect(r.actor_user_id).toBe(s.userId);
       expect(r.target_type).toBe('webhook');

@@ -64,7 +64,10 @@ async function startWorker(label: string, prefix: string, settings: Record<strin
       ...settings,
     }),
   };
-  const w = WorkerProcess.start(label, Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')));
+  const w = WorkerProcess.start(
+    label,
+    Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
+  );
   workers.push(w);
   await w.waitForLog('worker ready', 30_000);
   return w;
@@ -83,20 +86,30 @@ function maintenanceQueue(prefix: string, redisUrl = REDIS_URL) {
 
 async function stopGracefully(w: WorkerProcess) {
   w.child.kill('SIGTERM');
-  expect(await within(20_000, w.exited, `worker ${w.label} exiting after SIGTERM`)).toMatchObject({ code: 0, signal: null });
+  expect(await within(20_000, w.exited, `worker ${w.label} exiting after SIGTERM`)).toMatchObject({
+    code: 0,
+    signal: null,
+  });
 }
 
 it('SIGTERM while Redis is away: the worker exits 0 within SHUTDOWN_TIMEOUT_MS and a margin, and no Redis connection reports an unhandled error', async () => {
   const proxy = await TcpProxy.start(new URL(REDIS_URL));
   proxies.push(proxy);
-  const worker = await startWorker('redis away', newPrefix(), { REDIS_URL: proxy.url, MAINTENANCE_SCHEDULER_ENABLED: 'true' });
+  const worker = await startWorker('redis away', newPrefix(), {
+    REDIS_URL: proxy.url,
+    MAINTENANCE_SCHEDULER_ENABLED: 'true',
+  });
 
   await proxy.cut();
   // The connections notice the cut and start reconnecting (refused) before the signal.
   await sleep(1_000);
   const signalledAt = Date.now();
   worker.child.kill('SIGTERM');
-  const exit = await within(SHUTDOWN_TIMEOUT_MS + 8_000, worker.exited, 'the worker exiting after SIGTERM with Redis away').catch(async (err: Error) => {
+  const exit = await within(
+    SHUTDOWN_TIMEOUT_MS + 8_000,
+    worker.exited,
+    'the worker exiting after SIGTERM with Redis away',
+  ).catch(async (err: Error) => {
     // The fix must not depend on Redis coming back; restored only to show the old hang outlives it.
     await proxy.restore();
     throw err;
@@ -104,7 +117,13 @@ it('SIGTERM while Redis is away: the worker exits 0 within SHUTDOWN_TIMEOUT_MS a
   expect(exit, worker.output.slice(-3000)).toMatchObject({ code: 0, signal: null });
   expect(exit.at - signalledAt).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 8_000);
   expect(worker.output).not.toContain('Unhandled error event');
-  expect(worker.logs().map((l) => l.msg).at(-1), worker.output.slice(-1500)).toBe('worker stopped');
+  expect(
+    worker
+      .logs()
+      .map((l) => l.msg)
+      .at(-1),
+    worker.output.slice(-1500),
+  ).toBe('worker stopped');
 }, 60_000);
 
 it('MAINTENANCE_SCHEDULER_ENABLED switched off (DEMO_RESET_CRON still set): the sweep and clean-up schedulers of an earlier run are removed, and a sweep job left over does nothing', async () => {
@@ -116,12 +135,19 @@ it('MAINTENANCE_SCHEDULER_ENABLED switched off (DEMO_RESET_CRON still set): the 
   expect(await schedulers()).toEqual(['clean-up-tokens', 'sweep-deliveries']);
 
   // Once a year: the demo reset never runs during the test.
-  await startWorker('maintenance off', prefix, { MAINTENANCE_SCHEDULER_ENABLED: 'false', DEMO_RESET_CRON: '0 0 1 1 *' });
+  await startWorker('maintenance off', prefix, {
+    MAINTENANCE_SCHEDULER_ENABLED: 'false',
+    DEMO_RESET_CRON: '0 0 1 1 *',
+  });
   expect(await schedulers()).toEqual(['demo-reset']);
 
   // A sweep job queued while the setting was on is taken, and ends without sweeping.
   const leftOver = await queue.add('sweep-deliveries', {});
-  const done = await waitFor('the left-over sweep job to complete', async () => ((await leftOver.getState()) === 'completed' ? queue.getJob(leftOver.id!) : undefined), 15_000);
+  const done = await waitFor(
+    'the left-over sweep job to complete',
+    async () => ((await leftOver.getState()) === 'completed' ? queue.getJob(leftOver.id!) : undefined),
+    15_000,
+  );
   expect(done?.returnvalue ?? null).toBeNull();
 }, 90_000);
 
@@ -130,9 +156,16 @@ it(`finished maintenance jobs do not pile up: of ${KEPT_COMPLETED + 30} complete
   const queue = maintenanceQueue(prefix);
   await startWorker('retention', prefix, { MAINTENANCE_SCHEDULER_ENABLED: 'true' });
 
-  const added = await queue.addBulk(Array.from({ length: KEPT_COMPLETED + 30 }, () => ({ name: 'clean-up-tokens', data: {} })));
+  const added = await queue.addBulk(
+    Array.from({ length: KEPT_COMPLETED + 30 }, () => ({ name: 'clean-up-tokens', data: {} })),
+  );
   const last = added.at(-1)!;
-  await waitFor('every added job to be taken and finished', async () => (await queue.getWaitingCount()) + (await queue.getActiveCount()) === 0 || undefined, 30_000, 200);
+  await waitFor(
+    'every added job to be taken and finished',
+    async () => (await queue.getWaitingCount()) + (await queue.getActiveCount()) === 0 || undefined,
+    30_000,
+    200,
+  );
   // The last one ran (kept, or already removed), and none failed.
   expect(['completed', 'unknown']).toContain(await last.getState());
   expect(await queue.getFailedCount()).toBe(0);

@@ -65,7 +65,9 @@ afterAll(async () => {
 describe('EMAIL_PROVIDER=SMTP', () => {
   it('sends the verification mail through the SMTP server, authenticated, and logs nothing to email_logs', async () => {
     const email = uniqueEmail('smtp');
-    expect((await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Sam' } })).status).toBe(201);
+    expect(
+      (await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Sam' } })).status,
+    ).toBe(201);
     // Sent after the answer: the request does not wait for the mail server.
     await waitUntil(() => received.some((m) => m.to.includes(email)), 5_000);
     const mail = received.find((m) => m.to.includes(email));
@@ -81,7 +83,13 @@ describe('EMAIL_PROVIDER=SMTP', () => {
   it('still answers forgot-password 200 when the SMTP server refuses the mail, and logs the failure', async () => {
     const email = uniqueEmail('smtp-down');
     await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Sam' } });
-    const broken = await startTestApp({ EMAIL_PROVIDER: 'SMTP', SMTP_HOST: '127.0.0.1', SMTP_PORT: '1', SMTP_USER: 'mailer', SMTP_PASS: 'x' });
+    const broken = await startTestApp({
+      EMAIL_PROVIDER: 'SMTP',
+      SMTP_HOST: '127.0.0.1',
+      SMTP_PORT: '1',
+      SMTP_USER: 'mailer',
+      SMTP_PASS: 'x',
+    });
     try {
       const res = await broken.api('POST', '/auth/forgot-password', { body: { email } });
       expect(res.status).toBe(200);
@@ -95,10 +103,17 @@ describe('EMAIL_PROVIDER=SMTP', () => {
     // Accepts connections and never greets.
     const silent = net.createServer(() => undefined);
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const stalled = await startTestApp({ EMAIL_PROVIDER: 'SMTP', SMTP_HOST: '127.0.0.1', SMTP_PORT: String((silent.address() as AddressInfo).port) });
+    const stalled = await startTestApp({
+      EMAIL_PROVIDER: 'SMTP',
+      SMTP_HOST: '127.0.0.1',
+      SMTP_PORT: String((silent.address() as AddressInfo).port),
+    });
     try {
       const email = uniqueEmail('smtp-stalled');
-      expect((await stalled.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Sam' } })).status).toBe(201);
+      expect(
+        (await stalled.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Sam' } }))
+          .status,
+      ).toBe(201);
       const timed = async (address: string) => {
         const started = performance.now();
         const res = await stalled.api('POST', '/auth/forgot-password', { body: { email: address } });

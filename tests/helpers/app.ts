@@ -76,4 +76,3 @@ export async function startAppBehindDatabaseProxy(overrides: Record<string, stri
   };
   return { app, proxy, close };
 }
-

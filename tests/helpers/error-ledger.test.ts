@@ -3,7 +3,16 @@ import { ErrorLedger } from './error-ledger.js';
 
 /** A request log line as server/platform/http.ts writes it. */
 const line = (method: string, route: string, status: number, code?: string | null) =>
-  JSON.stringify({ level: status >= 500 ? 50 : 30, requestId: 'r', method, url: route, route, status, code, msg: `${method} ${status}` });
+  JSON.stringify({
+    level: status >= 500 ? 50 : 30,
+    requestId: 'r',
+    method,
+    url: route,
+    route,
+    status,
+    code,
+    msg: `${method} ${status}`,
+  });
 
 // The ledger guards every other file; these prove it can fail.
 describe('ErrorLedger', () => {

@@ -54,7 +54,10 @@ export class ErrorLedger {
       // A status documented with another body than the Error schema (GET /health's 503) has no code.
       if (code === null && response && documented.length === 0) continue;
       if (code === null) found.push(`${method} ${route} answered ${status} without an error code`);
-      else if (!documented.includes(code)) found.push(`${method} ${route} answered ${status} ${code}, which /openapi.json does not list (it lists ${documented.join(', ') || 'nothing'} for ${status})`);
+      else if (!documented.includes(code))
+        found.push(
+          `${method} ${route} answered ${status} ${code}, which /openapi.json does not list (it lists ${documented.join(', ') || 'nothing'} for ${status})`,
+        );
     }
     return found;
   }

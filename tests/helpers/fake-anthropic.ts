@@ -46,7 +46,11 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
   const requests: RecordedMessagesRequest[] = [];
   let mode: FakeProviderMode = 'ok';
 
-  const error = (type: string, message: string) => ({ type: 'error', error: { type, message }, request_id: `req_${crypto.randomBytes(6).toString('hex')}` });
+  const error = (type: string, message: string) => ({
+    type: 'error',
+    error: { type, message },
+    request_id: `req_${crypto.randomBytes(6).toString('hex')}`,
+  });
 
   const server = http.createServer(async (req, res) => {
     const record: RecordedMessagesRequest = await recordedRequest(req);
@@ -59,7 +63,10 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
     }
     // The Messages API documents `x-api-key`; the installed official SDK (1.12) sends the key as
     // `Authorization: Bearer <key>` instead. Either carries the key; anything else is refused.
-    const given = typeof req.headers['x-api-key'] === 'string' ? req.headers['x-api-key'] : String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+    const given =
+      typeof req.headers['x-api-key'] === 'string'
+        ? req.headers['x-api-key']
+        : String(req.headers.authorization ?? '').replace(/^Bearer /, '');
     if (given !== apiKey) {
       return json(res, 401, error('authentication_error', `invalid x-api-key: ${given} ${FAKE_ANTHROPIC_CANARY}`));
     }
@@ -75,9 +82,20 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
         return;
       case 'rate-limit':
         res.setHeader('retry-after', '0');
-        return json(res, 429, error('rate_limit_error', `Number of request tokens has exceeded your rate limit (key ${FAKE_ANTHROPIC_CANARY}). Prompt was: ${prompt}`));
+        return json(
+          res,
+          429,
+          error(
+            'rate_limit_error',
+            `Number of request tokens has exceeded your rate limit (key ${FAKE_ANTHROPIC_CANARY}). Prompt was: ${prompt}`,
+          ),
+        );
       case 'error':
-        return json(res, 500, error('api_error', `Internal server error (trace ${FAKE_ANTHROPIC_CANARY}) while processing: ${prompt}`));
+        return json(
+          res,
+          500,
+          error('api_error', `Internal server error (trace ${FAKE_ANTHROPIC_CANARY}) while processing: ${prompt}`),
+        );
       case 'malformed':
         return json(res, 200, {});
       case 'invalid-json':

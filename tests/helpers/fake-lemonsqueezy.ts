@@ -31,11 +31,19 @@ export interface FakeLemonSqueezy {
 export const FAKE_LEMON_ERROR_DETAIL = 'fake-lemonsqueezy internal detail: trace_9a7e_secret';
 
 function jsonApiError(res: Response, status: number, detail: string) {
-  res.status(status).type(JSON_API).send(JSON.stringify({ jsonapi: { version: '1.0' }, errors: [{ status: String(status), title: 'Error', detail }] }));
+  res
+    .status(status)
+    .type(JSON_API)
+    .send(
+      JSON.stringify({ jsonapi: { version: '1.0' }, errors: [{ status: String(status), title: 'Error', detail }] }),
+    );
 }
 
 function jsonApi(res: Response, status: number, document: unknown) {
-  res.status(status).type(JSON_API).send(JSON.stringify({ jsonapi: { version: '1.0' }, ...(document as object) }));
+  res
+    .status(status)
+    .type(JSON_API)
+    .send(JSON.stringify({ jsonapi: { version: '1.0' }, ...(document as object) }));
 }
 
 export async function startFakeLemonSqueezy({ apiKey }: { apiKey: string }): Promise<FakeLemonSqueezy> {
@@ -134,7 +142,12 @@ export function lemonEvent(
   customData?: Record<string, string>,
 ): string {
   return JSON.stringify({
-    meta: { test_mode: true, event_name: eventName, webhook_id: crypto.randomUUID(), ...(customData ? { custom_data: customData } : {}) },
+    meta: {
+      test_mode: true,
+      event_name: eventName,
+      webhook_id: crypto.randomUUID(),
+      ...(customData ? { custom_data: customData } : {}),
+    },
     data: { ...data, relationships: {}, links: { self: `https://api.lemonsqueezy.com/v1/${data.type}/${data.id}` } },
   });
 }

@@ -15,7 +15,8 @@ import type { AddressInfo } from 'node:net';
 export type FakeProviderMode = 'ok' | 'ok-with-nul' | 'rate-limit' | 'error' | 'hang' | 'malformed' | 'invalid-json';
 
 /** The answer of a fake in `mode` ('ok' or 'ok-with-nul'). */
-export const answerIn = (mode: FakeProviderMode, answer: string) => (mode === 'ok-with-nul' ? `${answer}\u0000(after a NUL)` : answer);
+export const answerIn = (mode: FakeProviderMode, answer: string) =>
+  mode === 'ok-with-nul' ? `${answer}\u0000(after a NUL)` : answer;
 
 /** Carried by every error body of the fake; must never reach a response or a log line of the app. */
 export const FAKE_OPENAI_CANARY = 'sk-leak-canary-openai-3f9a1c7e5b2d4f60a8e1';
@@ -55,7 +56,8 @@ export interface FakeProvider<R extends RecordedProviderRequest> {
 export type FakeOpenAI = FakeProvider<RecordedChatRequest>;
 
 /** The answer text the fake gives to a user message (also used by tests to predict it). */
-export const fakeOpenAIAnswer = (lastUserMessage: string) => `fake-openai answer #${digest(lastUserMessage)}: ${lastUserMessage.slice(0, 60)}`;
+export const fakeOpenAIAnswer = (lastUserMessage: string) =>
+  `fake-openai answer #${digest(lastUserMessage)}: ${lastUserMessage.slice(0, 60)}`;
 
 /** A message's text: its content when a string, else the parts' JSON. */
 const textOf = (content: unknown) => (typeof content === 'string' ? content : JSON.stringify(content ?? ''));
@@ -78,12 +80,26 @@ export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<F
     requests.push(record);
 
     if (record.method !== 'POST' || record.path !== '/v1/chat/completions') {
-      return json(res, 404, { error: { message: `Unknown request URL: ${record.method} ${record.path}.`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
+      return json(res, 404, {
+        error: {
+          message: `Unknown request URL: ${record.method} ${record.path}.`,
+          type: 'invalid_request_error',
+          param: null,
+          code: 'unknown_url',
+        },
+      });
     }
     if (req.headers.authorization !== `Bearer ${apiKey}`) {
       // OpenAI names (part of) the key it was given; this fake names all of it, to prove it never leaks.
       const given = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
-      return json(res, 401, { error: { message: `Incorrect API key provided: ${given}. ${FAKE_OPENAI_CANARY}`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+      return json(res, 401, {
+        error: {
+          message: `Incorrect API key provided: ${given}. ${FAKE_OPENAI_CANARY}`,
+          type: 'invalid_request_error',
+          param: null,
+          code: 'invalid_api_key',
+        },
+      });
     }
     const messages = Array.isArray(body?.messages) ? (body.messages as ChatMessage[]) : [];
     const lastUser = [...messages].reverse().find((m) => m.role === 'user');
@@ -103,7 +119,14 @@ export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<F
           },
         });
       case 'error':
-        return json(res, 500, { error: { message: `The server had an error (trace ${FAKE_OPENAI_CANARY}) while processing: ${prompt}`, type: 'server_error', param: null, code: null } });
+        return json(res, 500, {
+          error: {
+            message: `The server had an error (trace ${FAKE_OPENAI_CANARY}) while processing: ${prompt}`,
+            type: 'server_error',
+            param: null,
+            code: null,
+          },
+        });
       case 'malformed':
         return json(res, 200, {});
       case 'invalid-json':
@@ -119,7 +142,14 @@ export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<F
           object: 'chat.completion',
           created: Math.floor(Date.now() / 1000),
           model: body?.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: output, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: output, refusal: null },
+              logprobs: null,
+              finish_reason: 'stop',
+            },
+          ],
           usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
         });
       }

@@ -49,7 +49,12 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
 
   // Log, then fail on demand, then check the key, as Stripe would.
   app.use((req, res, next) => {
-    requests.push({ method: req.method, path: req.path, body: (req.body ?? {}) as Record<string, any>, headers: req.headers });
+    requests.push({
+      method: req.method,
+      path: req.path,
+      body: (req.body ?? {}) as Record<string, any>,
+      headers: req.headers,
+    });
     const failure = pending;
     pending = null;
     if (failure === 'hang') return; // never answered; close() drops the connection
@@ -87,7 +92,8 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
     const id = String(req.params.id);
     const body = req.body as Record<string, any>;
     const subscription = subscriptions.get(id) ?? fakeSubscription(id);
-    if (body.cancel_at_period_end !== undefined) subscription.cancel_at_period_end = body.cancel_at_period_end === 'true';
+    if (body.cancel_at_period_end !== undefined)
+      subscription.cancel_at_period_end = body.cancel_at_period_end === 'true';
     subscriptions.set(id, subscription);
     res.json(subscription);
   });
@@ -135,13 +141,20 @@ export function fakeSubscription(id: string, overrides: Record<string, any> = {}
     cancel_at_period_end: false,
     cancel_at: null,
     metadata: {},
-    items: { object: 'list', data: [{ id: `si_${id}`, object: 'subscription_item', current_period_start: start, current_period_end: end }] },
+    items: {
+      object: 'list',
+      data: [{ id: `si_${id}`, object: 'subscription_item', current_period_start: start, current_period_end: end }],
+    },
     ...overrides,
   };
 }
 
 /** A Stripe event (JSON text) carrying `object` as its data.object. */
-export function stripeEvent(type: string, object: Record<string, unknown>, opts: { id?: string; created?: number } = {}): string {
+export function stripeEvent(
+  type: string,
+  object: Record<string, unknown>,
+  opts: { id?: string; created?: number } = {},
+): string {
   return JSON.stringify({
     id: opts.id ?? randomId('evt'),
     object: 'event',
@@ -157,7 +170,11 @@ export function stripeEvent(type: string, object: Record<string, unknown>, opts:
 
 /** A Stripe-Signature header for the payload, made by the official SDK's test helper. */
 export function signStripe(payload: string, secret: string, timestamp?: number): string {
-  return Stripe.webhooks.generateTestHeaderString({ payload, secret, ...(timestamp === undefined ? {} : { timestamp }) });
+  return Stripe.webhooks.generateTestHeaderString({
+    payload,
+    secret,
+    ...(timestamp === undefined ? {} : { timestamp }),
+  });
 }
 
 function listen(app: express.Express): Promise<Server> {

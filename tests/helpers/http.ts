@@ -63,7 +63,10 @@ export interface Session {
 }
 
 /** Registers a fresh account and signs it in. */
-export async function registerAndLogin(api: Api, opts: { prefix?: string; password?: string; name?: string } = {}): Promise<Session> {
+export async function registerAndLogin(
+  api: Api,
+  opts: { prefix?: string; password?: string; name?: string } = {},
+): Promise<Session> {
   const email = uniqueEmail(opts.prefix);
   const password = opts.password ?? STRONG_PASSWORD;
   const reg = await api('POST', '/auth/register', { body: { email, password, name: opts.name ?? 'Test User' } });
@@ -93,5 +96,10 @@ export function expectError(res: ApiResponse, status: number, code: string) {
   if (typeof b.message !== 'string' || !b.message) throw new Error(`error without a message: ${ctx}`);
   if (b.requestId !== res.headers.get('x-request-id')) throw new Error(`requestId differs from X-Request-Id: ${ctx}`);
   if (/\bat .+:\d+:\d+|node_modules/.test(res.text)) throw new Error(`stack trace in error body: ${ctx}`);
-  return b as { code: string; message: string; requestId: string; issues?: Array<{ path: string; message: string; code: string }> };
+  return b as {
+    code: string;
+    message: string;
+    requestId: string;
+    issues?: Array<{ path: string; message: string; code: string }>;
+  };
 }

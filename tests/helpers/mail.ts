@@ -2,7 +2,12 @@
 import type { TestApp } from './app.js';
 
 export async function mailsTo(app: TestApp, to: string) {
-  return app.deps.db.selectFrom('email_logs').selectAll().where('to', '=', to.toLowerCase()).orderBy('created_at').execute();
+  return app.deps.db
+    .selectFrom('email_logs')
+    .selectAll()
+    .where('to', '=', to.toLowerCase())
+    .orderBy('created_at')
+    .execute();
 }
 
 /** The token of the newest mail of `template` to `to` (e.g. 'email-verification', 'password-reset'). */

@@ -29,7 +29,13 @@ export async function startS3(): Promise<TestS3> {
   const bucket = `uploads-${crypto.randomBytes(4).toString('hex')}`;
   const accessKeyId = `AKIATEST${crypto.randomBytes(6).toString('hex').toUpperCase()}`;
   AWSAccount.DUMMY_ACCOUNT.createKeyPair(accessKeyId, 'unused-by-sigv4');
-  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: [{ name: bucket }],
+  });
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({

@@ -44,7 +44,12 @@ export class WebhookReceiver {
   static async start(opts: { tls?: boolean } = {}): Promise<WebhookReceiver> {
     let receiver!: WebhookReceiver;
     const handle: http.RequestListener = (req, res) => receiver.handle(req, res);
-    const server = opts.tls ? https.createServer({ key: fs.readFileSync(fixture('localhost.key')), cert: fs.readFileSync(fixture('localhost.pem')) }, handle) : http.createServer(handle);
+    const server = opts.tls
+      ? https.createServer(
+          { key: fs.readFileSync(fixture('localhost.key')), cert: fs.readFileSync(fixture('localhost.pem')) },
+          handle,
+        )
+      : http.createServer(handle);
     receiver = new WebhookReceiver(server, Boolean(opts.tls));
     // `localhost` may resolve to ::1 first: the https receiver listens on both loopbacks where it can.
     const listen = (host: string) =>
@@ -82,7 +87,8 @@ export class WebhookReceiver {
     const deadline = Date.now() + timeoutMs;
     while (this.requests.length < n) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`receiver: expected ${n} requests within ${timeoutMs} ms, got ${this.requests.length}`);
+      if (left <= 0)
+        throw new Error(`receiver: expected ${n} requests within ${timeoutMs} ms, got ${this.requests.length}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.min(left, 200));
         function done() {
@@ -144,4 +150,5 @@ export const expectedSignature = (secret: string, timestamp: string, rawBody: st
   crypto.createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${timestamp}.${rawBody}`, 'utf8').digest('hex');
 
 /** The signatures of X-Service-Signature, in order (comma-separated during a secret rotation). */
-export const signaturesOf = (req: ReceivedRequest): string[] => String(req.headers['x-service-signature'] ?? '').split(',');
+export const signaturesOf = (req: ReceivedRequest): string[] =>
+  String(req.headers['x-service-signature'] ?? '').split(',');

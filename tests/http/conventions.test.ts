@@ -59,24 +59,44 @@ describe('X-Request-Id', () => {
 
 describe('errors of the HTTP layer', () => {
   it('answers unknown routes 404 NOT_FOUND in the error shape, whatever the method', async () => {
-    for (const [method, path] of [['GET', '/nope'], ['POST', '/auth/nope'], ['DELETE', '/auth/login'], ['PUT', '/auth/login']]) {
+    for (const [method, path] of [
+      ['GET', '/nope'],
+      ['POST', '/auth/nope'],
+      ['DELETE', '/auth/login'],
+      ['PUT', '/auth/login'],
+    ]) {
       expectError(await app.api(method, path, method === 'POST' ? { body: {} } : {}), 404, 'NOT_FOUND');
     }
   });
 
   it('answers malformed JSON 400 BAD_REQUEST, on REST and on /trpc (there in the tRPC envelope, as a parse error)', async () => {
     const headers = { 'content-type': 'application/json' };
-    expectError(await app.api('POST', '/auth/login', { raw: '{"email": "a@b.c", "password": ', headers }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('POST', '/auth/login', { raw: '{"email": "a@b.c", "password": ', headers }),
+      400,
+      'BAD_REQUEST',
+    );
     const trpc = await app.api('POST', '/trpc/auth.login', { raw: '{"email"', headers });
     expect(trpc.status).toBe(400);
-    expect(trpc.body.error).toMatchObject({ code: -32700, data: { code: 'BAD_REQUEST', httpStatus: 400, requestId: trpc.headers.get('x-request-id') } });
+    expect(trpc.body.error).toMatchObject({
+      code: -32700,
+      data: { code: 'BAD_REQUEST', httpStatus: 400, requestId: trpc.headers.get('x-request-id') },
+    });
   });
 
   it('answers a JSON body over 1 MiB 413 PAYLOAD_TOO_LARGE and one just under it normally', async () => {
     const big = JSON.stringify({ email: 'a@tests.local', password: 'x'.repeat(1024 * 1024) });
-    expectError(await app.api('POST', '/auth/login', { raw: big, headers: { 'content-type': 'application/json' } }), 413, 'PAYLOAD_TOO_LARGE');
+    expectError(
+      await app.api('POST', '/auth/login', { raw: big, headers: { 'content-type': 'application/json' } }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
     const justUnder = JSON.stringify({ email: 'a@tests.local', password: 'x'.repeat(1024 * 1024 - 100) });
-    expectError(await app.api('POST', '/auth/login', { raw: justUnder, headers: { 'content-type': 'application/json' } }), 401, 'INVALID_CREDENTIALS');
+    expectError(
+      await app.api('POST', '/auth/login', { raw: justUnder, headers: { 'content-type': 'application/json' } }),
+      401,
+      'INVALID_CREDENTIALS',
+    );
   });
 
   it('answers a non-JSON body 415 UNSUPPORTED_MEDIA_TYPE', async () => {
@@ -90,20 +110,30 @@ describe('errors of the HTTP layer', () => {
   });
 
   it('answers headers over 16 KiB with 431 in the error shape', async () => {
-    const answer = await rawRequest(app.url, `GET /auth/me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'a'.repeat(1024 * 1024)}\r\n\r\n`);
+    const answer = await rawRequest(
+      app.url,
+      `GET /auth/me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'a'.repeat(1024 * 1024)}\r\n\r\n`,
+    );
     const [head, body] = answer.split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 431 /);
     expect(head).toMatch(/X-Request-Id: [0-9a-f-]{36}/i);
-    expect(JSON.parse(body)).toMatchObject({ code: 'REQUEST_HEADER_FIELDS_TOO_LARGE', message: expect.any(String), requestId: expect.any(String) });
+    expect(JSON.parse(body)).toMatchObject({
+      code: 'REQUEST_HEADER_FIELDS_TOO_LARGE',
+      message: expect.any(String),
+      requestId: expect.any(String),
+    });
   });
 
-  it.each(['*', 'auth/login'])('answers the request target %s 400 in the error shape, and keeps serving (it used to end the process)', async (target) => {
-    const answer = await rawRequest(app.url, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-    const [head, body] = answer.split('\r\n\r\n');
-    expect(head).toMatch(/^HTTP\/1\.1 400 /);
-    expect(JSON.parse(body)).toMatchObject({ code: 'BAD_REQUEST', requestId: expect.any(String) });
-    expect((await fetch(`${app.url}/health`)).status).toBe(200);
-  });
+  it.each(['*', 'auth/login'])(
+    'answers the request target %s 400 in the error shape, and keeps serving (it used to end the process)',
+    async (target) => {
+      const answer = await rawRequest(app.url, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head).toMatch(/^HTTP\/1\.1 400 /);
+      expect(JSON.parse(body)).toMatchObject({ code: 'BAD_REQUEST', requestId: expect.any(String) });
+      expect((await fetch(`${app.url}/health`)).status).toBe(200);
+    },
+  );
 
   it('never puts a stack trace or a file path in an error body', async () => {
     const res = await app.api('POST', '/auth/register', { body: { email: 5, password: [], name: {} } });

@@ -13,7 +13,11 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 const BAD_CODE_POINTS = [
   ...range(0x202a, 0x202e), // bidi embeddings and overrides
   ...range(0x2066, 0x2069), // bidi isolates
-  0x200b, 0x200c, 0x200d, 0x2060, 0xfeff, // zero-width
+  0x200b,
+  0x200c,
+  0x200d,
+  0x2060,
+  0xfeff, // zero-width
   ...range(0x0000, 0x001f), // C0 controls
   ...range(0x007f, 0x009f), // DEL and C1 controls
 ];
@@ -53,7 +57,10 @@ interface NameRoute {
 
 const db = () => app.deps.db;
 /** The values of one column of the rows a query selects. */
-const column = <K extends string>(key: K) => (rows: Array<Record<K, string | null>>) => rows.map((r) => r[key]);
+const column =
+  <K extends string>(key: K) =>
+  (rows: Array<Record<K, string | null>>) =>
+    rows.map((r) => r[key]);
 const workspaceNamesOf = (userId: string) =>
   db()
     .selectFrom('workspaces as w')
@@ -69,14 +76,14 @@ const routes: Record<string, () => NameRoute> = {
     field: 'name',
     send: (name) =>
       app.api('POST', '/auth/register', { body: { email: ids.registerEmail, password: STRONG_PASSWORD, name } }),
-    stored: () => db().selectFrom('users').select('name').where('email', '=', ids.registerEmail).execute()
-      .then(column('name')),
+    stored: () =>
+      db().selectFrom('users').select('name').where('email', '=', ids.registerEmail).execute().then(column('name')),
   }),
   'PATCH /admin/users/{userId}': () => ({
     field: 'name',
     send: (name) => app.api('PATCH', `/admin/users/${target.userId}`, { token: admin.accessToken, body: { name } }),
-    stored: () => db().selectFrom('users').select('name').where('id', '=', target.userId).execute()
-      .then(column('name')),
+    stored: () =>
+      db().selectFrom('users').select('name').where('id', '=', target.userId).execute().then(column('name')),
   }),
   'POST /workspaces': () => ({
     field: 'name',
@@ -158,13 +165,12 @@ const routes: Record<string, () => NameRoute> = {
         token: admin.accessToken,
         body: { name, slug: ids.planSlug, priceCents: 100 },
       }),
-    stored: () => db().selectFrom('plans').select('name').where('slug', '=', ids.planSlug).execute()
-      .then(column('name')),
+    stored: () =>
+      db().selectFrom('plans').select('name').where('slug', '=', ids.planSlug).execute().then(column('name')),
   }),
   'PATCH /admin/billing/plans/{planId}': () => ({
     field: 'name',
-    send: (name) =>
-      app.api('PATCH', `/admin/billing/plans/${ids.plan}`, { token: admin.accessToken, body: { name } }),
+    send: (name) => app.api('PATCH', `/admin/billing/plans/${ids.plan}`, { token: admin.accessToken, body: { name } }),
     stored: () => db().selectFrom('plans').select('name').where('id', '=', ids.plan).execute().then(column('name')),
   }),
 };

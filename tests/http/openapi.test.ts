@@ -18,7 +18,9 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
 function operations(): Array<{ method: string; path: string; op: any }> {
   return Object.entries(doc.paths).flatMap(([path, item]: [string, any]) =>
-    Object.entries(item).filter(([m]) => METHODS.includes(m)).map(([method, op]) => ({ method, path, op })),
+    Object.entries(item)
+      .filter(([m]) => METHODS.includes(m))
+      .map(([method, op]) => ({ method, path, op })),
   );
 }
 
@@ -78,7 +80,8 @@ describe('GET /openapi.json', () => {
     // validate() dereferences in place: it gets a copy.
     await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeTruthy();
     const broken = structuredClone(doc);
-    broken.paths['/auth/register'].post.responses['409'].content['application/json'].schema.allOf[0].$ref = '#/components/schemas/Missing';
+    broken.paths['/auth/register'].post.responses['409'].content['application/json'].schema.allOf[0].$ref =
+      '#/components/schemas/Missing';
     await expect(SwaggerParser.validate(broken)).rejects.toThrow(/Missing/);
   });
 
@@ -102,7 +105,8 @@ describe('GET /openapi.json', () => {
 
   /** The codes an operation documents for `status`. */
   const codes = (method: string, path: string, status: number): string[] =>
-    doc.paths[path][method].responses[String(status)]?.content['application/json'].schema.allOf[1].properties.code.enum ?? [];
+    doc.paths[path][method].responses[String(status)]?.content['application/json'].schema.allOf[1].properties.code
+      .enum ?? [];
 
   it("lists each route's own errors: its domain codes, who may call it, and what every route of its kind can answer", () => {
     // Domain errors the procedure declares.
@@ -116,11 +120,24 @@ describe('GET /openapi.json', () => {
     expect(codes('get', '/auth/me', 403)).toEqual(['USER_SUSPENDED']);
     expect(codes('get', '/admin/users', 403)).toEqual(['FORBIDDEN', 'USER_SUSPENDED']);
     expect(codes('patch', '/admin/users/{userId}', 403)).toEqual(['DEMO_READ_ONLY', 'FORBIDDEN', 'USER_SUSPENDED']);
-    expect(codes('get', '/workspaces/{workspaceId}/members', 403)).toEqual(['PERMISSION_DENIED', 'USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE']);
-    expect(codes('post', '/workspaces/{workspaceId}/api-keys', 403)).toEqual([
-      'API_KEYS_NOT_IN_PLAN', 'API_KEY_LIMIT_REACHED', 'DEMO_READ_ONLY', 'PERMISSION_DENIED', 'USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE',
+    expect(codes('get', '/workspaces/{workspaceId}/members', 403)).toEqual([
+      'PERMISSION_DENIED',
+      'USER_SUSPENDED',
+      'WORKSPACE_UNAVAILABLE',
     ]);
-    expect(codes('get', '/public-api/workspace', 403)).toEqual(['API_KEYS_NOT_IN_PLAN', 'PERMISSION_DENIED', 'WORKSPACE_UNAVAILABLE']);
+    expect(codes('post', '/workspaces/{workspaceId}/api-keys', 403)).toEqual([
+      'API_KEYS_NOT_IN_PLAN',
+      'API_KEY_LIMIT_REACHED',
+      'DEMO_READ_ONLY',
+      'PERMISSION_DENIED',
+      'USER_SUSPENDED',
+      'WORKSPACE_UNAVAILABLE',
+    ]);
+    expect(codes('get', '/public-api/workspace', 403)).toEqual([
+      'API_KEYS_NOT_IN_PLAN',
+      'PERMISSION_DENIED',
+      'WORKSPACE_UNAVAILABLE',
+    ]);
     // Public routes have no authentication errors; routes without ids in their path have no 404 of their own.
     expect(codes('post', '/auth/register', 401)).toEqual([]);
     expect(codes('get', '/billing/plans', 404)).toEqual([]);
@@ -143,15 +160,20 @@ describe('GET /openapi.json', () => {
   it('lists 429 with its Retry-After header on every rate-limited route, and not on the routes the limiter skips', () => {
     expect(doc.paths['/billing/plans'].get.responses['503'].headers['Retry-After'].schema).toEqual({ type: 'integer' });
     for (const { method, path, op } of operations()) {
-      const limited = ![ 'get /health', 'get /search/status', 'get /security/status', 'get /metrics'].includes(`${method} ${path}`);
+      const limited = !['get /health', 'get /search/status', 'get /security/status', 'get /metrics'].includes(
+        `${method} ${path}`,
+      );
       expect(codes(method, path, 429), `${method} ${path}`).toEqual(limited ? ['RATE_LIMITED'] : []);
-      if (limited) expect(op.responses['429'].headers['Retry-After'].schema, `${method} ${path}`).toEqual({ type: 'integer' });
+      if (limited)
+        expect(op.responses['429'].headers['Retry-After'].schema, `${method} ${path}`).toEqual({ type: 'integer' });
     }
   });
 
   it("documents /health's 503 as its own body (status degraded), not as an error", () => {
     const responses = doc.paths['/health'].get.responses;
-    expect(responses['503'].content['application/json'].schema).toEqual(responses['200'].content['application/json'].schema);
+    expect(responses['503'].content['application/json'].schema).toEqual(
+      responses['200'].content['application/json'].schema,
+    );
     expect(responses['503'].description).toMatch(/database/);
   });
 

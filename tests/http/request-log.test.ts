@@ -14,7 +14,9 @@ afterAll(() => app.close());
 /** The request log line of an answer, found by its request id. */
 function requestLine(res: ApiResponse): Record<string, unknown> {
   const id = res.headers.get('x-request-id');
-  const line = app.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.requestId === id && 'status' in l && 'route' in l);
+  const line = app.logs
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .find((l) => l.requestId === id && 'status' in l && 'route' in l);
   if (!line) throw new Error(`no request line for ${id}`);
   return line;
 }
@@ -24,7 +26,12 @@ describe('the request log line', () => {
     const id = crypto.randomUUID();
     const res = await app.api('GET', `/workspaces/${id}`, { token: user.accessToken });
     expectError(res, 404, 'NOT_FOUND');
-    expect(requestLine(res)).toMatchObject({ method: 'GET', route: '/workspaces/{workspaceId}', status: 404, code: 'NOT_FOUND' });
+    expect(requestLine(res)).toMatchObject({
+      method: 'GET',
+      route: '/workspaces/{workspaceId}',
+      status: 404,
+      code: 'NOT_FOUND',
+    });
   });
 
   it('names the domain code of a refusal, on REST and on /trpc alike', async () => {

@@ -42,7 +42,9 @@ describe('the HTTP cache of GET /billing/plans', () => {
     expect(after.headers.get('etag')).not.toBe(before.headers.get('etag'));
     expect(after.body.items.map((p: { slug: string }) => p.slug)).toContain(slug);
     await app.api('DELETE', `/admin/billing/plans/${created.body.id}`, { token: admin.accessToken });
-    expect((await app.api('GET', '/billing/plans')).body.items.map((p: { slug: string }) => p.slug)).not.toContain(slug);
+    expect((await app.api('GET', '/billing/plans')).body.items.map((p: { slug: string }) => p.slug)).not.toContain(
+      slug,
+    );
   });
 
   it('ignores the query string, so random queries cannot grow the cache, and answers non-GET methods normally', async () => {

@@ -201,7 +201,11 @@ describe('a client still sending its body when the answer comes (fetch)', () => 
   const upload = (path: string, field: string, bytes: number, token?: string) => {
     const form = new FormData();
     form.append(field, new Blob([new Uint8Array(bytes)], { type: 'image/png' }), 'big.png');
-    return fetch(app.url + path, { method: 'POST', body: form, headers: token ? { Authorization: `Bearer ${token}` } : {} });
+    return fetch(app.url + path, {
+      method: 'POST',
+      body: form,
+      headers: token ? { Authorization: `Bearer ${token}` } : {},
+    });
   };
 
   it('fetch reads the answer: a 3 MiB avatar (limit 2 MiB) is 413, an upload without a token 401', async () => {
@@ -223,10 +227,14 @@ describe('a client still sending its body when the answer comes (fetch)', () => 
     socket.on('error', (err: NodeJS.ErrnoException) => errors.push(err.code ?? err.message));
     let answer = '';
     let serverEnded = false;
-    const answered = new Promise<void>((resolve) => socket.on('data', (chunk) => ((answer += chunk.toString()), resolve())));
+    const answered = new Promise<void>((resolve) =>
+      socket.on('data', (chunk) => ((answer += chunk.toString()), resolve())),
+    );
     const ended = new Promise<void>((resolve) => socket.on('end', () => ((serverEnded = true), resolve())));
     await new Promise<void>((resolve) => socket.on('connect', () => resolve()));
-    socket.write(head('POST', '/storage/upload', { 'Content-Type': 'multipart/form-data; boundary=x', 'Content-Length': MiB }));
+    socket.write(
+      head('POST', '/storage/upload', { 'Content-Type': 'multipart/form-data; boundary=x', 'Content-Length': MiB }),
+    );
     await answered;
     expect(answer).toMatch(/^HTTP\/1.1 401 /);
     const endedWhileSending: boolean[] = [];
@@ -242,7 +250,11 @@ describe('a client still sending its body when the answer comes (fetch)', () => 
   });
 
   it('the server stops reading after 16 MiB, and the answer still arrives first', async () => {
-    const answer = await exchange(app.url, [head('POST', '/auth/login', { ...json, 'Content-Length': FIFTY_MB }), 'x'.repeat(20 * MiB)], 5000);
+    const answer = await exchange(
+      app.url,
+      [head('POST', '/auth/login', { ...json, 'Content-Length': FIFTY_MB }), 'x'.repeat(20 * MiB)],
+      5000,
+    );
     expectErrorAnswer(answer, 413, 'PAYLOAD_TOO_LARGE');
     expect(answer.closedAfterMs).toBeLessThan(5000);
   });

@@ -202,7 +202,7 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
     await insertEvents(s.workspaceId, EVENTS, 'once');
 
     await receiver.waitForRequests(EVENTS, 60_000);
-    await waitFor('every delivery recorded a success', async () => (await allSucceeded(hookId)), 15_000, 200);
+    await waitFor('every delivery recorded a success', async () => await allSucceeded(hookId), 15_000, 200);
     // Nothing arrives twice, also a little later.
     await new Promise((r) => setTimeout(r, 1_000));
     expect(receiver.requests).toHaveLength(EVENTS);
@@ -214,210 +214,256 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
     expect(rows[0].most).toBe(1);
   }, 90_000);
 
-  it(`a worker SIGKILLed in the middle of ${EVENTS} deliveries: every event still arrives, `
-    + 'a repeat carries the same delivery id', async () => {
-    // Each answer takes 250 ms: the run lasts seconds, and the killed worker holds deliveries in flight.
-    const { s, receiver, hookId } = await ownerWithHook(apis[1].api, { status: 200, body: 'ok', delayMs: 250 });
-    await insertEvents(s.workspaceId, EVENTS, 'kill');
+  it(
+    `a worker SIGKILLed in the middle of ${EVENTS} deliveries: every event still arrives, ` +
+      'a repeat carries the same delivery id',
+    async () => {
+      // Each answer takes 250 ms: the run lasts seconds, and the killed worker holds deliveries in flight.
+      const { s, receiver, hookId } = await ownerWithHook(apis[1].api, { status: 200, body: 'ok', delayMs: 250 });
+      await insertEvents(s.workspaceId, EVENTS, 'kill');
 
-    await receiver.waitForRequests(100, 60_000);
-    const victim = workers.shift()!;
-    const exit = await victim.stop('SIGKILL');
-    expect(exit.signal).toBe('SIGKILL');
-    const killedAt = Date.now();
+      await receiver.waitForRequests(100, 60_000);
+      const victim = workers.shift()!;
+      const exit = await victim.stop('SIGKILL');
+      expect(exit.signal).toBe('SIGKILL');
+      const killedAt = Date.now();
 
-    await waitFor('every event to arrive', () => new Set(receiver.requests.map(seqOf)).size === EVENTS, 60_000, 100);
-    await waitFor('every delivery recorded a success', async () => (await allSucceeded(hookId)), 30_000, 200);
-    expect(await deliveryStatuses(hookId)).toEqual({ success: EVENTS });
+      await waitFor('every event to arrive', () => new Set(receiver.requests.map(seqOf)).size === EVENTS, 60_000, 100);
+      await waitFor('every delivery recorded a success', async () => await allSucceeded(hookId), 30_000, 200);
+      expect(await deliveryStatuses(hookId)).toEqual({ success: EVENTS });
 
-    // One delivery id per event, and a repeat is the same delivery (same id, same event).
-    const byDelivery = new Map<string, Set<number>>();
-    for (const r of receiver.requests) {
-      byDelivery.set(deliveryId(r), (byDelivery.get(deliveryId(r)) ?? new Set()).add(seqOf(r)));
-    }
-    expect(byDelivery.size).toBe(EVENTS);
-    expect([...byDelivery.values()].every((seqs) => seqs.size === 1)).toBe(true);
-    // The repeats are the deliveries the killed worker had in flight, sent again once their lock expired.
-    const repeats = receiver.requests.length - EVENTS;
-    expect(repeats).toBeGreaterThan(0);
-    expect(repeats).toBeLessThanOrEqual(WORKER_CONCURRENCY);
-    const firstIndex = (r: ReceivedRequest) => receiver.requests.findIndex((x) => deliveryId(x) === deliveryId(r));
-    const firstRepeatAt = Math.min(...receiver.requests.filter((r, i) => firstIndex(r) !== i).map((r) => r.receivedAt));
-    expect(firstRepeatAt - killedAt).toBeLessThan(3 * JOB_LOCK_MS + 2_000);
-
-    // Two workers again for what follows.
-    workers.push(await startWorkerNode('worker-3'));
-  }, 120_000);
-
-  it('a rolling restart under steady load loses no request: each instance answers /health 503 draining, '
-    + 'serves what it accepted, exits 0, and comes back', async () => {
-    const users = await Promise.all([0, 1, 2].map(async () => {
-      const email = uniqueEmail('rolling');
-      const body = { email, password: STRONG_PASSWORD, name: 'R' };
-      const reg = await apis[0].api('POST', '/auth/register', { body });
-      expect(reg.status, reg.text).toBe(201);
-      return { email, userId: reg.body.user.id as string };
-    }));
-    const lb = new Balancer(apis.map((n) => ({ name: n.name, url: n.instance.url })), HEALTH_INTERVAL_MS);
-    await lb.start();
-
-    // Steady load: three clients signing in over and over through the balancer.
-    let loading = true;
-    const load = users.map(async (u) => {
-      while (loading) {
-        await lb.request('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } });
-        await new Promise((r) => setTimeout(r, 20));
+      // One delivery id per event, and a repeat is the same delivery (same id, same event).
+      const byDelivery = new Map<string, Set<number>>();
+      for (const r of receiver.requests) {
+        byDelivery.set(deliveryId(r), (byDelivery.get(deliveryId(r)) ?? new Set()).add(seqOf(r)));
       }
-    });
-
-    const restarts: Array<{ name: string; signalledAt: number; exitedAt: number }> = [];
-    try {
-      const served = (name: string, after = 0) =>
-        lb.sent.some((x) => x.backend === name && x.sentAt > after && x.status === 200);
-      await waitFor('load on both instances', () => apis.every((n) => served(n.name)), 10_000);
-      for (const node of apis) {
-        const signalledAt = Date.now();
-        // SIGTERM; killed (and so failing below) if it has not exited 15 s after its drain.
-        const exit = await node.instance.proc.stop('SIGTERM', DRAIN_MS + 15_000);
-        expect(exit, node.instance.proc.tail()).toMatchObject({ code: 0, signal: null });
-        restarts.push({ name: node.name, signalledAt, exitedAt: exit.at });
-        const fresh = await startNode(node.name, node.port);
-        node.instance = fresh.instance;
-        node.api = fresh.api;
-        await waitFor(`${node.name} back in the balancer`, () => lb.isUp(node.name), 10_000);
-        await waitFor(`load on ${node.name} again`, () => served(node.name, exit.at), 10_000);
-      }
-    } finally {
-      loading = false;
-      await Promise.all(load);
-      await lb.stop();
-    }
-
-    // Every request got its real answer: a session of the user it signed in.
-    const answered = lb.sent.filter((x) => !x.refused);
-    const wrong = answered.filter((x) => x.status !== 200 || !users.some((u) => u.userId === x.body?.user?.id));
-    expect(wrong).toEqual([]);
-    // Nothing was refused: the balancer had taken the instance out during its drain.
-    expect(lb.sent.filter((x) => x.refused)).toEqual([]);
-    for (const r of restarts) {
-      // After the signal the balancer saw `draining`, and from then on only that until the port closed.
-      const checks = lb.checks(r.name).filter((c) => c.at >= r.signalledAt && c.at <= r.exitedAt + HEALTH_INTERVAL_MS);
-      const firstDraining = checks.findIndex((c) => c.status === 503 && c.says === 'draining');
-      expect(firstDraining, `${r.name}: ${JSON.stringify(checks)}`).toBeGreaterThanOrEqual(0);
-      const afterwards = checks.slice(firstDraining);
-      expect(afterwards.every((c) => c.status === 0 || c.says === 'draining'), JSON.stringify(checks)).toBe(true);
-      expect(checks.slice(0, firstDraining).every((c) => c.status === 200)).toBe(true);
-      // Requests it had accepted after the signal (during the drain) were answered.
-      const duringDrain = answered.filter(
-        (x) => x.backend === r.name && x.sentAt >= r.signalledAt && x.sentAt <= r.exitedAt,
+      expect(byDelivery.size).toBe(EVENTS);
+      expect([...byDelivery.values()].every((seqs) => seqs.size === 1)).toBe(true);
+      // The repeats are the deliveries the killed worker had in flight, sent again once their lock expired.
+      const repeats = receiver.requests.length - EVENTS;
+      expect(repeats).toBeGreaterThan(0);
+      expect(repeats).toBeLessThanOrEqual(WORKER_CONCURRENCY);
+      const firstIndex = (r: ReceivedRequest) => receiver.requests.findIndex((x) => deliveryId(x) === deliveryId(r));
+      const firstRepeatAt = Math.min(
+        ...receiver.requests.filter((r, i) => firstIndex(r) !== i).map((r) => r.receivedAt),
       );
-      expect(duringDrain.length, r.name).toBeGreaterThan(0);
-      expect(duringDrain.every((x) => x.status === 200)).toBe(true);
-    }
-  }, 120_000);
-  it('Redis stopped for 10 s, then frozen for 10 s: no request waits longer than 2 s, nothing is lost, and '
-    + 'Redis is used again within 5 s of its return, without a restart', async () => {
-    const receiver = (await WebhookReceiver.start()).reply({ status: 200, body: 'ok' });
-    receivers.push(receiver);
-    const inspect = new Redis(redis!.url, { maxRetriesPerRequest: 1, retryStrategy: () => 200, commandTimeout: 1_000 });
-    inspect.on('error', () => undefined);
-    const timings: Timed[] = [];
-    const hookIds: string[] = [];
+      expect(firstRepeatAt - killedAt).toBeLessThan(3 * JOB_LOCK_MS + 2_000);
 
-    /** A webhook owner (its test deliveries) and another user (GET /auth/me), fresh so no limit is near. */
-    async function actors(label: string) {
-      const { s, hookId } = await ownerWithHookTo(apis[0].api, receiver, label);
-      hookIds.push(hookId);
-      const reader = await registerAndLogin(apis[1].api, { prefix: `${label}-reader` });
-      return { testPath: `/workspaces/${s.workspaceId}/webhooks/${hookId}/test`, owner: s.accessToken, reader };
-    }
-    type Actors = Awaited<ReturnType<typeof actors>>;
+      // Two workers again for what follows.
+      workers.push(await startWorkerNode('worker-3'));
+    },
+    120_000,
+  );
 
-    /** Steady requests to both instances for OUTAGE_MS: /health, GET /auth/me and a test delivery, timed. */
-    async function load(who: Actors, phase: string) {
-      const until = Date.now() + OUTAGE_MS;
-      await Promise.all(
-        apis.map(async (node) => {
-          while (Date.now() < until) {
-            timings.push(await timed(node, phase, 'GET', '/health'));
-            timings.push(await timed(node, phase, 'GET', '/auth/me', who.reader.accessToken));
-            timings.push(await timed(node, phase, 'POST', who.testPath, who.owner));
-            await new Promise((r) => setTimeout(r, 300));
-          }
+  it(
+    'a rolling restart under steady load loses no request: each instance answers /health 503 draining, ' +
+      'serves what it accepted, exits 0, and comes back',
+    async () => {
+      const users = await Promise.all(
+        [0, 1, 2].map(async () => {
+          const email = uniqueEmail('rolling');
+          const body = { email, password: STRONG_PASSWORD, name: 'R' };
+          const reg = await apis[0].api('POST', '/auth/register', { body });
+          expect(reg.status, reg.text).toBe(201);
+          return { email, userId: reg.body.user.id as string };
         }),
       );
-    }
+      const lb = new Balancer(
+        apis.map((n) => ({ name: n.name, url: n.instance.url })),
+        HEALTH_INTERVAL_MS,
+      );
+      await lb.start();
 
-    /** The reader's count in the Redis rate limiter (server/platform/rate-limit.ts: the tier, the client, the tier). */
-    const counted = async (who: Actors) =>
-      Number((await inspect.get(`rl:default:user:${who.reader.userId}:default`)) ?? 0);
+      // Steady load: three clients signing in over and over through the balancer.
+      let loading = true;
+      const load = users.map(async (u) => {
+        while (loading) {
+          await lb.request('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } });
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      });
 
-    /**
-     * How long after `since` Redis was in use again by both instances: a request is counted in Redis, and
-     * a test delivery goes through the queue to the receiver at once (not by the sweep, 30 s later).
-     */
-    async function recovery(who: Actors, since: number, phase: string): Promise<number> {
-      const inUse = async (node: Node) => {
-        const before = await counted(who);
-        const me = await timed(node, phase, 'GET', '/auth/me', who.reader.accessToken);
-        timings.push(me);
-        if (me.status !== 200 || (await counted(who)) !== before + 1) return false;
-        const sent = await timed(node, phase, 'POST', who.testPath, who.owner);
-        timings.push(sent);
-        if (sent.status !== 200) return false;
-        const arrived = () => receiver.requests.some((r) => deliveryId(r) === sent.body.id);
-        return waitFor('the probe delivery', arrived, 1_000, 25).then(() => true, () => false);
+      const restarts: Array<{ name: string; signalledAt: number; exitedAt: number }> = [];
+      try {
+        const served = (name: string, after = 0) =>
+          lb.sent.some((x) => x.backend === name && x.sentAt > after && x.status === 200);
+        await waitFor('load on both instances', () => apis.every((n) => served(n.name)), 10_000);
+        for (const node of apis) {
+          const signalledAt = Date.now();
+          // SIGTERM; killed (and so failing below) if it has not exited 15 s after its drain.
+          const exit = await node.instance.proc.stop('SIGTERM', DRAIN_MS + 15_000);
+          expect(exit, node.instance.proc.tail()).toMatchObject({ code: 0, signal: null });
+          restarts.push({ name: node.name, signalledAt, exitedAt: exit.at });
+          const fresh = await startNode(node.name, node.port);
+          node.instance = fresh.instance;
+          node.api = fresh.api;
+          await waitFor(`${node.name} back in the balancer`, () => lb.isUp(node.name), 10_000);
+          await waitFor(`load on ${node.name} again`, () => served(node.name, exit.at), 10_000);
+        }
+      } finally {
+        loading = false;
+        await Promise.all(load);
+        await lb.stop();
+      }
+
+      // Every request got its real answer: a session of the user it signed in.
+      const answered = lb.sent.filter((x) => !x.refused);
+      const wrong = answered.filter((x) => x.status !== 200 || !users.some((u) => u.userId === x.body?.user?.id));
+      expect(wrong).toEqual([]);
+      // Nothing was refused: the balancer had taken the instance out during its drain.
+      expect(lb.sent.filter((x) => x.refused)).toEqual([]);
+      for (const r of restarts) {
+        // After the signal the balancer saw `draining`, and from then on only that until the port closed.
+        const checks = lb
+          .checks(r.name)
+          .filter((c) => c.at >= r.signalledAt && c.at <= r.exitedAt + HEALTH_INTERVAL_MS);
+        const firstDraining = checks.findIndex((c) => c.status === 503 && c.says === 'draining');
+        expect(firstDraining, `${r.name}: ${JSON.stringify(checks)}`).toBeGreaterThanOrEqual(0);
+        const afterwards = checks.slice(firstDraining);
+        expect(
+          afterwards.every((c) => c.status === 0 || c.says === 'draining'),
+          JSON.stringify(checks),
+        ).toBe(true);
+        expect(checks.slice(0, firstDraining).every((c) => c.status === 200)).toBe(true);
+        // Requests it had accepted after the signal (during the drain) were answered.
+        const duringDrain = answered.filter(
+          (x) => x.backend === r.name && x.sentAt >= r.signalledAt && x.sentAt <= r.exitedAt,
+        );
+        expect(duringDrain.length, r.name).toBeGreaterThan(0);
+        expect(duringDrain.every((x) => x.status === 200)).toBe(true);
+      }
+    },
+    120_000,
+  );
+  it(
+    'Redis stopped for 10 s, then frozen for 10 s: no request waits longer than 2 s, nothing is lost, and ' +
+      'Redis is used again within 5 s of its return, without a restart',
+    async () => {
+      const receiver = (await WebhookReceiver.start()).reply({ status: 200, body: 'ok' });
+      receivers.push(receiver);
+      const inspect = new Redis(redis!.url, {
+        maxRetriesPerRequest: 1,
+        retryStrategy: () => 200,
+        commandTimeout: 1_000,
+      });
+      inspect.on('error', () => undefined);
+      const timings: Timed[] = [];
+      const hookIds: string[] = [];
+
+      /** A webhook owner (its test deliveries) and another user (GET /auth/me), fresh so no limit is near. */
+      async function actors(label: string) {
+        const { s, hookId } = await ownerWithHookTo(apis[0].api, receiver, label);
+        hookIds.push(hookId);
+        const reader = await registerAndLogin(apis[1].api, { prefix: `${label}-reader` });
+        return { testPath: `/workspaces/${s.workspaceId}/webhooks/${hookId}/test`, owner: s.accessToken, reader };
+      }
+      type Actors = Awaited<ReturnType<typeof actors>>;
+
+      /** Steady requests to both instances for OUTAGE_MS: /health, GET /auth/me and a test delivery, timed. */
+      async function load(who: Actors, phase: string) {
+        const until = Date.now() + OUTAGE_MS;
+        await Promise.all(
+          apis.map(async (node) => {
+            while (Date.now() < until) {
+              timings.push(await timed(node, phase, 'GET', '/health'));
+              timings.push(await timed(node, phase, 'GET', '/auth/me', who.reader.accessToken));
+              timings.push(await timed(node, phase, 'POST', who.testPath, who.owner));
+              await new Promise((r) => setTimeout(r, 300));
+            }
+          }),
+        );
+      }
+
+      /** The reader's count in the Redis rate limiter (server/platform/rate-limit.ts: the tier, the client, the tier). */
+      const counted = async (who: Actors) =>
+        Number((await inspect.get(`rl:default:user:${who.reader.userId}:default`)) ?? 0);
+
+      /**
+       * How long after `since` Redis was in use again by both instances: a request is counted in Redis, and
+       * a test delivery goes through the queue to the receiver at once (not by the sweep, 30 s later).
+       */
+      async function recovery(who: Actors, since: number, phase: string): Promise<number> {
+        const inUse = async (node: Node) => {
+          const before = await counted(who);
+          const me = await timed(node, phase, 'GET', '/auth/me', who.reader.accessToken);
+          timings.push(me);
+          if (me.status !== 200 || (await counted(who)) !== before + 1) return false;
+          const sent = await timed(node, phase, 'POST', who.testPath, who.owner);
+          timings.push(sent);
+          if (sent.status !== 200) return false;
+          const arrived = () => receiver.requests.some((r) => deliveryId(r) === sent.body.id);
+          return waitFor('the probe delivery', arrived, 1_000, 25).then(
+            () => true,
+            () => false,
+          );
+        };
+        await waitFor(
+          `Redis in use again (${phase})`,
+          async () => {
+            for (const node of apis) if (!(await inUse(node).catch(() => false))) return false;
+            return true;
+          },
+          RECOVERY_MS + 10_000,
+          100,
+        );
+        return Date.now() - since;
+      }
+
+      // Stopped: connections are refused, and its data is gone.
+      const down = await actors('redis-down');
+      await redis!.stop();
+      await load(down, 'stopped');
+      await redis!.restart();
+      const backAfterStop = await recovery(down, Date.now(), 'after the stop');
+
+      // Frozen: connections stay open, nothing answers.
+      const frozen = await actors('redis-frozen');
+      redis!.freeze();
+      await load(frozen, 'frozen');
+      redis!.thaw();
+      const backAfterFreeze = await recovery(frozen, Date.now(), 'after the freeze');
+      inspect.disconnect();
+
+      // Soft: each failure is reported, and the check that nothing was lost still runs.
+      const slow = timings.filter((t) => t.ms > REDIS_BOUND_MS + SLACK_MS);
+      expect.soft(slow.map((t) => `${t.phase} ${t.node} ${t.what}: ${t.ms} ms, ${t.status}`)).toEqual([]);
+      const failed = timings.filter((t) => t.status !== 200);
+      expect.soft(failed.map((t) => `${t.phase} ${t.node} ${t.what}: ${t.status} ${t.error ?? ''}`)).toEqual([]);
+      const processes = [...apis.map((n) => n.instance.proc), ...workers];
+      expect
+        .soft(
+          processes.every((p) => p.running),
+          'no process restarted',
+        )
+        .toBe(true);
+      expect.soft(backAfterStop, 'ms until Redis was in use again after the stop').toBeLessThanOrEqual(RECOVERY_MS);
+      expect.soft(backAfterFreeze, 'ms until Redis was in use again after the freeze').toBeLessThanOrEqual(RECOVERY_MS);
+
+      // Nothing lost: every delivery recorded during the scenario (also of a request whose client gave up)
+      // arrives exactly once and ends success; those whose enqueue failed are queued by the sweep (30 s).
+      const accepted = timings
+        .filter((t) => t.what.startsWith('POST') && t.status === 200)
+        .map((t) => t.body.id as string);
+      expect(accepted.length).toBeGreaterThan(10);
+      const rows = async () => {
+        const sql = 'select id, status from webhook_deliveries where webhook_id = any($1::uuid[])';
+        return (await pool!.query<{ id: string; status: string }>(sql, [hookIds])).rows;
       };
-      await waitFor(`Redis in use again (${phase})`, async () => {
-        for (const node of apis) if (!(await inUse(node).catch(() => false))) return false;
-        return true;
-      }, RECOVERY_MS + 10_000, 100);
-      return Date.now() - since;
-    }
-
-    // Stopped: connections are refused, and its data is gone.
-    const down = await actors('redis-down');
-    await redis!.stop();
-    await load(down, 'stopped');
-    await redis!.restart();
-    const backAfterStop = await recovery(down, Date.now(), 'after the stop');
-
-    // Frozen: connections stay open, nothing answers.
-    const frozen = await actors('redis-frozen');
-    redis!.freeze();
-    await load(frozen, 'frozen');
-    redis!.thaw();
-    const backAfterFreeze = await recovery(frozen, Date.now(), 'after the freeze');
-    inspect.disconnect();
-
-    // Soft: each failure is reported, and the check that nothing was lost still runs.
-    const slow = timings.filter((t) => t.ms > REDIS_BOUND_MS + SLACK_MS);
-    expect.soft(slow.map((t) => `${t.phase} ${t.node} ${t.what}: ${t.ms} ms, ${t.status}`)).toEqual([]);
-    const failed = timings.filter((t) => t.status !== 200);
-    expect.soft(failed.map((t) => `${t.phase} ${t.node} ${t.what}: ${t.status} ${t.error ?? ''}`)).toEqual([]);
-    const processes = [...apis.map((n) => n.instance.proc), ...workers];
-    expect.soft(processes.every((p) => p.running), 'no process restarted').toBe(true);
-    expect.soft(backAfterStop, 'ms until Redis was in use again after the stop').toBeLessThanOrEqual(RECOVERY_MS);
-    expect.soft(backAfterFreeze, 'ms until Redis was in use again after the freeze').toBeLessThanOrEqual(RECOVERY_MS);
-
-    // Nothing lost: every delivery recorded during the scenario (also of a request whose client gave up)
-    // arrives exactly once and ends success; those whose enqueue failed are queued by the sweep (30 s).
-    const accepted = timings
-      .filter((t) => t.what.startsWith('POST') && t.status === 200)
-      .map((t) => t.body.id as string);
-    expect(accepted.length).toBeGreaterThan(10);
-    const rows = async () => {
-      const sql = 'select id, status from webhook_deliveries where webhook_id = any($1::uuid[])';
-      return (await pool!.query<{ id: string; status: string }>(sql, [hookIds])).rows;
-    };
-    const done = await waitFor('every delivery of the scenario to succeed', async () => {
-      const all = await rows();
-      return all.every((r) => r.status === 'success') && all;
-    }, 60_000, 250);
-    expect(done.map((r) => r.id)).toEqual(expect.arrayContaining(accepted));
-    const arrivals = new Map<string, number>();
-    for (const r of receiver.requests) arrivals.set(deliveryId(r), (arrivals.get(deliveryId(r)) ?? 0) + 1);
-    expect(done.filter((r) => arrivals.get(r.id) !== 1)).toEqual([]);
-    expect(arrivals.size).toBe(done.length);
-  }, 150_000);
+      const done = await waitFor(
+        'every delivery of the scenario to succeed',
+        async () => {
+          const all = await rows();
+          return all.every((r) => r.status === 'success') && all;
+        },
+        60_000,
+        250,
+      );
+      expect(done.map((r) => r.id)).toEqual(expect.arrayContaining(accepted));
+      const arrivals = new Map<string, number>();
+      for (const r of receiver.requests) arrivals.set(deliveryId(r), (arrivals.get(deliveryId(r)) ?? 0) + 1);
+      expect(done.filter((r) => arrivals.get(r.id) !== 1)).toEqual([]);
+      expect(arrivals.size).toBe(done.length);
+    },
+    150_000,
+  );
 });

@@ -154,51 +154,55 @@ describe('SHUTDOWN_DRAIN_DELAY_MS', () => {
 describe('close() (what SIGTERM runs), in process', () => {
   const DRAIN_MS = 1_500;
 
-  it('drains first: /health 503 `draining`, other requests served with Connection: close; then the listener '
-    + 'closes, the request in flight gets its real answer, and nothing holds the close up', async () => {
-    const app = await startTestApp({ SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_MS), WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
-    apps.push(app);
-    const port = Number(new URL(app.url).port);
-    const receiver = await receiverDelaying(DRAIN_MS + 1_500);
-    const { s, testPath } = await ownerWithWebhook(app.api, receiver);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  it(
+    'drains first: /health 503 `draining`, other requests served with Connection: close; then the listener ' +
+      'closes, the request in flight gets its real answer, and nothing holds the close up',
+    async () => {
+      const app = await startTestApp({ SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_MS), WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
+      apps.push(app);
+      const port = Number(new URL(app.url).port);
+      const receiver = await receiverDelaying(DRAIN_MS + 1_500);
+      const { s, testPath } = await ownerWithWebhook(app.api, receiver);
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-    const before = await request(`${app.url}/health`, { agent });
-    expect(before).toMatchObject({ status: 200, body: { status: 'ok' } });
-    expect(before.headers.connection).toBe('keep-alive');
+      const before = await request(`${app.url}/health`, { agent });
+      expect(before).toMatchObject({ status: 200, body: { status: 'ok' } });
+      expect(before.headers.connection).toBe('keep-alive');
 
-    const slow = await slowRequestInFlight(app.api, receiver, s, testPath);
-    const closeCalledAt = Date.now();
-    const closed = app.close();
+      const slow = await slowRequestInFlight(app.api, receiver, s, testPath);
+      const closeCalledAt = Date.now();
+      const closed = app.close();
 
-    const health = await request(`${app.url}/health`, { agent });
-    expect(health.status).toBe(503);
-    expect(health.body).toMatchObject({
-      status: 'draining',
-      version: expect.any(String),
-      database: { reachable: true },
-    });
-    expect(health.headers.connection).toBe('close');
-    const me = await request(`${app.url}/auth/me`, { token: s.accessToken, agent });
-    expect(me.status).toBe(200);
-    expect(me.body.user.email).toBe(s.email);
-    expect(me.headers.connection).toBe('close');
+      const health = await request(`${app.url}/health`, { agent });
+      expect(health.status).toBe(503);
+      expect(health.body).toMatchObject({
+        status: 'draining',
+        version: expect.any(String),
+        database: { reachable: true },
+      });
+      expect(health.headers.connection).toBe('close');
+      const me = await request(`${app.url}/auth/me`, { token: s.accessToken, agent });
+      expect(me.status).toBe(200);
+      expect(me.body.user.email).toBe(s.email);
+      expect(me.headers.connection).toBe('close');
 
-    // The listener closes once the delay is over, while the slow request is still running.
-    await waitFor('the listener to close', async () => !(await accepts(port)), DRAIN_MS + 5_000, 25);
-    expect(Date.now() - closeCalledAt).toBeGreaterThanOrEqual(DRAIN_MS - 50);
-    expect(slow.settled()).toBe(false);
+      // The listener closes once the delay is over, while the slow request is still running.
+      await waitFor('the listener to close', async () => !(await accepts(port)), DRAIN_MS + 5_000, 25);
+      expect(Date.now() - closeCalledAt).toBeGreaterThanOrEqual(DRAIN_MS - 50);
+      expect(slow.settled()).toBe(false);
 
-    const answer = await slow.answer;
-    expect(answer.status, answer.text).toBe(200);
-    expect(answer.body).toMatchObject({ status: 'success', attempts: 1, responsePreview: 'slow ok' });
-    // Its keep-alive connection was told to close too: no idle connection holds the close up.
-    expect(answer.headers.get('connection')).toBe('close');
-    const answeredAt = Date.now();
-    await closed;
-    expect(Date.now() - answeredAt).toBeLessThan(1_000);
-    agent.destroy();
-  }, 30_000);
+      const answer = await slow.answer;
+      expect(answer.status, answer.text).toBe(200);
+      expect(answer.body).toMatchObject({ status: 'success', attempts: 1, responsePreview: 'slow ok' });
+      // Its keep-alive connection was told to close too: no idle connection holds the close up.
+      expect(answer.headers.get('connection')).toBe('close');
+      const answeredAt = Date.now();
+      await closed;
+      expect(Date.now() - answeredAt).toBeLessThan(1_000);
+      agent.destroy();
+    },
+    30_000,
+  );
 
   it('SHUTDOWN_DRAIN_DELAY_MS=0: stops listening at once; the request in flight gets its real answer', async () => {
     const app = await startTestApp({ SHUTDOWN_DRAIN_DELAY_MS: '0', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
@@ -229,39 +233,48 @@ describe('npm start (server/index.ts as a child process)', () => {
       LOG_LEVEL: 'info',
     });
 
-  it('on SIGTERM: /health answers 503 draining, other requests are served, the slow request in flight '
-    + 'completes with its real answer, then the process exits 0', async () => {
-    const DRAIN_MS = 1_500;
-    const api = await startApi('drain', env(DRAIN_MS));
-    const client = apiClient(api.url);
-    const receiver = await receiverDelaying(DRAIN_MS + 2_000);
-    const { s, testPath } = await ownerWithWebhook(client, receiver);
+  it(
+    'on SIGTERM: /health answers 503 draining, other requests are served, the slow request in flight ' +
+      'completes with its real answer, then the process exits 0',
+    async () => {
+      const DRAIN_MS = 1_500;
+      const api = await startApi('drain', env(DRAIN_MS));
+      const client = apiClient(api.url);
+      const receiver = await receiverDelaying(DRAIN_MS + 2_000);
+      const { s, testPath } = await ownerWithWebhook(client, receiver);
 
-    const slow = await slowRequestInFlight(client, receiver, s, testPath);
-    const signalledAt = Date.now();
-    api.proc.signal('SIGTERM');
-    const health = await waitFor('/health to say draining', async () => {
-      const res = await client('GET', '/health');
-      return res.status === 503 ? res : undefined;
-    }, 2_000, 20);
-    expect(health.body).toMatchObject({ status: 'draining' });
-    expect((await client('GET', '/auth/me', { token: s.accessToken })).status).toBe(200);
+      const slow = await slowRequestInFlight(client, receiver, s, testPath);
+      const signalledAt = Date.now();
+      api.proc.signal('SIGTERM');
+      const health = await waitFor(
+        '/health to say draining',
+        async () => {
+          const res = await client('GET', '/health');
+          return res.status === 503 ? res : undefined;
+        },
+        2_000,
+        20,
+      );
+      expect(health.body).toMatchObject({ status: 'draining' });
+      expect((await client('GET', '/auth/me', { token: s.accessToken })).status).toBe(200);
 
-    const answer = await slow.answer;
-    expect(answer.status, answer.text).toBe(200);
-    expect(answer.body).toMatchObject({ status: 'success', attempts: 1, responsePreview: 'slow ok' });
-    const answeredAt = Date.now();
-    const exit = await api.proc.exited;
-    expect(exit, api.proc.tail()).toMatchObject({ code: 0, signal: null });
-    expect(exit.at - signalledAt).toBeGreaterThanOrEqual(DRAIN_MS);
-    expect(exit.at - answeredAt).toBeLessThan(2_000);
-    const messages = api.proc.logs().map((l) => l.msg);
-    expect(messages).toContain('shutdown complete');
-    // Nothing went wrong: the only lines above info are the request log's of the draining 503s (a 5xx).
-    const drainingHealth = (l: Record<string, unknown>) => l.route === '/health' && l.status === 503;
-    const troubles = api.proc.logs().filter((l) => (l.level as number) >= 40 && !drainingHealth(l));
-    expect(troubles, api.proc.tail()).toEqual([]);
-  }, 60_000);
+      const answer = await slow.answer;
+      expect(answer.status, answer.text).toBe(200);
+      expect(answer.body).toMatchObject({ status: 'success', attempts: 1, responsePreview: 'slow ok' });
+      const answeredAt = Date.now();
+      const exit = await api.proc.exited;
+      expect(exit, api.proc.tail()).toMatchObject({ code: 0, signal: null });
+      expect(exit.at - signalledAt).toBeGreaterThanOrEqual(DRAIN_MS);
+      expect(exit.at - answeredAt).toBeLessThan(2_000);
+      const messages = api.proc.logs().map((l) => l.msg);
+      expect(messages).toContain('shutdown complete');
+      // Nothing went wrong: the only lines above info are the request log's of the draining 503s (a 5xx).
+      const drainingHealth = (l: Record<string, unknown>) => l.route === '/health' && l.status === 503;
+      const troubles = api.proc.logs().filter((l) => (l.level as number) >= 40 && !drainingHealth(l));
+      expect(troubles, api.proc.tail()).toEqual([]);
+    },
+    60_000,
+  );
 
   it('a second signal during the drain ends it at once; the close is still orderly (exit 0)', async () => {
     const api = await startApi('drain twice', env(60_000));

@@ -52,7 +52,15 @@ export function send(baseUrl: string, method: string, path: string, opts: SendOp
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: url.hostname, port: url.port, path: opts.asIs ? path : url.pathname + url.search, method, headers, localAddress: opts.from, agent: opts.agent ?? false },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: opts.asIs ? path : url.pathname + url.search,
+        method,
+        headers,
+        localAddress: opts.from,
+        agent: opts.agent ?? false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -84,7 +92,12 @@ export const clientOf =
     send(baseUrl, method, path, { ...defaults, ...opts, headers: { ...defaults.headers, ...opts.headers } });
 
 /** A multipart/form-data body of one file in `field`. */
-export function multipart(field: string, filename: string, type: string, data: Buffer): Pick<SendOptions, 'headers' | 'raw'> {
+export function multipart(
+  field: string,
+  filename: string,
+  type: string,
+  data: Buffer,
+): Pick<SendOptions, 'headers' | 'raw'> {
   const boundary = `----rl${Math.random().toString(16).slice(2)}`;
   const head = `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: ${type}\r\n\r\n`;
   return {
@@ -139,7 +152,11 @@ export function expectRateLimited(res: Answer, limit: number, windowSeconds: num
   const ctx = `${res.status} ${res.text.slice(0, 300)}`;
   expect(res.status, ctx).toBe(429);
   expect(res.headers['content-type'], ctx).toMatch(/^application\/json/);
-  expect(res.body, ctx).toEqual({ code: 'RATE_LIMITED', message: RATE_LIMIT_MESSAGE, requestId: header(res, 'X-Request-Id') });
+  expect(res.body, ctx).toEqual({
+    code: 'RATE_LIMITED',
+    message: RATE_LIMIT_MESSAGE,
+    requestId: header(res, 'X-Request-Id'),
+  });
   const retryAfter = header(res, 'Retry-After');
   expect(retryAfter, `Retry-After (${ctx})`).toMatch(/^\d+$/);
   const seconds = Number(retryAfter);
@@ -199,7 +216,11 @@ export class RedisServer {
   static async start(): Promise<RedisServer> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = await freePort();
-      const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      const child = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        { stdio: 'ignore' },
+      );
       const server = new RedisServer(port, child);
       RedisServer.all.add(server);
       for (let i = 0; i < 50 && !server.exited; i++) {

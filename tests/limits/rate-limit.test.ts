@@ -42,7 +42,9 @@ const LIMITED = {
   RATE_LIMIT_WEBHOOK_MAX_REQUESTS: String(LIMIT.webhook),
 };
 
-const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
+const PDF = Buffer.from(
+  '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n',
+);
 const WRONG_LOGIN = () => ({ email: uniqueEmail('rl-login'), password: 'Wrong-pass-999' });
 
 const apps: TestApp[] = [];
@@ -75,7 +77,10 @@ beforeAll(async () => {
     startApp({ ...LIMITED, TRUST_PROXY: 'false' }),
   ]);
   apiKeyOwner = await registerAndLogin(plain.api, { prefix: 'rl-keys' });
-  const upgrade = await plain.api('POST', '/billing/checkout', { token: apiKeyOwner.accessToken, body: { workspaceId: apiKeyOwner.workspaceId, planCode: 'pro' } });
+  const upgrade = await plain.api('POST', '/billing/checkout', {
+    token: apiKeyOwner.accessToken,
+    body: { workspaceId: apiKeyOwner.workspaceId, planCode: 'pro' },
+  });
   if (upgrade.status !== 200) throw new Error(`upgrade to pro failed: ${upgrade.status} ${upgrade.text}`);
 });
 
@@ -91,7 +96,10 @@ const newUser = (prefix = 'rl-user') => registerAndLogin(plain.api, { prefix });
 
 /** A fresh API key of a Pro workspace: a publicApi client with a count of its own. */
 async function newApiKey(): Promise<string> {
-  const res = await plain.api('POST', `/workspaces/${apiKeyOwner.workspaceId}/api-keys`, { token: apiKeyOwner.accessToken, body: { name: `rl ${crypto.randomBytes(3).toString('hex')}`, scopes: ['read'] } });
+  const res = await plain.api('POST', `/workspaces/${apiKeyOwner.workspaceId}/api-keys`, {
+    token: apiKeyOwner.accessToken,
+    body: { name: `rl ${crypto.randomBytes(3).toString('hex')}`, scopes: ['read'] },
+  });
   if (res.status !== 201) throw new Error(`API key create failed: ${res.status} ${res.text}`);
   ledger.sent(res.body.rawKey, 'an API key');
   return res.body.rawKey as string;
@@ -99,7 +107,9 @@ async function newApiKey(): Promise<string> {
 
 /** Makes `app` verify `apiKey` once (from an address of its own), so later calls are counted by key. */
 async function verifiedOn(app: TestApp, apiKey: string): Promise<string> {
-  const res = await clientOf(app.url, { from: freshLoopback() })('GET', '/public-api/me', { headers: { 'x-api-key': apiKey } });
+  const res = await clientOf(app.url, { from: freshLoopback() })('GET', '/public-api/me', {
+    headers: { 'x-api-key': apiKey },
+  });
   if (res.status !== 200) throw new Error(`API key warm-up failed: ${res.status} ${res.text}`);
   return apiKey;
 }
@@ -117,7 +127,13 @@ interface TierCase {
 const byAddress = async () => ({ from: freshLoopback() });
 
 const TIER_CASES: TierCase[] = [
-  { tier: 'default', route: 'GET /demo/status', ok: 200, identity: byAddress, request: (c) => c('GET', '/demo/status') },
+  {
+    tier: 'default',
+    route: 'GET /demo/status',
+    ok: 200,
+    identity: byAddress,
+    request: (c) => c('GET', '/demo/status'),
+  },
   {
     tier: 'auth',
     route: 'POST /auth/forgot-password',
@@ -130,14 +146,18 @@ const TIER_CASES: TierCase[] = [
     route: 'POST /contact/messages',
     ok: 201,
     identity: byAddress,
-    request: (c) => c('POST', '/contact/messages', { body: { name: 'Rita Limit', email: uniqueEmail('rl-contact'), message: 'Hello, a question about plans.' } }),
+    request: (c) =>
+      c('POST', '/contact/messages', {
+        body: { name: 'Rita Limit', email: uniqueEmail('rl-contact'), message: 'Hello, a question about plans.' },
+      }),
   },
   {
     tier: 'upload',
     route: 'POST /storage/upload',
     ok: 201,
     identity: async () => ({ from: freshLoopback(), token: (await newUser('rl-upload')).accessToken }),
-    request: (c, id) => c('POST', '/storage/upload', { token: id.token, ...multipart('file', 'report.pdf', 'application/pdf', PDF) }),
+    request: (c, id) =>
+      c('POST', '/storage/upload', { token: id.token, ...multipart('file', 'report.pdf', 'application/pdf', PDF) }),
   },
   {
     tier: 'publicApi',
@@ -152,7 +172,10 @@ const TIER_CASES: TierCase[] = [
     route: 'POST /billing/webhooks/mock',
     ok: 200,
     identity: byAddress,
-    request: (c) => c('POST', '/billing/webhooks/mock', { body: { id: `rl_evt_${crypto.randomBytes(6).toString('hex')}`, type: 'rl.test' } }),
+    request: (c) =>
+      c('POST', '/billing/webhooks/mock', {
+        body: { id: `rl_evt_${crypto.randomBytes(6).toString('hex')}`, type: 'rl.test' },
+      }),
   },
 ];
 
@@ -174,25 +197,38 @@ function expectPathRefused(res: Answer, envelope: 'rest' | 'trpc') {
   const ctx = `${res.status} ${res.text.slice(0, 300)}`;
   expect(res.status, ctx).toBe(400);
   const requestId = res.headers['x-request-id'];
-  if (envelope === 'rest') expect(res.body, ctx).toEqual({ code: 'BAD_REQUEST', message: expect.any(String), requestId });
+  if (envelope === 'rest')
+    expect(res.body, ctx).toEqual({ code: 'BAD_REQUEST', message: expect.any(String), requestId });
   else expect(res.body, ctx).toMatchObject({ error: { data: { code: 'BAD_REQUEST', httpStatus: 400, requestId } } });
 }
 
 describe('tiers', () => {
-  it.each(TIER_CASES)('$tier ($route): the limit passes, one more is 429 RATE_LIMITED with Retry-After and RateLimit headers', async (tc) => {
-    const id = await tc.identity();
-    const { c } = await exhaust(tiers, tc, id);
-    // Still limited: the refused request did not reset anything.
-    expectRateLimited(await tc.request(c, id), LIMIT[tc.tier], WINDOW);
-  });
+  it.each(TIER_CASES)(
+    '$tier ($route): the limit passes, one more is 429 RATE_LIMITED with Retry-After and RateLimit headers',
+    async (tc) => {
+      const id = await tc.identity();
+      const { c } = await exhaust(tiers, tc, id);
+      // Still limited: the refused request did not reset anything.
+      expectRateLimited(await tc.request(c, id), LIMIT[tc.tier], WINDOW);
+    },
+  );
 
   it('a limited contact message is not stored', async () => {
     const c = clientOf(tiers.url, { from: freshLoopback() });
     const emails = Array.from({ length: LIMIT.contact + 1 }, () => uniqueEmail('rl-stored'));
     const answers: Answer[] = [];
-    for (const email of emails) answers.push(await c('POST', '/contact/messages', { body: { name: 'Stored Or Not', email, message: 'Please call me back.' } }));
+    for (const email of emails)
+      answers.push(
+        await c('POST', '/contact/messages', {
+          body: { name: 'Stored Or Not', email, message: 'Please call me back.' },
+        }),
+      );
     expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 429]);
-    const rows = await plain.deps.db.selectFrom('contact_messages').select('email').where('email', 'in', emails).execute();
+    const rows = await plain.deps.db
+      .selectFrom('contact_messages')
+      .select('email')
+      .where('email', 'in', emails)
+      .execute();
     expect(rows.map((r) => r.email).sort()).toEqual(emails.slice(0, LIMIT.contact).sort());
   });
 
@@ -204,16 +240,20 @@ describe('tiers', () => {
     ['an encoded dot segment', '/x/%2E%2e/auth/login'],
     ['a single-dot segment', '/auth/./login'],
     ['a backslash', '/auth\\login'],
-  ])('a sign-in sent by a path that resolves to POST /auth/login (%s: %s) is refused before the limiter and the login', async (_what, path) => {
-    // trpc-to-openapi resolves such a path (WHATWG URL) and served it as /auth/login, while the limiter
-    // read it as written: the default tier or, behind /docs, no limit at all.
-    const c = clientOf(tiers.url, { from: freshLoopback() });
-    for (let i = 0; i < LIMIT.auth + 2; i++) expectPathRefused(await c('POST', path, { body: WRONG_LOGIN(), asIs: true }), 'rest');
-    // Refused without work or charge: the client's first real sign-in has the whole auth count.
-    const login = await c('POST', '/auth/login', { body: WRONG_LOGIN() });
-    expect(login.status).toBe(401);
-    expectCounted(login, LIMIT.auth, WINDOW, LIMIT.auth - 1);
-  });
+  ])(
+    'a sign-in sent by a path that resolves to POST /auth/login (%s: %s) is refused before the limiter and the login',
+    async (_what, path) => {
+      // trpc-to-openapi resolves such a path (WHATWG URL) and served it as /auth/login, while the limiter
+      // read it as written: the default tier or, behind /docs, no limit at all.
+      const c = clientOf(tiers.url, { from: freshLoopback() });
+      for (let i = 0; i < LIMIT.auth + 2; i++)
+        expectPathRefused(await c('POST', path, { body: WRONG_LOGIN(), asIs: true }), 'rest');
+      // Refused without work or charge: the client's first real sign-in has the whole auth count.
+      const login = await c('POST', '/auth/login', { body: WRONG_LOGIN() });
+      expect(login.status).toBe(401);
+      expectCounted(login, LIMIT.auth, WINDOW, LIMIT.auth - 1);
+    },
+  );
 
   it('counts each tier separately: a client limited on one tier still gets its full count on the others', async () => {
     const c = clientOf(tiers.url, { from: freshLoopback() });
@@ -224,7 +264,9 @@ describe('tiers', () => {
     expect(forgot.status).toBe(200);
     expectCounted(forgot, LIMIT.auth, WINDOW, LIMIT.auth - 1);
     // Same limit value as the default tier, but a count of its own.
-    const contact = await c('POST', '/contact/messages', { body: { name: 'Sep', email: uniqueEmail('rl-sep'), message: 'Separate counts?' } });
+    const contact = await c('POST', '/contact/messages', {
+      body: { name: 'Sep', email: uniqueEmail('rl-sep'), message: 'Separate counts?' },
+    });
     expect(contact.status).toBe(201);
     expectCounted(contact, LIMIT.contact, WINDOW, LIMIT.contact - 1);
     // And the default tier is still limited.
@@ -258,11 +300,17 @@ describe('tiers', () => {
 describe('many requests of one client at once (in memory)', () => {
   it('serve exactly the limit, each with its own remaining count, and refuse the rest', async () => {
     const u = await newUser('rl-burst-memory');
-    const answers = await Promise.all(Array.from({ length: 12 }, () => send(tiers.url, 'GET', '/auth/me', { token: u.accessToken, from: freshLoopback() })));
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        send(tiers.url, 'GET', '/auth/me', { token: u.accessToken, from: freshLoopback() }),
+      ),
+    );
     const served = answers.filter((r) => r.status === 200);
     expect(served).toHaveLength(LIMIT.default);
     for (const r of answers.filter((x) => x.status !== 200)) expectRateLimited(r, LIMIT.default, WINDOW);
-    const remaining = served.map((r) => Number(/remaining=(\d+)/.exec(String(r.headers.ratelimit))![1])).sort((x, y) => x - y);
+    const remaining = served
+      .map((r) => Number(/remaining=(\d+)/.exec(String(r.headers.ratelimit))![1]))
+      .sort((x, y) => x - y);
     expect(remaining).toEqual([0, 1, 2]);
   });
 });
@@ -295,7 +343,8 @@ describe('skipped routes', () => {
   it('skips only the docs UI itself: a path that merely starts with /docs is counted in the default tier', async () => {
     const c = clientOf(tiers.url, { from: freshLoopback() });
     for (let round = 0; round <= LIMIT.default; round++) expectNotLimited(await c('GET', '/docs/'));
-    for (let i = 0; i < LIMIT.default; i++) expectCounted(await c('GET', '/docsx'), LIMIT.default, WINDOW, LIMIT.default - 1 - i);
+    for (let i = 0; i < LIMIT.default; i++)
+      expectCounted(await c('GET', '/docsx'), LIMIT.default, WINDOW, LIMIT.default - 1 - i);
     expectRateLimited(await c('GET', '/docsx/anything'), LIMIT.default, WINDOW);
   });
 
@@ -327,8 +376,18 @@ describe('who is counted', () => {
       const res = await c('GET', '/demo/status', { headers: { 'x-forwarded-for': freshPublicAddress() } });
       expectCounted(res, LIMIT.default, WINDOW, LIMIT.default - 1 - i);
     }
-    expectRateLimited(await c('GET', '/demo/status', { headers: { 'x-forwarded-for': freshPublicAddress() } }), LIMIT.default, WINDOW);
-    expectRateLimited(await c('GET', '/demo/status', { headers: { 'x-forwarded-for': `${freshPublicAddress()}, ${freshPublicAddress()}` } }), LIMIT.default, WINDOW);
+    expectRateLimited(
+      await c('GET', '/demo/status', { headers: { 'x-forwarded-for': freshPublicAddress() } }),
+      LIMIT.default,
+      WINDOW,
+    );
+    expectRateLimited(
+      await c('GET', '/demo/status', {
+        headers: { 'x-forwarded-for': `${freshPublicAddress()}, ${freshPublicAddress()}` },
+      }),
+      LIMIT.default,
+      WINDOW,
+    );
   });
 
   it('counts two connection addresses separately (a limit per client, not per server)', async () => {
@@ -347,25 +406,42 @@ describe('who is counted', () => {
       const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
       return `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ sub: crypto.randomUUID(), typ: 'access' })}.${crypto.randomBytes(32).toString('base64url')}`;
     };
-    for (let i = 0; i < LIMIT.default; i++) expectCounted(await c('GET', '/demo/status', { token: forged() }), LIMIT.default, WINDOW, LIMIT.default - 1 - i);
+    for (let i = 0; i < LIMIT.default; i++)
+      expectCounted(await c('GET', '/demo/status', { token: forged() }), LIMIT.default, WINDOW, LIMIT.default - 1 - i);
     expectRateLimited(await c('GET', '/demo/status', { token: forged() }), LIMIT.default, WINDOW);
     expectRateLimited(await c('GET', '/demo/status'), LIMIT.default, WINDOW);
   });
 
   it('made-up API keys do not open counts of their own: sign-in attempts carrying them are still counted by address', async () => {
     const c = clientOf(tiers.url, { from: freshLoopback() });
-    const madeUpKey = () => `wsk_${crypto.randomBytes(30).toString('base64').replace(/[^A-Za-z0-9]/g, '').slice(0, 40).padEnd(40, 'x')}`;
+    const madeUpKey = () =>
+      `wsk_${crypto
+        .randomBytes(30)
+        .toString('base64')
+        .replace(/[^A-Za-z0-9]/g, '')
+        .slice(0, 40)
+        .padEnd(40, 'x')}`;
     const statuses: number[] = [];
-    for (let i = 0; i < LIMIT.auth + 3; i++) statuses.push((await c('POST', '/auth/login', { body: WRONG_LOGIN(), headers: { 'x-api-key': madeUpKey() } })).status);
+    for (let i = 0; i < LIMIT.auth + 3; i++)
+      statuses.push(
+        (await c('POST', '/auth/login', { body: WRONG_LOGIN(), headers: { 'x-api-key': madeUpKey() } })).status,
+      );
     // Otherwise anyone can try passwords without limit by sending a new random "key" with each attempt.
     expect(statuses).toEqual([...Array(LIMIT.auth).fill(401), ...Array(3).fill(429)]);
   });
 
   it('made-up API keys on the public API are counted by address: a new random key per call is still limited', async () => {
     const c = clientOf(tiers.url, { from: freshLoopback() });
-    const madeUpKey = () => `wsk_${crypto.randomBytes(30).toString('base64').replace(/[^A-Za-z0-9]/g, '').slice(0, 40).padEnd(40, 'x')}`;
+    const madeUpKey = () =>
+      `wsk_${crypto
+        .randomBytes(30)
+        .toString('base64')
+        .replace(/[^A-Za-z0-9]/g, '')
+        .slice(0, 40)
+        .padEnd(40, 'x')}`;
     const statuses: number[] = [];
-    for (let i = 0; i < LIMIT.publicApi + 2; i++) statuses.push((await c('GET', '/public-api/me', { headers: { 'x-api-key': madeUpKey() } })).status);
+    for (let i = 0; i < LIMIT.publicApi + 2; i++)
+      statuses.push((await c('GET', '/public-api/me', { headers: { 'x-api-key': madeUpKey() } })).status);
     expect(statuses).toEqual([...Array(LIMIT.publicApi).fill(401), ...Array(2).fill(429)]);
   });
 
@@ -405,15 +481,21 @@ describe('who is counted', () => {
 
   describe('behind a proxy (TRUST_PROXY)', () => {
     const PROXY_LIMIT = 2;
-    const proxySettings = (trustProxy: string) => ({ ...LIMITED, RATE_LIMIT_MAX_REQUESTS: String(PROXY_LIMIT), TRUST_PROXY: trustProxy });
+    const proxySettings = (trustProxy: string) => ({
+      ...LIMITED,
+      RATE_LIMIT_MAX_REQUESTS: String(PROXY_LIMIT),
+      TRUST_PROXY: trustProxy,
+    });
     /** Requests of the default tier from the test's own loopback address (the "proxy"), with this X-Forwarded-For. */
-    const viaProxy = (app: TestApp, from: string) => (xff: string) => send(app.url, 'GET', '/demo/status', { from, headers: { 'x-forwarded-for': xff } });
+    const viaProxy = (app: TestApp, from: string) => (xff: string) =>
+      send(app.url, 'GET', '/demo/status', { from, headers: { 'x-forwarded-for': xff } });
 
     it('TRUST_PROXY=true: two X-Forwarded-For clients behind one proxy are counted separately', async () => {
       await withApp(proxySettings('true'), async (app) => {
         const proxy = viaProxy(app, freshLoopback());
         const [alice, bob] = [freshPublicAddress(), freshPublicAddress()];
-        for (let i = 0; i < PROXY_LIMIT; i++) expectCounted(await proxy(alice), PROXY_LIMIT, WINDOW, PROXY_LIMIT - 1 - i);
+        for (let i = 0; i < PROXY_LIMIT; i++)
+          expectCounted(await proxy(alice), PROXY_LIMIT, WINDOW, PROXY_LIMIT - 1 - i);
         expectRateLimited(await proxy(alice), PROXY_LIMIT, WINDOW);
         expectCounted(await proxy(bob), PROXY_LIMIT, WINDOW, PROXY_LIMIT - 1);
         expectRateLimited(await proxy(alice), PROXY_LIMIT, WINDOW);
@@ -430,7 +512,8 @@ describe('who is counted', () => {
           const proxy = viaProxy(app, freshLoopback());
           const [alice, bob] = [freshPublicAddress(), freshPublicAddress()];
           // Alice sends her own X-Forwarded-For with a new made-up address each time; the proxy appends hers.
-          for (let i = 0; i < PROXY_LIMIT; i++) expectCounted(await proxy(`${freshPublicAddress()}, ${alice}`), PROXY_LIMIT, WINDOW, PROXY_LIMIT - 1 - i);
+          for (let i = 0; i < PROXY_LIMIT; i++)
+            expectCounted(await proxy(`${freshPublicAddress()}, ${alice}`), PROXY_LIMIT, WINDOW, PROXY_LIMIT - 1 - i);
           expectRateLimited(await proxy(`${freshPublicAddress()}, ${alice}`), PROXY_LIMIT, WINDOW);
           expectRateLimited(await proxy(alice), PROXY_LIMIT, WINDOW);
           expectCounted(await proxy(bob), PROXY_LIMIT, WINDOW, PROXY_LIMIT - 1);
@@ -443,7 +526,8 @@ describe('who is counted', () => {
       await withApp(proxySettings('10.0.0.0/8, 192.168.0.1'), async (app) => {
         const from = freshLoopback();
         const proxy = viaProxy(app, from);
-        for (let i = 0; i < PROXY_LIMIT; i++) expectCounted(await proxy(freshPublicAddress()), PROXY_LIMIT, WINDOW, PROXY_LIMIT - 1 - i);
+        for (let i = 0; i < PROXY_LIMIT; i++)
+          expectCounted(await proxy(freshPublicAddress()), PROXY_LIMIT, WINDOW, PROXY_LIMIT - 1 - i);
         expectRateLimited(await proxy(freshPublicAddress()), PROXY_LIMIT, WINDOW);
         // While another connection address is a client of its own.
         expectCounted(await viaProxy(app, freshLoopback())(freshPublicAddress()), PROXY_LIMIT, WINDOW, PROXY_LIMIT - 1);
@@ -474,7 +558,11 @@ describe('/trpc', () => {
 
   it('a /trpc query counts in the tier of its REST route (demo.status and GET /demo/status share the default count)', async () => {
     const c = clientOf(tiers.url, { from: freshLoopback() });
-    const answers = [await c('GET', '/trpc/demo.status'), await c('GET', '/demo/status'), await c('GET', '/trpc/demo.status')];
+    const answers = [
+      await c('GET', '/trpc/demo.status'),
+      await c('GET', '/demo/status'),
+      await c('GET', '/trpc/demo.status'),
+    ];
     answers.forEach((res, i) => {
       expect(res.status).toBe(200);
       expectCounted(res, LIMIT.default, WINDOW, LIMIT.default - 1 - i);
@@ -490,7 +578,10 @@ describe('/trpc', () => {
     expect(res.status).toBe(429);
     expect(res.headers['retry-after']).toMatch(/^[1-3]$/);
     expect(res.body, res.text).toMatchObject({
-      error: { message: RATE_LIMIT_MESSAGE, data: { code: 'RATE_LIMITED', httpStatus: 429, requestId: res.headers['x-request-id'] } },
+      error: {
+        message: RATE_LIMIT_MESSAGE,
+        data: { code: 'RATE_LIMITED', httpStatus: 429, requestId: res.headers['x-request-id'] },
+      },
     });
   });
 
@@ -499,11 +590,14 @@ describe('/trpc', () => {
     ['sign-in attempts behind a contact message', ['support.contact', 'auth.login', 'auth.login', 'auth.login']],
   ])('a /trpc batch of %s cannot make more sign-in attempts than the auth tier allows', async (_what, procedures) => {
     const c = clientOf(tiers.url, { from: freshLoopback() });
-    const input = (p: string) => (p === 'auth.login' ? WRONG_LOGIN() : { name: 'Batch', email: uniqueEmail('rl-batch'), message: 'Hi there.' });
+    const input = (p: string) =>
+      p === 'auth.login' ? WRONG_LOGIN() : { name: 'Batch', email: uniqueEmail('rl-batch'), message: 'Hi there.' };
     const body = Object.fromEntries(procedures.map((p, i) => [String(i), input(p)]));
     const res = await c('POST', `/trpc/${procedures.join(',')}?batch=1`, { body });
     // Each sign-in that reached the password check answers INVALID_CREDENTIALS.
-    const attempts = Array.isArray(res.body) ? res.body.filter((r: any) => r?.error?.data?.code === 'INVALID_CREDENTIALS').length : 0;
+    const attempts = Array.isArray(res.body)
+      ? res.body.filter((r: any) => r?.error?.data?.code === 'INVALID_CREDENTIALS').length
+      : 0;
     expect(attempts, `${res.status} ${res.text.slice(0, 400)}`).toBeLessThanOrEqual(LIMIT.auth);
     // And the next sign-in of the client is refused: the batch spent (at least) the whole auth count.
     expectRateLimited(await c('POST', '/auth/login', { body: WRONG_LOGIN() }), LIMIT.auth, WINDOW);
@@ -525,13 +619,17 @@ describe('/trpc', () => {
     ['the prefix in capitals', '/TRPC/auth.login'],
     ['a segment before the procedure (tRPC takes the last one)', '/trpc/x/auth.login'],
     ['a percent-escape (tRPC decodes the name)', '/trpc/auth%2Elogin'],
-  ])('a sign-in sent to a /trpc path tRPC reads otherwise than the limiter (%s: %s) is refused before the limiter and the login', async (_what, path) => {
-    const c = clientOf(tiers.url, { from: freshLoopback() });
-    for (let i = 0; i < LIMIT.auth + 2; i++) expectPathRefused(await c('POST', path, { body: WRONG_LOGIN() }), 'trpc');
-    const login = await c('POST', '/trpc/auth.login', { body: WRONG_LOGIN() });
-    expect(login.body.error.data.code).toBe('INVALID_CREDENTIALS');
-    expectCounted(login, LIMIT.auth, WINDOW, LIMIT.auth - 1);
-  });
+  ])(
+    'a sign-in sent to a /trpc path tRPC reads otherwise than the limiter (%s: %s) is refused before the limiter and the login',
+    async (_what, path) => {
+      const c = clientOf(tiers.url, { from: freshLoopback() });
+      for (let i = 0; i < LIMIT.auth + 2; i++)
+        expectPathRefused(await c('POST', path, { body: WRONG_LOGIN() }), 'trpc');
+      const login = await c('POST', '/trpc/auth.login', { body: WRONG_LOGIN() });
+      expect(login.body.error.data.code).toBe('INVALID_CREDENTIALS');
+      expectCounted(login, LIMIT.auth, WINDOW, LIMIT.auth - 1);
+    },
+  );
 
   it('a batch of ten sign-ins whose commas are written %2C is refused, not run for one default point', async () => {
     const c = clientOf(tiers.url, { from: freshLoopback() });
@@ -549,7 +647,9 @@ describe('RATE_LIMIT_ENABLED=false', () => {
       const answers = await Promise.all([
         c('POST', '/auth/login', { body: WRONG_LOGIN() }),
         c('GET', '/demo/status'),
-        c('POST', '/billing/webhooks/mock', { body: { id: `rl_off_${crypto.randomBytes(6).toString('hex')}`, type: 'rl.test' } }),
+        c('POST', '/billing/webhooks/mock', {
+          body: { id: `rl_off_${crypto.randomBytes(6).toString('hex')}`, type: 'rl.test' },
+        }),
       ]);
       expect(answers.map((a) => a.status)).toEqual([401, 200, 200]);
       answers.forEach(expectNotLimited);
@@ -574,7 +674,8 @@ describe('Redis', () => {
     expectRateLimited(await onB('GET', '/demo/status'), 4, WINDOW);
     // A signed-in user is one client across instances too.
     const u = await newUser('rl-redis');
-    for (const [i, c] of sequence.entries()) expectCounted(await c('GET', '/auth/me', { token: u.accessToken }), 4, WINDOW, 3 - i);
+    for (const [i, c] of sequence.entries())
+      expectCounted(await c('GET', '/auth/me', { token: u.accessToken }), 4, WINDOW, 3 - i);
     expectRateLimited(await onB('GET', '/auth/me', { token: u.accessToken }), 4, WINDOW);
     await Promise.all([a.close(), b.close()]);
     await redis.stop();
@@ -585,18 +686,28 @@ describe('Redis', () => {
     // exact, and every answer must carry its own place in it.
     const redis = await RedisServer.start();
     const limit = 25;
-    const settings = { ...LIMITED, RATE_LIMIT_WINDOW_SECONDS: '30', RATE_LIMIT_MAX_REQUESTS: String(limit), TRUST_PROXY: 'false', REDIS_URL: redis.url };
+    const settings = {
+      ...LIMITED,
+      RATE_LIMIT_WINDOW_SECONDS: '30',
+      RATE_LIMIT_MAX_REQUESTS: String(limit),
+      TRUST_PROXY: 'false',
+      REDIS_URL: redis.url,
+    };
     const [a, b] = await Promise.all([startApp(settings), startApp(settings)]);
     try {
       const u = await newUser('rl-burst');
       const answers = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => send(i % 2 ? b.url : a.url, 'GET', '/auth/me', { token: u.accessToken, from: freshLoopback() })),
+        Array.from({ length: 40 }, (_, i) =>
+          send(i % 2 ? b.url : a.url, 'GET', '/auth/me', { token: u.accessToken, from: freshLoopback() }),
+        ),
       );
       const served = answers.filter((r) => r.status === 200);
       const refused = answers.filter((r) => r.status !== 200);
       expect(served).toHaveLength(limit);
       for (const r of refused) expectRateLimited(r, limit, 30);
-      const remaining = served.map((r) => Number(/remaining=(\d+)/.exec(String(r.headers.ratelimit))![1])).sort((x, y) => x - y);
+      const remaining = served
+        .map((r) => Number(/remaining=(\d+)/.exec(String(r.headers.ratelimit))![1]))
+        .sort((x, y) => x - y);
       expect(remaining).toEqual(Array.from({ length: limit }, (_, i) => i));
       expectRateLimited(await send(a.url, 'GET', '/auth/me', { token: u.accessToken }), limit, 30);
     } finally {
@@ -622,7 +733,10 @@ describe('Redis', () => {
     }
     // The design gives up on Redis after ~100 ms (not the connection's command timeout, 1 s by default).
     const sorted = answers.map((a) => a.ms).sort((x, y) => x - y);
-    expect(sorted[Math.floor(sorted.length / 2)], `median of ${sorted.map((ms) => ms.toFixed(0)).join(', ')} ms`).toBeLessThan(400);
+    expect(
+      sorted[Math.floor(sorted.length / 2)],
+      `median of ${sorted.map((ms) => ms.toFixed(0)).join(', ')} ms`,
+    ).toBeLessThan(400);
     answers.slice(0, limit).forEach((res, i) => {
       expect(res.status).toBe(200);
       expectCounted(res, limit, windowSeconds, limit - 1 - i);
@@ -635,25 +749,40 @@ describe('Redis', () => {
   it.each([
     ['stopped (killed)', 'kill'],
     ['frozen (SIGSTOP: connected, answers nothing)', 'freeze'],
-  ] as const)('with Redis %s mid-run, requests are served in well under a second and the in-memory insurance still answers 429', async (_what, how) => {
-    const redis = await RedisServer.start();
-    const windowSeconds = 30;
-    const limit = 3;
-    const app = await startApp({ ...LIMITED, RATE_LIMIT_WINDOW_SECONDS: String(windowSeconds), RATE_LIMIT_MAX_REQUESTS: String(limit), TRUST_PROXY: 'false', REDIS_URL: redis.url });
-    try {
-      // Redis is in use before the failure: the count is shared with a second instance.
-      const from = freshLoopback();
-      const twin = await startApp({ ...LIMITED, RATE_LIMIT_WINDOW_SECONDS: String(windowSeconds), RATE_LIMIT_MAX_REQUESTS: String(limit), TRUST_PROXY: 'false', REDIS_URL: redis.url });
-      expectCounted(await send(app.url, 'GET', '/demo/status', { from }), limit, windowSeconds, limit - 1);
-      expectCounted(await send(twin.url, 'GET', '/demo/status', { from }), limit, windowSeconds, limit - 2);
-      await twin.close();
+  ] as const)(
+    'with Redis %s mid-run, requests are served in well under a second and the in-memory insurance still answers 429',
+    async (_what, how) => {
+      const redis = await RedisServer.start();
+      const windowSeconds = 30;
+      const limit = 3;
+      const app = await startApp({
+        ...LIMITED,
+        RATE_LIMIT_WINDOW_SECONDS: String(windowSeconds),
+        RATE_LIMIT_MAX_REQUESTS: String(limit),
+        TRUST_PROXY: 'false',
+        REDIS_URL: redis.url,
+      });
+      try {
+        // Redis is in use before the failure: the count is shared with a second instance.
+        const from = freshLoopback();
+        const twin = await startApp({
+          ...LIMITED,
+          RATE_LIMIT_WINDOW_SECONDS: String(windowSeconds),
+          RATE_LIMIT_MAX_REQUESTS: String(limit),
+          TRUST_PROXY: 'false',
+          REDIS_URL: redis.url,
+        });
+        expectCounted(await send(app.url, 'GET', '/demo/status', { from }), limit, windowSeconds, limit - 1);
+        expectCounted(await send(twin.url, 'GET', '/demo/status', { from }), limit, windowSeconds, limit - 2);
+        await twin.close();
 
-      if (how === 'kill') await redis.stop();
-      else redis.freeze();
-      await expectServedAndLimitedWithoutRedis(app, limit, windowSeconds);
-    } finally {
-      await redis.stop();
-      await app.close();
-    }
-  });
+        if (how === 'kill') await redis.stop();
+        else redis.freeze();
+        await expectServedAndLimitedWithoutRedis(app, limit, windowSeconds);
+      } finally {
+        await redis.stop();
+        await app.close();
+      }
+    },
+  );
 });

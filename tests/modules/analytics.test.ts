@@ -174,7 +174,10 @@ describe('POST /analytics/events: refused events store nothing', () => {
 
   it('a body that is not JSON', async () => {
     const name = eventName('not-json');
-    const res = await app.api('POST', '/analytics/events', { raw: `{"name":"${name}",`, headers: { 'content-type': 'application/json' } });
+    const res = await app.api('POST', '/analytics/events', {
+      raw: `{"name":"${name}",`,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(400);
     expect(await rowsNamed(name)).toEqual([]);
   });
@@ -200,7 +203,10 @@ describe('GET /admin/analytics/summary', () => {
     const often = `${RUN}.often`;
     // Two, not one: the top list holds 20 names and ties at 1 (this file alone makes many) are cut anywhere.
     const twice = `${RUN}.twice`;
-    const [u1, u2] = await Promise.all([registerAndLogin(app.api, { prefix: 'analytics-u1' }), registerAndLogin(app.api, { prefix: 'analytics-u2' })]);
+    const [u1, u2] = await Promise.all([
+      registerAndLogin(app.api, { prefix: 'analytics-u1' }),
+      registerAndLogin(app.api, { prefix: 'analytics-u2' }),
+    ]);
     await expectAccepted({ name: often }, u1.accessToken);
     await expectAccepted({ name: often }, u2.accessToken);
     await expectAccepted({ name: often }, u1.accessToken);
@@ -212,7 +218,9 @@ describe('GET /admin/analytics/summary', () => {
     const countOf = (s: Summary, name: string) => s.topEvents.find((t) => t.name === name)?.count;
     expect(countOf(after, often)).toBe(4);
     expect(countOf(after, twice)).toBe(2);
-    expect(after.topEvents.findIndex((t) => t.name === often)).toBeLessThan(after.topEvents.findIndex((t) => t.name === twice));
+    expect(after.topEvents.findIndex((t) => t.name === often)).toBeLessThan(
+      after.topEvents.findIndex((t) => t.name === twice),
+    );
     // Other files add events at the same time: ours are a lower bound of the growth.
     expect(after.totals.events - before.totals.events).toBeGreaterThanOrEqual(6);
     expect(after.totals.uniqueUsers - before.totals.uniqueUsers).toBeGreaterThanOrEqual(2);

@@ -48,11 +48,17 @@ async function insightsOf(token: string, workspaceId?: string): Promise<Insights
 }
 
 async function generate(s: Session, workspaceId: string) {
-  const res = await app.api('POST', '/ai/generate', { token: s.accessToken, body: { prompt: `Write a tagline for product ${hex()}`, workspaceId } });
+  const res = await app.api('POST', '/ai/generate', {
+    token: s.accessToken,
+    body: { prompt: `Write a tagline for product ${hex()}`, workspaceId },
+  });
   if (res.status !== 200) throw new Error(`generate failed: ${res.status} ${res.text}`);
 }
 
-async function insertGeneration(workspaceId: string, fields: { createdAt: Date; status?: 'SUCCEEDED' | 'FAILED'; isSample?: boolean }) {
+async function insertGeneration(
+  workspaceId: string,
+  fields: { createdAt: Date; status?: 'SUCCEEDED' | 'FAILED'; isSample?: boolean },
+) {
   await app.deps.db
     .insertInto('ai_generations')
     .values({
@@ -75,7 +81,12 @@ async function insertGeneration(workspaceId: string, fields: { createdAt: Date; 
 
 beforeAll(async () => {
   [app, receiver] = await Promise.all([
-    startTestApp({ RATE_LIMIT_ENABLED: 'false', AI_MONTHLY_GENERATION_LIMIT: String(SYSTEM_LIMIT), WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_MAX_RETRIES: '0' }),
+    startTestApp({
+      RATE_LIMIT_ENABLED: 'false',
+      AI_MONTHLY_GENERATION_LIMIT: String(SYSTEM_LIMIT),
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      WEBHOOK_MAX_RETRIES: '0',
+    }),
     WebhookReceiver.start(),
   ]);
   owner = await registerAndLogin(app.api, { prefix: 'insights-owner' });
@@ -101,7 +112,10 @@ beforeAll(async () => {
   // API keys: three created, one revoked.
   const keys: string[] = [];
   for (let i = 0; i < 3; i++) {
-    const res = await app.api('POST', `/workspaces/${teamId}/api-keys`, { token: owner.accessToken, body: { name: `key ${i}`, scopes: ['read'] } });
+    const res = await app.api('POST', `/workspaces/${teamId}/api-keys`, {
+      token: owner.accessToken,
+      body: { name: `key ${i}`, scopes: ['read'] },
+    });
     if (res.status !== 201) throw new Error(`api key failed: ${res.status} ${res.text}`);
     ledger.sent(res.body.rawKey, 'an API key');
     keys.push(res.body.id);
@@ -115,13 +129,19 @@ beforeAll(async () => {
   // for good (410), so three of four succeeded.
   const hooks: string[] = [];
   for (let i = 0; i < 2; i++) {
-    const res = await app.api('POST', `/workspaces/${teamId}/webhooks`, { token: owner.accessToken, body: { name: `hook ${i}`, url: receiver.url(`/hook-${i}`), events: ['webhook.test'] } });
+    const res = await app.api('POST', `/workspaces/${teamId}/webhooks`, {
+      token: owner.accessToken,
+      body: { name: `hook ${i}`, url: receiver.url(`/hook-${i}`), events: ['webhook.test'] },
+    });
     if (res.status !== 201) throw new Error(`webhook failed: ${res.status} ${res.text}`);
     ledger.sent(res.body.secret, 'a webhook signing secret');
     hooks.push(res.body.id);
     expectedActions.push('webhook.created');
   }
-  const off = await app.api('PATCH', `/workspaces/${teamId}/webhooks/${hooks[1]}`, { token: owner.accessToken, body: { isActive: false } });
+  const off = await app.api('PATCH', `/workspaces/${teamId}/webhooks/${hooks[1]}`, {
+    token: owner.accessToken,
+    body: { isActive: false },
+  });
   if (off.status !== 200) throw new Error(`disable failed: ${off.status} ${off.text}`);
   expectedActions.push('webhook.updated');
   receiver.reply([{ status: 200 }, { status: 200 }, { status: 204 }, { status: 410 }]);
@@ -131,7 +151,8 @@ beforeAll(async () => {
     if (res.status !== 200) throw new Error(`test delivery failed: ${res.status} ${res.text}`);
     outcomes.push(res.body.status);
   }
-  if (outcomes.join() !== 'success,success,success,failed') throw new Error(`unexpected delivery outcomes: ${outcomes.join()}`);
+  if (outcomes.join() !== 'success,success,success,failed')
+    throw new Error(`unexpected delivery outcomes: ${outcomes.join()}`);
 
   // Earlier days (HTTP cannot date a generation): one three days ago counts in its day; one 40 days ago,
   // a failed one and a sample do not count.
@@ -156,14 +177,22 @@ describe('GET /dashboard/insights after a known setup', () => {
 
   it("gives this month's AI usage against the limit (the smaller of the plan's and the system's)", async () => {
     const i = await insightsOf(owner.accessToken, teamId);
-    expect({ used: i.ai.used, limit: i.ai.limit, remaining: i.ai.remaining }).toEqual({ used: 4, limit: SYSTEM_LIMIT, remaining: SYSTEM_LIMIT - 4 });
+    expect({ used: i.ai.used, limit: i.ai.limit, remaining: i.ai.remaining }).toEqual({
+      used: 4,
+      limit: SYSTEM_LIMIT,
+      remaining: SYSTEM_LIMIT - 4,
+    });
   });
 
   it('agrees with GET /ai/usage of the same workspace', async () => {
     const i = await insightsOf(owner.accessToken, teamId);
     const usage = await app.api('GET', `/ai/usage?workspaceId=${teamId}`, { token: owner.accessToken });
     expect(usage.status).toBe(200);
-    expect({ used: i.ai.used, limit: i.ai.limit, remaining: i.ai.remaining }).toEqual({ used: usage.body.used, limit: usage.body.limit, remaining: usage.body.remaining });
+    expect({ used: i.ai.used, limit: i.ai.limit, remaining: i.ai.remaining }).toEqual({
+      used: usage.body.used,
+      limit: usage.body.limit,
+      remaining: usage.body.remaining,
+    });
   });
 
   it('gives generations per day for 30 days: 30 entries, oldest first, ending today', async () => {
@@ -187,7 +216,11 @@ describe('GET /dashboard/insights after a known setup', () => {
   });
 
   it('counts the active webhooks, the finished deliveries of 30 days and their success rate', async () => {
-    expect((await insightsOf(owner.accessToken, teamId)).webhooks).toEqual({ active: 1, deliveries30d: 4, successRate: 0.75 });
+    expect((await insightsOf(owner.accessToken, teamId)).webhooks).toEqual({
+      active: 1,
+      deliveries30d: 4,
+      successRate: 0.75,
+    });
   });
 
   it('lists the recent audit events of the workspace, newest first, at most 10', async () => {
@@ -225,7 +258,11 @@ describe('a new workspace', () => {
     const i = await insightsOf(s.accessToken, s.workspaceId);
     expect(i.workspace).toMatchObject({ id: s.workspaceId, edition: 'LITE', plan: 'Lite' });
     expect(i.members).toBe(1);
-    expect({ used: i.ai.used, limit: i.ai.limit, remaining: i.ai.remaining }).toEqual({ used: 0, limit: 20, remaining: 20 });
+    expect({ used: i.ai.used, limit: i.ai.limit, remaining: i.ai.remaining }).toEqual({
+      used: 0,
+      limit: 20,
+      remaining: 20,
+    });
     expect(i.apiKeys).toBe(0);
     expect(i.webhooks).toEqual({ active: 0, deliveries30d: 0, successRate: null });
   });
@@ -241,7 +278,10 @@ describe('who may read insights', () => {
     const byOwner = await insightsOf(owner.accessToken, teamId);
     for (const s of [member, viewer]) {
       const i = await insightsOf(s.accessToken, teamId);
-      expect({ workspace: i.workspace, members: i.members }).toEqual({ workspace: byOwner.workspace, members: byOwner.members });
+      expect({ workspace: i.workspace, members: i.members }).toEqual({
+        workspace: byOwner.workspace,
+        members: byOwner.members,
+      });
     }
   });
 
@@ -253,17 +293,32 @@ describe('who may read insights', () => {
     expect(byOwner.recentActivity).not.toBeNull();
     const byMember = await insightsOf(member.accessToken, teamId);
     expect(byMember.ai).toEqual(byOwner.ai);
-    expect({ apiKeys: byMember.apiKeys, webhooks: byMember.webhooks, recentActivity: byMember.recentActivity }).toEqual({ apiKeys: null, webhooks: null, recentActivity: null });
+    expect({ apiKeys: byMember.apiKeys, webhooks: byMember.webhooks, recentActivity: byMember.recentActivity }).toEqual(
+      { apiKeys: null, webhooks: null, recentActivity: null },
+    );
     const byViewer = await insightsOf(viewer.accessToken, teamId);
-    expect({ ai: byViewer.ai, apiKeys: byViewer.apiKeys, webhooks: byViewer.webhooks, recentActivity: byViewer.recentActivity }).toEqual({
+    expect({
+      ai: byViewer.ai,
+      apiKeys: byViewer.apiKeys,
+      webhooks: byViewer.webhooks,
+      recentActivity: byViewer.recentActivity,
+    }).toEqual({
       ai: null,
       apiKeys: null,
       webhooks: null,
       recentActivity: null,
     });
     // As elsewhere: the viewer may not read AI usage or the audit log by their own routes either.
-    expectError(await app.api('GET', `/workspaces/${teamId}/ai/usage`, { token: viewer.accessToken }), 403, 'PERMISSION_DENIED');
-    expectError(await app.api('GET', `/workspaces/${teamId}/audit-logs`, { token: member.accessToken }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await app.api('GET', `/workspaces/${teamId}/ai/usage`, { token: viewer.accessToken }),
+      403,
+      'PERMISSION_DENIED',
+    );
+    expectError(
+      await app.api('GET', `/workspaces/${teamId}/audit-logs`, { token: member.accessToken }),
+      403,
+      'PERMISSION_DENIED',
+    );
   });
 
   it('a non-member is refused with 404 NOT_FOUND and learns nothing of the workspace', async () => {
@@ -274,7 +329,11 @@ describe('who may read insights', () => {
 
   it('a platform admin who is not a member is refused too', async () => {
     const admin = await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password);
-    expectError(await app.api('GET', `/dashboard/insights?workspaceId=${teamId}`, { token: admin.accessToken }), 404, 'NOT_FOUND');
+    expectError(
+      await app.api('GET', `/dashboard/insights?workspaceId=${teamId}`, { token: admin.accessToken }),
+      404,
+      'NOT_FOUND',
+    );
   });
 
   it('an anonymous caller gets 401 UNAUTHORIZED', async () => {
@@ -283,7 +342,11 @@ describe('who may read insights', () => {
   });
 
   it('a workspaceId that is not a UUID is a 400', async () => {
-    expectError(await app.api('GET', '/dashboard/insights?workspaceId=team', { token: owner.accessToken }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('GET', '/dashboard/insights?workspaceId=team', { token: owner.accessToken }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   it('a member of a suspended workspace gets 403 WORKSPACE_UNAVAILABLE', async () => {
@@ -291,6 +354,10 @@ describe('who may read insights', () => {
     const s = await registerAndLogin(app.api, { prefix: 'insights-suspended' });
     const moved = await app.api('POST', `/admin/workspaces/${s.workspaceId}/suspend`, { token: admin.accessToken });
     expect(moved.status, moved.text).toBe(200);
-    expectError(await app.api('GET', `/dashboard/insights?workspaceId=${s.workspaceId}`, { token: s.accessToken }), 403, 'WORKSPACE_UNAVAILABLE');
+    expectError(
+      await app.api('GET', `/dashboard/insights?workspaceId=${s.workspaceId}`, { token: s.accessToken }),
+      403,
+      'WORKSPACE_UNAVAILABLE',
+    );
   });
 });

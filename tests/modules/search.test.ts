@@ -11,7 +11,11 @@ type Result = { type: 'generation' | 'template' | 'member'; id: string; title: s
 
 const tag = () => crypto.randomBytes(4).toString('hex');
 /** A word no other test uses (letters only, so every parser keeps it whole). */
-const word = (prefix: string) => `${prefix}${crypto.randomBytes(6).toString('hex').replace(/[0-9]/g, (d) => 'ghijklmnop'[Number(d)])}`;
+const word = (prefix: string) =>
+  `${prefix}${crypto
+    .randomBytes(6)
+    .toString('hex')
+    .replace(/[0-9]/g, (d) => 'ghijklmnop'[Number(d)])}`;
 
 let app: TestApp;
 let owner: Session;
@@ -88,7 +92,11 @@ beforeAll(async () => {
   inactiveTemplateId = await insertTemplate(`${TEMPLATE_WORD} retired`, false);
 });
 afterAll(async () => {
-  if (app) await app.deps.db.deleteFrom('ai_templates').where('id', 'in', [templateId, inactiveTemplateId].filter(Boolean)).execute();
+  if (app)
+    await app.deps.db
+      .deleteFrom('ai_templates')
+      .where('id', 'in', [templateId, inactiveTemplateId].filter(Boolean))
+      .execute();
   await app?.close();
 });
 
@@ -97,7 +105,12 @@ describe('generations', () => {
     const items = await found(GEN_WORD);
     const generations = items.filter((i) => i.type === 'generation');
     expect(generations.map((g) => g.id)).toEqual([genA.id]);
-    expect(generations[0]).toEqual({ type: 'generation', id: genA.id, title: genA.prompt.slice(0, 80), snippet: genA.output.slice(0, 200) });
+    expect(generations[0]).toEqual({
+      type: 'generation',
+      id: genA.id,
+      title: genA.prompt.slice(0, 80),
+      snippet: genA.output.slice(0, 200),
+    });
   });
 
   it('matches regardless of letter case', async () => {
@@ -113,7 +126,11 @@ describe('generations', () => {
     const ids = items.filter((i) => i.type === 'generation').map((g) => g.id);
     expect(ids).toContain(genA.id);
     // Every generation answered is of this workspace and holds the word.
-    const rows = await app.deps.db.selectFrom('ai_generations').select(['id', 'workspace_id', 'prompt', 'output']).where('id', 'in', ids).execute();
+    const rows = await app.deps.db
+      .selectFrom('ai_generations')
+      .select(['id', 'workspace_id', 'prompt', 'output'])
+      .where('id', 'in', ids)
+      .execute();
     for (const r of rows) {
       expect(r.workspace_id).toBe(owner.workspaceId);
       expect(`${r.prompt} ${r.output}`.toLowerCase()).toMatch(new RegExp(`\\b${w}\\b`));
@@ -128,7 +145,9 @@ describe('generations', () => {
   });
 
   it('needs every word of a multi-word query', async () => {
-    expect((await found(`${GEN_WORD} bakery`)).filter((i) => i.type === 'generation').map((g) => g.id)).toEqual([genA.id]);
+    expect((await found(`${GEN_WORD} bakery`)).filter((i) => i.type === 'generation').map((g) => g.id)).toEqual([
+      genA.id,
+    ]);
     expect((await found(`${GEN_WORD} ${word('absent')}`)).filter((i) => i.type === 'generation')).toEqual([]);
   });
 });
@@ -136,7 +155,9 @@ describe('generations', () => {
 describe('members', () => {
   it('finds a member by part of the name, with the e-mail and role as snippet', async () => {
     const items = await found(MEMBER_WORD.slice(0, 12));
-    expect(items.filter((i) => i.type === 'member')).toEqual([{ type: 'member', id: named.userId, title: `Ottilie ${MEMBER_WORD}`, snippet: `${named.email} (MEMBER)` }]);
+    expect(items.filter((i) => i.type === 'member')).toEqual([
+      { type: 'member', id: named.userId, title: `Ottilie ${MEMBER_WORD}`, snippet: `${named.email} (MEMBER)` },
+    ]);
   });
 
   it('finds a member by part of the e-mail address', async () => {
@@ -145,7 +166,7 @@ describe('members', () => {
     expect(items.filter((i) => i.type === 'member').map((m) => m.id)).toEqual([viewer.userId]);
   });
 
-  it("never answers a member of another workspace with the same name", async () => {
+  it('never answers a member of another workspace with the same name', async () => {
     const items = await found(MEMBER_WORD);
     expect(items.map((i) => i.id)).not.toContain(other.userId);
     const b = await found(MEMBER_WORD, { token: other.accessToken, workspaceId: other.workspaceId });
@@ -155,7 +176,10 @@ describe('members', () => {
   it('takes % and _ literally, not as wildcards that match every member', async () => {
     for (const q of ['%%', '__', '%_%']) {
       const items = await found(q);
-      expect(items.filter((i) => i.type === 'member'), q).toEqual([]);
+      expect(
+        items.filter((i) => i.type === 'member'),
+        q,
+      ).toEqual([]);
     }
   });
 });
@@ -164,7 +188,12 @@ describe('templates', () => {
   it('finds an active template by a word of its name', async () => {
     const items = await found(TEMPLATE_WORD);
     expect(items.filter((i) => i.type === 'template')).toEqual([
-      { type: 'template', id: templateId, title: `${TEMPLATE_WORD} briefing`, snippet: 'A template inserted by tests/modules/search.test.ts.' },
+      {
+        type: 'template',
+        id: templateId,
+        title: `${TEMPLATE_WORD} briefing`,
+        snippet: 'A template inserted by tests/modules/search.test.ts.',
+      },
     ]);
   });
 
@@ -205,7 +234,11 @@ describe('the query and the workspace', () => {
   });
 
   it('refuses a missing q with 400 BAD_REQUEST', async () => {
-    expectError(await app.api('GET', `/search?workspaceId=${owner.workspaceId}`, { token: owner.accessToken }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('GET', `/search?workspaceId=${owner.workspaceId}`, { token: owner.accessToken }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   it('accepts a q of exactly 200 characters', async () => {
@@ -213,7 +246,11 @@ describe('the query and the workspace', () => {
   });
 
   it('refuses a workspaceId that is not a UUID with 400', async () => {
-    expectError(await app.api('GET', `/search?q=${GEN_WORD}&workspaceId=not-a-uuid`, { token: owner.accessToken }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('GET', `/search?q=${GEN_WORD}&workspaceId=not-a-uuid`, { token: owner.accessToken }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 });
 
@@ -250,6 +287,10 @@ describe('who may search', () => {
     await generate(s, `Notes on ${GEN_WORD}`, s.workspaceId);
     const moved = await app.api('POST', `/admin/workspaces/${s.workspaceId}/suspend`, { token: admin.accessToken });
     expect(moved.status, moved.text).toBe(200);
-    expectError(await search(GEN_WORD, { token: s.accessToken, workspaceId: s.workspaceId }), 403, 'WORKSPACE_UNAVAILABLE');
+    expectError(
+      await search(GEN_WORD, { token: s.accessToken, workspaceId: s.workspaceId }),
+      403,
+      'WORKSPACE_UNAVAILABLE',
+    );
   });
 });

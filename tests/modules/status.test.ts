@@ -4,7 +4,14 @@
 // carry a secret of the configuration.
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { TEST_ADMIN, TEST_DEMO_ADMIN, TEST_JWT_ACCESS_SECRET, TEST_JWT_REFRESH_SECRET, startTestApp, type TestApp } from '../helpers/app.js';
+import {
+  TEST_ADMIN,
+  TEST_DEMO_ADMIN,
+  TEST_JWT_ACCESS_SECRET,
+  TEST_JWT_REFRESH_SECRET,
+  startTestApp,
+  type TestApp,
+} from '../helpers/app.js';
 import { expectError, registerAndLogin } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
 
@@ -63,7 +70,12 @@ beforeAll(async () => {
       ...SECRETS,
     }),
     startTestApp({ TRUST_PROXY: '10.0.0.0/8, loopback' }),
-    startTestApp({ TRUST_PROXY: 'false', JWT_ACCESS_TTL: '900', JWT_REFRESH_TTL: '12h', REFRESH_TOKEN_REUSE_GRACE_SECONDS: '25' }),
+    startTestApp({
+      TRUST_PROXY: 'false',
+      JWT_ACCESS_TTL: '900',
+      JWT_REFRESH_TTL: '12h',
+      REFRESH_TOKEN_REUSE_GRACE_SECONDS: '25',
+    }),
     startTestApp({ REDIS_URL: inject('redisUrl'), RATE_LIMIT_ENABLED: 'true' }),
   ]);
 });
@@ -151,7 +163,8 @@ describe('GET /security/status', () => {
     const s = await securityOf(plain);
     expect(s.passwordPolicy).toEqual({ minCharacters: 8, maxBytes: 72, requiresLetter: true, requiresNumber: true });
     // The policy it states is the one applied.
-    const register = (password: string) => plain.api('POST', '/auth/register', { body: { email: `policy-${hex()}@tests.local`, password, name: 'Policy' } });
+    const register = (password: string) =>
+      plain.api('POST', '/auth/register', { body: { email: `policy-${hex()}@tests.local`, password, name: 'Policy' } });
     expectError(await register('Short-1'), 400, 'WEAK_PASSWORD');
     expectError(await register('no-digits-here'), 400, 'WEAK_PASSWORD');
     expectError(await register('1234567890'), 400, 'WEAK_PASSWORD');
@@ -160,14 +173,32 @@ describe('GET /security/status', () => {
   });
 
   it('gives the token lifetimes of the settings, in seconds, with refresh rotation', async () => {
-    expect((await securityOf(plain)).tokens).toEqual({ accessTokenTtlSeconds: 900, refreshTokenTtlSeconds: 30 * 86_400, refreshRotation: true, reuseGraceSeconds: 10 });
-    expect((await securityOf(tuned)).tokens).toEqual({ accessTokenTtlSeconds: 600, refreshTokenTtlSeconds: 7 * 86_400, refreshRotation: true, reuseGraceSeconds: 0 });
-    expect((await securityOf(untrusting)).tokens).toEqual({ accessTokenTtlSeconds: 900, refreshTokenTtlSeconds: 12 * 3600, refreshRotation: true, reuseGraceSeconds: 25 });
+    expect((await securityOf(plain)).tokens).toEqual({
+      accessTokenTtlSeconds: 900,
+      refreshTokenTtlSeconds: 30 * 86_400,
+      refreshRotation: true,
+      reuseGraceSeconds: 10,
+    });
+    expect((await securityOf(tuned)).tokens).toEqual({
+      accessTokenTtlSeconds: 600,
+      refreshTokenTtlSeconds: 7 * 86_400,
+      refreshRotation: true,
+      reuseGraceSeconds: 0,
+    });
+    expect((await securityOf(untrusting)).tokens).toEqual({
+      accessTokenTtlSeconds: 900,
+      refreshTokenTtlSeconds: 12 * 3600,
+      refreshRotation: true,
+      reuseGraceSeconds: 25,
+    });
   });
 
   it('states an access-token lifetime that the issued tokens really have', async () => {
     const u = await registerAndLogin(tuned.api, { prefix: 'status-ttl' });
-    const claims = JSON.parse(Buffer.from(u.accessToken.split('.')[1], 'base64url').toString('utf8')) as { iat: number; exp: number };
+    const claims = JSON.parse(Buffer.from(u.accessToken.split('.')[1], 'base64url').toString('utf8')) as {
+      iat: number;
+      exp: number;
+    };
     expect(claims.exp - claims.iat).toBe((await securityOf(tuned)).tokens.accessTokenTtlSeconds);
   });
 });
@@ -175,7 +206,9 @@ describe('GET /security/status', () => {
 describe('rate limiting of the status routes', () => {
   it('never limits them, while an ordinary route of the same client is limited after RATE_LIMIT_MAX_REQUESTS', async () => {
     // TRUST_PROXY=1: the last X-Forwarded-For address is the client. A fresh one for this test.
-    const client = { 'x-forwarded-for': `203.0.113.${crypto.randomInt(1, 250)}, 198.51.100.${crypto.randomInt(1, 250)}` };
+    const client = {
+      'x-forwarded-for': `203.0.113.${crypto.randomInt(1, 250)}, 198.51.100.${crypto.randomInt(1, 250)}`,
+    };
     for (let i = 0; i < 6; i++) {
       const search = await tuned.api('GET', '/search/status', { headers: client });
       const security = await tuned.api('GET', '/security/status', { headers: client });
@@ -196,7 +229,8 @@ describe('no secret of the configuration in the answers', () => {
       for (const path of ['/search/status', '/security/status']) {
         const res = await app.api('GET', path);
         expect(res.status).toBe(200);
-        for (const [name, value] of Object.entries(ALL_SECRETS)) expect(res.text, `${name} in ${path}`).not.toContain(value);
+        for (const [name, value] of Object.entries(ALL_SECRETS))
+          expect(res.text, `${name} in ${path}`).not.toContain(value);
         expect(res.text).not.toContain(app.config.DATABASE_URL ?? 'postgres://');
         expect(res.text).not.toMatch(/postgres:\/\/|redis:\/\//);
       }

@@ -37,17 +37,30 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-const contactRows = (message: string) => app.deps.db.selectFrom('contact_messages').selectAll().where('message', '=', message).execute();
-const ticketRows = (subject: string) => app.deps.db.selectFrom('support_tickets').selectAll().where('subject', '=', subject).execute();
-const supportMails = async (needle: string) => (await mailsTo(app, SUPPORT_EMAIL)).filter((m) => m.text.includes(needle) || m.subject.includes(needle));
+const contactRows = (message: string) =>
+  app.deps.db.selectFrom('contact_messages').selectAll().where('message', '=', message).execute();
+const ticketRows = (subject: string) =>
+  app.deps.db.selectFrom('support_tickets').selectAll().where('subject', '=', subject).execute();
+const supportMails = async (needle: string) =>
+  (await mailsTo(app, SUPPORT_EMAIL)).filter((m) => m.text.includes(needle) || m.subject.includes(needle));
 
 describe('POST /contact/messages', () => {
   it('stores the message (201) and answers it', async () => {
     const message = `I would like a quote for 40 seats. ${hex()}`;
     const email = uniqueEmail('contact');
-    const res = await app.api('POST', '/contact/messages', { body: { name: 'Grace Hopper', email, subject: 'Pricing', message, topic: 'sales' } });
+    const res = await app.api('POST', '/contact/messages', {
+      body: { name: 'Grace Hopper', email, subject: 'Pricing', message, topic: 'sales' },
+    });
     expect(res.status, res.text).toBe(201);
-    expect(res.body).toEqual({ id: expect.stringMatching(UUID_RE), name: 'Grace Hopper', email, subject: 'Pricing', message, topic: 'sales', createdAt: expect.any(String) });
+    expect(res.body).toEqual({
+      id: expect.stringMatching(UUID_RE),
+      name: 'Grace Hopper',
+      email,
+      subject: 'Pricing',
+      message,
+      topic: 'sales',
+      createdAt: expect.any(String),
+    });
     expect(Math.abs(Date.parse(res.body.createdAt) - Date.now())).toBeLessThan(60_000);
     const rows = await contactRows(message);
     expect(rows).toHaveLength(1);
@@ -57,7 +70,9 @@ describe('POST /contact/messages', () => {
   it('announces it by mail to SUPPORT_EMAIL, with the sender, the topic and the message', async () => {
     const message = `Do you offer an on-premise edition? ${hex()}`;
     const email = uniqueEmail('contact-mail');
-    const res = await app.api('POST', '/contact/messages', { body: { name: 'Alan Turing', email, subject: 'On-premise', message, topic: 'enterprise' } });
+    const res = await app.api('POST', '/contact/messages', {
+      body: { name: 'Alan Turing', email, subject: 'On-premise', message, topic: 'enterprise' },
+    });
     expect(res.status, res.text).toBe(201);
     const mails = await supportMails(message);
     expect(mails).toHaveLength(1);
@@ -70,7 +85,9 @@ describe('POST /contact/messages', () => {
 
   it('needs no account, keeps tier as the topic when no topic is given, and works without a subject', async () => {
     const message = `Which tier fits a team of five? ${hex()}`;
-    const res = await app.api('POST', '/contact/messages', { body: { name: 'Ada', email: uniqueEmail('contact-tier'), message, tier: 'pro' } });
+    const res = await app.api('POST', '/contact/messages', {
+      body: { name: 'Ada', email: uniqueEmail('contact-tier'), message, tier: 'pro' },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({ subject: '', topic: 'pro' });
     expect((await contactRows(message))[0]).toMatchObject({ topic: 'pro', subject: '' });
@@ -79,9 +96,19 @@ describe('POST /contact/messages', () => {
 
   it('stores the address in lower case and the name and message trimmed', async () => {
     const tail = hex();
-    const res = await app.api('POST', '/contact/messages', { body: { name: '  Katherine Johnson  ', email: `Katherine.${tail}@Tests.Local`, message: `  Orbit question ${tail}  ` } });
+    const res = await app.api('POST', '/contact/messages', {
+      body: {
+        name: '  Katherine Johnson  ',
+        email: `Katherine.${tail}@Tests.Local`,
+        message: `  Orbit question ${tail}  `,
+      },
+    });
     expect(res.status, res.text).toBe(201);
-    expect(res.body).toMatchObject({ name: 'Katherine Johnson', email: `katherine.${tail}@tests.local`, message: `Orbit question ${tail}` });
+    expect(res.body).toMatchObject({
+      name: 'Katherine Johnson',
+      email: `katherine.${tail}@tests.local`,
+      message: `Orbit question ${tail}`,
+    });
   });
 
   it.each([
@@ -93,7 +120,12 @@ describe('POST /contact/messages', () => {
     ['an empty name', { name: '' }, 'name'],
   ])('refuses %s with 400 BAD_REQUEST, storing and mailing nothing', async (_label, change, field) => {
     const marker = hex();
-    const body: Record<string, unknown> = { name: `Refused ${marker}`, email: uniqueEmail('contact-bad'), message: `Refused message ${marker}`, ...change };
+    const body: Record<string, unknown> = {
+      name: `Refused ${marker}`,
+      email: uniqueEmail('contact-bad'),
+      message: `Refused message ${marker}`,
+      ...change,
+    };
     const res = await app.api('POST', '/contact/messages', { body });
     const err = expectError(res, 400, 'BAD_REQUEST');
     expect(err.issues?.map((i) => i.path)).toContain(field);
@@ -110,7 +142,10 @@ describe('POST /contact/messages', () => {
 describe('POST /support/tickets', () => {
   it('opens a ticket of the signed-in user in their workspace (201), stored as OPEN', async () => {
     const subject = `Cannot export invoices ${hex()}`;
-    const res = await app.api('POST', '/support/tickets', { token: user.accessToken, body: { subject, message: 'The export button does nothing.', priority: 'HIGH', workspaceId: teamWorkspaceId } });
+    const res = await app.api('POST', '/support/tickets', {
+      token: user.accessToken,
+      body: { subject, message: 'The export button does nothing.', priority: 'HIGH', workspaceId: teamWorkspaceId },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID_RE),
@@ -124,12 +159,21 @@ describe('POST /support/tickets', () => {
     });
     const rows = await ticketRows(subject);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ id: res.body.id, user_id: user.userId, workspace_id: teamWorkspaceId, priority: 'HIGH', status: 'OPEN' });
+    expect(rows[0]).toMatchObject({
+      id: res.body.id,
+      user_id: user.userId,
+      workspace_id: teamWorkspaceId,
+      priority: 'HIGH',
+      status: 'OPEN',
+    });
   });
 
   it('announces the ticket by mail to SUPPORT_EMAIL, with priority, subject, sender and workspace', async () => {
     const subject = `Webhook stopped ${hex()}`;
-    const res = await app.api('POST', '/support/tickets', { token: user.accessToken, body: { subject, message: 'No deliveries since noon.', priority: 'URGENT', workspaceId: teamWorkspaceId } });
+    const res = await app.api('POST', '/support/tickets', {
+      token: user.accessToken,
+      body: { subject, message: 'No deliveries since noon.', priority: 'URGENT', workspaceId: teamWorkspaceId },
+    });
     expect(res.status, res.text).toBe(201);
     const mails = await supportMails(subject);
     expect(mails).toHaveLength(1);
@@ -143,14 +187,20 @@ describe('POST /support/tickets', () => {
 
   it('defaults the priority to NORMAL and needs no workspace', async () => {
     const subject = `General question ${hex()}`;
-    const res = await app.api('POST', '/support/tickets', { token: user.accessToken, body: { subject, message: 'How do I rename my account?' } });
+    const res = await app.api('POST', '/support/tickets', {
+      token: user.accessToken,
+      body: { subject, message: 'How do I rename my account?' },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({ priority: 'NORMAL', workspaceId: null, userId: user.userId });
   });
 
   it('is from the signed-in account, whatever name and email the form sends', async () => {
     const subject = `Spoofed sender ${hex()}`;
-    const res = await app.api('POST', '/support/tickets', { token: user.accessToken, body: { subject, message: 'Hello', name: 'Someone Else', email: 'ceo@example.com' } });
+    const res = await app.api('POST', '/support/tickets', {
+      token: user.accessToken,
+      body: { subject, message: 'Hello', name: 'Someone Else', email: 'ceo@example.com' },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body.userId).toBe(user.userId);
     const mail = (await supportMails(subject))[0];
@@ -160,14 +210,20 @@ describe('POST /support/tickets', () => {
 
   it('lets a VIEWER open a ticket for their workspace', async () => {
     const subject = `Viewer question ${hex()}`;
-    const res = await app.api('POST', '/support/tickets', { token: viewer.accessToken, body: { subject, message: 'Where are the reports?', workspaceId: teamWorkspaceId } });
+    const res = await app.api('POST', '/support/tickets', {
+      token: viewer.accessToken,
+      body: { subject, message: 'Where are the reports?', workspaceId: teamWorkspaceId },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({ userId: viewer.userId, workspaceId: teamWorkspaceId });
   });
 
-  it("refuses a workspace the caller is not a member of (404 NOT_FOUND), storing and mailing nothing", async () => {
+  it('refuses a workspace the caller is not a member of (404 NOT_FOUND), storing and mailing nothing', async () => {
     const subject = `Not my workspace ${hex()}`;
-    const res = await app.api('POST', '/support/tickets', { token: outsider.accessToken, body: { subject, message: 'Let me in.', workspaceId: teamWorkspaceId } });
+    const res = await app.api('POST', '/support/tickets', {
+      token: outsider.accessToken,
+      body: { subject, message: 'Let me in.', workspaceId: teamWorkspaceId },
+    });
     expectError(res, 404, 'NOT_FOUND');
     expect(res.text).not.toContain(teamName);
     expect(await ticketRows(subject)).toEqual([]);
@@ -179,10 +235,17 @@ describe('POST /support/tickets', () => {
     const moved = await app.api('POST', `/admin/workspaces/${s.workspaceId}/suspend`, { token: admin.accessToken });
     expect(moved.status, moved.text).toBe(200);
     // What the member sees on their workspace's routes, and what it tells them to do.
-    const refusal = expectError(await app.api('GET', `/workspaces/${s.workspaceId}`, { token: s.accessToken }), 403, 'WORKSPACE_UNAVAILABLE');
+    const refusal = expectError(
+      await app.api('GET', `/workspaces/${s.workspaceId}`, { token: s.accessToken }),
+      403,
+      'WORKSPACE_UNAVAILABLE',
+    );
     expect(refusal.message).toMatch(/contact support/i);
     const subject = `Please restore my workspace ${hex()}`;
-    const res = await app.api('POST', '/support/tickets', { token: s.accessToken, body: { subject, message: 'It says suspended.', priority: 'HIGH', workspaceId: s.workspaceId } });
+    const res = await app.api('POST', '/support/tickets', {
+      token: s.accessToken,
+      body: { subject, message: 'It says suspended.', priority: 'HIGH', workspaceId: s.workspaceId },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({ userId: s.userId, workspaceId: s.workspaceId, subject });
     expect(await supportMails(subject)).toHaveLength(1);
@@ -190,7 +253,14 @@ describe('POST /support/tickets', () => {
 
   it('refuses an unknown workspace id the same way', async () => {
     const subject = `Unknown workspace ${hex()}`;
-    expectError(await app.api('POST', '/support/tickets', { token: user.accessToken, body: { subject, message: 'Hi', workspaceId: crypto.randomUUID() } }), 404, 'NOT_FOUND');
+    expectError(
+      await app.api('POST', '/support/tickets', {
+        token: user.accessToken,
+        body: { subject, message: 'Hi', workspaceId: crypto.randomUUID() },
+      }),
+      404,
+      'NOT_FOUND',
+    );
     expect(await ticketRows(subject)).toEqual([]);
   });
 
@@ -201,7 +271,10 @@ describe('POST /support/tickets', () => {
     ['a workspaceId that is not a UUID', { workspaceId: 'team' }, 'workspaceId'],
   ])('refuses %s with 400 BAD_REQUEST, storing nothing', async (_label, change, field) => {
     const subject = `Bad ticket ${hex()}`;
-    const res = await app.api('POST', '/support/tickets', { token: user.accessToken, body: { subject, message: 'Body', ...change } });
+    const res = await app.api('POST', '/support/tickets', {
+      token: user.accessToken,
+      body: { subject, message: 'Body', ...change },
+    });
     const err = expectError(res, 400, 'BAD_REQUEST');
     expect(err.issues?.map((i) => i.path)).toContain(field);
     expect(await ticketRows(subject)).toEqual([]);
@@ -222,10 +295,15 @@ describe('admin reads', () => {
   const ticketSubject = `Admin-visible ticket ${hex()}`;
 
   beforeAll(async () => {
-    const c = await app.api('POST', '/contact/messages', { body: { name: 'Listed Person', email: uniqueEmail('listed'), message: contactMessage } });
+    const c = await app.api('POST', '/contact/messages', {
+      body: { name: 'Listed Person', email: uniqueEmail('listed'), message: contactMessage },
+    });
     expect(c.status, c.text).toBe(201);
     contactId = c.body.id;
-    const t = await app.api('POST', '/support/tickets', { token: user.accessToken, body: { subject: ticketSubject, message: 'Listed', priority: 'LOW', workspaceId: teamWorkspaceId } });
+    const t = await app.api('POST', '/support/tickets', {
+      token: user.accessToken,
+      body: { subject: ticketSubject, message: 'Listed', priority: 'LOW', workspaceId: teamWorkspaceId },
+    });
     expect(t.status, t.text).toBe(201);
     ticketId = t.body.id;
   });
@@ -246,14 +324,29 @@ describe('admin reads', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ page: 1, limit: 100 });
     const ours = res.body.items.find((t: { id: string }) => t.id === ticketId);
-    expect(ours).toMatchObject({ id: ticketId, userId: user.userId, workspaceId: teamWorkspaceId, subject: ticketSubject, priority: 'LOW', status: 'OPEN' });
+    expect(ours).toMatchObject({
+      id: ticketId,
+      userId: user.userId,
+      workspaceId: teamWorkspaceId,
+      subject: ticketSubject,
+      priority: 'LOW',
+      status: 'OPEN',
+    });
     const times = res.body.items.map((t: { createdAt: string }) => Date.parse(t.createdAt));
     expect([...times].sort((a, b) => b - a)).toEqual(times);
   });
 
   it('refuses out-of-range pagination with 400', async () => {
-    expectError(await app.api('GET', '/admin/support-tickets?limit=101', { token: admin.accessToken }), 400, 'BAD_REQUEST');
-    expectError(await app.api('GET', '/admin/contact-messages?page=0', { token: admin.accessToken }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('GET', '/admin/support-tickets?limit=101', { token: admin.accessToken }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectError(
+      await app.api('GET', '/admin/contact-messages?page=0', { token: admin.accessToken }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   it('the read-only demo admin can read both', async () => {

@@ -10,10 +10,31 @@ import { expectError, login, registerAndLogin, type Session } from '../helpers/h
 import { ledger } from '../helpers/secret-ledger.js';
 
 /** The fields of a release, as documented. */
-const RELEASE_FIELDS = ['version', 'title', 'date', 'summary', 'highlights', 'fixes', 'breakingChanges', 'upgradeNotes', 'docsUrl', 'downloadAvailable', 'download'].sort();
+const RELEASE_FIELDS = [
+  'version',
+  'title',
+  'date',
+  'summary',
+  'highlights',
+  'fixes',
+  'breakingChanges',
+  'upgradeNotes',
+  'docsUrl',
+  'downloadAvailable',
+  'download',
+].sort();
 const STATUS_FIELDS = [
-  'installedVersion', 'latestVersion', 'updateAvailable', 'channel', 'checkEnabled', 'provider',
-  'licenseEnforcementEnabled', 'licenseStatus', 'updateAccess', 'message', 'supportEmail',
+  'installedVersion',
+  'latestVersion',
+  'updateAvailable',
+  'channel',
+  'checkEnabled',
+  'provider',
+  'licenseEnforcementEnabled',
+  'licenseStatus',
+  'updateAccess',
+  'message',
+  'supportEmail',
 ].sort();
 
 const LICENSE_KEY = `lic-${crypto.randomBytes(16).toString('hex')}`;
@@ -56,7 +77,9 @@ beforeAll(async () => {
   demoAdmin = await login(current.api, TEST_DEMO_ADMIN.email, TEST_DEMO_ADMIN.password);
 });
 afterAll(async () => {
-  await Promise.all([current, old, noCheck, enforced, licensedEnforced, licensedOptional, ahead].map((a) => a?.close()));
+  await Promise.all(
+    [current, old, noCheck, enforced, licensedEnforced, licensedOptional, ahead].map((a) => a?.close()),
+  );
 });
 
 async function statusOf(app: TestApp, token = user.accessToken) {
@@ -109,7 +132,12 @@ describe('GET /updates/status', () => {
 
   it('with UPDATE_CHECK_ENABLED=false says checks are disabled and offers no update, even on an old version', async () => {
     const s = await statusOf(noCheck);
-    expect(s).toMatchObject({ installedVersion: '1.0.0', latestVersion: '1.2.0', checkEnabled: false, updateAvailable: false });
+    expect(s).toMatchObject({
+      installedVersion: '1.0.0',
+      latestVersion: '1.2.0',
+      checkEnabled: false,
+      updateAvailable: false,
+    });
     expect(s.message).toMatch(/update checks are disabled/i);
     expect(s.message).not.toMatch(/is available/);
   });
@@ -131,7 +159,11 @@ describe('GET /updates/status', () => {
 describe('license foundation', () => {
   it('LICENSE_ENFORCEMENT_ENABLED=false and no key: licenses are optional, update access active', async () => {
     const s = await statusOf(current);
-    expect(s).toMatchObject({ licenseEnforcementEnabled: false, licenseStatus: 'NOT_REQUIRED', updateAccess: 'ACTIVE' });
+    expect(s).toMatchObject({
+      licenseEnforcementEnabled: false,
+      licenseStatus: 'NOT_REQUIRED',
+      updateAccess: 'ACTIVE',
+    });
     expect(s.message).toMatch(/licen[cs]es are optional/i);
     expect(s.message).not.toMatch(/required/i);
   });
@@ -144,7 +176,11 @@ describe('license foundation', () => {
 
   it('LICENSE_ENFORCEMENT_ENABLED=true without a license: license required, and it says the application keeps working', async () => {
     const s = await statusOf(enforced);
-    expect(s).toMatchObject({ licenseEnforcementEnabled: true, licenseStatus: 'REQUIRED', updateAccess: 'LICENSE_REQUIRED' });
+    expect(s).toMatchObject({
+      licenseEnforcementEnabled: true,
+      licenseStatus: 'REQUIRED',
+      updateAccess: 'LICENSE_REQUIRED',
+    });
     expect(s.message).toMatch(/license is required/i);
     expect(s.message).toMatch(/keeps working/i);
   });
@@ -160,9 +196,15 @@ describe('license foundation', () => {
     expect((await enforced.api('GET', '/updates/releases', { token })).status).toBe(200);
     expect((await enforced.api('GET', '/updates/releases/latest', { token })).body.version).toBe('1.2.0');
     expect((await enforced.api('GET', '/auth/me', { token })).status).toBe(200);
-    const ws = await enforced.api('POST', '/workspaces', { token, body: { name: `Unlicensed ${crypto.randomBytes(3).toString('hex')}` } });
+    const ws = await enforced.api('POST', '/workspaces', {
+      token,
+      body: { name: `Unlicensed ${crypto.randomBytes(3).toString('hex')}` },
+    });
     expect(ws.status, ws.text).toBe(201);
-    const gen = await enforced.api('POST', '/ai/generate', { token, body: { prompt: 'Write one line about lighthouses', workspaceId: ws.body.id } });
+    const gen = await enforced.api('POST', '/ai/generate', {
+      token,
+      body: { prompt: 'Write one line about lighthouses', workspaceId: ws.body.id },
+    });
     expect(gen.status, gen.text).toBe(200);
     expect((await enforced.api('GET', '/health')).status).toBe(200);
     // The download placeholder answers what it answers everywhere, not a license error.
@@ -259,11 +301,18 @@ describe('GET /updates/releases/latest and /updates/releases/{version}', () => {
     expect(res.body).toMatchObject({ version: '1.0.0', downloadAvailable: false });
   });
 
-  it.each([['9.9.9'], ['1.3.0'], ['1.2'], ['v1.2.0'], ['nightly']])('an unlisted version %s is a friendly 404 naming it', async (version) => {
-    const err = expectError(await current.api('GET', `/updates/releases/${version}`, { token: user.accessToken }), 404, 'NOT_FOUND');
-    expect(err.message).toContain(version);
-    expect(err.message).toMatch(/no release/i);
-  });
+  it.each([['9.9.9'], ['1.3.0'], ['1.2'], ['v1.2.0'], ['nightly']])(
+    'an unlisted version %s is a friendly 404 naming it',
+    async (version) => {
+      const err = expectError(
+        await current.api('GET', `/updates/releases/${version}`, { token: user.accessToken }),
+        404,
+        'NOT_FOUND',
+      );
+      expect(err.message).toContain(version);
+      expect(err.message).toMatch(/no release/i);
+    },
+  );
 
   it('needs a bearer token', async () => {
     expectError(await current.api('GET', '/updates/releases/latest'), 401, 'UNAUTHORIZED');
@@ -273,15 +322,22 @@ describe('GET /updates/releases/latest and /updates/releases/{version}', () => {
 });
 
 describe('GET /updates/releases/{version}/download', () => {
-  it.each([['1.2.0'], ['1.1.0'], ['1.0.0'], ['latest'], ['9.9.9']])('%s: 503 DOWNLOADS_DISABLED, saying secure downloads are not enabled in the demo', async (version) => {
-    const res = await current.api('GET', `/updates/releases/${version}/download`, { token: user.accessToken });
-    const err = expectError(res, 503, 'DOWNLOADS_DISABLED');
-    expect(err.message).toMatch(/secure downloads are not enabled in the demo/i);
-    expect(res.headers.get('content-type')).toMatch(/application\/json/);
-  });
+  it.each([['1.2.0'], ['1.1.0'], ['1.0.0'], ['latest'], ['9.9.9']])(
+    '%s: 503 DOWNLOADS_DISABLED, saying secure downloads are not enabled in the demo',
+    async (version) => {
+      const res = await current.api('GET', `/updates/releases/${version}/download`, { token: user.accessToken });
+      const err = expectError(res, 503, 'DOWNLOADS_DISABLED');
+      expect(err.message).toMatch(/secure downloads are not enabled in the demo/i);
+      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+    },
+  );
 
   it('is 503 also with a license key set (downloads are a placeholder, not a license question)', async () => {
-    expectError(await licensedEnforced.api('GET', '/updates/releases/1.2.0/download', { token: user.accessToken }), 503, 'DOWNLOADS_DISABLED');
+    expectError(
+      await licensedEnforced.api('GET', '/updates/releases/1.2.0/download', { token: user.accessToken }),
+      503,
+      'DOWNLOADS_DISABLED',
+    );
   });
 
   it('needs a bearer token', async () => {
@@ -305,7 +361,9 @@ describe('GET /admin/releases and /admin/releases/latest', () => {
 
   it('are readable by the demo admin (read-only routes)', async () => {
     expect((await current.api('GET', '/admin/releases', { token: demoAdmin.accessToken })).status).toBe(200);
-    expect((await current.api('GET', '/admin/releases/latest', { token: demoAdmin.accessToken })).body.version).toBe('1.2.0');
+    expect((await current.api('GET', '/admin/releases/latest', { token: demoAdmin.accessToken })).body.version).toBe(
+      '1.2.0',
+    );
   });
 
   it('refuse an ordinary user with 403 FORBIDDEN', async () => {

@@ -54,7 +54,17 @@ export interface Status {
   buffers: { requests: { size: number; capacity: number }; errors: { size: number; capacity: number } };
 }
 
-export const REQUEST_RECORD_KEYS = ['durationMs', 'method', 'path', 'requestId', 'slow', 'status', 'timestamp', 'userId', 'workspaceId'];
+export const REQUEST_RECORD_KEYS = [
+  'durationMs',
+  'method',
+  'path',
+  'requestId',
+  'slow',
+  'status',
+  'timestamp',
+  'userId',
+  'workspaceId',
+];
 export const ERROR_RECORD_KEYS = [...REQUEST_RECORD_KEYS, 'code', 'message', 'name'].sort();
 
 /** The five admin monitoring routes. */
@@ -72,7 +82,13 @@ export const rid = (label: string) => `mon-${label}-${crypto.randomBytes(4).toSt
 export const hex = (bytes = 12) => crypto.randomBytes(bytes).toString('hex');
 
 /** app.api with a chosen X-Request-Id; checks the service echoed it. */
-export async function send(app: TestApp, method: string, path: string, requestId: string, opts: RequestOptions = {}): Promise<ApiResponse> {
+export async function send(
+  app: TestApp,
+  method: string,
+  path: string,
+  requestId: string,
+  opts: RequestOptions = {},
+): Promise<ApiResponse> {
   const res = await app.api(method, path, { ...opts, headers: { ...opts.headers, 'x-request-id': requestId } });
   expect(res.headers.get('x-request-id'), `${method} ${path}: X-Request-Id`).toBe(requestId);
   return res;
@@ -86,7 +102,12 @@ export async function read<T>(app: TestApp, token: string, path: string): Promis
 }
 
 /** Every page of /admin/monitoring/{requests,errors} (query without page/limit), and the raw texts. */
-export async function allPages<T>(app: TestApp, token: string, path: string, query = ''): Promise<{ items: T[]; texts: string[] }> {
+export async function allPages<T>(
+  app: TestApp,
+  token: string,
+  path: string,
+  query = '',
+): Promise<{ items: T[]; texts: string[] }> {
   const items: T[] = [];
   const texts: string[] = [];
   for (let page = 1; page <= 100; page++) {
@@ -113,7 +134,12 @@ export async function everyMonitoringAnswer(app: TestApp, token: string): Promis
   texts.push(...(await allPages(app, token, '/admin/monitoring/errors')).texts);
   texts.push(...(await allPages(app, token, '/admin/monitoring/requests')).texts);
   const input = encodeURIComponent(JSON.stringify({ limit: 100 }));
-  for (const path of ['/trpc/monitoring.status', '/trpc/monitoring.summary', `/trpc/monitoring.errors?input=${input}`, `/trpc/monitoring.requests?input=${input}`]) {
+  for (const path of [
+    '/trpc/monitoring.status',
+    '/trpc/monitoring.summary',
+    `/trpc/monitoring.errors?input=${input}`,
+    `/trpc/monitoring.requests?input=${input}`,
+  ]) {
     const res = await app.api('GET', path, { token });
     expect(res.status, `${path}: ${res.text.slice(0, 300)}`).toBe(200);
     texts.push(res.text);
@@ -193,4 +219,3 @@ export function rawGet(agent: http.Agent, url: string): Promise<number> {
 
 /** The status class of a status code, as the monitoring filters write it. */
 export const classOf = (status: number) => `${Math.floor(status / 100)}xx`;
-

@@ -14,13 +14,28 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, type TestApp } from '../helpers/app.js';
-import { login, registerAndLogin, uniqueEmail, type ApiResponse, type RequestOptions, type Session } from '../helpers/http.js';
+import {
+  login,
+  registerAndLogin,
+  uniqueEmail,
+  type ApiResponse,
+  type RequestOptions,
+  type Session,
+} from '../helpers/http.js';
 import { latestMailToken } from '../helpers/mail.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { signStripe, stripeEvent } from '../helpers/fake-stripe.js';
 import { lemonEvent, signLemon } from '../helpers/fake-lemonsqueezy.js';
 import { INVITATION_TEMPLATE } from '../workspaces/helpers.js';
-import { apiKeyHeader, hex, ownDatabase, startAppOn, trackSecret, waitFor, type OwnDatabase } from '../developer/helpers.js';
+import {
+  apiKeyHeader,
+  hex,
+  ownDatabase,
+  startAppOn,
+  trackSecret,
+  waitFor,
+  type OwnDatabase,
+} from '../developer/helpers.js';
 import { SPEC_ROUTES, routeKey } from './spec-routes.js';
 
 const PROCESSOR_A_WEBHOOK_SECRET = `whsec_specroutes${hex(12)}`;
@@ -37,7 +52,9 @@ beforeAll(async () => {
   // Every delivery fails (and, with a one-hour backoff, stays `retrying` until the retry route is called).
   receiver.reply({ status: 500, body: 'spec-routes receiver says no' });
   storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spec-routes-uploads-'));
-  png = await sharp({ create: { width: 24, height: 16, channels: 3, background: '#2a6fdb' } }).png().toBuffer();
+  png = await sharp({ create: { width: 24, height: 16, channels: 3, background: '#2a6fdb' } })
+    .png()
+    .toBuffer();
   db = await ownDatabase('routes');
   app = await startAppOn(db, {
     BILLING_PROVIDER: 'MOCK',
@@ -74,8 +91,12 @@ describe('the spec routes in /openapi.json', () => {
     const res = await app.api('GET', '/openapi.json');
     expect(res.status, res.text.slice(0, 300)).toBe(200);
     const paths = (res.body?.paths ?? {}) as Record<string, Record<string, unknown>>;
-    const missing = SPEC_ROUTES.filter((r) => !paths[r.path]?.[r.method.toLowerCase()]).map((r) => `${routeKey(r)}  (${r.source})`);
-    expect(missing, `${missing.length} spec route(s) missing from /openapi.json:\n  ${missing.join('\n  ')}`).toEqual([]);
+    const missing = SPEC_ROUTES.filter((r) => !paths[r.path]?.[r.method.toLowerCase()]).map(
+      (r) => `${routeKey(r)}  (${r.source})`,
+    );
+    expect(missing, `${missing.length} spec route(s) missing from /openapi.json:\n  ${missing.join('\n  ')}`).toEqual(
+      [],
+    );
   });
 });
 
@@ -114,7 +135,12 @@ describe('every spec route answers a correct request', () => {
      * Sends `url` to the route `route` ("METHOD /template/{param}", which must be a fixture entry) and
      * records the answer. Without `documented`, any 2xx passes.
      */
-    async function hit(route: string, url: string, opts: RequestOptions = {}, documented?: Documented): Promise<ApiResponse> {
+    async function hit(
+      route: string,
+      url: string,
+      opts: RequestOptions = {},
+      documented?: Documented,
+    ): Promise<ApiResponse> {
       if (!FIXTURE_KEYS.has(route)) throw new Error(`test bug: ${route} is not a fixture route`);
       const [method, template] = route.split(' ') as [string, string];
       if (!templateRegExp(template).test(url)) throw new Error(`test bug: ${url} does not fit ${template}`);
@@ -163,18 +189,38 @@ describe('every spec route answers a correct request', () => {
     const authEmail = uniqueEmail('routes-auth');
     const authPassword = 'Routes-pass-123';
     const newPassword = 'Routes-pass-456';
-    await hit('POST /auth/register', '/auth/register', json(undefined, { email: authEmail, password: authPassword, name: 'Route Tester' }));
-    const firstLogin = await hit('POST /auth/login', '/auth/login', json(undefined, { email: authEmail, password: authPassword }));
+    await hit(
+      'POST /auth/register',
+      '/auth/register',
+      json(undefined, { email: authEmail, password: authPassword, name: 'Route Tester' }),
+    );
+    const firstLogin = await hit(
+      'POST /auth/login',
+      '/auth/login',
+      json(undefined, { email: authEmail, password: authPassword }),
+    );
     await hit('GET /auth/me', '/auth/me', { token: firstLogin.body?.accessToken });
     await hit('POST /auth/resend-verification', '/auth/resend-verification', json(undefined, { email: authEmail }));
-    const verifyToken = await setup('verification mail', () => latestMailToken(app, authEmail, 'email-verification'), 'no-token');
+    const verifyToken = await setup(
+      'verification mail',
+      () => latestMailToken(app, authEmail, 'email-verification'),
+      'no-token',
+    );
     await hit('POST /auth/verify-email', '/auth/verify-email', json(undefined, { token: verifyToken }));
     await hit('POST /auth/forgot-password', '/auth/forgot-password', json(undefined, { email: authEmail }));
-    const resetToken = await setup('password reset mail', () => latestMailToken(app, authEmail, 'password-reset'), 'no-token');
+    const resetToken = await setup(
+      'password reset mail',
+      () => latestMailToken(app, authEmail, 'password-reset'),
+      'no-token',
+    );
     await hit('POST /auth/reset-password', '/auth/reset-password', json(undefined, { token: resetToken, newPassword }));
     // A reset revokes every refresh token: sign in again for the refresh and (at the end) logout.
     const authSession = await setup('login after reset', () => login(app.api, authEmail, newPassword), undefined);
-    const refreshed = await hit('POST /auth/refresh', '/auth/refresh', json(undefined, { refreshToken: authSession?.refreshToken ?? 'none' }));
+    const refreshed = await hit(
+      'POST /auth/refresh',
+      '/auth/refresh',
+      json(undefined, { refreshToken: authSession?.refreshToken ?? 'none' }),
+    );
     const refreshTokenForLogout: string = refreshed.body?.refreshToken ?? authSession?.refreshToken ?? 'none';
 
     // ------------------------------------------------ workspaces (an owner; P = personal, T = team)
@@ -185,22 +231,40 @@ describe('every spec route answers a correct request', () => {
     const team = await hit('POST /workspaces', '/workspaces', json(ownerToken, { name: `Routes team ${hex()}` }));
     const T: string = team.body?.id ?? NO_ID;
     await hit('GET /workspaces/{workspaceId}', `/workspaces/${P}`, { token: ownerToken });
-    await hit('PATCH /workspaces/{workspaceId}', `/workspaces/${T}`, json(ownerToken, { name: `Routes team renamed ${hex()}` }));
+    await hit(
+      'PATCH /workspaces/{workspaceId}',
+      `/workspaces/${T}`,
+      json(ownerToken, { name: `Routes team renamed ${hex()}` }),
+    );
     await hit('GET /workspaces/{workspaceId}/members', `/workspaces/${T}/members`, { token: ownerToken });
 
     // ------------------------------------------------ billing (MOCK). P moves to Enterprise (API keys need it).
-    await hit('POST /billing/checkout', '/billing/checkout', json(ownerToken, { workspaceId: P, planCode: 'enterprise' }));
+    await hit(
+      'POST /billing/checkout',
+      '/billing/checkout',
+      json(ownerToken, { workspaceId: P, planCode: 'enterprise' }),
+    );
     await hit('GET /billing/current', `/billing/current?workspaceId=${P}`, { token: ownerToken });
     await hit('GET /billing/history', `/billing/history?workspaceId=${P}&page=1&limit=10`, { token: ownerToken });
     // T buys Pro through the legacy route, cancels, buys it again through the mock webhook, cancels again.
     await hit('GET /workspaces/{workspaceId}/billing', `/workspaces/${T}/billing`, { token: ownerToken });
-    await hit('POST /workspaces/{workspaceId}/billing/mock-checkout', `/workspaces/${T}/billing/mock-checkout`, json(ownerToken, { planCode: 'pro' }));
-    await hit('GET /workspaces/{workspaceId}/billing/payments', `/workspaces/${T}/billing/payments?page=1&limit=10`, { token: ownerToken });
+    await hit(
+      'POST /workspaces/{workspaceId}/billing/mock-checkout',
+      `/workspaces/${T}/billing/mock-checkout`,
+      json(ownerToken, { planCode: 'pro' }),
+    );
+    await hit('GET /workspaces/{workspaceId}/billing/payments', `/workspaces/${T}/billing/payments?page=1&limit=10`, {
+      token: ownerToken,
+    });
     await hit('POST /billing/cancel', '/billing/cancel', json(ownerToken, { workspaceId: T }));
     await hit(
       'POST /billing/webhooks/mock',
       '/billing/webhooks/mock',
-      json(undefined, { id: `mock_evt_routes_${hex(8)}`, type: 'checkout.completed', data: { workspaceId: T, planCode: 'pro' } }),
+      json(undefined, {
+        id: `mock_evt_routes_${hex(8)}`,
+        type: 'checkout.completed',
+        data: { workspaceId: T, planCode: 'pro' },
+      }),
     );
     await hit('POST /workspaces/{workspaceId}/billing/cancel', `/workspaces/${T}/billing/cancel`, json(ownerToken, {}));
     // Inbound processor events, correctly signed. Event types the service does not act on are still
@@ -208,12 +272,22 @@ describe('every spec route answers a correct request', () => {
     const stripePayload = stripeEvent('customer.created', { id: `cus_routes${hex()}`, object: 'customer' });
     await hit('POST /billing/webhooks/processor-a', '/billing/webhooks/processor-a', {
       raw: stripePayload,
-      headers: { 'content-type': 'application/json', 'stripe-signature': signStripe(stripePayload, PROCESSOR_A_WEBHOOK_SECRET) },
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': signStripe(stripePayload, PROCESSOR_A_WEBHOOK_SECRET),
+      },
     });
-    const lemonPayload = lemonEvent('license_key_created', { type: 'license-keys', id: String(Date.now()), attributes: { status: 'active' } });
+    const lemonPayload = lemonEvent('license_key_created', {
+      type: 'license-keys',
+      id: String(Date.now()),
+      attributes: { status: 'active' },
+    });
     await hit('POST /billing/webhooks/processor-b', '/billing/webhooks/processor-b', {
       raw: lemonPayload,
-      headers: { 'content-type': 'application/json', 'x-signature': signLemon(lemonPayload, PROCESSOR_B_WEBHOOK_SECRET) },
+      headers: {
+        'content-type': 'application/json',
+        'x-signature': signLemon(lemonPayload, PROCESSOR_B_WEBHOOK_SECRET),
+      },
     });
 
     // ------------------------------------------------ AI (MOCK)
@@ -221,20 +295,38 @@ describe('every spec route answers a correct request', () => {
     const templates = await hit('GET /ai/templates', '/ai/templates', { token: ownerToken });
     const templateId: string = templates.body?.items?.[0]?.id ?? NO_ID;
     await hit('GET /ai/templates/{templateId}', `/ai/templates/${templateId}`, { token: ownerToken });
-    await hit('POST /ai/generate', '/ai/generate', json(ownerToken, { workspaceId: P, prompt: `Write a tagline for route checks ${hex()}` }));
+    await hit(
+      'POST /ai/generate',
+      '/ai/generate',
+      json(ownerToken, { workspaceId: P, prompt: `Write a tagline for route checks ${hex()}` }),
+    );
     await hit('GET /ai/history', `/ai/history?workspaceId=${P}&page=1&limit=10`, { token: ownerToken });
     await hit('GET /ai/usage', `/ai/usage?workspaceId=${P}`, { token: ownerToken });
-    await hit('POST /workspaces/{workspaceId}/ai/generate', `/workspaces/${P}/ai/generate`, json(ownerToken, { prompt: `Summarise route checks ${hex()}` }));
-    await hit('GET /workspaces/{workspaceId}/ai/generations', `/workspaces/${P}/ai/generations?page=1&limit=10`, { token: ownerToken });
+    await hit(
+      'POST /workspaces/{workspaceId}/ai/generate',
+      `/workspaces/${P}/ai/generate`,
+      json(ownerToken, { prompt: `Summarise route checks ${hex()}` }),
+    );
+    await hit('GET /workspaces/{workspaceId}/ai/generations', `/workspaces/${P}/ai/generations?page=1&limit=10`, {
+      token: ownerToken,
+    });
     await hit('GET /workspaces/{workspaceId}/ai/usage', `/workspaces/${P}/ai/usage`, { token: ownerToken });
 
     // ------------------------------------------------ developer: API keys and the public API
-    const key = await hit('POST /workspaces/{workspaceId}/api-keys', `/workspaces/${P}/api-keys`, json(ownerToken, { name: 'Routes key', scopes: ['read', 'workspace:read'] }));
+    const key = await hit(
+      'POST /workspaces/{workspaceId}/api-keys',
+      `/workspaces/${P}/api-keys`,
+      json(ownerToken, { name: 'Routes key', scopes: ['read', 'workspace:read'] }),
+    );
     const apiKeyId: string = key.body?.id ?? NO_ID;
     const rawKey: string = key.body?.rawKey ?? 'wsk_missing';
     if (key.body?.rawKey) trackSecret(rawKey, 'an API key');
     await hit('GET /workspaces/{workspaceId}/api-keys', `/workspaces/${P}/api-keys`, { token: ownerToken });
-    await hit('PATCH /workspaces/{workspaceId}/api-keys/{apiKeyId}', `/workspaces/${P}/api-keys/${apiKeyId}`, json(ownerToken, { name: 'Routes key renamed' }));
+    await hit(
+      'PATCH /workspaces/{workspaceId}/api-keys/{apiKeyId}',
+      `/workspaces/${P}/api-keys/${apiKeyId}`,
+      json(ownerToken, { name: 'Routes key renamed' }),
+    );
     await hit('GET /public-api/me', '/public-api/me', { headers: apiKeyHeader(rawKey) });
     await hit('GET /public-api/workspace', '/public-api/workspace', { headers: apiKeyHeader(rawKey) });
 
@@ -247,20 +339,36 @@ describe('every spec route answers a correct request', () => {
     const webhookId: string = hook.body?.id ?? NO_ID;
     if (hook.body?.secret) trackSecret(hook.body.secret, 'a webhook signing secret');
     await hit('GET /workspaces/{workspaceId}/webhooks', `/workspaces/${P}/webhooks`, { token: ownerToken });
-    await hit('PATCH /workspaces/{workspaceId}/webhooks/{webhookId}', `/workspaces/${P}/webhooks/${webhookId}`, json(ownerToken, { name: 'Routes hook renamed' }));
-    const testDelivery = await hit('POST /workspaces/{workspaceId}/webhooks/{webhookId}/test', `/workspaces/${P}/webhooks/${webhookId}/test`, { token: ownerToken });
+    await hit(
+      'PATCH /workspaces/{workspaceId}/webhooks/{webhookId}',
+      `/workspaces/${P}/webhooks/${webhookId}`,
+      json(ownerToken, { name: 'Routes hook renamed' }),
+    );
+    const testDelivery = await hit(
+      'POST /workspaces/{workspaceId}/webhooks/{webhookId}/test',
+      `/workspaces/${P}/webhooks/${webhookId}/test`,
+      { token: ownerToken },
+    );
     const deliveryId: string = testDelivery.body?.id ?? NO_ID;
     // The receiver answers 500: wait until the attempt is recorded as failed (retrying, with a 1 h backoff).
     await setup(
       'a failed delivery to retry',
       () =>
         waitFor('the test delivery to fail', async () => {
-          const row = await app.deps.db.selectFrom('webhook_deliveries').select('status').where('id', '=', deliveryId).executeTakeFirst();
+          const row = await app.deps.db
+            .selectFrom('webhook_deliveries')
+            .select('status')
+            .where('id', '=', deliveryId)
+            .executeTakeFirst();
           return row && (row.status === 'retrying' || row.status === 'failed');
         }),
       undefined,
     );
-    await hit('GET /workspaces/{workspaceId}/webhook-deliveries', `/workspaces/${P}/webhook-deliveries?page=1&limit=20`, { token: ownerToken });
+    await hit(
+      'GET /workspaces/{workspaceId}/webhook-deliveries',
+      `/workspaces/${P}/webhook-deliveries?page=1&limit=20`,
+      { token: ownerToken },
+    );
     await hit(
       'POST /workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry',
       `/workspaces/${P}/webhook-deliveries/${deliveryId}/retry`,
@@ -268,15 +376,45 @@ describe('every spec route answers a correct request', () => {
     );
 
     // ------------------------------------------------ branding, uploads, storage, insights, intake
-    await hit('PATCH /workspaces/{workspaceId}/branding', `/workspaces/${P}/branding`, json(ownerToken, { displayName: 'Routes Inc.', primaryColor: '#112233', accentColor: '#445566' }));
-    await hit('POST /workspaces/{workspaceId}/branding/logo', `/workspaces/${P}/branding/logo`, { token: ownerToken, form: form('logo', png, 'logo.png', 'image/png') });
-    await hit('POST /profile/avatar', '/profile/avatar', { token: ownerToken, form: form('avatar', png, 'me.png', 'image/png') });
-    await hit('POST /storage/upload', '/storage/upload', { token: ownerToken, form: form('file', png, 'chart.png', 'image/png', { workspaceId: P }) });
+    await hit(
+      'PATCH /workspaces/{workspaceId}/branding',
+      `/workspaces/${P}/branding`,
+      json(ownerToken, { displayName: 'Routes Inc.', primaryColor: '#112233', accentColor: '#445566' }),
+    );
+    await hit('POST /workspaces/{workspaceId}/branding/logo', `/workspaces/${P}/branding/logo`, {
+      token: ownerToken,
+      form: form('logo', png, 'logo.png', 'image/png'),
+    });
+    await hit('POST /profile/avatar', '/profile/avatar', {
+      token: ownerToken,
+      form: form('avatar', png, 'me.png', 'image/png'),
+    });
+    await hit('POST /storage/upload', '/storage/upload', {
+      token: ownerToken,
+      form: form('file', png, 'chart.png', 'image/png', { workspaceId: P }),
+    });
     await hit('GET /storage/provider-status', '/storage/provider-status', { token: ownerToken });
     await hit('GET /dashboard/insights', `/dashboard/insights?workspaceId=${P}`, { token: ownerToken });
-    await hit('POST /analytics/events', '/analytics/events', json(ownerToken, { name: 'spec_routes.checked', properties: { routes: SPEC_ROUTES.length }, workspaceId: P }));
-    await hit('POST /contact/messages', '/contact/messages', json(undefined, { name: 'Route Visitor', email: uniqueEmail('routes-contact'), subject: 'Hello', message: 'Just checking every route.' }));
-    await hit('POST /support/tickets', '/support/tickets', json(ownerToken, { subject: 'Route check', message: 'Does every route answer?', workspaceId: P }));
+    await hit(
+      'POST /analytics/events',
+      '/analytics/events',
+      json(ownerToken, { name: 'spec_routes.checked', properties: { routes: SPEC_ROUTES.length }, workspaceId: P }),
+    );
+    await hit(
+      'POST /contact/messages',
+      '/contact/messages',
+      json(undefined, {
+        name: 'Route Visitor',
+        email: uniqueEmail('routes-contact'),
+        subject: 'Hello',
+        message: 'Just checking every route.',
+      }),
+    );
+    await hit(
+      'POST /support/tickets',
+      '/support/tickets',
+      json(ownerToken, { subject: 'Route check', message: 'Does every route answer?', workspaceId: P }),
+    );
 
     // ------------------------------------------------ product updates
     await hit('GET /updates/status', '/updates/status', { token: ownerToken });
@@ -286,14 +424,31 @@ describe('every spec route answers a correct request', () => {
     await hit('GET /updates/releases/{version}', `/updates/releases/${version}`, { token: ownerToken });
     // The download route is a placeholder that always answers 503 `DOWNLOADS_DISABLED`, with a message
     // saying secure downloads are not enabled in the demo.
-    await hit('GET /updates/releases/{version}/download', `/updates/releases/${version}/download`, { token: ownerToken }, { status: 503, code: 'DOWNLOADS_DISABLED' });
+    await hit(
+      'GET /updates/releases/{version}/download',
+      `/updates/releases/${version}/download`,
+      { token: ownerToken },
+      { status: 503, code: 'DOWNLOADS_DISABLED' },
+    );
 
     // ------------------------------------------------ team: invitation, acceptance, role change
     const invitee = await registerAndLogin(app.api, { prefix: 'routes-invitee', name: 'Route Invitee' });
-    await hit('POST /workspaces/{workspaceId}/invitations', `/workspaces/${T}/invitations`, json(ownerToken, { email: invitee.email, role: 'MEMBER' }));
-    const invitationToken = await setup('invitation mail', () => latestMailToken(app, invitee.email, INVITATION_TEMPLATE), 'no-token');
+    await hit(
+      'POST /workspaces/{workspaceId}/invitations',
+      `/workspaces/${T}/invitations`,
+      json(ownerToken, { email: invitee.email, role: 'MEMBER' }),
+    );
+    const invitationToken = await setup(
+      'invitation mail',
+      () => latestMailToken(app, invitee.email, INVITATION_TEMPLATE),
+      'no-token',
+    );
     await hit('POST /invitations/accept', '/invitations/accept', json(invitee.accessToken, { token: invitationToken }));
-    await hit('PATCH /workspaces/{workspaceId}/members/{userId}', `/workspaces/${T}/members/${invitee.userId}`, json(ownerToken, { role: 'VIEWER' }));
+    await hit(
+      'PATCH /workspaces/{workspaceId}/members/{userId}',
+      `/workspaces/${T}/members/${invitee.userId}`,
+      json(ownerToken, { role: 'VIEWER' }),
+    );
 
     // ------------------------------------------------ platform admin
     const admin = await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password);
@@ -301,20 +456,38 @@ describe('every spec route answers a correct request', () => {
     const subject = await registerAndLogin(app.api, { prefix: 'routes-subject', name: 'Route Subject' });
     await hit('GET /admin/users', `/admin/users?search=routes-subject&page=1&limit=10`, { token: adminToken });
     await hit('GET /admin/users/{userId}', `/admin/users/${subject.userId}`, { token: adminToken });
-    await hit('PATCH /admin/users/{userId}', `/admin/users/${subject.userId}`, json(adminToken, { name: 'Route Subject Renamed' }));
+    await hit(
+      'PATCH /admin/users/{userId}',
+      `/admin/users/${subject.userId}`,
+      json(adminToken, { name: 'Route Subject Renamed' }),
+    );
     await hit('POST /admin/users/{userId}/suspend', `/admin/users/${subject.userId}/suspend`, { token: adminToken });
     await hit('POST /admin/users/{userId}/activate', `/admin/users/${subject.userId}/activate`, { token: adminToken });
 
     await hit('GET /admin/workspaces', '/admin/workspaces?page=1&limit=10', { token: adminToken });
-    const adminWs = await hit('POST /admin/workspaces', '/admin/workspaces', json(adminToken, { name: `Routes admin ws ${hex()}`, ownerUserId: subject.userId }));
+    const adminWs = await hit(
+      'POST /admin/workspaces',
+      '/admin/workspaces',
+      json(adminToken, { name: `Routes admin ws ${hex()}`, ownerUserId: subject.userId }),
+    );
     const AW: string = adminWs.body?.id ?? NO_ID;
     await hit('GET /admin/workspaces/{workspaceId}', `/admin/workspaces/${AW}`, { token: adminToken });
-    await hit('PATCH /admin/workspaces/{workspaceId}', `/admin/workspaces/${AW}`, json(adminToken, { name: `Routes admin ws renamed ${hex()}` }));
+    await hit(
+      'PATCH /admin/workspaces/{workspaceId}',
+      `/admin/workspaces/${AW}`,
+      json(adminToken, { name: `Routes admin ws renamed ${hex()}` }),
+    );
     await hit('POST /admin/workspaces/{workspaceId}/suspend', `/admin/workspaces/${AW}/suspend`, { token: adminToken });
-    await hit('POST /admin/workspaces/{workspaceId}/activate', `/admin/workspaces/${AW}/activate`, { token: adminToken });
+    await hit('POST /admin/workspaces/{workspaceId}/activate', `/admin/workspaces/${AW}/activate`, {
+      token: adminToken,
+    });
     await hit('POST /admin/workspaces/{workspaceId}/archive', `/admin/workspaces/${AW}/archive`, { token: adminToken });
     await hit('POST /admin/workspaces/{workspaceId}/restore', `/admin/workspaces/${AW}/restore`, { token: adminToken });
-    await hit('POST /admin/workspaces/{workspaceId}/transfer-owner', `/admin/workspaces/${AW}/transfer-owner`, json(adminToken, { newOwnerUserId: owner.userId }));
+    await hit(
+      'POST /admin/workspaces/{workspaceId}/transfer-owner',
+      `/admin/workspaces/${AW}/transfer-owner`,
+      json(adminToken, { newOwnerUserId: owner.userId }),
+    );
 
     await hit('GET /admin/audit-logs', '/admin/audit-logs?page=1&limit=10', { token: adminToken });
     await hit('GET /admin/email-logs', `/admin/email-logs?to=${encodeURIComponent(authEmail)}`, { token: adminToken });
@@ -329,22 +502,43 @@ describe('every spec route answers a correct request', () => {
 
     await hit('GET /admin/billing/plans', '/admin/billing/plans', { token: adminToken });
     const slug = `routes-${hex()}`;
-    const plan = await hit('POST /admin/billing/plans', '/admin/billing/plans', json(adminToken, { name: `Routes plan ${slug}`, slug, priceCents: 1500, sortOrder: 9_500 }));
+    const plan = await hit(
+      'POST /admin/billing/plans',
+      '/admin/billing/plans',
+      json(adminToken, { name: `Routes plan ${slug}`, slug, priceCents: 1500, sortOrder: 9_500 }),
+    );
     const planId: string = plan.body?.id ?? NO_ID;
     await hit('GET /admin/billing/plans/{planId}', `/admin/billing/plans/${planId}`, { token: adminToken });
-    await hit('PATCH /admin/billing/plans/{planId}', `/admin/billing/plans/${planId}`, json(adminToken, { description: 'Made by the route check.' }));
-    await hit('POST /admin/billing/plans/{planId}/archive', `/admin/billing/plans/${planId}/archive`, { token: adminToken });
-    await hit('POST /admin/billing/plans/{planId}/restore', `/admin/billing/plans/${planId}/restore`, { token: adminToken });
+    await hit(
+      'PATCH /admin/billing/plans/{planId}',
+      `/admin/billing/plans/${planId}`,
+      json(adminToken, { description: 'Made by the route check.' }),
+    );
+    await hit('POST /admin/billing/plans/{planId}/archive', `/admin/billing/plans/${planId}/archive`, {
+      token: adminToken,
+    });
+    await hit('POST /admin/billing/plans/{planId}/restore', `/admin/billing/plans/${planId}/restore`, {
+      token: adminToken,
+    });
     await hit('GET /admin/billing/settings', '/admin/billing/settings', { token: adminToken });
     // PATCH /admin/billing/settings is read-only when settings come from the environment: 409
     // `SETTINGS_READ_ONLY` with a friendly message. This service's
     // settings always come from the environment, so the route never answers 2xx.
-    await hit('PATCH /admin/billing/settings', '/admin/billing/settings', json(adminToken, { provider: 'MOCK' }), { status: 409, code: 'SETTINGS_READ_ONLY' });
+    await hit('PATCH /admin/billing/settings', '/admin/billing/settings', json(adminToken, { provider: 'MOCK' }), {
+      status: 409,
+      code: 'SETTINGS_READ_ONLY',
+    });
 
     // ------------------------------------------------ destructive ones last
-    await hit('DELETE /workspaces/{workspaceId}/members/{userId}', `/workspaces/${T}/members/${invitee.userId}`, { token: ownerToken });
-    await hit('DELETE /workspaces/{workspaceId}/webhooks/{webhookId}', `/workspaces/${P}/webhooks/${webhookId}`, { token: ownerToken });
-    await hit('DELETE /workspaces/{workspaceId}/api-keys/{apiKeyId}', `/workspaces/${P}/api-keys/${apiKeyId}`, { token: ownerToken });
+    await hit('DELETE /workspaces/{workspaceId}/members/{userId}', `/workspaces/${T}/members/${invitee.userId}`, {
+      token: ownerToken,
+    });
+    await hit('DELETE /workspaces/{workspaceId}/webhooks/{webhookId}', `/workspaces/${P}/webhooks/${webhookId}`, {
+      token: ownerToken,
+    });
+    await hit('DELETE /workspaces/{workspaceId}/api-keys/{apiKeyId}', `/workspaces/${P}/api-keys/${apiKeyId}`, {
+      token: ownerToken,
+    });
     await hit('DELETE /admin/billing/plans/{planId}', `/admin/billing/plans/${planId}`, { token: adminToken });
     await hit('DELETE /admin/workspaces/{workspaceId}', `/admin/workspaces/${AW}`, { token: adminToken });
     await hit('POST /admin/monitoring/clear', '/admin/monitoring/clear', { token: adminToken });
@@ -355,11 +549,15 @@ describe('every spec route answers a correct request', () => {
     const notExercised = SPEC_ROUTES.map(routeKey).filter((k) => !exercised.has(k));
     expect(notExercised, `fixture routes this test never called:\n  ${notExercised.join('\n  ')}`).toEqual([]);
 
-    const failures = outcomes.filter((o) => !o.ok).map((o) => `${o.route}  ->  ${o.status} (expected ${o.expected}) at ${o.url}\n      ${o.excerpt}`);
+    const failures = outcomes
+      .filter((o) => !o.ok)
+      .map((o) => `${o.route}  ->  ${o.status} (expected ${o.expected}) at ${o.url}\n      ${o.excerpt}`);
     const report = [
       `${failures.length} of ${outcomes.length} request(s) did not answer as the spec says:`,
       ...failures.map((f) => `  ${f}`),
-      ...(setupProblems.length ? ['set-up problems (later requests may fail because of them):', ...setupProblems.map((p) => `  ${p}`)] : []),
+      ...(setupProblems.length
+        ? ['set-up problems (later requests may fail because of them):', ...setupProblems.map((p) => `  ${p}`)]
+        : []),
     ].join('\n');
     expect(failures, report).toEqual([]);
     expect(setupProblems, report).toEqual([]);

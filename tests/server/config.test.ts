@@ -15,18 +15,45 @@ describe('configuration', () => {
   it('starts from the defaults of the spec with nothing set', () => {
     const c = parseConfig({});
     expect(c).toMatchObject({
-      RATE_LIMIT_ENABLED: true, RATE_LIMIT_WINDOW_SECONDS: 60, RATE_LIMIT_MAX_REQUESTS: 120, RATE_LIMIT_AUTH_MAX_REQUESTS: 20,
-      RATE_LIMIT_UPLOAD_MAX_REQUESTS: 20, RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: 300, RATE_LIMIT_WEBHOOK_MAX_REQUESTS: 60,
+      RATE_LIMIT_ENABLED: true,
+      RATE_LIMIT_WINDOW_SECONDS: 60,
+      RATE_LIMIT_MAX_REQUESTS: 120,
+      RATE_LIMIT_AUTH_MAX_REQUESTS: 20,
+      RATE_LIMIT_UPLOAD_MAX_REQUESTS: 20,
+      RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: 300,
+      RATE_LIMIT_WEBHOOK_MAX_REQUESTS: 60,
       TRUST_PROXY: 1,
-      MONITORING_ENABLED: true, LOG_LEVEL: 'info', ERROR_LOGGING_ENABLED: true, ERROR_LOG_RETENTION_DAYS: 14,
-      REQUEST_LOGGING_ENABLED: true, REQUEST_LOG_SLOW_MS: 1000, REQUEST_LOG_RING_BUFFER_SIZE: 300, ERROR_LOG_RING_BUFFER_SIZE: 200,
-      AI_PROVIDER: 'MOCK', AI_MONTHLY_GENERATION_LIMIT: 100, AI_TEST_USER_MONTHLY_LIMIT: 5, AI_DEMO_BLOCK_REAL_GENERATION: true,
-      AI_DEMO_SHOW_SAMPLE_HISTORY: true, BILLING_PROVIDER: 'MOCK', BILLING_MOCK_WEBHOOK_ENABLED: false,
-      EMAIL_PROVIDER: 'MOCK', QUEUES_ENABLED: false, WEBHOOK_QUEUE_ENABLED: false, WEBHOOK_DELIVERY_ENABLED: true,
-      WEBHOOK_MAX_RETRIES: 3, WEBHOOK_RETRY_BACKOFF_SECONDS: 30,
-      MAINTENANCE_SCHEDULER_ENABLED: false, SERVICE_VERSION: '1.2.0', UPDATE_CHANNEL: 'stable', UPDATE_CHECK_ENABLED: true,
-      UPDATE_PROVIDER: 'MOCK', LICENSE_ENFORCEMENT_ENABLED: false, JWT_ACCESS_TTL: 900, JWT_REFRESH_TTL: 30 * 86_400,
-      REFRESH_TOKEN_REUSE_GRACE_SECONDS: 10, BCRYPT_COST: 12,
+      MONITORING_ENABLED: true,
+      LOG_LEVEL: 'info',
+      ERROR_LOGGING_ENABLED: true,
+      ERROR_LOG_RETENTION_DAYS: 14,
+      REQUEST_LOGGING_ENABLED: true,
+      REQUEST_LOG_SLOW_MS: 1000,
+      REQUEST_LOG_RING_BUFFER_SIZE: 300,
+      ERROR_LOG_RING_BUFFER_SIZE: 200,
+      AI_PROVIDER: 'MOCK',
+      AI_MONTHLY_GENERATION_LIMIT: 100,
+      AI_TEST_USER_MONTHLY_LIMIT: 5,
+      AI_DEMO_BLOCK_REAL_GENERATION: true,
+      AI_DEMO_SHOW_SAMPLE_HISTORY: true,
+      BILLING_PROVIDER: 'MOCK',
+      BILLING_MOCK_WEBHOOK_ENABLED: false,
+      EMAIL_PROVIDER: 'MOCK',
+      QUEUES_ENABLED: false,
+      WEBHOOK_QUEUE_ENABLED: false,
+      WEBHOOK_DELIVERY_ENABLED: true,
+      WEBHOOK_MAX_RETRIES: 3,
+      WEBHOOK_RETRY_BACKOFF_SECONDS: 30,
+      MAINTENANCE_SCHEDULER_ENABLED: false,
+      SERVICE_VERSION: '1.2.0',
+      UPDATE_CHANNEL: 'stable',
+      UPDATE_CHECK_ENABLED: true,
+      UPDATE_PROVIDER: 'MOCK',
+      LICENSE_ENFORCEMENT_ENABLED: false,
+      JWT_ACCESS_TTL: 900,
+      JWT_REFRESH_TTL: 30 * 86_400,
+      REFRESH_TOKEN_REUSE_GRACE_SECONDS: 10,
+      BCRYPT_COST: 12,
     });
     expect(c.DATABASE_URL).toBeUndefined();
     expect(c.REDIS_URL).toBeUndefined();
@@ -50,8 +77,15 @@ describe('configuration', () => {
   });
 
   it('names every bad variable in one message', () => {
-    const message = errorOf({ BCRYPT_COST: '99', RATE_LIMIT_ENABLED: 'maybe', LOG_LEVEL: 'loud', SMTP_PORT: 'abc', AI_PROVIDER: 'OTHER' });
-    for (const name of ['BCRYPT_COST', 'RATE_LIMIT_ENABLED', 'LOG_LEVEL', 'SMTP_PORT', 'AI_PROVIDER']) expect(message).toContain(name);
+    const message = errorOf({
+      BCRYPT_COST: '99',
+      RATE_LIMIT_ENABLED: 'maybe',
+      LOG_LEVEL: 'loud',
+      SMTP_PORT: 'abc',
+      AI_PROVIDER: 'OTHER',
+    });
+    for (const name of ['BCRYPT_COST', 'RATE_LIMIT_ENABLED', 'LOG_LEVEL', 'SMTP_PORT', 'AI_PROVIDER'])
+      expect(message).toContain(name);
   });
 
   it('checks rules across variables: SMTP host, seed pairs, database URL, secret length', () => {
@@ -62,7 +96,9 @@ describe('configuration', () => {
   });
 
   it('refuses to start in production without JWT secrets, and generates them elsewhere', () => {
-    expect(errorOf({ NODE_ENV: 'production' })).toMatch(/JWT_ACCESS_SECRET: required[\s\S]*JWT_REFRESH_SECRET: required/);
+    expect(errorOf({ NODE_ENV: 'production' })).toMatch(
+      /JWT_ACCESS_SECRET: required[\s\S]*JWT_REFRESH_SECRET: required/,
+    );
     const { config, warning } = withDevelopmentSecrets(parseConfig({ DATABASE_URL: 'memory://' }));
     expect(config.JWT_ACCESS_SECRET.length).toBeGreaterThanOrEqual(32);
     expect(config.JWT_ACCESS_SECRET).not.toBe(config.JWT_REFRESH_SECRET);
@@ -70,7 +106,12 @@ describe('configuration', () => {
   });
 
   it('treats empty strings as unset and lets keys of inactive providers stay empty', () => {
-    const c = parseConfig({ PROCESSOR_A_SECRET_KEY: '', PROVIDER_A_API_KEY: '', RATE_LIMIT_MAX_REQUESTS: '', BILLING_PROVIDER: 'PROCESSOR_B' });
+    const c = parseConfig({
+      PROCESSOR_A_SECRET_KEY: '',
+      PROVIDER_A_API_KEY: '',
+      RATE_LIMIT_MAX_REQUESTS: '',
+      BILLING_PROVIDER: 'PROCESSOR_B',
+    });
     expect(c.PROCESSOR_A_SECRET_KEY).toBeUndefined();
     expect(c.RATE_LIMIT_MAX_REQUESTS).toBe(120);
     expect(c.BILLING_PROVIDER).toBe('PROCESSOR_B');
@@ -78,8 +119,11 @@ describe('configuration', () => {
 
   it('reads lists, durations, booleans and the proxy setting', () => {
     const c = parseConfig({
-      AI_TEST_USER_EMAILS: ' A@x.io , b@y.io', CORS_ORIGINS: 'https://a.io,https://b.io', JWT_ACCESS_TTL: '5m',
-      QUEUES_ENABLED: '1', TRUST_PROXY: '10.0.0.0/8, loopback',
+      AI_TEST_USER_EMAILS: ' A@x.io , b@y.io',
+      CORS_ORIGINS: 'https://a.io,https://b.io',
+      JWT_ACCESS_TTL: '5m',
+      QUEUES_ENABLED: '1',
+      TRUST_PROXY: '10.0.0.0/8, loopback',
     });
     expect(c.AI_TEST_USER_EMAILS).toEqual(['a@x.io', 'b@y.io']);
     expect(c.CORS_ORIGINS).toEqual(['https://a.io', 'https://b.io']);
@@ -96,7 +140,10 @@ describe('configuration', () => {
   });
 
   /** A connection URL setting: each of `refused` is refused with `message`, naming neither its password nor `host`; each of `accepted` is kept as written. */
-  function expectConnectionUrlChecked(name: 'REDIS_URL' | 'DATABASE_URL', opts: { refused: string[]; accepted: string[]; message: string; host: string }) {
+  function expectConnectionUrlChecked(
+    name: 'REDIS_URL' | 'DATABASE_URL',
+    opts: { refused: string[]; accepted: string[]; message: string; host: string },
+  ) {
     for (const value of opts.refused) {
       const message = errorOf({ [name]: value });
       expect(message).toContain(opts.message);
@@ -130,28 +177,41 @@ describe('configuration', () => {
         'postgres://app:TopSecretPw2@[db.internal]/app',
         'mysql://app:TopSecretPw2@db.internal/app',
       ],
-      accepted: ['memory://', 'postgres://app:pw@db.internal:5432/app', 'postgresql://app:pw@/app?host=/var/run/postgresql'],
+      accepted: [
+        'memory://',
+        'postgres://app:pw@db.internal:5432/app',
+        'postgresql://app:pw@/app?host=/var/run/postgresql',
+      ],
       message: 'DATABASE_URL: must be a postgres:// or postgresql:// URL, or memory://',
       host: 'db.internal',
     });
   });
 
   it('when a seed password breaks the password policy, then it is refused by name without printing it', () => {
-    for (const [email, password] of [['SEED_ADMIN_EMAIL', 'SEED_ADMIN_PASSWORD'], ['SEED_DEMO_ADMIN_EMAIL', 'SEED_DEMO_ADMIN_PASSWORD']] as const) {
+    for (const [email, password] of [
+      ['SEED_ADMIN_EMAIL', 'SEED_ADMIN_PASSWORD'],
+      ['SEED_DEMO_ADMIN_EMAIL', 'SEED_DEMO_ADMIN_PASSWORD'],
+    ] as const) {
       for (const weak of ['admin', 'onlyletters', '12345678901']) {
         const message = errorOf({ [email]: 'admin@example.com', [password]: weak });
         expect(message).toContain(`${password}: Password must`);
         expect(message).not.toContain(weak);
       }
-      expect(parseConfig({ [email]: 'admin@example.com', [password]: 'Admin-pass-1234' })[password]).toBe('Admin-pass-1234');
+      expect(parseConfig({ [email]: 'admin@example.com', [password]: 'Admin-pass-1234' })[password]).toBe(
+        'Admin-pass-1234',
+      );
     }
   });
 
   it('when a seed e-mail is not an e-mail address, then it is refused by name', () => {
     for (const name of ['SEED_ADMIN_EMAIL', 'SEED_DEMO_ADMIN_EMAIL'] as const) {
       const password = name === 'SEED_ADMIN_EMAIL' ? 'SEED_ADMIN_PASSWORD' : 'SEED_DEMO_ADMIN_PASSWORD';
-      expect(errorOf({ [name]: 'not-an-email', [password]: 'Admin-pass-1234' })).toContain(`${name}: must be an e-mail address`);
-      expect(parseConfig({ [name]: ' admin@tests.local ', [password]: 'Admin-pass-1234' })[name]).toBe('admin@tests.local');
+      expect(errorOf({ [name]: 'not-an-email', [password]: 'Admin-pass-1234' })).toContain(
+        `${name}: must be an e-mail address`,
+      );
+      expect(parseConfig({ [name]: ' admin@tests.local ', [password]: 'Admin-pass-1234' })[name]).toBe(
+        'admin@tests.local',
+      );
     }
   });
 
@@ -161,7 +221,8 @@ describe('configuration', () => {
       expect(message).toContain('DEMO_RESET_CRON: must be a cron pattern');
       expect(message).not.toContain(value);
     }
-    for (const value of ['0 * * * *', '*/30 * * * * *', '0 3 * * MON']) expect(parseConfig({ DEMO_RESET_CRON: value }).DEMO_RESET_CRON).toBe(value);
+    for (const value of ['0 * * * *', '*/30 * * * * *', '0 3 * * MON'])
+      expect(parseConfig({ DEMO_RESET_CRON: value }).DEMO_RESET_CRON).toBe(value);
   });
 
   it('when REDIS_COMMAND_TIMEOUT_MS is outside 100 to 2000 ms, then it is refused by name (default 1000)', () => {

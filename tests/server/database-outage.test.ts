@@ -25,7 +25,11 @@ function expectUnavailable(res: ApiResponse) {
   expect(res.status, res.text).toBe(503);
   expect(res.headers.get('retry-after')).toBe('5');
   const requestId = res.headers.get('x-request-id');
-  if (res.body?.error) expect(res.body.error).toMatchObject({ message: MESSAGE, data: { code: 'SERVICE_UNAVAILABLE', httpStatus: 503, requestId } });
+  if (res.body?.error)
+    expect(res.body.error).toMatchObject({
+      message: MESSAGE,
+      data: { code: 'SERVICE_UNAVAILABLE', httpStatus: 503, requestId },
+    });
   else expect(res.body).toEqual({ code: 'SERVICE_UNAVAILABLE', message: MESSAGE, requestId });
   // Nothing of the failure itself (no address, no driver message, no stack).
   expect(res.text).not.toMatch(/ECONNREFUSED|terminated|127\.0\.0\.1|at .*\.js/);
@@ -38,7 +42,9 @@ describe('Postgres away under a running API', () => {
     try {
       expectUnavailable(await app.api('GET', '/auth/me', { token: s.accessToken }));
       expectUnavailable(await app.api('GET', '/workspaces', { token: s.accessToken }));
-      expectUnavailable(await app.api('POST', '/workspaces', { token: s.accessToken, body: { name: 'Made during the outage' } }));
+      expectUnavailable(
+        await app.api('POST', '/workspaces', { token: s.accessToken, body: { name: 'Made during the outage' } }),
+      );
       expectUnavailable(await app.api('POST', '/auth/login', { body: { email: s.email, password: s.password } }));
       expectUnavailable(await app.api('GET', '/trpc/auth.me', { token: s.accessToken }));
       expectUnavailable(await app.api('GET', `/users/${s.userId}/avatar`, { token: s.accessToken }));

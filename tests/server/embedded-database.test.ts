@@ -11,7 +11,9 @@ import { apiClient, login, registerAndLogin } from '../helpers/http.js';
 
 // The embedded default (PGlite): what `npm start` runs with nothing configured.
 const boot = (env: NodeJS.ProcessEnv) => {
-  const { config } = withDevelopmentSecrets(parseConfig({ HOST: '127.0.0.1', PORT: '0', BCRYPT_COST: '4', LOG_LEVEL: 'warn', ...env }));
+  const { config } = withDevelopmentSecrets(
+    parseConfig({ HOST: '127.0.0.1', PORT: '0', BCRYPT_COST: '4', LOG_LEVEL: 'warn', ...env }),
+  );
   return startServer(config, createLogger(config, { write() {} }));
 };
 
@@ -50,7 +52,7 @@ describe('embedded database', () => {
     }
   }, 60_000);
 
-  it('is one process\'s: a demo command refuses it while the server runs, and a lock left by a dead process is taken over', async () => {
+  it("is one process's: a demo command refuses it while the server runs, and a lock left by a dead process is taken over", async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'saas-data-'));
     const lockFile = path.join(dataDir, 'pglite.lock');
     const demoSeed = () =>
@@ -67,7 +69,9 @@ describe('embedded database', () => {
         expect(fs.readFileSync(lockFile, 'utf8')).toBe(String(process.pid));
         const refused = await demoSeed();
         expect(refused.code).toBe(1);
-        expect(refused.stderr).toContain(`demo:seed failed: The embedded database in ${path.join(dataDir, 'pglite')} is in use by process ${process.pid}`);
+        expect(refused.stderr).toContain(
+          `demo:seed failed: The embedded database in ${path.join(dataDir, 'pglite')} is in use by process ${process.pid}`,
+        );
         expect(refused.stderr).not.toMatch(/\bat .+:\d+:\d+/);
       } finally {
         await server.close();

@@ -108,7 +108,8 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     const otherId = crypto.randomUUID();
     const other = await app.api('GET', `/workspaces/${otherId}`, { token: user.accessToken });
     expect(other.status).toBeGreaterThanOrEqual(400);
-    for (let i = 0; i < 2; i++) expect((await app.api('GET', '/auth/me', { token: user.accessToken })).status).toBe(200);
+    for (let i = 0; i < 2; i++)
+      expect((await app.api('GET', '/auth/me', { token: user.accessToken })).status).toBe(200);
 
     const { text, samples } = await scrape(app);
     const route = '/workspaces/{workspaceId}';
@@ -116,10 +117,13 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     expect(valueOf(samples, 'http_requests_total', { method: 'GET', route, status: String(other.status) })).toBe(1);
     expect(valueOf(samples, 'http_requests_total', { method: 'GET', route: '/auth/me', status: '200' })).toBe(2);
     // The registration and login of beforeAll, by their templates too.
-    expect(valueOf(samples, 'http_requests_total', { method: 'POST', route: '/auth/register', status: '201' })).toBeGreaterThanOrEqual(1);
+    expect(
+      valueOf(samples, 'http_requests_total', { method: 'POST', route: '/auth/register', status: '201' }),
+    ).toBeGreaterThanOrEqual(1);
     for (const raw of [user.workspaceId, otherId, user.userId, user.email]) expect(text).not.toContain(raw);
     // Every route label is a template, a /trpc procedure or "(unmatched)".
-    for (const s of find(samples, 'http_requests_total')) expect(s.labels.route).toMatch(/^(\/[a-z0-9\-./{}]*|\(unmatched\))$/i);
+    for (const s of find(samples, 'http_requests_total'))
+      expect(s.labels.route).toMatch(/^(\/[a-z0-9\-./{}]*|\(unmatched\))$/i);
   });
 
   it('measures durations in a histogram with buckets, sum and count per route', async () => {
@@ -131,7 +135,20 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     expect(sum).toBeGreaterThan(0);
     expect(sum).toBeLessThan(10);
     const buckets = find(samples, 'http_request_duration_seconds_bucket', labels);
-    expect(buckets.map((b) => b.labels.le)).toEqual(['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf']);
+    expect(buckets.map((b) => b.labels.le)).toEqual([
+      '0.005',
+      '0.01',
+      '0.025',
+      '0.05',
+      '0.1',
+      '0.25',
+      '0.5',
+      '1',
+      '2.5',
+      '5',
+      '10',
+      '+Inf',
+    ]);
     expect(buckets.at(-1)!.value).toBe(1);
   });
 
@@ -141,8 +158,12 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     expectError(await app.api('GET', `/no-such-route/${segment}/${shortId}`), 404, 'NOT_FOUND');
     expect((await app.api('GET', '/trpc/health.health')).status).toBe(200);
     const { text, samples } = await scrape(app);
-    expect(valueOf(samples, 'http_requests_total', { method: 'GET', route: '(unmatched)', status: '404' })).toBeGreaterThanOrEqual(1);
-    expect(valueOf(samples, 'http_requests_total', { method: 'GET', route: '/trpc/health.health', status: '200' })).toBe(1);
+    expect(
+      valueOf(samples, 'http_requests_total', { method: 'GET', route: '(unmatched)', status: '404' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      valueOf(samples, 'http_requests_total', { method: 'GET', route: '/trpc/health.health', status: '200' }),
+    ).toBe(1);
     expect(text).not.toContain(segment);
     expect(text).not.toContain(shortId);
     expect(text).not.toContain('no-such-route');
@@ -155,13 +176,26 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     ledger.sent(queryToken, 'a ?token= query value');
     ledger.sent(cookie, 'a cookie');
     ledger.sent(apiKey, 'an API key');
-    await app.api('GET', `/auth/me?token=${queryToken}`, { token: user.accessToken, headers: { cookie: `session=${cookie}` } });
+    await app.api('GET', `/auth/me?token=${queryToken}`, {
+      token: user.accessToken,
+      headers: { cookie: `session=${cookie}` },
+    });
     await app.api('GET', '/public-api/me', { headers: { 'x-api-key': apiKey } });
     await app.api('POST', '/auth/login', { body: { email: user.email, password: `${user.password}-wrong` } });
     await app.api('GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}-guess` } });
 
     const { text } = await scrape(app);
-    const canaries = [METRICS_TOKEN, user.accessToken, user.refreshToken, user.password, queryToken, cookie, apiKey, apiKey.slice(0, 12), admin.accessToken];
+    const canaries = [
+      METRICS_TOKEN,
+      user.accessToken,
+      user.refreshToken,
+      user.password,
+      queryToken,
+      cookie,
+      apiKey,
+      apiKey.slice(0, 12),
+      admin.accessToken,
+    ];
     for (const secret of canaries) expect(text).not.toContain(secret);
     expect(text).not.toMatch(/token=|session=|@tests\.local/);
   });
@@ -177,14 +211,17 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     expect(errors.status).toBe(200);
     expect(errors.body.total).toBe(0);
     // The buffer does hold the other traffic of this file.
-    expect((await asAdmin('/admin/monitoring/requests?pathPrefix=/workspaces&limit=100')).body.total).toBeGreaterThan(0);
+    expect((await asAdmin('/admin/monitoring/requests?pathPrefix=/workspaces&limit=100')).body.total).toBeGreaterThan(
+      0,
+    );
 
     const { samples } = await scrape(app);
     expect(find(samples, 'http_requests_total').filter((s) => /metrics/.test(s.labels.route))).toEqual([]);
   });
 
   it('answers only at exactly GET /metrics: other spellings and methods are unknown routes', async () => {
-    for (const path of ['/METRICS', '/metrics/', '/metrics/extra']) expectError(await app.api('GET', path, { token: METRICS_TOKEN }), 404, 'NOT_FOUND');
+    for (const path of ['/METRICS', '/metrics/', '/metrics/extra'])
+      expectError(await app.api('GET', path, { token: METRICS_TOKEN }), 404, 'NOT_FOUND');
     expectError(await app.api('POST', '/metrics', { token: METRICS_TOKEN }), 404, 'NOT_FOUND');
   });
 
@@ -194,7 +231,9 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     expect(op.summary).toMatch(/Prometheus/);
     // Never rate limited (no 429); its errors are its own token's and the switch's, and the generic ones.
     expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '404', '500', '503']);
-    expect(op.responses['401'].content['application/json'].schema.allOf[1].properties.code.enum).toEqual(['UNAUTHORIZED']);
+    expect(op.responses['401'].content['application/json'].schema.allOf[1].properties.code.enum).toEqual([
+      'UNAUTHORIZED',
+    ]);
   });
 
   it('has no queue gauges when the webhook queue is off', async () => {
@@ -207,7 +246,12 @@ describe('GET /metrics with METRICS_TOKEN', () => {
 describe('GET /metrics with rate limiting on', () => {
   let app: TestApp;
   beforeAll(async () => {
-    app = await startTestApp({ METRICS_TOKEN, RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_MAX_REQUESTS: '2', RATE_LIMIT_AUTH_MAX_REQUESTS: '1' });
+    app = await startTestApp({
+      METRICS_TOKEN,
+      RATE_LIMIT_ENABLED: 'true',
+      RATE_LIMIT_MAX_REQUESTS: '2',
+      RATE_LIMIT_AUTH_MAX_REQUESTS: '1',
+    });
   });
   afterAll(() => app?.close());
 
@@ -221,7 +265,11 @@ describe('GET /metrics with rate limiting on', () => {
     for (let i = 0; i < 4; i++) statuses.push((await app.api('GET', '/billing/plans')).status);
     expect(statuses).toEqual([200, 200, 429, 429]);
     const logins: number[] = [];
-    for (let i = 0; i < 2; i++) logins.push((await app.api('POST', '/auth/login', { body: { email: 'nobody@tests.local', password: 'Wrong-pass-1' } })).status);
+    for (let i = 0; i < 2; i++)
+      logins.push(
+        (await app.api('POST', '/auth/login', { body: { email: 'nobody@tests.local', password: 'Wrong-pass-1' } }))
+          .status,
+      );
     expect(logins).toEqual([401, 429]);
 
     const { samples } = await scrape(app);
@@ -236,7 +284,12 @@ describe('GET /metrics with rate limiting on', () => {
       const { res } = await scrape(app);
       expect(res.headers.get('ratelimit')).toBeNull();
     }
-    for (let i = 0; i < 3; i++) expectError(await app.api('GET', '/metrics', { headers: { authorization: 'Bearer wrong-wrong-wrong' } }), 401, 'UNAUTHORIZED');
+    for (let i = 0; i < 3; i++)
+      expectError(
+        await app.api('GET', '/metrics', { headers: { authorization: 'Bearer wrong-wrong-wrong' } }),
+        401,
+        'UNAUTHORIZED',
+      );
   });
 });
 
@@ -248,7 +301,13 @@ describe('GET /metrics in queue mode', () => {
   beforeAll(async () => {
     redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
     queue = new Queue(WEBHOOK_QUEUE, { connection: redis, prefix });
-    app = await startTestApp({ METRICS_TOKEN, REDIS_URL: inject('redisUrl'), QUEUES_ENABLED: 'true', WEBHOOK_QUEUE_ENABLED: 'true', QUEUE_PREFIX: prefix });
+    app = await startTestApp({
+      METRICS_TOKEN,
+      REDIS_URL: inject('redisUrl'),
+      QUEUES_ENABLED: 'true',
+      WEBHOOK_QUEUE_ENABLED: 'true',
+      QUEUE_PREFIX: prefix,
+    });
     // Its runner would move other test files' outbox events into this queue (the database is shared).
     await app.deps.webhooks.stop();
   });
@@ -262,7 +321,8 @@ describe('GET /metrics in queue mode', () => {
 
   it('reports the webhook queue depth by state (no worker runs in the API, so jobs stay put)', async () => {
     const empty = await scrape(app);
-    for (const state of ['waiting', 'active', 'delayed', 'failed']) expect(valueOf(empty.samples, 'webhook_queue_jobs', { state })).toBe(0);
+    for (const state of ['waiting', 'active', 'delayed', 'failed'])
+      expect(valueOf(empty.samples, 'webhook_queue_jobs', { state })).toBe(0);
     expect(valueOf(empty.samples, 'webhook_queue_up')).toBe(1);
 
     await queue.add('deliver_webhook', { deliveryId: crypto.randomUUID() });
@@ -293,7 +353,10 @@ describe('GET /metrics in queue mode', () => {
 
 describe('Metrics queue gauges (a Redis that hangs or fails)', () => {
   it('give up after the read timeout instead of holding the scrape', async () => {
-    const metrics = new Metrics({ processMetrics: false, queue: () => ({ getJobCounts: () => new Promise<never>(() => {}) }) });
+    const metrics = new Metrics({
+      processMetrics: false,
+      queue: () => ({ getJobCounts: () => new Promise<never>(() => {}) }),
+    });
     const started = performance.now();
     const samples = parse(await metrics.render());
     const elapsed = performance.now() - started;

@@ -13,7 +13,10 @@ describe('patched dependencies', () => {
     const installed = JSON.parse(fs.readFileSync('node_modules/trpc-to-openapi/package.json', 'utf8')).version;
     expect(installed).toBe('3.3.0');
     // The REST handler builds only the abort signal of a request, not a whole Fetch Request.
-    for (const file of ['node_modules/trpc-to-openapi/dist/esm/utils/method.mjs', 'node_modules/trpc-to-openapi/dist/cjs/utils/method.js']) {
+    for (const file of [
+      'node_modules/trpc-to-openapi/dist/esm/utils/method.mjs',
+      'node_modules/trpc-to-openapi/dist/cjs/utils/method.js',
+    ]) {
       const source = fs.readFileSync(file, 'utf8');
       expect(source).toContain('Patched (patches/trpc-to-openapi+3.3.0.patch)');
       expect(source).not.toMatch(/incomingMessageToRequest\)?\(req, res/);

@@ -30,7 +30,9 @@ describe('server/index.ts', () => {
     const { run, port } = await startListening();
     const api = apiClient(`http://127.0.0.1:${port}`);
     const email = uniqueEmail('sigterm');
-    expect((await api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'S' } })).status).toBe(201);
+    expect(
+      (await api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'S' } })).status,
+    ).toBe(201);
 
     // A login costs one bcrypt at cost 12 (about 200 ms): SIGTERM lands while it is in flight.
     const inFlight = api('POST', '/auth/login', { body: { email, password: STRONG_PASSWORD } });

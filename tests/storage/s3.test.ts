@@ -18,7 +18,9 @@ const SECRET = `s3-secret-canary-${crypto.randomBytes(16).toString('hex')}`;
 ledger.sent(SECRET, 'S3_SECRET_ACCESS_KEY');
 
 const MiB = 1024 * 1024;
-const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
+const PDF = Buffer.from(
+  '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n',
+);
 let PNG: Buffer;
 
 let s3: TestS3;
@@ -48,17 +50,34 @@ async function download(target: TestApp, path: string, token?: string) {
 }
 
 const fileRows = (target: TestApp, workspaceId: string) =>
-  target.deps.db.selectFrom('files').select(['id', 'storage_key', 'content_type', 'size_bytes']).where('workspace_id', '=', workspaceId).execute();
+  target.deps.db
+    .selectFrom('files')
+    .select(['id', 'storage_key', 'content_type', 'size_bytes'])
+    .where('workspace_id', '=', workspaceId)
+    .execute();
 
 /** Nothing the provider or its settings could have said: no key id, bucket, address or SDK wording. */
 function expectNothingOfTheProvider(res: ApiResponse) {
-  for (const word of [SECRET, s3.accessKeyId, s3.bucket, s3.endpoint, '127.0.0.1', 'ECONNREFUSED', 'InvalidAccessKeyId', 'Access Key', 'AWS', 'amz']) {
+  for (const word of [
+    SECRET,
+    s3.accessKeyId,
+    s3.bucket,
+    s3.endpoint,
+    '127.0.0.1',
+    'ECONNREFUSED',
+    'InvalidAccessKeyId',
+    'Access Key',
+    'AWS',
+    'amz',
+  ]) {
     expect(res.text, word).not.toContain(word);
   }
 }
 
 beforeAll(async () => {
-  PNG = await sharp({ create: { width: 16, height: 12, channels: 3, background: '#c03030' } }).png().toBuffer();
+  PNG = await sharp({ create: { width: 16, height: 12, channels: 3, background: '#c03030' } })
+    .png()
+    .toBuffer();
   s3 = await startS3();
   ledger.sent(s3.accessKeyId, 'S3_ACCESS_KEY_ID');
   app = await startApp(s3.env(SECRET));
@@ -82,9 +101,16 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
 
   it('POST /storage/upload stores the object in the bucket under a generated key, with its content type', async () => {
     const before = await s3.keys();
-    const res = await app.api('POST', '/storage/upload', { token: owner.accessToken, form: form('file', PNG, 'holiday photo.png', 'text/plain') });
+    const res = await app.api('POST', '/storage/upload', {
+      token: owner.accessToken,
+      form: form('file', PNG, 'holiday photo.png', 'text/plain'),
+    });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ workspaceId: owner.workspaceId, contentType: 'image/png', url: `/storage/files/${res.body.id}` });
+    expect(res.body).toMatchObject({
+      workspaceId: owner.workspaceId,
+      contentType: 'image/png',
+      url: `/storage/files/${res.body.id}`,
+    });
 
     const added = (await s3.keys()).filter((k) => !before.includes(k));
     expect(added).toHaveLength(1);
@@ -99,7 +125,10 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
   });
 
   it('serves the same bytes back with nosniff to a member, and refuses an outsider and an anonymous caller', async () => {
-    const up = await app.api('POST', '/storage/upload', { token: owner.accessToken, form: form('file', PDF, 'report.pdf', 'application/pdf') });
+    const up = await app.api('POST', '/storage/upload', {
+      token: owner.accessToken,
+      form: form('file', PDF, 'report.pdf', 'application/pdf'),
+    });
     expect(up.status).toBe(201);
     expect(up.body.contentType).toBe('application/pdf');
     const [row] = (await fileRows(app, owner.workspaceId)).filter((r) => r.id === up.body.id);
@@ -117,7 +146,10 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
   });
 
   it('serves a re-encoded image back exactly as the bucket holds it', async () => {
-    const up = await app.api('POST', '/storage/upload', { token: owner.accessToken, form: form('file', PNG, 'pixels.png', 'image/png') });
+    const up = await app.api('POST', '/storage/upload', {
+      token: owner.accessToken,
+      form: form('file', PNG, 'pixels.png', 'image/png'),
+    });
     expect(up.status).toBe(201);
     const [row] = (await fileRows(app, owner.workspaceId)).filter((r) => r.id === up.body.id);
     const stored = await s3.object(row.storage_key);
@@ -131,7 +163,10 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
   it('stores avatars in the bucket, serves them back, and removes the previous one when replaced', async () => {
     const user = await registerAndLogin(app.api, { prefix: 's3-avatar' });
     const before = await s3.keys();
-    const first = await app.api('POST', '/profile/avatar', { token: user.accessToken, form: form('avatar', PNG, 'me.png', 'image/png') });
+    const first = await app.api('POST', '/profile/avatar', {
+      token: user.accessToken,
+      form: form('avatar', PNG, 'me.png', 'image/png'),
+    });
     expect(first.status).toBe(201);
     const [firstKey, ...more] = (await s3.keys()).filter((k) => !before.includes(k));
     expect(more).toEqual([]);
@@ -146,7 +181,10 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
     expect(served.bytes.equals(stored.body)).toBe(true);
     expect(served.headers.get('x-content-type-options')).toBe('nosniff');
 
-    const second = await app.api('POST', '/profile/avatar', { token: user.accessToken, form: form('avatar', PNG, 'me-again.png', 'image/png') });
+    const second = await app.api('POST', '/profile/avatar', {
+      token: user.accessToken,
+      form: form('avatar', PNG, 'me-again.png', 'image/png'),
+    });
     expect(second.status).toBe(201);
     const now = (await s3.keys()).filter((k) => !before.includes(k));
     expect(now).toHaveLength(1);
@@ -155,7 +193,10 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
 
   it('stores workspace logos in the bucket and serves them to members only', async () => {
     const before = await s3.keys();
-    const res = await app.api('POST', `/workspaces/${owner.workspaceId}/branding/logo`, { token: owner.accessToken, form: form('logo', PNG, 'logo.png', 'image/png') });
+    const res = await app.api('POST', `/workspaces/${owner.workspaceId}/branding/logo`, {
+      token: owner.accessToken,
+      form: form('logo', PNG, 'logo.png', 'image/png'),
+    });
     expect(res.status).toBe(200);
     expect(res.body.logoUrl).toMatch(/^\/storage\/files\/[0-9a-f-]{36}$/);
     const added = (await s3.keys()).filter((k) => !before.includes(k));
@@ -177,13 +218,52 @@ describe('STORAGE_PROVIDER=S3 with its settings', () => {
     const rowsBefore = await fileRows(app, owner.workspaceId);
     const token = owner.accessToken;
 
-    expectError(await app.api('POST', '/storage/upload', { token, form: form('file', Buffer.from('just some text, honest\n'), 'fake.png', 'image/png') }), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    expectError(await app.api('POST', '/storage/upload', { token, form: form('file', Buffer.alloc(0), 'empty.png', 'image/png') }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('POST', '/storage/upload', {
+        token,
+        form: form('file', Buffer.from('just some text, honest\n'), 'fake.png', 'image/png'),
+      }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    expectError(
+      await app.api('POST', '/storage/upload', {
+        token,
+        form: form('file', Buffer.alloc(0), 'empty.png', 'image/png'),
+      }),
+      400,
+      'BAD_REQUEST',
+    );
     const oversize = Buffer.concat([PNG, Buffer.alloc(10 * MiB + 1 - PNG.length)]);
-    expectError(await app.api('POST', '/storage/upload', { token, form: form('file', oversize, 'big.png', 'image/png') }), 413, 'PAYLOAD_TOO_LARGE');
-    expectError(await app.api('POST', '/profile/avatar', { token, form: form('avatar', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'), 'a.png', 'image/png') }), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    expectError(await app.api('POST', '/profile/avatar', { token, form: form('avatar', oversize.subarray(0, 2 * MiB + 1), 'a.png', 'image/png') }), 413, 'PAYLOAD_TOO_LARGE');
-    expectError(await app.api('POST', `/workspaces/${owner.workspaceId}/branding/logo`, { token, form: form('logo', PDF, 'logo.png', 'image/png') }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectError(
+      await app.api('POST', '/storage/upload', { token, form: form('file', oversize, 'big.png', 'image/png') }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
+    expectError(
+      await app.api('POST', '/profile/avatar', {
+        token,
+        form: form('avatar', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'), 'a.png', 'image/png'),
+      }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    expectError(
+      await app.api('POST', '/profile/avatar', {
+        token,
+        form: form('avatar', oversize.subarray(0, 2 * MiB + 1), 'a.png', 'image/png'),
+      }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
+    expectError(
+      await app.api('POST', `/workspaces/${owner.workspaceId}/branding/logo`, {
+        token,
+        form: form('logo', PDF, 'logo.png', 'image/png'),
+      }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
 
     expect(await s3.keys()).toEqual(bucketBefore);
     expect(await fileRows(app, owner.workspaceId)).toEqual(rowsBefore);
@@ -197,14 +277,35 @@ describe('when the database fails after the object is stored', () => {
     // The database refuses this user's rows only (other files share the database).
     const fn = `refuse_${crypto.randomBytes(4).toString('hex')}`;
     const run = (statement: string) => sql.raw(statement).execute(app.deps.db);
-    await run(`create function ${fn}() returns trigger language plpgsql as $$ begin raise exception 'refused by the test'; end $$`);
-    await run(`create trigger ${fn} before insert on files for each row when (new.workspace_id = '${victim.workspaceId}') execute function ${fn}()`);
-    await run(`create trigger ${fn} before update of avatar_key on users for each row when (new.id = '${victim.userId}') execute function ${fn}()`);
+    await run(
+      `create function ${fn}() returns trigger language plpgsql as $$ begin raise exception 'refused by the test'; end $$`,
+    );
+    await run(
+      `create trigger ${fn} before insert on files for each row when (new.workspace_id = '${victim.workspaceId}') execute function ${fn}()`,
+    );
+    await run(
+      `create trigger ${fn} before update of avatar_key on users for each row when (new.id = '${victim.userId}') execute function ${fn}()`,
+    );
     try {
       const before = await s3.keys();
-      expectError(await app.api('POST', '/storage/upload', { token, form: form('file', PDF, 'report.pdf', 'application/pdf') }), 500, 'INTERNAL_SERVER_ERROR');
-      expectError(await app.api('POST', '/profile/avatar', { token, form: form('avatar', PNG, 'me.png', 'image/png') }), 500, 'INTERNAL_SERVER_ERROR');
-      expectError(await app.api('POST', `/workspaces/${victim.workspaceId}/branding/logo`, { token, form: form('logo', PNG, 'logo.png', 'image/png') }), 500, 'INTERNAL_SERVER_ERROR');
+      expectError(
+        await app.api('POST', '/storage/upload', { token, form: form('file', PDF, 'report.pdf', 'application/pdf') }),
+        500,
+        'INTERNAL_SERVER_ERROR',
+      );
+      expectError(
+        await app.api('POST', '/profile/avatar', { token, form: form('avatar', PNG, 'me.png', 'image/png') }),
+        500,
+        'INTERNAL_SERVER_ERROR',
+      );
+      expectError(
+        await app.api('POST', `/workspaces/${victim.workspaceId}/branding/logo`, {
+          token,
+          form: form('logo', PNG, 'logo.png', 'image/png'),
+        }),
+        500,
+        'INTERNAL_SERVER_ERROR',
+      );
       expect(await s3.keys()).toEqual(before);
       expect(await fileRows(app, victim.workspaceId)).toEqual([]);
     } finally {
@@ -226,8 +327,14 @@ describe('STORAGE_PROVIDER=S3 without its keys', () => {
 
   it('parses: no S3 setting is required at start-up', () => {
     expect(() => parseConfig(testEnv({ STORAGE_PROVIDER: 'S3' }))).not.toThrow();
-    expect(parseConfig(testEnv({ STORAGE_PROVIDER: 's3' }))).toMatchObject({ STORAGE_PROVIDER: 'S3', S3_REGION: 'us-east-1', S3_FORCE_PATH_STYLE: false });
-    expect(() => parseConfig(testEnv({ STORAGE_PROVIDER: 'S3', S3_ENDPOINT: 'not a url' }))).toThrow(/S3_ENDPOINT: must be a URL/);
+    expect(parseConfig(testEnv({ STORAGE_PROVIDER: 's3' }))).toMatchObject({
+      STORAGE_PROVIDER: 'S3',
+      S3_REGION: 'us-east-1',
+      S3_FORCE_PATH_STYLE: false,
+    });
+    expect(() => parseConfig(testEnv({ STORAGE_PROVIDER: 'S3', S3_ENDPOINT: 'not a url' }))).toThrow(
+      /S3_ENDPOINT: must be a URL/,
+    );
   });
 
   it('starts, and provider-status answers S3, not configured', async () => {
@@ -243,7 +350,10 @@ describe('STORAGE_PROVIDER=S3 without its keys', () => {
     for (const res of [
       await bare.api('POST', '/storage/upload', { token, form: form('file', PNG, 'a.png', 'image/png') }),
       await bare.api('POST', '/profile/avatar', { token, form: form('avatar', PNG, 'a.png', 'image/png') }),
-      await bare.api('POST', `/workspaces/${user.workspaceId}/branding/logo`, { token, form: form('logo', PNG, 'a.png', 'image/png') }),
+      await bare.api('POST', `/workspaces/${user.workspaceId}/branding/logo`, {
+        token,
+        form: form('logo', PNG, 'a.png', 'image/png'),
+      }),
     ]) {
       const body = expectError(res, 503, 'STORAGE_NOT_CONFIGURED');
       expect(body.message).toMatch(/not available/);
@@ -251,7 +361,11 @@ describe('STORAGE_PROVIDER=S3 without its keys', () => {
     }
     expect(await s3.keys()).toEqual(bucketBefore);
     expect(await fileRows(bare, user.workspaceId)).toEqual([]);
-    const me = await bare.deps.db.selectFrom('users').select('avatar_key').where('id', '=', user.userId).executeTakeFirstOrThrow();
+    const me = await bare.deps.db
+      .selectFrom('users')
+      .select('avatar_key')
+      .where('id', '=', user.userId)
+      .executeTakeFirstOrThrow();
     expect(me.avatar_key).toBeNull();
   });
 });
@@ -261,9 +375,14 @@ describe('when the S3 provider fails', () => {
     const refused = await startApp({ ...s3.env(SECRET), S3_ACCESS_KEY_ID: 'AKIAUNKNOWNKEY0000000' });
     const user = await registerAndLogin(refused.api, { prefix: 's3-refused' });
     const bucketBefore = await s3.keys();
-    const res = await refused.api('POST', '/storage/upload', { token: user.accessToken, form: form('file', PNG, 'a.png', 'image/png') });
+    const res = await refused.api('POST', '/storage/upload', {
+      token: user.accessToken,
+      form: form('file', PNG, 'a.png', 'image/png'),
+    });
     const body = expectError(res, 502, 'STORAGE_PROVIDER_ERROR');
-    expect(body.message).toBe('The file storage refused our credentials. Nothing was saved; please try again in a moment.');
+    expect(body.message).toBe(
+      'The file storage refused our credentials. Nothing was saved; please try again in a moment.',
+    );
     expectNothingOfTheProvider(res);
     expect(res.text).not.toContain('AKIAUNKNOWNKEY0000000');
     expect(await s3.keys()).toEqual(bucketBefore);
@@ -276,7 +395,10 @@ describe('when the S3 provider fails', () => {
       const down = await startApp(own.env(SECRET));
       const user = await registerAndLogin(down.api, { prefix: 's3-down' });
       const token = user.accessToken;
-      const stored = await down.api('POST', '/storage/upload', { token, form: form('file', PDF, 'kept.pdf', 'application/pdf') });
+      const stored = await down.api('POST', '/storage/upload', {
+        token,
+        form: form('file', PDF, 'kept.pdf', 'application/pdf'),
+      });
       expect(stored.status).toBe(201);
       await own.stop();
 
@@ -284,18 +406,31 @@ describe('when the S3 provider fails', () => {
       const attempts = [
         await down.api('POST', '/storage/upload', { token, form: form('file', PNG, 'a.png', 'image/png') }),
         await down.api('POST', '/profile/avatar', { token, form: form('avatar', PNG, 'a.png', 'image/png') }),
-        await down.api('POST', `/workspaces/${user.workspaceId}/branding/logo`, { token, form: form('logo', PNG, 'a.png', 'image/png') }),
+        await down.api('POST', `/workspaces/${user.workspaceId}/branding/logo`, {
+          token,
+          form: form('logo', PNG, 'a.png', 'image/png'),
+        }),
       ];
       for (const res of attempts) {
         const body = expectError(res, 502, 'STORAGE_PROVIDER_ERROR');
-        expect(body.message).toBe('The file storage could not be reached. Nothing was saved; please try again in a moment.');
+        expect(body.message).toBe(
+          'The file storage could not be reached. Nothing was saved; please try again in a moment.',
+        );
         expect(res.text).not.toContain(own.endpoint);
         expectNothingOfTheProvider(res);
       }
       expect(await fileRows(down, user.workspaceId)).toEqual(rowsBefore);
-      const me = await down.deps.db.selectFrom('users').select('avatar_key').where('id', '=', user.userId).executeTakeFirstOrThrow();
+      const me = await down.deps.db
+        .selectFrom('users')
+        .select('avatar_key')
+        .where('id', '=', user.userId)
+        .executeTakeFirstOrThrow();
       expect(me.avatar_key).toBeNull();
-      const ws = await down.deps.db.selectFrom('workspaces').select('logo_file_id').where('id', '=', user.workspaceId).executeTakeFirstOrThrow();
+      const ws = await down.deps.db
+        .selectFrom('workspaces')
+        .select('logo_file_id')
+        .where('id', '=', user.workspaceId)
+        .executeTakeFirstOrThrow();
       expect(ws.logo_file_id).toBeNull();
 
       const serve = await down.api('GET', stored.body.url, { token });

@@ -9,7 +9,22 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, registerAndLogin, type ApiResponse, type Session } from '../helpers/http.js';
 import { inviteAndJoin, upgradeWorkspace, type Role } from '../workspaces/helpers.js';
-import { MiB, PDF, SVG_WITH_SCRIPT, TEXT_AS_PNG, addedSince, answerBeforeBody, download, form, padTo, pngClaiming, pngOf, solidImage, startLocalApp, type LocalApp } from './helpers.js';
+import {
+  MiB,
+  PDF,
+  SVG_WITH_SCRIPT,
+  TEXT_AS_PNG,
+  addedSince,
+  answerBeforeBody,
+  download,
+  form,
+  padTo,
+  pngClaiming,
+  pngOf,
+  solidImage,
+  startLocalApp,
+  type LocalApp,
+} from './helpers.js';
 
 let local: LocalApp;
 let sessions: Record<Role, Session>;
@@ -45,7 +60,13 @@ const patch = (body: Record<string, unknown>, token: string | null = sessions.OW
 async function readBranding(token = sessions.VIEWER.accessToken) {
   const res = await api('GET', brandingPath(), { token });
   if (res.status !== 200) throw new Error(`GET branding failed: ${res.status} ${res.text}`);
-  return res.body as { workspaceId: string; displayName: string | null; primaryColor: string | null; accentColor: string | null; logoUrl: string | null };
+  return res.body as {
+    workspaceId: string;
+    displayName: string | null;
+    primaryColor: string | null;
+    accentColor: string | null;
+    logoUrl: string | null;
+  };
 }
 
 /** Puts a known branding in place, so each refusal can show that nothing moved. */
@@ -59,9 +80,18 @@ describe('PATCH /workspaces/{workspaceId}/branding', () => {
   it('the OWNER sets display name and colours; every member reads them back', async () => {
     const res = await patch({ displayName: 'Acme Studio', primaryColor: '#1A2B3C', accentColor: '#ffcc00' });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ workspaceId, displayName: 'Acme Studio', primaryColor: '#1A2B3C', accentColor: '#ffcc00' });
+    expect(res.body).toMatchObject({
+      workspaceId,
+      displayName: 'Acme Studio',
+      primaryColor: '#1A2B3C',
+      accentColor: '#ffcc00',
+    });
     for (const role of ['OWNER', 'ADMIN', 'MEMBER', 'VIEWER'] as const) {
-      expect(await readBranding(sessions[role].accessToken)).toMatchObject({ displayName: 'Acme Studio', primaryColor: '#1A2B3C', accentColor: '#ffcc00' });
+      expect(await readBranding(sessions[role].accessToken)).toMatchObject({
+        displayName: 'Acme Studio',
+        primaryColor: '#1A2B3C',
+        accentColor: '#ffcc00',
+      });
     }
   });
 
@@ -69,10 +99,18 @@ describe('PATCH /workspaces/{workspaceId}/branding', () => {
     await setKnownBranding();
     const res = await patch({ accentColor: '#00ff7f' }, sessions.ADMIN.accessToken);
     expect(res.status, res.text).toBe(200);
-    expect(await readBranding()).toMatchObject({ displayName: 'Known Name', primaryColor: '#102030', accentColor: '#00ff7f' });
+    expect(await readBranding()).toMatchObject({
+      displayName: 'Known Name',
+      primaryColor: '#102030',
+      accentColor: '#00ff7f',
+    });
 
     expect((await patch({ primaryColor: null })).status).toBe(200);
-    expect(await readBranding()).toMatchObject({ displayName: 'Known Name', primaryColor: null, accentColor: '#00ff7f' });
+    expect(await readBranding()).toMatchObject({
+      displayName: 'Known Name',
+      primaryColor: null,
+      accentColor: '#00ff7f',
+    });
   });
 
   it('trims the display name', async () => {
@@ -109,7 +147,11 @@ describe('PATCH /workspaces/{workspaceId}/branding', () => {
   it('a MEMBER or VIEWER gets 403 PERMISSION_DENIED and nothing changes', async () => {
     const known = await setKnownBranding();
     for (const role of ['MEMBER', 'VIEWER'] as const) {
-      const error = expectError(await patch({ displayName: `Hijacked by ${role}`, primaryColor: '#000000' }, sessions[role].accessToken), 403, 'PERMISSION_DENIED');
+      const error = expectError(
+        await patch({ displayName: `Hijacked by ${role}`, primaryColor: '#000000' }, sessions[role].accessToken),
+        403,
+        'PERMISSION_DENIED',
+      );
       expect(error.message).toContain(role);
     }
     expect(await readBranding()).toEqual(known);
@@ -127,10 +169,16 @@ describe('PATCH /workspaces/{workspaceId}/branding', () => {
 describe('POST /workspaces/{workspaceId}/branding/logo', () => {
   const logoPath = () => `/workspaces/${workspaceId}/branding/logo`;
   /** `token: null` sends no Authorization header. */
-  const sendLogo = (data: Buffer, name = 'logo.png', type = 'image/png', token: string | null = sessions.OWNER.accessToken, field = 'logo') =>
-    api('POST', logoPath(), { ...(token !== null && { token }), form: form(field, data, name, type) });
+  const sendLogo = (
+    data: Buffer,
+    name = 'logo.png',
+    type = 'image/png',
+    token: string | null = sessions.OWNER.accessToken,
+    field = 'logo',
+  ) => api('POST', logoPath(), { ...(token !== null && { token }), form: form(field, data, name, type) });
 
-  const logoRows = () => local.app.deps.db.selectFrom('files').selectAll().where('workspace_id', '=', workspaceId).execute();
+  const logoRows = () =>
+    local.app.deps.db.selectFrom('files').selectAll().where('workspace_id', '=', workspaceId).execute();
 
   /** Sends a logo that must be refused; checks nothing was stored and the current logo stays. */
   async function refusedWithoutTrace(send: () => Promise<ApiResponse>, status: number, code: string) {
@@ -198,7 +246,12 @@ describe('POST /workspaces/{workspaceId}/branding/logo', () => {
   });
 
   it('an ADMIN may set it; a file of exactly 1 MiB is accepted (the limit is 1 MiB)', async () => {
-    const res = await sendLogo(padTo(await pngOf(64, 64), 1 * MiB), 'logo.png', 'image/png', sessions.ADMIN.accessToken);
+    const res = await sendLogo(
+      padTo(await pngOf(64, 64), 1 * MiB),
+      'logo.png',
+      'image/png',
+      sessions.ADMIN.accessToken,
+    );
     expect(res.status, res.text).toBe(200);
     expect((await readBranding()).logoUrl).toBe(res.body.logoUrl);
   });
@@ -209,26 +262,63 @@ describe('POST /workspaces/{workspaceId}/branding/logo', () => {
     ['a GIF', () => solidImage(16, 16).gif().toBuffer(), 'logo.gif', 'image/gif', 415, 'UNSUPPORTED_MEDIA_TYPE'],
     ['a PDF', () => PDF, 'logo.pdf', 'application/pdf', 415, 'UNSUPPORTED_MEDIA_TYPE'],
     ['a text file named .png', () => TEXT_AS_PNG, 'logo.png', 'image/png', 415, 'UNSUPPORTED_MEDIA_TYPE'],
-    ['a PNG header claiming 50,000 x 50,000 pixels', () => pngClaiming(50_000, 50_000), 'logo.png', 'image/png', 400, 'BAD_REQUEST'],
+    [
+      'a PNG header claiming 50,000 x 50,000 pixels',
+      () => pngClaiming(50_000, 50_000),
+      'logo.png',
+      'image/png',
+      400,
+      'BAD_REQUEST',
+    ],
     ['a 0-byte file', () => Buffer.alloc(0), 'logo.png', 'image/png', 400, 'BAD_REQUEST'],
-    ['a file one byte over 1 MiB', async () => padTo(await pngOf(64, 64), 1 * MiB + 1), 'logo.png', 'image/png', 413, 'PAYLOAD_TOO_LARGE'],
-  ] as const)('refuses %s, stores nothing and keeps the current logo', async (_label, make, name, type, status, code) => {
-    const data = await make();
-    const error = await refusedWithoutTrace(() => sendLogo(data, name, type), status, code);
-    if (status === 413) expect(error.message).toMatch(/1 MiB/);
-  });
+    [
+      'a file one byte over 1 MiB',
+      async () => padTo(await pngOf(64, 64), 1 * MiB + 1),
+      'logo.png',
+      'image/png',
+      413,
+      'PAYLOAD_TOO_LARGE',
+    ],
+  ] as const)(
+    'refuses %s, stores nothing and keeps the current logo',
+    async (_label, make, name, type, status, code) => {
+      const data = await make();
+      const error = await refusedWithoutTrace(() => sendLogo(data, name, type), status, code);
+      if (status === 413) expect(error.message).toMatch(/1 MiB/);
+    },
+  );
 
   it('refuses the wrong field name, an anonymous caller, a MEMBER, a VIEWER and an outsider, storing nothing', async () => {
     const png = await pngOf(64, 64);
-    expect((await refusedWithoutTrace(() => sendLogo(png, 'logo.png', 'image/png', sessions.OWNER.accessToken, 'file'), 400, 'BAD_REQUEST')).message).toContain('"logo"');
+    expect(
+      (
+        await refusedWithoutTrace(
+          () => sendLogo(png, 'logo.png', 'image/png', sessions.OWNER.accessToken, 'file'),
+          400,
+          'BAD_REQUEST',
+        )
+      ).message,
+    ).toContain('"logo"');
     await refusedWithoutTrace(() => sendLogo(png, 'logo.png', 'image/png', null), 401, 'UNAUTHORIZED');
-    await refusedWithoutTrace(() => sendLogo(png, 'logo.png', 'image/png', sessions.MEMBER.accessToken), 403, 'PERMISSION_DENIED');
-    await refusedWithoutTrace(() => sendLogo(png, 'logo.png', 'image/png', sessions.VIEWER.accessToken), 403, 'PERMISSION_DENIED');
+    await refusedWithoutTrace(
+      () => sendLogo(png, 'logo.png', 'image/png', sessions.MEMBER.accessToken),
+      403,
+      'PERMISSION_DENIED',
+    );
+    await refusedWithoutTrace(
+      () => sendLogo(png, 'logo.png', 'image/png', sessions.VIEWER.accessToken),
+      403,
+      'PERMISSION_DENIED',
+    );
     await refusedWithoutTrace(() => sendLogo(png, 'logo.png', 'image/png', outsider.accessToken), 404, 'NOT_FOUND');
   });
 
   it('answers an anonymous caller (401), a MEMBER (403) and an outsider (404) before the body has arrived', async () => {
-    const member = expectError(await sendLogo(await pngOf(64, 64), 'logo.png', 'image/png', sessions.MEMBER.accessToken), 403, 'PERMISSION_DENIED');
+    const member = expectError(
+      await sendLogo(await pngOf(64, 64), 'logo.png', 'image/png', sessions.MEMBER.accessToken),
+      403,
+      'PERMISSION_DENIED',
+    );
     for (const [token, status, body] of [
       [undefined, 401, { code: 'UNAUTHORIZED' }],
       [sessions.MEMBER.accessToken, 403, { code: 'PERMISSION_DENIED', message: member.message }],

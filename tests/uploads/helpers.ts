@@ -55,7 +55,13 @@ export async function addedSince(local: LocalApp, before: string[]): Promise<str
   return (await local.listing()).filter((f) => !before.includes(f));
 }
 
-export function form(field: string, data: Buffer, name: string, type = 'application/octet-stream', extra: Record<string, string> = {}) {
+export function form(
+  field: string,
+  data: Buffer,
+  name: string,
+  type = 'application/octet-stream',
+  extra: Record<string, string> = {},
+) {
   const f = new FormData();
   for (const [k, v] of Object.entries(extra)) f.append(k, v);
   f.append(field, new Blob([new Uint8Array(data)], { type }), name);
@@ -77,10 +83,16 @@ export async function download(app: TestApp, urlPath: string, token?: string) {
  */
 export function answerBeforeBody(app: TestApp, urlPath: string, field: string, token?: string, waitMs = 3000) {
   const boundary = `----upload-${crypto.randomBytes(8).toString('hex')}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`,
+  );
   const req = http.request(app.url + urlPath, {
     method: 'POST',
-    headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(8 * MiB), ...(token && { authorization: `Bearer ${token}` }) },
+    headers: {
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'content-length': String(8 * MiB),
+      ...(token && { authorization: `Bearer ${token}` }),
+    },
   });
   if (token) ledger.sent(token, 'a bearer token');
   return new Promise<{ status: number; body: any } | undefined>((resolve, reject) => {
@@ -110,7 +122,8 @@ export function answerBeforeBody(app: TestApp, urlPath: string, field: string, t
 export const solidImage = (width: number, height: number, background = '#3366cc') =>
   sharp({ create: { width, height, channels: 3, background } });
 
-export const pngOf = (width: number, height: number, background?: string) => solidImage(width, height, background).png().toBuffer();
+export const pngOf = (width: number, height: number, background?: string) =>
+  solidImage(width, height, background).png().toBuffer();
 
 /** Decoded RGB pixels, to compare images whatever their encoding. */
 export async function pixels(data: Buffer) {
@@ -144,8 +157,13 @@ export function pngChunk(type: string, data: Buffer): Buffer {
 
 /** `png` with a tEXt chunk (keyword Comment) right after its IHDR (signature 8 + IHDR chunk 25 bytes). */
 export function withTextChunk(png: Buffer, text: string): Buffer {
-  if (!png.subarray(0, 8).equals(PNG_SIGNATURE) || png.toString('latin1', 12, 16) !== 'IHDR') throw new Error('not a PNG');
-  return Buffer.concat([png.subarray(0, 33), pngChunk('tEXt', Buffer.from(`Comment\0${text}`, 'latin1')), png.subarray(33)]);
+  if (!png.subarray(0, 8).equals(PNG_SIGNATURE) || png.toString('latin1', 12, 16) !== 'IHDR')
+    throw new Error('not a PNG');
+  return Buffer.concat([
+    png.subarray(0, 33),
+    pngChunk('tEXt', Buffer.from(`Comment\0${text}`, 'latin1')),
+    png.subarray(33),
+  ]);
 }
 
 /** A well-formed PNG (valid CRCs) whose IHDR claims `width` x `height` RGB pixels, with a token IDAT. */
@@ -155,7 +173,12 @@ export function pngClaiming(width: number, height: number): Buffer {
   ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8; // bit depth
   ihdr[9] = 2; // colour type RGB
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('IDAT', Buffer.from([0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01])), pngChunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', Buffer.from([0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01])),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** A GIF whose screen and single frame claim `width` x `height` pixels (one tiny LZW block). */
@@ -183,7 +206,9 @@ export const HTML = Buffer.from('<!doctype html><html><body><script>document.tit
 export const SVG_WITH_SCRIPT = Buffer.from(
   '<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(document.cookie)</script><rect width="10" height="10"/></svg>\n',
 );
-export const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
+export const PDF = Buffer.from(
+  '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n',
+);
 
 /** `data` padded with zero bytes (after the image's end) to exactly `size` bytes. */
 export function padTo(data: Buffer, size: number): Buffer {

@@ -58,10 +58,20 @@ afterAll(async () => {
 const api = (...args: Parameters<LocalApp['app']['api']>) => local.app.api(...args);
 
 const fileRows = (workspaceId: string) =>
-  local.app.deps.db.selectFrom('files').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').execute();
+  local.app.deps.db
+    .selectFrom('files')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at')
+    .execute();
 
-const upload = (data: Buffer, name: string, type = 'application/octet-stream', token = owner.accessToken, extra: Record<string, string> = {}) =>
-  api('POST', '/storage/upload', { token, form: form('file', data, name, type, extra) });
+const upload = (
+  data: Buffer,
+  name: string,
+  type = 'application/octet-stream',
+  token = owner.accessToken,
+  extra: Record<string, string> = {},
+) => api('POST', '/storage/upload', { token, form: form('file', data, name, type, extra) });
 
 /** Uploads `data`, expects 201 and exactly one new file on disk; answers the body, its path and its bytes. */
 async function uploadOk(data: Buffer, name: string, type?: string) {
@@ -75,7 +85,12 @@ async function uploadOk(data: Buffer, name: string, type?: string) {
 }
 
 /** Sends a request that must be refused, and checks it left nothing on disk and no files row. */
-async function refusedWithoutTrace(send: () => Promise<ApiResponse>, status: number, code: string, workspaceId = owner.workspaceId) {
+async function refusedWithoutTrace(
+  send: () => Promise<ApiResponse>,
+  status: number,
+  code: string,
+  workspaceId = owner.workspaceId,
+) {
   const diskBefore = await local.listing();
   const rowsBefore = await fileRows(workspaceId);
   const res = await send();
@@ -96,7 +111,12 @@ describe('POST /storage/upload: accepted files', () => {
     expect(file).toMatch(/^uploads\/files\/[0-9a-f-]{36}\.png$/);
     expect(file).not.toContain('holiday');
     const [row] = (await fileRows(owner.workspaceId)).filter((r) => r.id === body.id);
-    expect(row).toMatchObject({ storage_key: file.replace(/^uploads\//, ''), content_type: 'image/png', size_bytes: stored.length, uploaded_by: owner.userId });
+    expect(row).toMatchObject({
+      storage_key: file.replace(/^uploads\//, ''),
+      content_type: 'image/png',
+      size_bytes: stored.length,
+      uploaded_by: owner.userId,
+    });
 
     // The stored file is the same picture.
     expect(await pixels(stored)).toEqual(await pixels(PNG));
@@ -138,9 +158,15 @@ describe('POST /storage/upload: accepted files', () => {
   });
 
   it('a 36-character id that is not a UUID (36 dashes, 36 letters) is the 404 of a missing file, not a 500', async () => {
-    const missing = expectError(await api('GET', `/storage/files/${crypto.randomUUID()}`, { token: owner.accessToken }), 404, 'NOT_FOUND');
+    const missing = expectError(
+      await api('GET', `/storage/files/${crypto.randomUUID()}`, { token: owner.accessToken }),
+      404,
+      'NOT_FOUND',
+    );
     for (const id of ['-'.repeat(36), 'a'.repeat(36), 'A'.repeat(36)]) {
-      expect(expectError(await api('GET', `/storage/files/${id}`, { token: owner.accessToken }), 404, 'NOT_FOUND').message).toBe(missing.message);
+      expect(
+        expectError(await api('GET', `/storage/files/${id}`, { token: owner.accessToken }), 404, 'NOT_FOUND').message,
+      ).toBe(missing.message);
     }
   });
 
@@ -148,11 +174,22 @@ describe('POST /storage/upload: accepted files', () => {
     const suspended = await registerAndLogin(local.app.api, { prefix: 'up-suspended' });
     const res = await upload(PNG, 'kept.png', 'image/png', suspended.accessToken);
     expect(res.status, res.text).toBe(201);
-    await local.app.deps.db.updateTable('workspaces').set({ status: 'SUSPENDED' }).where('id', '=', suspended.workspaceId).execute();
+    await local.app.deps.db
+      .updateTable('workspaces')
+      .set({ status: 'SUSPENDED' })
+      .where('id', '=', suspended.workspaceId)
+      .execute();
 
-    expect(expectError(await api('GET', res.body.url, { token: suspended.accessToken }), 403, 'WORKSPACE_UNAVAILABLE').message).toMatch(/suspended/);
+    expect(
+      expectError(await api('GET', res.body.url, { token: suspended.accessToken }), 403, 'WORKSPACE_UNAVAILABLE')
+        .message,
+    ).toMatch(/suspended/);
     const theirs = expectError(await api('GET', res.body.url, { token: outsider.accessToken }), 404, 'NOT_FOUND');
-    const missing = expectError(await api('GET', `/storage/files/${crypto.randomUUID()}`, { token: outsider.accessToken }), 404, 'NOT_FOUND');
+    const missing = expectError(
+      await api('GET', `/storage/files/${crypto.randomUUID()}`, { token: outsider.accessToken }),
+      404,
+      'NOT_FOUND',
+    );
     expect(theirs.message).toBe(missing.message);
     expectError(await api('GET', res.body.url), 401, 'UNAUTHORIZED');
   });
@@ -225,7 +262,10 @@ describe('POST /storage/upload: nothing of an image payload survives re-encoding
   });
 
   it('a JPEG loses its EXIF (e.g. a description or location) in the stored file', async () => {
-    const jpeg = await solidImage(32, 32).jpeg().withExif({ IFD0: { ImageDescription: MARKER } }).toBuffer();
+    const jpeg = await solidImage(32, 32)
+      .jpeg()
+      .withExif({ IFD0: { ImageDescription: MARKER } })
+      .toBuffer();
     expect(jpeg.includes('PAYLOAD-')).toBe(true);
     const { body, stored } = await uploadOk(jpeg, 'camera.jpg', 'image/jpeg');
     expect(body.contentType).toBe('image/jpeg');
@@ -254,7 +294,11 @@ describe('POST /storage/upload: nothing of an image payload survives re-encoding
   });
 
   it('a GIF whose header claims 50,000 x 50,000 pixels is refused and nothing is kept', async () => {
-    const res = await refusedWithoutTrace(() => upload(gifClaiming(50_000, 50_000), 'bomb.gif', 'image/gif'), 400, 'BAD_REQUEST');
+    const res = await refusedWithoutTrace(
+      () => upload(gifClaiming(50_000, 50_000), 'bomb.gif', 'image/gif'),
+      400,
+      'BAD_REQUEST',
+    );
     expect(res.message).toMatch(/too large|could not be read/);
   });
 });
@@ -263,36 +307,124 @@ describe('POST /storage/upload: refused files leave nothing on disk and no row',
   it.each([
     ['a text file named .png', () => upload(TEXT_AS_PNG, 'photo.png', 'image/png'), 415, 'UNSUPPORTED_MEDIA_TYPE'],
     ['an HTML file', () => upload(HTML, 'page.html', 'text/html'), 415, 'UNSUPPORTED_MEDIA_TYPE'],
-    ['an HTML file named .png and sent as image/png', () => upload(HTML, 'page.png', 'image/png'), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+    [
+      'an HTML file named .png and sent as image/png',
+      () => upload(HTML, 'page.png', 'image/png'),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    ],
     ['an SVG with a script', () => upload(SVG_WITH_SCRIPT, 'icon.svg', 'image/svg+xml'), 415, 'UNSUPPORTED_MEDIA_TYPE'],
-    ['a PNG header claiming 50,000 x 50,000 pixels', () => upload(pngClaiming(50_000, 50_000), 'bomb.png', 'image/png'), 400, 'BAD_REQUEST'],
-    ['a PNG whose data is cut off after its header', () => upload(PNG.subarray(0, 60), 'cut.png', 'image/png'), 400, 'BAD_REQUEST'],
+    [
+      'a PNG header claiming 50,000 x 50,000 pixels',
+      () => upload(pngClaiming(50_000, 50_000), 'bomb.png', 'image/png'),
+      400,
+      'BAD_REQUEST',
+    ],
+    [
+      'a PNG whose data is cut off after its header',
+      () => upload(PNG.subarray(0, 60), 'cut.png', 'image/png'),
+      400,
+      'BAD_REQUEST',
+    ],
     ['a 0-byte file', () => upload(Buffer.alloc(0), 'empty.png', 'image/png'), 400, 'BAD_REQUEST'],
-    ['a file one byte over 10 MiB', () => upload(padTo(PNG, 10 * MiB + 1), 'big.png', 'image/png'), 413, 'PAYLOAD_TOO_LARGE'],
-    ['a form without the file field', () => api('POST', '/storage/upload', { token: owner.accessToken, form: (() => { const f = new FormData(); f.append('workspaceId', owner.workspaceId); return f; })() }), 400, 'BAD_REQUEST'],
-    ['the file in a wrongly named field', () => api('POST', '/storage/upload', { token: owner.accessToken, form: form('upload', PNG, 'a.png', 'image/png') }), 400, 'BAD_REQUEST'],
-    ['two files in the field', () => api('POST', '/storage/upload', { token: owner.accessToken, form: (() => { const f = form('file', PNG, 'a.png', 'image/png'); f.append('file', new Blob([new Uint8Array(PNG)], { type: 'image/png' }), 'b.png'); return f; })() }), 400, 'BAD_REQUEST'],
-    ['a JSON body instead of a form', () => api('POST', '/storage/upload', { token: owner.accessToken, body: { file: PNG.toString('base64') } }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+    [
+      'a file one byte over 10 MiB',
+      () => upload(padTo(PNG, 10 * MiB + 1), 'big.png', 'image/png'),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    ],
+    [
+      'a form without the file field',
+      () =>
+        api('POST', '/storage/upload', {
+          token: owner.accessToken,
+          form: (() => {
+            const f = new FormData();
+            f.append('workspaceId', owner.workspaceId);
+            return f;
+          })(),
+        }),
+      400,
+      'BAD_REQUEST',
+    ],
+    [
+      'the file in a wrongly named field',
+      () =>
+        api('POST', '/storage/upload', { token: owner.accessToken, form: form('upload', PNG, 'a.png', 'image/png') }),
+      400,
+      'BAD_REQUEST',
+    ],
+    [
+      'two files in the field',
+      () =>
+        api('POST', '/storage/upload', {
+          token: owner.accessToken,
+          form: (() => {
+            const f = form('file', PNG, 'a.png', 'image/png');
+            f.append('file', new Blob([new Uint8Array(PNG)], { type: 'image/png' }), 'b.png');
+            return f;
+          })(),
+        }),
+      400,
+      'BAD_REQUEST',
+    ],
+    [
+      'a JSON body instead of a form',
+      () => api('POST', '/storage/upload', { token: owner.accessToken, body: { file: PNG.toString('base64') } }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    ],
   ] as const)('%s', async (_label, send, status, code) => {
     await refusedWithoutTrace(send, status, code);
   });
 
   it('the 0-byte and wrong-field answers tell the user what to send', async () => {
-    expect((await refusedWithoutTrace(() => upload(Buffer.alloc(0), 'empty.png'), 400, 'BAD_REQUEST')).message).toMatch(/empty/i);
-    expect((await refusedWithoutTrace(() => api('POST', '/storage/upload', { token: owner.accessToken, form: form('upload', PNG, 'a.png') }), 400, 'BAD_REQUEST')).message).toContain('"file"');
-    expect((await refusedWithoutTrace(() => upload(padTo(PNG, 10 * MiB + 1), 'big.png'), 413, 'PAYLOAD_TOO_LARGE')).message).toMatch(/10 MiB/);
-    expect((await refusedWithoutTrace(() => upload(TEXT_AS_PNG, 'photo.png', 'image/png'), 415, 'UNSUPPORTED_MEDIA_TYPE')).message).toMatch(/image\/png/);
+    expect((await refusedWithoutTrace(() => upload(Buffer.alloc(0), 'empty.png'), 400, 'BAD_REQUEST')).message).toMatch(
+      /empty/i,
+    );
+    expect(
+      (
+        await refusedWithoutTrace(
+          () => api('POST', '/storage/upload', { token: owner.accessToken, form: form('upload', PNG, 'a.png') }),
+          400,
+          'BAD_REQUEST',
+        )
+      ).message,
+    ).toContain('"file"');
+    expect(
+      (await refusedWithoutTrace(() => upload(padTo(PNG, 10 * MiB + 1), 'big.png'), 413, 'PAYLOAD_TOO_LARGE')).message,
+    ).toMatch(/10 MiB/);
+    expect(
+      (await refusedWithoutTrace(() => upload(TEXT_AS_PNG, 'photo.png', 'image/png'), 415, 'UNSUPPORTED_MEDIA_TYPE'))
+        .message,
+    ).toMatch(/image\/png/);
   });
 
   it('refuses an anonymous caller (401), a VIEWER (403) and an outsider naming the workspace (404)', async () => {
     await refusedWithoutTrace(() => upload(PNG, 'a.png', 'image/png', ''), 401, 'UNAUTHORIZED');
-    await refusedWithoutTrace(() => api('POST', '/storage/upload', { form: form('file', PNG, 'a.png', 'image/png') }), 401, 'UNAUTHORIZED');
-    await refusedWithoutTrace(() => upload(PNG, 'a.png', 'image/png', viewer.accessToken, { workspaceId: owner.workspaceId }), 403, 'PERMISSION_DENIED');
-    await refusedWithoutTrace(() => upload(PNG, 'a.png', 'image/png', outsider.accessToken, { workspaceId: owner.workspaceId }), 404, 'NOT_FOUND');
+    await refusedWithoutTrace(
+      () => api('POST', '/storage/upload', { form: form('file', PNG, 'a.png', 'image/png') }),
+      401,
+      'UNAUTHORIZED',
+    );
+    await refusedWithoutTrace(
+      () => upload(PNG, 'a.png', 'image/png', viewer.accessToken, { workspaceId: owner.workspaceId }),
+      403,
+      'PERMISSION_DENIED',
+    );
+    await refusedWithoutTrace(
+      () => upload(PNG, 'a.png', 'image/png', outsider.accessToken, { workspaceId: owner.workspaceId }),
+      404,
+      'NOT_FOUND',
+    );
   });
 
   it('answers an anonymous caller or a bad token with 401 before the body has arrived (nothing is buffered)', async () => {
-    const full = expectError(await api('POST', '/storage/upload', { form: form('file', PNG, 'a.png', 'image/png') }), 401, 'UNAUTHORIZED');
+    const full = expectError(
+      await api('POST', '/storage/upload', { form: form('file', PNG, 'a.png', 'image/png') }),
+      401,
+      'UNAUTHORIZED',
+    );
     for (const token of [undefined, 'not-a-token']) {
       const early = await answerBeforeBody(local.app, '/storage/upload', 'file', token);
       expect(early, 'no answer while the body was still open').toBeDefined();
@@ -314,14 +446,25 @@ describe('POST /profile/avatar', () => {
     api('POST', '/profile/avatar', { token, form: form(field, data, name, type) });
 
   const avatarKey = async (userId: string) =>
-    (await local.app.deps.db.selectFrom('users').select('avatar_key').where('id', '=', userId).executeTakeFirstOrThrow()).avatar_key;
+    (
+      await local.app.deps.db
+        .selectFrom('users')
+        .select('avatar_key')
+        .where('id', '=', userId)
+        .executeTakeFirstOrThrow()
+    ).avatar_key;
 
   it('re-encodes a PNG to a 512 x 512 WebP, stored under a generated name and served to people who share a workspace', async () => {
     const user = member;
     const before = await local.listing();
     const res = await sendAvatar(user.accessToken, await pngOf(300, 200, '#aa2222'), 'portrait of me.png');
     expect(res.status, res.text).toBe(201);
-    expect(res.body).toMatchObject({ avatarUrl: `/users/${user.userId}/avatar`, contentType: 'image/webp', width: 512, height: 512 });
+    expect(res.body).toMatchObject({
+      avatarUrl: `/users/${user.userId}/avatar`,
+      contentType: 'image/webp',
+      width: 512,
+      height: 512,
+    });
 
     const added = await addedSince(local, before);
     expect(added).toHaveLength(1);
@@ -389,7 +532,9 @@ describe('POST /profile/avatar', () => {
   it('10 parallel uploads by one user leave exactly one stored avatar, the one the user points at', async () => {
     const user = await registerAndLogin(local.app.api, { prefix: 'up-avatar-race' });
     const before = await local.listing();
-    const images = await Promise.all(Array.from({ length: 10 }, (_, i) => pngOf(40, 40, `#${(i * 20).toString(16).padStart(2, '0')}8040`)));
+    const images = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => pngOf(40, 40, `#${(i * 20).toString(16).padStart(2, '0')}8040`)),
+    );
     const answers = await Promise.all(images.map((image) => sendAvatar(user.accessToken, image)));
     expect(answers.map((a) => a.status)).toEqual(Array(10).fill(201));
     const added = await addedSince(local, before);
@@ -425,9 +570,23 @@ describe('POST /profile/avatar', () => {
       ['a GIF', () => solidImage(16, 16).gif().toBuffer(), 'me.gif', 'image/gif', 415, 'UNSUPPORTED_MEDIA_TYPE'],
       ['a PDF', () => PDF, 'me.png', 'image/png', 415, 'UNSUPPORTED_MEDIA_TYPE'],
       ['a text file named .png', () => TEXT_AS_PNG, 'me.png', 'image/png', 415, 'UNSUPPORTED_MEDIA_TYPE'],
-      ['a PNG header claiming 50,000 x 50,000 pixels', () => pngClaiming(50_000, 50_000), 'me.png', 'image/png', 400, 'BAD_REQUEST'],
+      [
+        'a PNG header claiming 50,000 x 50,000 pixels',
+        () => pngClaiming(50_000, 50_000),
+        'me.png',
+        'image/png',
+        400,
+        'BAD_REQUEST',
+      ],
       ['a 0-byte file', () => Buffer.alloc(0), 'me.png', 'image/png', 400, 'BAD_REQUEST'],
-      ['a file one byte over 2 MiB', async () => padTo(await pngOf(20, 20), 2 * MiB + 1), 'me.png', 'image/png', 413, 'PAYLOAD_TOO_LARGE'],
+      [
+        'a file one byte over 2 MiB',
+        async () => padTo(await pngOf(20, 20), 2 * MiB + 1),
+        'me.png',
+        'image/png',
+        413,
+        'PAYLOAD_TOO_LARGE',
+      ],
     ] as const)('%s', async (_label, make, name, type, status, code) => {
       const keyBefore = await avatarKey(user.userId);
       const diskBefore = await local.listing();
@@ -440,8 +599,14 @@ describe('POST /profile/avatar', () => {
 
     it('the file in the field `file` instead of `avatar`, and an anonymous caller', async () => {
       const diskBefore = await local.listing();
-      expect(expectError(await sendAvatar(user.accessToken, PNG, 'me.png', 'image/png', 'file'), 400, 'BAD_REQUEST').message).toContain('"avatar"');
-      expectError(await api('POST', '/profile/avatar', { form: form('avatar', PNG, 'me.png', 'image/png') }), 401, 'UNAUTHORIZED');
+      expect(
+        expectError(await sendAvatar(user.accessToken, PNG, 'me.png', 'image/png', 'file'), 400, 'BAD_REQUEST').message,
+      ).toContain('"avatar"');
+      expectError(
+        await api('POST', '/profile/avatar', { form: form('avatar', PNG, 'me.png', 'image/png') }),
+        401,
+        'UNAUTHORIZED',
+      );
       expect(await local.listing()).toEqual(diskBefore);
     });
 

@@ -34,9 +34,15 @@ export async function upgradeWorkspace(app: TestApp, ownerToken: string, workspa
 
 /** Invites `email` with `role` as `inviterToken`; answers the invitation and the raw token from the mail. */
 export async function invite(app: TestApp, inviterToken: string, workspaceId: string, email: string, role: Role) {
-  const res = await app.api('POST', `/workspaces/${workspaceId}/invitations`, { token: inviterToken, body: { email, role } });
+  const res = await app.api('POST', `/workspaces/${workspaceId}/invitations`, {
+    token: inviterToken,
+    body: { email, role },
+  });
   if (res.status !== 201) throw new Error(`invite ${email} as ${role} failed: ${res.status} ${res.text}`);
-  return { invitation: res.body as { id: string; email: string; role: Role }, token: await latestMailToken(app, email, INVITATION_TEMPLATE) };
+  return {
+    invitation: res.body as { id: string; email: string; role: Role },
+    token: await latestMailToken(app, email, INVITATION_TEMPLATE),
+  };
 }
 
 /** A new account that joins `workspaceId` with `role` through an invitation sent by `inviterToken`. */

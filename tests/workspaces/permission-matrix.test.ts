@@ -45,7 +45,10 @@ beforeAll(async () => {
   async function unavailable(move: 'suspend' | 'archive', label: string) {
     const wsOwner = await registerAndLogin(app.api, { prefix: `mx-${label}-owner` });
     const wsName = `Matrix ${label} ${crypto.randomBytes(4).toString('hex')}`;
-    const created = await app.api('POST', '/admin/workspaces', { token: admin.accessToken, body: { name: wsName, ownerUserId: wsOwner.userId } });
+    const created = await app.api('POST', '/admin/workspaces', {
+      token: admin.accessToken,
+      body: { name: wsName, ownerUserId: wsOwner.userId },
+    });
     if (created.status !== 201) throw new Error(`admin create failed: ${created.status} ${created.text}`);
     const id: string = created.body.id;
     const member = await inviteAndJoin(app, wsOwner.accessToken, id, 'MEMBER', `mx-${label}-member`);
@@ -64,7 +67,13 @@ afterAll(() => app?.close());
 async function disposableKey(workspaceId: string) {
   const row = await app.deps.db
     .insertInto('api_keys')
-    .values({ workspace_id: workspaceId, name: 'matrix', prefix: 'wsk_matrix00', key_hash: crypto.randomBytes(32).toString('hex'), scopes: JSON.stringify(['read']) })
+    .values({
+      workspace_id: workspaceId,
+      name: 'matrix',
+      prefix: 'wsk_matrix00',
+      key_hash: crypto.randomBytes(32).toString('hex'),
+      scopes: JSON.stringify(['read']),
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;
@@ -74,19 +83,35 @@ async function disposableKey(workspaceId: string) {
 async function disposableWebhook(workspaceId: string) {
   const hook = await app.deps.db
     .insertInto('webhooks')
-    .values({ workspace_id: workspaceId, name: 'matrix', url: 'https://example.com/hook', events: JSON.stringify(['billing.updated']), secret_encrypted: app.deps.secrets.seal('whsec_matrix') })
+    .values({
+      workspace_id: workspaceId,
+      name: 'matrix',
+      url: 'https://example.com/hook',
+      events: JSON.stringify(['billing.updated']),
+      secret_encrypted: app.deps.secrets.seal('whsec_matrix'),
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   const delivery = await app.deps.db
     .insertInto('webhook_deliveries')
-    .values({ webhook_id: hook.id, workspace_id: workspaceId, event: 'billing.updated', payload: JSON.stringify({ event: 'billing.updated' }), status: 'failed', attempts: 1 })
+    .values({
+      webhook_id: hook.id,
+      workspace_id: workspaceId,
+      event: 'billing.updated',
+      payload: JSON.stringify({ event: 'billing.updated' }),
+      status: 'failed',
+      attempts: 1,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return { webhookId: hook.id, deliveryId: delivery.id };
 }
 
 function logoForm() {
-  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
+  const png = Buffer.from(
+    'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=',
+    'base64',
+  );
   const form = new FormData();
   form.append('logo', new Blob([png], { type: 'image/png' }), 'logo.png');
   return form;
@@ -95,7 +120,10 @@ function logoForm() {
 /** A member row for a user created just for one cell, so 2xx role changes and removals touch nobody else. */
 async function disposableMember(workspaceId: string, role: Role = 'MEMBER') {
   const target = await registerAndLogin(app.api, { prefix: 'mx-target' });
-  await app.deps.db.insertInto('workspace_members').values({ workspace_id: workspaceId, user_id: target.userId, role }).execute();
+  await app.deps.db
+    .insertInto('workspace_members')
+    .values({ workspace_id: workspaceId, user_id: target.userId, role })
+    .execute();
   return target.userId;
 }
 
@@ -141,7 +169,9 @@ const ROUTES: Route[] = [
     openapi: '/workspaces/{workspaceId}/members',
     call: async (ws) => ({ path: `/workspaces/${ws.id}/members` }),
     check: (res, ws) =>
-      expect(res.body.items).toEqual(expect.arrayContaining([expect.objectContaining({ userId: ws.owner.userId, role: 'OWNER' })])),
+      expect(res.body.items).toEqual(
+        expect.arrayContaining([expect.objectContaining({ userId: ws.owner.userId, role: 'OWNER' })]),
+      ),
   },
   {
     label: 'POST /workspaces/{id}/invitations',
@@ -153,7 +183,11 @@ const ROUTES: Route[] = [
         path: `/workspaces/${ws.id}/invitations`,
         body: { email, role: 'VIEWER' },
         after: async (res) => {
-          const rows = await app.deps.db.selectFrom('workspace_invitations').select('workspace_id').where('email', '=', email).execute();
+          const rows = await app.deps.db
+            .selectFrom('workspace_invitations')
+            .select('workspace_id')
+            .where('email', '=', email)
+            .execute();
           expect(rows).toEqual(is2xx(res.status) ? [{ workspace_id: ws.id }] : []);
         },
       };
@@ -191,7 +225,10 @@ const ROUTES: Route[] = [
     label: 'POST /workspaces/{id}/ai/generate',
     method: 'POST',
     openapi: '/workspaces/{workspaceId}/ai/generate',
-    call: async (ws) => ({ path: `/workspaces/${ws.id}/ai/generate`, body: { prompt: 'A line for the permission matrix' } }),
+    call: async (ws) => ({
+      path: `/workspaces/${ws.id}/ai/generate`,
+      body: { prompt: 'A line for the permission matrix' },
+    }),
     check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id, status: 'SUCCEEDED' }),
   },
   {
@@ -263,7 +300,10 @@ const ROUTES: Route[] = [
     label: 'PATCH /workspaces/{id}/api-keys/{apiKeyId}',
     method: 'PATCH',
     openapi: '/workspaces/{workspaceId}/api-keys/{apiKeyId}',
-    call: async (ws) => ({ path: `/workspaces/${ws.id}/api-keys/${await disposableKey(ws.id)}`, body: { name: 'renamed' } }),
+    call: async (ws) => ({
+      path: `/workspaces/${ws.id}/api-keys/${await disposableKey(ws.id)}`,
+      body: { name: 'renamed' },
+    }),
     check: (res) => expect(res.body).toMatchObject({ name: 'renamed' }),
   },
   {
@@ -291,14 +331,21 @@ const ROUTES: Route[] = [
     label: 'POST /workspaces/{id}/webhooks',
     method: 'POST',
     openapi: '/workspaces/{workspaceId}/webhooks',
-    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks`, body: { name: 'matrix hook', url: 'https://example.com/hook', events: ['billing.updated'] } }),
-    check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id, secret: expect.stringMatching(/^whsec_/) }),
+    call: async (ws) => ({
+      path: `/workspaces/${ws.id}/webhooks`,
+      body: { name: 'matrix hook', url: 'https://example.com/hook', events: ['billing.updated'] },
+    }),
+    check: (res, ws) =>
+      expect(res.body).toMatchObject({ workspaceId: ws.id, secret: expect.stringMatching(/^whsec_/) }),
   },
   {
     label: 'PATCH /workspaces/{id}/webhooks/{webhookId}',
     method: 'PATCH',
     openapi: '/workspaces/{workspaceId}/webhooks/{webhookId}',
-    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}`, body: { name: 'renamed hook' } }),
+    call: async (ws) => ({
+      path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}`,
+      body: { name: 'renamed hook' },
+    }),
     check: (res) => expect(res.body).toMatchObject({ name: 'renamed hook' }),
   },
   {
@@ -312,14 +359,20 @@ const ROUTES: Route[] = [
     label: 'POST /workspaces/{id}/webhooks/{webhookId}/test',
     method: 'POST',
     openapi: '/workspaces/{workspaceId}/webhooks/{webhookId}/test',
-    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}/test`, body: {} }),
+    call: async (ws) => ({
+      path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}/test`,
+      body: {},
+    }),
     check: (res) => expect(res.body).toMatchObject({ event: 'webhook.test' }),
   },
   {
     label: 'POST /workspaces/{id}/webhooks/{webhookId}/rotate-secret',
     method: 'POST',
     openapi: '/workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret',
-    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}/rotate-secret`, body: {} }),
+    call: async (ws) => ({
+      path: `/workspaces/${ws.id}/webhooks/${(await disposableWebhook(ws.id)).webhookId}/rotate-secret`,
+      body: {},
+    }),
     check: (res) => expect(res.body.secret).toMatch(/^whsec_/),
   },
   {
@@ -333,7 +386,10 @@ const ROUTES: Route[] = [
     label: 'POST /workspaces/{id}/webhook-deliveries/{deliveryId}/retry',
     method: 'POST',
     openapi: '/workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry',
-    call: async (ws) => ({ path: `/workspaces/${ws.id}/webhook-deliveries/${(await disposableWebhook(ws.id)).deliveryId}/retry`, body: {} }),
+    call: async (ws) => ({
+      path: `/workspaces/${ws.id}/webhook-deliveries/${(await disposableWebhook(ws.id)).deliveryId}/retry`,
+      body: {},
+    }),
     check: (res) => expect(res.body.attempts).toBeGreaterThanOrEqual(2),
   },
   {
@@ -381,39 +437,43 @@ const ANON = '401 UNAUTHORIZED';
 /** Route label -> expected outcome per principal, in PRINCIPALS order. */
 const ACTIVE_TABLE: Record<string, [string, string, string, string, string, string]> = {
   //                                           OWNER  ADMIN  MEMBER  VIEWER  outsider anonymous
-  'GET /workspaces/{id}':                     ['200', '200', '200',  '200',  HIDDEN, ANON],
-  'PATCH /workspaces/{id}':                   ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'GET /workspaces/{id}/members':             ['200', '200', '200',  '200',  HIDDEN, ANON],
-  'POST /workspaces/{id}/invitations':        ['201', '201', DENIED, DENIED, HIDDEN, ANON],
-  'PATCH /workspaces/{id}/members/{userId}':  ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}': ['200', '200', '200', '200', HIDDEN, ANON],
+  'PATCH /workspaces/{id}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/members': ['200', '200', '200', '200', HIDDEN, ANON],
+  'POST /workspaces/{id}/invitations': ['201', '201', DENIED, DENIED, HIDDEN, ANON],
+  'PATCH /workspaces/{id}/members/{userId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'DELETE /workspaces/{id}/members/{userId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'POST /workspaces/{id}/ai/generate':        ['200', '200', '200',  DENIED, HIDDEN, ANON],
-  'GET /workspaces/{id}/ai/generations':      ['200', '200', '200',  '200',  HIDDEN, ANON],
-  'GET /workspaces/{id}/ai/usage':            ['200', '200', '200',  DENIED, HIDDEN, ANON],
-  'GET /workspaces/{id}/billing':             ['200', '200', '200',  DENIED, HIDDEN, ANON],
-  'GET /workspaces/{id}/billing/payments':    ['200', '200', '200',  DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/ai/generate': ['200', '200', '200', DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/ai/generations': ['200', '200', '200', '200', HIDDEN, ANON],
+  'GET /workspaces/{id}/ai/usage': ['200', '200', '200', DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/billing': ['200', '200', '200', DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/billing/payments': ['200', '200', '200', DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/billing/mock-checkout': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'POST /workspaces/{id}/billing/cancel':     ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'GET /workspaces/{id}/api-keys':            ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'POST /workspaces/{id}/api-keys':           ['201', '201', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/billing/cancel': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/api-keys': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/api-keys': ['201', '201', DENIED, DENIED, HIDDEN, ANON],
   'PATCH /workspaces/{id}/api-keys/{apiKeyId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'DELETE /workspaces/{id}/api-keys/{apiKeyId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/api-keys/{apiKeyId}/rotate': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'GET /workspaces/{id}/webhooks':            ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'POST /workspaces/{id}/webhooks':           ['201', '201', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/webhooks': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/webhooks': ['201', '201', DENIED, DENIED, HIDDEN, ANON],
   'PATCH /workspaces/{id}/webhooks/{webhookId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'DELETE /workspaces/{id}/webhooks/{webhookId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/webhooks/{webhookId}/test': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/webhooks/{webhookId}/rotate-secret': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'GET /workspaces/{id}/webhook-deliveries':  ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/webhook-deliveries': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/webhook-deliveries/{deliveryId}/retry': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'GET /workspaces/{id}/branding':            ['200', '200', '200',  '200',  HIDDEN, ANON],
-  'PATCH /workspaces/{id}/branding':          ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'POST /workspaces/{id}/branding/logo':      ['200', '200', DENIED, DENIED, HIDDEN, ANON],
-  'GET /workspaces/{id}/audit-logs':          ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/branding': ['200', '200', '200', '200', HIDDEN, ANON],
+  'PATCH /workspaces/{id}/branding': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/branding/logo': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/audit-logs': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
 };
 
-type Unavailable = 'OWNER of a SUSPENDED workspace' | 'MEMBER of a SUSPENDED workspace' | 'OWNER of an ARCHIVED workspace' | 'MEMBER of an ARCHIVED workspace';
+type Unavailable =
+  | 'OWNER of a SUSPENDED workspace'
+  | 'MEMBER of a SUSPENDED workspace'
+  | 'OWNER of an ARCHIVED workspace'
+  | 'MEMBER of an ARCHIVED workspace';
 const UNAVAILABLE_PRINCIPALS: Unavailable[] = [
   'OWNER of a SUSPENDED workspace',
   'MEMBER of a SUSPENDED workspace',
@@ -475,7 +535,8 @@ describe('permission matrix', () => {
       ...(call.form ? { form: call.form } : {}),
     });
 
-    if (principal === 'outsider') expect(is2xx(res.status), `outsider got ${res.status} ${res.text.slice(0, 200)}`).toBe(false);
+    if (principal === 'outsider')
+      expect(is2xx(res.status), `outsider got ${res.status} ${res.text.slice(0, 200)}`).toBe(false);
 
     const [status, code] = expected.split(' ') as [string, string | undefined];
     if (code) {
@@ -512,7 +573,11 @@ describe('permission matrix', () => {
     for (const role of ['OWNER', 'ADMIN', 'MEMBER', 'VIEWER'] as const) {
       expect(await roleIn(app, fixture.id, sessions[role].userId)).toBe(role);
     }
-    const ws = await app.deps.db.selectFrom('workspaces').select(['name', 'status']).where('id', '=', fixture.id).executeTakeFirstOrThrow();
+    const ws = await app.deps.db
+      .selectFrom('workspaces')
+      .select(['name', 'status'])
+      .where('id', '=', fixture.id)
+      .executeTakeFirstOrThrow();
     expect(ws).toEqual({ name: fixture.name, status: 'ACTIVE' });
   });
 });

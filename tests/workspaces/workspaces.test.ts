@@ -12,14 +12,20 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 const DAY_MS = 86_400_000;
-const accept = (token: string, invitationToken: unknown) => app.api('POST', '/invitations/accept', { token, body: { token: invitationToken } });
+const accept = (token: string, invitationToken: unknown) =>
+  app.api('POST', '/invitations/accept', { token, body: { token: invitationToken } });
 const members = async (token: string, workspaceId: string) => {
   const res = await app.api('GET', `/workspaces/${workspaceId}/members`, { token });
   expect(res.status, res.text).toBe(200);
   return res.body.items as Array<{ userId: string; email: string; name: string; role: string; joinedAt: string }>;
 };
 const membershipRows = (workspaceId: string, userId: string) =>
-  app.deps.db.selectFrom('workspace_members').selectAll().where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+  app.deps.db
+    .selectFrom('workspace_members')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('user_id', '=', userId)
+    .execute();
 const adminToken = async () => (await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password)).accessToken;
 const transferOwner = (token: string, workspaceId: string, newOwnerUserId: string) =>
   app.api('POST', `/admin/workspaces/${workspaceId}/transfer-owner`, { token, body: { newOwnerUserId } });
@@ -40,7 +46,17 @@ describe('GET /workspaces', () => {
     expect(Object.keys(res.body)).toEqual(['items']);
     expect(res.body.items).toHaveLength(1);
     const [ws] = res.body.items;
-    expect(Object.keys(ws).sort()).toEqual(['createdAt', 'edition', 'id', 'isPersonal', 'memberCount', 'name', 'role', 'status', 'updatedAt']);
+    expect(Object.keys(ws).sort()).toEqual([
+      'createdAt',
+      'edition',
+      'id',
+      'isPersonal',
+      'memberCount',
+      'name',
+      'role',
+      'status',
+      'updatedAt',
+    ]);
     expect(ws).toMatchObject({ id: s.workspaceId, role: 'OWNER', status: 'ACTIVE', isPersonal: true, memberCount: 1 });
   });
 
@@ -70,7 +86,10 @@ describe('POST /workspaces', () => {
     expect(await roleIn(app, res.body.id, s.userId)).toBe('OWNER');
 
     const list = await app.api('GET', '/workspaces', { token: s.accessToken });
-    expect(list.body.items.map((w: { id: string; role: string }) => [w.id, w.role])).toContainEqual([res.body.id, 'OWNER']);
+    expect(list.body.items.map((w: { id: string; role: string }) => [w.id, w.role])).toContainEqual([
+      res.body.id,
+      'OWNER',
+    ]);
   });
 
   it.each([
@@ -109,7 +128,11 @@ describe('GET and PATCH /workspaces/{workspaceId}', () => {
 
   it('refuses an empty new name with 400 BAD_REQUEST and keeps the old one', async () => {
     const t = await team('rename-bad');
-    expectError(await app.api('PATCH', `/workspaces/${t.id}`, { token: t.owner.accessToken, body: { name: '' } }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('PATCH', `/workspaces/${t.id}`, { token: t.owner.accessToken, body: { name: '' } }),
+      400,
+      'BAD_REQUEST',
+    );
     expect((await app.api('GET', `/workspaces/${t.id}`, { token: t.owner.accessToken })).body.name).toBe(t.name);
   });
 
@@ -127,15 +150,28 @@ describe('GET and PATCH /workspaces/{workspaceId}', () => {
 
   it('answers a malformed userId in the member path with 400 BAD_REQUEST', async () => {
     const t = await team('malformed-user');
-    expectError(await app.api('PATCH', `/workspaces/${t.id}/members/nope`, { token: t.owner.accessToken, body: { role: 'VIEWER' } }), 400, 'BAD_REQUEST');
-    expectError(await app.api('DELETE', `/workspaces/${t.id}/members/nope`, { token: t.owner.accessToken }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('PATCH', `/workspaces/${t.id}/members/nope`, {
+        token: t.owner.accessToken,
+        body: { role: 'VIEWER' },
+      }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectError(
+      await app.api('DELETE', `/workspaces/${t.id}/members/nope`, { token: t.owner.accessToken }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   it('takes the workspaceId from the path: a workspaceId in the query string does not redirect a read', async () => {
     const t = await team('path-wins');
     const other = await registerAndLogin(app.api, { prefix: 'path-wins-other' });
     // `other` owns their personal workspace but is not a member of t.
-    const res = await app.api('GET', `/workspaces/${t.id}?workspaceId=${other.workspaceId}`, { token: other.accessToken });
+    const res = await app.api('GET', `/workspaces/${t.id}?workspaceId=${other.workspaceId}`, {
+      token: other.accessToken,
+    });
     expectError(res, 404, 'NOT_FOUND');
     expect(res.text).not.toContain(t.name);
   });
@@ -143,20 +179,33 @@ describe('GET and PATCH /workspaces/{workspaceId}', () => {
   it('takes the workspaceId from the path: a workspaceId in the body does not redirect a write', async () => {
     const t = await team('path-wins-body');
     const other = await registerAndLogin(app.api, { prefix: 'path-wins-body-other' });
-    const res = await app.api('PATCH', `/workspaces/${t.id}`, { token: other.accessToken, body: { workspaceId: other.workspaceId, name: 'Hijacked' } });
+    const res = await app.api('PATCH', `/workspaces/${t.id}`, {
+      token: other.accessToken,
+      body: { workspaceId: other.workspaceId, name: 'Hijacked' },
+    });
     expectError(res, 404, 'NOT_FOUND');
-    const names = await app.deps.db.selectFrom('workspaces').select('name').where('id', 'in', [t.id, other.workspaceId]).execute();
+    const names = await app.deps.db
+      .selectFrom('workspaces')
+      .select('name')
+      .where('id', 'in', [t.id, other.workspaceId])
+      .execute();
     expect(names.map((n) => n.name)).not.toContain('Hijacked');
   });
 
   it('on /trpc, takes the workspaceId from the procedure input: a VIEWER is refused PERMISSION_DENIED, the OWNER renames', async () => {
     const t = await team('trpc');
     const viewer = await inviteAndJoin(app, t.owner.accessToken, t.id, 'VIEWER');
-    const refused = await app.api('POST', '/trpc/workspaces.update', { token: viewer.accessToken, body: { workspaceId: t.id, name: 'By viewer' } });
+    const refused = await app.api('POST', '/trpc/workspaces.update', {
+      token: viewer.accessToken,
+      body: { workspaceId: t.id, name: 'By viewer' },
+    });
     expect(refused.status).toBe(403);
     expect(refused.body.error.data.code).toBe('PERMISSION_DENIED');
     const name = wsName('Via trpc');
-    const ok = await app.api('POST', '/trpc/workspaces.update', { token: t.owner.accessToken, body: { workspaceId: t.id, name } });
+    const ok = await app.api('POST', '/trpc/workspaces.update', {
+      token: t.owner.accessToken,
+      body: { workspaceId: t.id, name },
+    });
     expect(ok.status, ok.text).toBe(200);
     expect(ok.body.result.data.name).toBe(name);
   });
@@ -187,7 +236,10 @@ describe('POST /workspaces/{workspaceId}/invitations', () => {
     const t = await team('inv');
     const email = uniqueEmail('invitee');
     const before = Date.now();
-    const res = await app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email, role: 'MEMBER' } });
+    const res = await app.api('POST', `/workspaces/${t.id}/invitations`, {
+      token: t.owner.accessToken,
+      body: { email, role: 'MEMBER' },
+    });
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(['createdAt', 'email', 'expiresAt', 'id', 'role', 'workspaceId']);
     expect(res.body).toMatchObject({ workspaceId: t.id, email, role: 'MEMBER' });
@@ -199,7 +251,10 @@ describe('POST /workspaces/{workspaceId}/invitations', () => {
   it('stores the address in lower case', async () => {
     const t = await team('inv-case');
     const email = uniqueEmail('MixedCase');
-    const res = await app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email: email.toUpperCase(), role: 'VIEWER' } });
+    const res = await app.api('POST', `/workspaces/${t.id}/invitations`, {
+      token: t.owner.accessToken,
+      body: { email: email.toUpperCase(), role: 'VIEWER' },
+    });
     expect(res.status).toBe(201);
     expect(res.body.email).toBe(email.toLowerCase());
   });
@@ -207,7 +262,14 @@ describe('POST /workspaces/{workspaceId}/invitations', () => {
   it('mails the address a workspace-invitation with a link to /invitations/accept?token=...', async () => {
     const t = await team('inv-mail');
     const email = uniqueEmail('mailed');
-    expect((await app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email, role: 'MEMBER' } })).status).toBe(201);
+    expect(
+      (
+        await app.api('POST', `/workspaces/${t.id}/invitations`, {
+          token: t.owner.accessToken,
+          body: { email, role: 'MEMBER' },
+        })
+      ).status,
+    ).toBe(201);
     const mails = (await mailsTo(app, email)).filter((m) => m.template === INVITATION_TEMPLATE);
     expect(mails).toHaveLength(1);
     expect(mails[0].link).toMatch(/^http:\/\/app\.tests\.local\/invitations\/accept\?token=[^&]{20,}$/);
@@ -218,7 +280,11 @@ describe('POST /workspaces/{workspaceId}/invitations', () => {
     const t = await team('inv-hash');
     const email = uniqueEmail('hashed');
     const { invitation, token } = await invite(app, t.owner.accessToken, t.id, email, 'MEMBER');
-    const row = await app.deps.db.selectFrom('workspace_invitations').selectAll().where('id', '=', invitation.id).executeTakeFirstOrThrow();
+    const row = await app.deps.db
+      .selectFrom('workspace_invitations')
+      .selectAll()
+      .where('id', '=', invitation.id)
+      .executeTakeFirstOrThrow();
     expect(row.token_hash).toBe(crypto.createHash('sha256').update(token).digest('hex'));
     expect(JSON.stringify(row)).not.toContain(token);
   });
@@ -231,7 +297,11 @@ describe('POST /workspaces/{workspaceId}/invitations', () => {
       { email: uniqueEmail('r') },
     ];
     for (const body of bad) {
-      expectError(await app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body }), 400, 'BAD_REQUEST');
+      expectError(
+        await app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body }),
+        400,
+        'BAD_REQUEST',
+      );
     }
   });
 
@@ -240,7 +310,10 @@ describe('POST /workspaces/{workspaceId}/invitations', () => {
     const member = await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER');
     const mailsBefore = (await mailsTo(app, member.email)).length;
     expectError(
-      await app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email: member.email, role: 'ADMIN' } }),
+      await app.api('POST', `/workspaces/${t.id}/invitations`, {
+        token: t.owner.accessToken,
+        body: { email: member.email, role: 'ADMIN' },
+      }),
       409,
       'CONFLICT',
     );
@@ -251,7 +324,10 @@ describe('POST /workspaces/{workspaceId}/invitations', () => {
   it('refuses to invite the owner themselves with 409 CONFLICT', async () => {
     const t = await team('inv-self');
     expectError(
-      await app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email: t.owner.email, role: 'MEMBER' } }),
+      await app.api('POST', `/workspaces/${t.id}/invitations`, {
+        token: t.owner.accessToken,
+        body: { email: t.owner.email, role: 'MEMBER' },
+      }),
       409,
       'CONFLICT',
     );
@@ -262,12 +338,17 @@ describe('POST /workspaces/{workspaceId}/invitations', () => {
     const admin = await inviteAndJoin(app, t.owner.accessToken, t.id, 'ADMIN');
     const email = uniqueEmail('would-be-owner');
     expectError(
-      await app.api('POST', `/workspaces/${t.id}/invitations`, { token: admin.accessToken, body: { email, role: 'OWNER' } }),
+      await app.api('POST', `/workspaces/${t.id}/invitations`, {
+        token: admin.accessToken,
+        body: { email, role: 'OWNER' },
+      }),
       403,
       'PERMISSION_DENIED',
     );
     expect(await mailsTo(app, email)).toHaveLength(0);
-    expect(await app.deps.db.selectFrom('workspace_invitations').select('id').where('email', '=', email).execute()).toHaveLength(0);
+    expect(
+      await app.deps.db.selectFrom('workspace_invitations').select('id').where('email', '=', email).execute(),
+    ).toHaveLength(0);
 
     const coOwner = await inviteAndJoin(app, t.owner.accessToken, t.id, 'OWNER');
     expect(await roleIn(app, t.id, coOwner.userId)).toBe('OWNER');
@@ -303,7 +384,9 @@ describe('POST /invitations/accept', () => {
     const { token } = await invite(app, t.owner.accessToken, t.id, email, 'ADMIN');
     const res = await accept(invitee.accessToken, token);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ workspace: { id: t.id, name: t.name, status: 'ACTIVE', edition: expect.any(String), role: 'ADMIN' } });
+    expect(res.body).toEqual({
+      workspace: { id: t.id, name: t.name, status: 'ACTIVE', edition: expect.any(String), role: 'ADMIN' },
+    });
     expect(await members(t.owner.accessToken, t.id)).toEqual(
       expect.arrayContaining([expect.objectContaining({ userId: invitee.userId, email, role: 'ADMIN' })]),
     );
@@ -337,7 +420,11 @@ describe('POST /invitations/accept', () => {
     const email = uniqueEmail('expired');
     const invitee = await registerAs(app, email);
     const { invitation, token } = await invite(app, t.owner.accessToken, t.id, email, 'MEMBER');
-    await app.deps.db.updateTable('workspace_invitations').set({ expires_at: new Date(Date.now() - 60_000) }).where('id', '=', invitation.id).execute();
+    await app.deps.db
+      .updateTable('workspace_invitations')
+      .set({ expires_at: new Date(Date.now() - 60_000) })
+      .where('id', '=', invitation.id)
+      .execute();
     expectError(await accept(invitee.accessToken, token), 400, 'INVALID_TOKEN');
     expect(await roleIn(app, t.id, invitee.userId)).toBeUndefined();
   });
@@ -374,9 +461,18 @@ describe('POST /invitations/accept', () => {
     const results = await Promise.all([accept(invitee.accessToken, token), accept(invitee.accessToken, token)]);
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 400]);
-    expectError(results.find((r) => r.status === 400)!, 400, 'INVALID_TOKEN');
+    expectError(
+      results.find((r) => r.status === 400)!,
+      400,
+      'INVALID_TOKEN',
+    );
     expect(await membershipRows(t.id, invitee.userId)).toHaveLength(1);
-    const joined = await app.deps.db.selectFrom('audit_logs').select('id').where('action', '=', 'member.joined').where('workspace_id', '=', t.id).execute();
+    const joined = await app.deps.db
+      .selectFrom('audit_logs')
+      .select('id')
+      .where('action', '=', 'member.joined')
+      .where('workspace_id', '=', t.id)
+      .execute();
     expect(joined).toHaveLength(1);
   });
 
@@ -403,10 +499,15 @@ describe('POST /invitations/accept', () => {
       const { token } = await invite(app, t.owner.accessToken, t.id, email, 'VIEWER');
       const [accepted, invited] = await Promise.all([
         accept(invitee.accessToken, token),
-        app.api('POST', `/workspaces/${t.id}/invitations`, { token: t.owner.accessToken, body: { email, role: 'MEMBER' } }),
+        app.api('POST', `/workspaces/${t.id}/invitations`, {
+          token: t.owner.accessToken,
+          body: { email, role: 'MEMBER' },
+        }),
       ]);
       // Either order is fine: joined, then "already a member"; or replaced, then the old link is refused.
-      expect([accepted.status, invited.status], `${accepted.text} ${invited.text}`).toEqual(accepted.status === 200 ? [200, 409] : [400, 201]);
+      expect([accepted.status, invited.status], `${accepted.text} ${invited.text}`).toEqual(
+        accepted.status === 200 ? [200, 409] : [400, 201],
+      );
     }
   });
 });
@@ -415,7 +516,10 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
   it("lets the OWNER change a member's role (200, the member with the new role)", async () => {
     const t = await team('role');
     const m = await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER');
-    const res = await app.api('PATCH', `/workspaces/${t.id}/members/${m.userId}`, { token: t.owner.accessToken, body: { role: 'ADMIN' } });
+    const res = await app.api('PATCH', `/workspaces/${t.id}/members/${m.userId}`, {
+      token: t.owner.accessToken,
+      body: { role: 'ADMIN' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ userId: m.userId, email: m.email, role: 'ADMIN' });
     expect(await roleIn(app, t.id, m.userId)).toBe('ADMIN');
@@ -425,7 +529,10 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
     const t = await team('role-admin');
     const admin = await inviteAndJoin(app, t.owner.accessToken, t.id, 'ADMIN');
     const m = await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER');
-    const res = await app.api('PATCH', `/workspaces/${t.id}/members/${m.userId}`, { token: admin.accessToken, body: { role: 'VIEWER' } });
+    const res = await app.api('PATCH', `/workspaces/${t.id}/members/${m.userId}`, {
+      token: admin.accessToken,
+      body: { role: 'VIEWER' },
+    });
     expect(res.status).toBe(200);
     expect(await roleIn(app, t.id, m.userId)).toBe('VIEWER');
   });
@@ -433,14 +540,24 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
   it('refuses an unknown role with 400 BAD_REQUEST', async () => {
     const t = await team('role-bad');
     const m = await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER');
-    expectError(await app.api('PATCH', `/workspaces/${t.id}/members/${m.userId}`, { token: t.owner.accessToken, body: { role: 'GOD' } }), 400, 'BAD_REQUEST');
+    expectError(
+      await app.api('PATCH', `/workspaces/${t.id}/members/${m.userId}`, {
+        token: t.owner.accessToken,
+        body: { role: 'GOD' },
+      }),
+      400,
+      'BAD_REQUEST',
+    );
     expect(await roleIn(app, t.id, m.userId)).toBe('MEMBER');
   });
 
   it('refuses to demote the last OWNER with 409 CONFLICT', async () => {
     const t = await team('last-owner');
     expectError(
-      await app.api('PATCH', `/workspaces/${t.id}/members/${t.owner.userId}`, { token: t.owner.accessToken, body: { role: 'ADMIN' } }),
+      await app.api('PATCH', `/workspaces/${t.id}/members/${t.owner.userId}`, {
+        token: t.owner.accessToken,
+        body: { role: 'ADMIN' },
+      }),
       409,
       'CONFLICT',
     );
@@ -449,7 +566,11 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
 
   it('refuses to remove the last OWNER with 409 CONFLICT', async () => {
     const t = await team('last-owner-rm');
-    expectError(await app.api('DELETE', `/workspaces/${t.id}/members/${t.owner.userId}`, { token: t.owner.accessToken }), 409, 'CONFLICT');
+    expectError(
+      await app.api('DELETE', `/workspaces/${t.id}/members/${t.owner.userId}`, { token: t.owner.accessToken }),
+      409,
+      'CONFLICT',
+    );
     expect(await roleIn(app, t.id, t.owner.userId)).toBe('OWNER');
   });
 
@@ -457,13 +578,25 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
     const t = await team('two-owners');
     const a = await inviteAndJoin(app, t.owner.accessToken, t.id, 'OWNER');
     const b = await inviteAndJoin(app, t.owner.accessToken, t.id, 'OWNER');
-    expect((await app.api('PATCH', `/workspaces/${t.id}/members/${a.userId}`, { token: t.owner.accessToken, body: { role: 'MEMBER' } })).status).toBe(200);
-    expect((await app.api('DELETE', `/workspaces/${t.id}/members/${b.userId}`, { token: t.owner.accessToken })).status).toBe(200);
+    expect(
+      (
+        await app.api('PATCH', `/workspaces/${t.id}/members/${a.userId}`, {
+          token: t.owner.accessToken,
+          body: { role: 'MEMBER' },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await app.api('DELETE', `/workspaces/${t.id}/members/${b.userId}`, { token: t.owner.accessToken })).status,
+    ).toBe(200);
     expect(await roleIn(app, t.id, a.userId)).toBe('MEMBER');
     expect(await roleIn(app, t.id, b.userId)).toBeUndefined();
     // Now the original owner is the last one again.
     expectError(
-      await app.api('PATCH', `/workspaces/${t.id}/members/${t.owner.userId}`, { token: t.owner.accessToken, body: { role: 'VIEWER' } }),
+      await app.api('PATCH', `/workspaces/${t.id}/members/${t.owner.userId}`, {
+        token: t.owner.accessToken,
+        body: { role: 'VIEWER' },
+      }),
       409,
       'CONFLICT',
     );
@@ -473,10 +606,21 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
     const t = await team('owner-race');
     const other = await inviteAndJoin(app, t.owner.accessToken, t.id, 'OWNER');
     const results = await Promise.all([
-      app.api('PATCH', `/workspaces/${t.id}/members/${other.userId}`, { token: t.owner.accessToken, body: { role: 'ADMIN' } }),
-      app.api('PATCH', `/workspaces/${t.id}/members/${t.owner.userId}`, { token: other.accessToken, body: { role: 'ADMIN' } }),
+      app.api('PATCH', `/workspaces/${t.id}/members/${other.userId}`, {
+        token: t.owner.accessToken,
+        body: { role: 'ADMIN' },
+      }),
+      app.api('PATCH', `/workspaces/${t.id}/members/${t.owner.userId}`, {
+        token: other.accessToken,
+        body: { role: 'ADMIN' },
+      }),
     ]);
-    const owners = await app.deps.db.selectFrom('workspace_members').select('user_id').where('workspace_id', '=', t.id).where('role', '=', 'OWNER').execute();
+    const owners = await app.deps.db
+      .selectFrom('workspace_members')
+      .select('user_id')
+      .where('workspace_id', '=', t.id)
+      .where('role', '=', 'OWNER')
+      .execute();
     expect(owners).toHaveLength(1);
     expect(results.map((r) => r.status).filter((s) => s === 200)).toHaveLength(1);
   });
@@ -487,7 +631,10 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
     const admin = await adminToken();
     for (let i = 0; i < 30; i++) {
       const [changed, transferred] = await Promise.all([
-        app.api('PATCH', `/workspaces/${t.id}/members/${member.userId}`, { token: t.owner.accessToken, body: { role: i % 2 ? 'MEMBER' : 'VIEWER' } }),
+        app.api('PATCH', `/workspaces/${t.id}/members/${member.userId}`, {
+          token: t.owner.accessToken,
+          body: { role: i % 2 ? 'MEMBER' : 'VIEWER' },
+        }),
         transferOwner(admin, t.id, t.owner.userId),
       ]);
       expect([changed.status, transferred.status], `${changed.text} ${transferred.text}`).toEqual([200, 200]);
@@ -499,7 +646,10 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
     const coOwner = await inviteAndJoin(app, t.owner.accessToken, t.id, 'OWNER');
     const admin = await inviteAndJoin(app, t.owner.accessToken, t.id, 'ADMIN');
     expectError(
-      await app.api('PATCH', `/workspaces/${t.id}/members/${coOwner.userId}`, { token: admin.accessToken, body: { role: 'MEMBER' } }),
+      await app.api('PATCH', `/workspaces/${t.id}/members/${coOwner.userId}`, {
+        token: admin.accessToken,
+        body: { role: 'MEMBER' },
+      }),
       403,
       'PERMISSION_DENIED',
     );
@@ -511,12 +661,18 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
     const admin = await inviteAndJoin(app, t.owner.accessToken, t.id, 'ADMIN');
     const m = await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER');
     expectError(
-      await app.api('PATCH', `/workspaces/${t.id}/members/${m.userId}`, { token: admin.accessToken, body: { role: 'OWNER' } }),
+      await app.api('PATCH', `/workspaces/${t.id}/members/${m.userId}`, {
+        token: admin.accessToken,
+        body: { role: 'OWNER' },
+      }),
       403,
       'PERMISSION_DENIED',
     );
     expectError(
-      await app.api('PATCH', `/workspaces/${t.id}/members/${admin.userId}`, { token: admin.accessToken, body: { role: 'OWNER' } }),
+      await app.api('PATCH', `/workspaces/${t.id}/members/${admin.userId}`, {
+        token: admin.accessToken,
+        body: { role: 'OWNER' },
+      }),
       403,
       'PERMISSION_DENIED',
     );
@@ -528,7 +684,11 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
     const t = await team('admin-rm-owner');
     await inviteAndJoin(app, t.owner.accessToken, t.id, 'OWNER');
     const admin = await inviteAndJoin(app, t.owner.accessToken, t.id, 'ADMIN');
-    expectError(await app.api('DELETE', `/workspaces/${t.id}/members/${t.owner.userId}`, { token: admin.accessToken }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await app.api('DELETE', `/workspaces/${t.id}/members/${t.owner.userId}`, { token: admin.accessToken }),
+      403,
+      'PERMISSION_DENIED',
+    );
     expect(await roleIn(app, t.id, t.owner.userId)).toBe('OWNER');
   });
 
@@ -536,8 +696,19 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
     const t = await team('unknown-member');
     const stranger = await registerAndLogin(app.api, { prefix: 'stranger' });
     for (const userId of [crypto.randomUUID(), stranger.userId]) {
-      expectError(await app.api('PATCH', `/workspaces/${t.id}/members/${userId}`, { token: t.owner.accessToken, body: { role: 'VIEWER' } }), 404, 'NOT_FOUND');
-      expectError(await app.api('DELETE', `/workspaces/${t.id}/members/${userId}`, { token: t.owner.accessToken }), 404, 'NOT_FOUND');
+      expectError(
+        await app.api('PATCH', `/workspaces/${t.id}/members/${userId}`, {
+          token: t.owner.accessToken,
+          body: { role: 'VIEWER' },
+        }),
+        404,
+        'NOT_FOUND',
+      );
+      expectError(
+        await app.api('DELETE', `/workspaces/${t.id}/members/${userId}`, { token: t.owner.accessToken }),
+        404,
+        'NOT_FOUND',
+      );
     }
     expect(await roleIn(app, stranger.workspaceId, stranger.userId)).toBe('OWNER');
   });
@@ -561,7 +732,9 @@ describe('PATCH and DELETE /workspaces/{workspaceId}/members/{userId}', () => {
   it('lets a removed member be invited again and rejoin', async () => {
     const t = await team('rejoin');
     const m = await inviteAndJoin(app, t.owner.accessToken, t.id, 'MEMBER');
-    expect((await app.api('DELETE', `/workspaces/${t.id}/members/${m.userId}`, { token: t.owner.accessToken })).status).toBe(200);
+    expect(
+      (await app.api('DELETE', `/workspaces/${t.id}/members/${m.userId}`, { token: t.owner.accessToken })).status,
+    ).toBe(200);
     const { token } = await invite(app, t.owner.accessToken, t.id, m.email, 'VIEWER');
     expect((await accept(m.accessToken, token)).status).toBe(200);
     expect(await roleIn(app, t.id, m.userId)).toBe('VIEWER');

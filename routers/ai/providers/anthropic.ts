@@ -5,7 +5,10 @@ import type { Config } from '../../../server/platform/config.js';
 import { providerFailure } from './failure.js';
 import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
 
-type AnthropicConfig = Pick<Config, 'PROVIDER_B_API_KEY' | 'PROVIDER_B_BASE_URL' | 'AI_PROVIDER_B_MODEL' | 'AI_REQUEST_TIMEOUT_MS'>;
+type AnthropicConfig = Pick<
+  Config,
+  'PROVIDER_B_API_KEY' | 'PROVIDER_B_BASE_URL' | 'AI_PROVIDER_B_MODEL' | 'AI_REQUEST_TIMEOUT_MS'
+>;
 
 export function createAnthropicProvider(config: AnthropicConfig): TextProvider {
   const client = config.PROVIDER_B_API_KEY
@@ -37,7 +40,11 @@ export function createAnthropicProvider(config: AnthropicConfig): TextProvider {
       const blocks = Array.isArray(message?.content) ? message.content : [];
       const output = blocks.map((b) => (b.type === 'text' ? b.text : '')).join('');
       if (!blocks.some((b) => b.type === 'text')) throw providerFailure('PROVIDER_B', new Error('answer without text'));
-      return { output, promptTokens: message.usage?.input_tokens ?? 0, completionTokens: message.usage?.output_tokens ?? 0 };
+      return {
+        output,
+        promptTokens: message.usage?.input_tokens ?? 0,
+        completionTokens: message.usage?.output_tokens ?? 0,
+      };
     },
   };
 }

@@ -14,17 +14,22 @@ export class ProviderFailure extends AppError {
     provider: string,
     readonly detail: { status?: number; kind: string },
   ) {
-    super('AI_PROVIDER_ERROR', `The AI provider ${detail.kind}. Nothing was counted against your quota; please try again in a moment.`);
+    super(
+      'AI_PROVIDER_ERROR',
+      `The AI provider ${detail.kind}. Nothing was counted against your quota; please try again in a moment.`,
+    );
     this.name = `ProviderFailure(${provider})`;
   }
 }
 
 export function providerFailure(provider: string, err: unknown): ProviderFailure {
-  const status = typeof (err as { status?: unknown })?.status === 'number' ? (err as { status: number }).status : undefined;
+  const status =
+    typeof (err as { status?: unknown })?.status === 'number' ? (err as { status: number }).status : undefined;
   // The SDKs' timeout errors: Anthropic's sets its `name`, OpenAI's only has its class name.
   const names = err instanceof Error ? `${err.name} ${err.constructor.name}` : '';
   let kind = 'could not be reached';
   if (/timeout/i.test(names)) kind = 'did not answer in time';
-  else if (status !== undefined) kind = KIND_BY_STATUS[status] ?? (status >= 500 ? 'had an internal error' : 'answered with an error');
+  else if (status !== undefined)
+    kind = KIND_BY_STATUS[status] ?? (status >= 500 ? 'had an internal error' : 'answered with an error');
   return new ProviderFailure(provider, { status, kind });
 }

@@ -5,7 +5,10 @@ import type { Config } from '../../../server/platform/config.js';
 import { providerFailure } from './failure.js';
 import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
 
-type OpenAIConfig = Pick<Config, 'PROVIDER_A_API_KEY' | 'PROVIDER_A_BASE_URL' | 'AI_PROVIDER_A_MODEL' | 'AI_REQUEST_TIMEOUT_MS'>;
+type OpenAIConfig = Pick<
+  Config,
+  'PROVIDER_A_API_KEY' | 'PROVIDER_A_BASE_URL' | 'AI_PROVIDER_A_MODEL' | 'AI_REQUEST_TIMEOUT_MS'
+>;
 
 export function createOpenAIProvider(config: OpenAIConfig): TextProvider {
   const client = config.PROVIDER_A_API_KEY
@@ -27,7 +30,10 @@ export function createOpenAIProvider(config: OpenAIConfig): TextProvider {
       try {
         completion = await client.chat.completions.create({
           model: req.model,
-          messages: [...(req.systemPrompt ? [{ role: 'system' as const, content: req.systemPrompt }] : []), { role: 'user' as const, content: req.prompt }],
+          messages: [
+            ...(req.systemPrompt ? [{ role: 'system' as const, content: req.systemPrompt }] : []),
+            { role: 'user' as const, content: req.prompt },
+          ],
           ...(req.temperature !== undefined && { temperature: req.temperature }),
           max_tokens: req.maxTokens,
         });

@@ -26,14 +26,25 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const JSON_API = 'application/vnd.api+json';
 const UNAVAILABLE = 'The payment provider could not complete the request. Please try again in a moment.';
 
-export function createLemonSqueezyProcessor(config: LemonSqueezyConfig, options: ProcessorOptions = {}): PaymentProcessor {
+export function createLemonSqueezyProcessor(
+  config: LemonSqueezyConfig,
+  options: ProcessorOptions = {},
+): PaymentProcessor {
   const apiKey = config.PROCESSOR_B_API_KEY;
   const storeId = config.PROCESSOR_B_STORE_ID;
   const webhookSecret = config.PROCESSOR_B_WEBHOOK_SECRET;
-  const api = createClient(config.PROCESSOR_B_BASE_URL ?? DEFAULT_BASE_URL, apiKey, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  const api = createClient(
+    config.PROCESSOR_B_BASE_URL ?? DEFAULT_BASE_URL,
+    apiKey,
+    options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  );
 
   const requireStore = (): string => {
-    if (!apiKey || !storeId) throw new AppError('BILLING_NOT_CONFIGURED', 'PROCESSOR_B is not configured (its API key or store id is not set).');
+    if (!apiKey || !storeId)
+      throw new AppError(
+        'BILLING_NOT_CONFIGURED',
+        'PROCESSOR_B is not configured (its API key or store id is not set).',
+      );
     return storeId;
   };
 
@@ -47,7 +58,11 @@ export function createLemonSqueezyProcessor(config: LemonSqueezyConfig, options:
     mode: 'test',
 
     async createCheckout(request) {
-      const answer = await api.request<JsonApiDocument<{ url?: string }>>('POST', '/v1/checkouts', checkoutDocument(request, requireStore()));
+      const answer = await api.request<JsonApiDocument<{ url?: string }>>(
+        'POST',
+        '/v1/checkouts',
+        checkoutDocument(request, requireStore()),
+      );
       const url = answer.data?.attributes?.url;
       if (typeof url !== 'string' || !url) throw new AppError('BAD_GATEWAY', UNAVAILABLE);
       return { checkoutUrl: url };
@@ -74,7 +89,10 @@ export function createLemonSqueezyProcessor(config: LemonSqueezyConfig, options:
 
     parseWebhook(rawBody, headers) {
       if (!webhookSecret) {
-        throw new AppError('BILLING_NOT_CONFIGURED', 'PROCESSOR_B webhooks are not configured (the webhook secret is not set).');
+        throw new AppError(
+          'BILLING_NOT_CONFIGURED',
+          'PROCESSOR_B webhooks are not configured (the webhook secret is not set).',
+        );
       }
       verifySignature(rawBody, headers['x-signature'], webhookSecret);
       const event = parseEvent(rawBody);
@@ -199,8 +217,12 @@ function parseEvent(rawBody: Buffer): EventWire {
 function isEventWire(value: unknown): value is EventWire {
   const v = value as Partial<EventWire> | null;
   return (
-    typeof v === 'object' && v !== null && typeof v.meta?.event_name === 'string' &&
-    typeof v.data === 'object' && v.data !== null && (typeof v.data.id === 'string' || typeof v.data.id === 'number')
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.meta?.event_name === 'string' &&
+    typeof v.data === 'object' &&
+    v.data !== null &&
+    (typeof v.data.id === 'string' || typeof v.data.id === 'number')
   );
 }
 
@@ -249,7 +271,13 @@ function translate(event: EventWire): BillingChange[] {
     // A one-time payment is stored under its order id, a subscription payment under its invoice id.
     case 'order_refunded':
     case 'subscription_payment_refunded':
-      return [{ kind: 'refund', providerPaymentIds: [event.data.id], fully: event.data.attributes?.refunded === true || event.data.attributes?.status === 'refunded' }];
+      return [
+        {
+          kind: 'refund',
+          providerPaymentIds: [event.data.id],
+          fully: event.data.attributes?.refunded === true || event.data.attributes?.status === 'refunded',
+        },
+      ];
     default:
       return [];
   }
@@ -259,7 +287,9 @@ function translate(event: EventWire): BillingChange[] {
  * Lemon Squeezy's `cancelled` means "cancelled, but paid until ends_at" (a grace period in which it can
  * be resumed): the subscription stays ACTIVE and ends with `expired`.
  */
-function subscriptionState(attributes: SubscriptionAttributes): { status: SubscriptionStatus; cancelAtPeriodEnd: boolean } | undefined {
+function subscriptionState(
+  attributes: SubscriptionAttributes,
+): { status: SubscriptionStatus; cancelAtPeriodEnd: boolean } | undefined {
   switch (attributes.status) {
     case 'on_trial':
       return { status: 'TRIALING', cancelAtPeriodEnd: false };

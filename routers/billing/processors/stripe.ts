@@ -19,7 +19,10 @@ import {
   type SubscriptionChange,
 } from './types.js';
 
-export type StripeConfig = Pick<Config, 'PROCESSOR_A_SECRET_KEY' | 'PROCESSOR_A_WEBHOOK_SECRET' | 'PROCESSOR_A_BASE_URL'>;
+export type StripeConfig = Pick<
+  Config,
+  'PROCESSOR_A_SECRET_KEY' | 'PROCESSOR_A_WEBHOOK_SECRET' | 'PROCESSOR_A_BASE_URL'
+>;
 
 /** Stripe's documented default: a signature older than 5 minutes is refused (replay protection). */
 const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -30,10 +33,13 @@ const UNAVAILABLE = 'The payment provider could not complete the request. Please
 export function createStripeProcessor(config: StripeConfig, options: ProcessorOptions = {}): PaymentProcessor {
   const secretKey = config.PROCESSOR_A_SECRET_KEY;
   const webhookSecret = config.PROCESSOR_A_WEBHOOK_SECRET;
-  const stripe = secretKey ? createClient(secretKey, config.PROCESSOR_A_BASE_URL, options.timeoutMs ?? DEFAULT_TIMEOUT_MS) : null;
+  const stripe = secretKey
+    ? createClient(secretKey, config.PROCESSOR_A_BASE_URL, options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
+    : null;
 
   const client = (): Stripe => {
-    if (!stripe) throw new AppError('BILLING_NOT_CONFIGURED', 'PROCESSOR_A is not configured (its secret key is not set).');
+    if (!stripe)
+      throw new AppError('BILLING_NOT_CONFIGURED', 'PROCESSOR_A is not configured (its secret key is not set).');
     return stripe;
   };
 
@@ -62,14 +68,19 @@ export function createStripeProcessor(config: StripeConfig, options: ProcessorOp
     },
 
     async createPortalSession(customerId, returnUrl) {
-      const session = await callStripe(() => client().billingPortal.sessions.create({ customer: customerId, return_url: returnUrl }));
+      const session = await callStripe(() =>
+        client().billingPortal.sessions.create({ customer: customerId, return_url: returnUrl }),
+      );
       if (!session.url) throw new AppError('BAD_GATEWAY', UNAVAILABLE);
       return session.url;
     },
 
     parseWebhook(rawBody, headers) {
       if (!webhookSecret) {
-        throw new AppError('BILLING_NOT_CONFIGURED', 'PROCESSOR_A webhooks are not configured (the webhook secret is not set).');
+        throw new AppError(
+          'BILLING_NOT_CONFIGURED',
+          'PROCESSOR_A webhooks are not configured (the webhook secret is not set).',
+        );
       }
       const event = verifiedEvent(rawBody, headers['stripe-signature'], webhookSecret);
       return {
@@ -92,7 +103,8 @@ function createClient(secretKey: string, baseUrl: string | undefined, timeoutMs:
     const url = new URL(baseUrl);
     const protocol = url.protocol.replace(/:$/, '');
     // The SDK takes no path prefix, so only scheme, host and port of the setting are used.
-    if (protocol !== 'http' && protocol !== 'https') throw new Error('PROCESSOR_A_BASE_URL must be an http or https URL');
+    if (protocol !== 'http' && protocol !== 'https')
+      throw new Error('PROCESSOR_A_BASE_URL must be an http or https URL');
     options.protocol = protocol;
     options.host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     options.port = url.port || (protocol === 'https' ? 443 : 80);
@@ -159,7 +171,8 @@ function verifiedEvent(rawBody: Buffer, header: string | string[] | undefined, s
   if (timestamp === null) throw invalid('malformed');
   const age = Math.floor(Date.now() / 1000) - timestamp;
   if (age > SIGNATURE_TOLERANCE_SECONDS) throw invalid(`timestamp is more than ${SIGNATURE_TOLERANCE_SECONDS} s old`);
-  if (-age > SIGNATURE_TOLERANCE_SECONDS) throw invalid(`timestamp is more than ${SIGNATURE_TOLERANCE_SECONDS} s in the future`);
+  if (-age > SIGNATURE_TOLERANCE_SECONDS)
+    throw invalid(`timestamp is more than ${SIGNATURE_TOLERANCE_SECONDS} s in the future`);
 
   let event: unknown;
   try {
@@ -186,8 +199,14 @@ function headerTimestamp(header: string): number | null {
 function isEventWire(value: unknown): value is EventWire {
   const v = value as Partial<EventWire> | null;
   return (
-    typeof v === 'object' && v !== null && typeof v.id === 'string' && typeof v.type === 'string' &&
-    typeof v.data === 'object' && v.data !== null && typeof v.data.object === 'object' && v.data.object !== null
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.id === 'string' &&
+    typeof v.type === 'string' &&
+    typeof v.data === 'object' &&
+    v.data !== null &&
+    typeof v.data.object === 'object' &&
+    v.data.object !== null
   );
 }
 
@@ -283,7 +302,15 @@ function fromCheckoutSession(session: CheckoutSessionWire, type: string): Billin
   // workspace onto the plan. It comes first so the payment is linked to it.
   const providerSubscriptionId = `onetime_${session.id}`;
   const changes: BillingChange[] = [
-    { kind: 'subscription', providerSubscriptionId, workspaceId, planId, customerId, status: 'ACTIVE', currentPeriodEnd: null },
+    {
+      kind: 'subscription',
+      providerSubscriptionId,
+      workspaceId,
+      planId,
+      customerId,
+      status: 'ACTIVE',
+      currentPeriodEnd: null,
+    },
   ];
   const providerPaymentId = refId(session.payment_intent);
   if (providerPaymentId) {

@@ -98,7 +98,9 @@ export interface PaymentProcessor {
   readonly mode: 'test' | 'live';
   createCheckout(request: CheckoutRequest): Promise<{ checkoutUrl: string }>;
   /** Cancels at the end of the paid period, as the provider does it. */
-  cancelSubscription(providerSubscriptionId: string): Promise<{ status: SubscriptionStatus; cancelAtPeriodEnd: boolean; currentPeriodEnd: Date | null }>;
+  cancelSubscription(
+    providerSubscriptionId: string,
+  ): Promise<{ status: SubscriptionStatus; cancelAtPeriodEnd: boolean; currentPeriodEnd: Date | null }>;
   /** A URL of the provider's billing portal for the customer, where the provider has one. */
   createPortalSession?(customerId: string, returnUrl: string): Promise<string>;
   /**

@@ -23,7 +23,10 @@ export interface Mailer {
   close(): Promise<void>;
 }
 
-type MailerConfig = Pick<Config, 'EMAIL_PROVIDER' | 'EMAIL_FROM' | 'SMTP_HOST' | 'SMTP_PORT' | 'SMTP_SECURE' | 'SMTP_USER' | 'SMTP_PASS'>;
+type MailerConfig = Pick<
+  Config,
+  'EMAIL_PROVIDER' | 'EMAIL_FROM' | 'SMTP_HOST' | 'SMTP_PORT' | 'SMTP_SECURE' | 'SMTP_USER' | 'SMTP_PASS'
+>;
 
 export function createMailer(config: MailerConfig, db: Db): Mailer {
   if (config.EMAIL_PROVIDER === 'MOCK') {
@@ -32,7 +35,14 @@ export function createMailer(config: MailerConfig, db: Db): Mailer {
       async send(mail) {
         await db
           .insertInto('email_logs')
-          .values({ to: mail.to, subject: mail.subject, template: mail.template, text: mail.text, html: mail.html ?? null, link: mail.link ?? null })
+          .values({
+            to: mail.to,
+            subject: mail.subject,
+            template: mail.template,
+            text: mail.text,
+            html: mail.html ?? null,
+            link: mail.link ?? null,
+          })
           .execute();
       },
       async close() {},
@@ -52,7 +62,13 @@ export function createMailer(config: MailerConfig, db: Db): Mailer {
   return {
     provider: 'SMTP',
     async send(mail) {
-      const sent = transport.sendMail({ from: config.EMAIL_FROM, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
+      const sent = transport.sendMail({
+        from: config.EMAIL_FROM,
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+      });
       sending.add(sent);
       try {
         await sent;
@@ -79,6 +95,8 @@ const SMTP_TIMEOUT_MS = 10_000;
  * the answer, so the log is complete when the client reads it.
  */
 export async function sendAfterCommit(deps: { mailer: Mailer; logger: Logger }, mail: Mail): Promise<void> {
-  const sent = deps.mailer.send(mail).catch((err: unknown) => deps.logger.error({ err, template: mail.template }, 'sending mail failed'));
+  const sent = deps.mailer
+    .send(mail)
+    .catch((err: unknown) => deps.logger.error({ err, template: mail.template }, 'sending mail failed'));
   if (deps.mailer.provider === 'MOCK') await sent;
 }

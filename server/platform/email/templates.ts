@@ -7,7 +7,15 @@ export const tokenLink = (appUrl: string, path: string, token: string) =>
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function actionMail(opts: { to: string; subject: string; template: string; greeting: string; lines: string[]; action: string; link: string }): Mail {
+function actionMail(opts: {
+  to: string;
+  subject: string;
+  template: string;
+  greeting: string;
+  lines: string[];
+  action: string;
+  link: string;
+}): Mail {
   const text = [opts.greeting, '', ...opts.lines, '', `${opts.action}: ${opts.link}`].join('\n');
   const html = [
     `<p>${escapeHtml(opts.greeting)}</p>`,
@@ -44,7 +52,14 @@ export function passwordResetMail(opts: { to: string; name: string; link: string
   });
 }
 
-export function invitationMail(opts: { to: string; workspaceName: string; inviterName: string; role: string; link: string; validDays: number }): Mail {
+export function invitationMail(opts: {
+  to: string;
+  workspaceName: string;
+  inviterName: string;
+  role: string;
+  link: string;
+  validDays: number;
+}): Mail {
   return actionMail({
     to: opts.to,
     subject: `You are invited to ${opts.workspaceName}`,

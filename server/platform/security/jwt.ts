@@ -80,7 +80,13 @@ function verifyUncached(config: JwtConfig, token: string): (AccessClaims & { exp
       audience: config.JWT_AUDIENCE,
     });
     if (typeof payload !== 'object' || payload.typ !== 'access') return null;
-    if (typeof payload.sub !== 'string' || !isUuid(payload.sub) || typeof payload.iat !== 'number' || typeof payload.exp !== 'number') return null;
+    if (
+      typeof payload.sub !== 'string' ||
+      !isUuid(payload.sub) ||
+      typeof payload.iat !== 'number' ||
+      typeof payload.exp !== 'number'
+    )
+      return null;
     return { userId: payload.sub, issuedAt: payload.iat, exp: payload.exp };
   } catch {
     return null;

@@ -6,4 +6,5 @@ export const randomToken = (bytes = 32) => crypto.randomBytes(bytes).toString('b
 
 export const sha256Hex = (value: string) => crypto.createHash('sha256').update(value).digest('hex');
 
-export const hmacSha256Hex = (key: string, value: string) => crypto.createHmac('sha256', key).update(value).digest('hex');
+export const hmacSha256Hex = (key: string, value: string) =>
+  crypto.createHmac('sha256', key).update(value).digest('hex');
