@@ -16,6 +16,9 @@
 //   GET /ai/history page 500              ratio to page 1 (100,000 rows), target >= 0.5x
 //   POST /ai/generate (MOCK)              ratio to bare /json, target >= 0.25x
 //   GET /auth/me, Redis limiter + monitoring   ratio to the same with both off, target >= 0.9x
+//   GET /trpc/auth.me                     the same procedure through /trpc: ratio to GET /auth/me, target >= 1.0x
+//   GET /trpc batch of 3 queries          auth.me, plans.catalog and status.search in one /trpc request
+//                                         (httpBatchLink's GET): ratio to GET /auth/me, target >= 0.8x
 //   bare POST /bcrypt                     one bcrypt.compare at the API's cost: the ceiling of login
 //   POST /auth/login                      ratio to bare /bcrypt, target >= 0.85x
 //   deliver_webhook via BullMQ            ratio to raw BullMQ no-op jobs, target >= 0.5x
@@ -218,6 +221,8 @@ interface Scenario {
   /** Name of the scenario this one is compared with, and the minimum ratio to it. */
   baseline?: string;
   target?: number;
+  /** Checked on one answer before the first run: why the answer is not the one meant to be measured, if not. */
+  check?: (status: number, body: string) => string | undefined;
 }
 
 interface Measurement {
@@ -265,6 +270,26 @@ function scenarios(t: Targets): Scenario[] {
     { name: 'bare GET /json', url: `${t.bare}/json`, method: 'GET', ...base },
     { name: 'GET /health', url: `${t.api}/health`, method: 'GET', ...base, baseline: 'bare GET /json' },
     { name: 'GET /auth/me', url: `${t.api}/auth/me`, method: 'GET', headers: auth, ...base, baseline: 'bare GET /json', target: 0.45 },
+    {
+      name: 'GET /trpc/auth.me',
+      url: `${t.api}/trpc/auth.me`,
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'GET /auth/me',
+      target: 1.0,
+      check: trpcAnswer(1),
+    },
+    {
+      name: `GET /trpc batch of 3 (${TRPC_BATCH.join(',')})`,
+      url: `${t.api}/trpc/${TRPC_BATCH.join(',')}?batch=1&input=${encodeURIComponent('{}')}`,
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'GET /auth/me',
+      target: 0.8,
+      check: trpcAnswer(TRPC_BATCH.length),
+    },
     { name: 'GET /billing/plans', url: `${t.api}/billing/plans`, method: 'GET', ...base, baseline: 'bare GET /json', target: 0.6 },
     { name: 'GET /public-api/me', url: `${t.api}/public-api/me`, method: 'GET', headers: { 'x-api-key': t.apiKey }, ...base, baseline: 'bare GET /json', target: 0.45 },
     { name: 'GET /ai/history page 1', url: page(1), method: 'GET', headers: auth, ...base },
@@ -314,6 +339,17 @@ function scenarios(t: Targets): Scenario[] {
   ];
 }
 
+/** Three cheap queries, as @trpc/client's httpBatchLink sends them together (GET, `?batch=1`). */
+const TRPC_BATCH = ['auth.me', 'plans.catalog', 'status.search'];
+
+/** A /trpc answer of `calls` successes: 200 with `{ result }` (a batch: an array of them; 207 is a mixed batch). */
+const trpcAnswer = (calls: number) => (status: number, body: string) => {
+  const parsed = JSON.parse(body) as unknown;
+  const answers = Array.isArray(parsed) ? parsed : [parsed];
+  const ok = status === 200 && answers.length === calls && answers.every((a) => a && typeof a === 'object' && 'result' in a);
+  return ok ? undefined : `answered ${status}: ${body.slice(0, 300)}`;
+};
+
 /** The scenarios BENCH_ONLY names, each with the baseline it is compared with; all without it. */
 function selected(all: Scenario[]): Scenario[] {
   if (!ONLY) return all;
@@ -325,8 +361,17 @@ function load(s: Scenario, durationS: number): Promise<autocannon.Result> {
   return autocannon({ url: s.url, method: s.method, headers: s.headers, body: s.body, connections: s.connections, duration: durationS });
 }
 
+/** Fails the run when a scenario's answer is not the one it means to measure (a 2xx error, a 207 batch). */
+async function checkAnswer(s: Scenario): Promise<void> {
+  if (!s.check) return;
+  const res = await fetch(s.url, { method: s.method, headers: s.headers, body: s.body });
+  const problem = s.check(res.status, await res.text());
+  if (problem) throw new Error(`${s.method} ${s.url} ${problem}`);
+}
+
 /** One measured run of a scenario (after its warm-up, the first time). */
 async function measureRound(s: Scenario, round: number): Promise<autocannon.Result> {
+  if (round === 1) await checkAnswer(s);
   if (s.warmUp && round === 1) await load(s, WARM_UP_S);
   return load(s, (s.durationS ?? DURATION_S) / ROUNDS);
 }
