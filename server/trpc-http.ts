@@ -188,10 +188,12 @@ class CallInputs {
 /** The parameters of a target without a query: only ever read. */
 const NO_PARAMS = new URLSearchParams();
 
-/** The query of a request target, as WHATWG URL reads it (tRPC reads `url.searchParams`). */
+/** The query of a request target, as WHATWG URL reads it (tRPC reads `url.searchParams`): up to a `#`. */
 function searchParamsOf(url: string): URLSearchParams {
-  const start = url.indexOf('?');
-  return start === -1 ? NO_PARAMS : new URLSearchParams(url.slice(start + 1));
+  const hash = url.indexOf('#');
+  const target = hash === -1 ? url : url.slice(0, hash);
+  const start = target.indexOf('?');
+  return start === -1 ? NO_PARAMS : new URLSearchParams(target.slice(start + 1));
 }
 
 /** The body of a POST as text: the JSON parser keeps it as it came (server/http.ts), else there is none. */

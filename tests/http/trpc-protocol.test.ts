@@ -103,6 +103,19 @@ async function send(base: string, method: string, path: string, opts: Sent, id: 
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
+/** A GET of `target` as written, fragment included (fetch() would drop it): status and body. */
+function getAsIs(base: string, target: string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: hostname, port, path: target, headers: { 'x-request-id': 'as-is' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+  });
+}
+
 type Case = [method: string, path: string, opts?: Sent & { token?: boolean }];
 
 /**
@@ -228,6 +241,27 @@ describe('/trpc answers as @trpc/server\'s adapter does', () => {
       ['POST', '/trpc/ok', { body: '{}', headers: json }],
       ['POST', '/trpc/ticks', { body: '{}', headers: json }],
     ]);
+  });
+
+  it('reads the query of a target with a fragment as WHATWG URL does (the adapter\'s reading)', async () => {
+    const handler = await mini(trpcHandler(oddRouter, app.deps));
+    const adapter = await mini(trpcAdapterHandler(oddRouter, app.deps));
+    try {
+      // fetch() drops a fragment; Node hands it on in req.url.
+      const targets: Array<[string, number]> = [
+        [`/trpc/echo?input=${q({ n: 1 })}#x`, 200],
+        [`/trpc/echo#?input=${q({ n: 1 })}`, 400],
+        ['/trpc/ok#x', 200],
+      ];
+      for (const [target, status] of targets) {
+        const a = await getAsIs(handler.url, target);
+        expect(a).toEqual(await getAsIs(adapter.url, target));
+        expect(a.status, `${target}: ${a.body}`).toBe(status);
+      }
+    } finally {
+      await handler.close();
+      await adapter.close();
+    }
   });
 
   it('hands a subscription to the adapter, which streams it (server-sent events)', async () => {
