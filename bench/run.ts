@@ -33,7 +33,8 @@
 // BENCH_QUEUE_CONCURRENCY (both queue workers, default 100 as WEBHOOK_WORKER_CONCURRENCY),
 // BENCH_ROUNDS (rounds over the scenario list, default 3: each scenario's time is split over them),
 // BENCH_ONLY (a regular expression: run only the scenarios whose name matches it, with their baselines;
-// the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ"), BENCH_PROFILE_DIR (every
+// the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ"; BENCH_ONLY=trpc runs the
+// two /trpc scenarios with GET /auth/me), BENCH_PROFILE_DIR (every
 // child process writes a V8 CPU profile there when it exits, for `node --cpu-prof` analysis).
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
