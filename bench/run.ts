@@ -16,6 +16,9 @@
 //   GET /ai/history page 500              ratio to page 1 (100,000 rows), target >= 0.5x
 //   POST /ai/generate (MOCK)              ratio to bare /json, target >= 0.25x
 //   GET /auth/me, Redis limiter + monitoring   ratio to the same with both off, target >= 0.9x
+//   GET /trpc/auth.me                     the same procedure through /trpc: ratio to GET /auth/me, target >= 1.0x
+//   GET /trpc batch of 3 queries          auth.me, plans.catalog and status.search in one /trpc request
+//                                         (httpBatchLink's GET): ratio to GET /auth/me, target >= 0.8x
 //   bare POST /bcrypt                     one bcrypt.compare at the API's cost: the ceiling of login
 //   POST /auth/login                      ratio to bare /bcrypt, target >= 0.85x
 //   deliver_webhook via BullMQ            ratio to raw BullMQ no-op jobs, target >= 0.5x
@@ -30,7 +33,8 @@
 // BENCH_QUEUE_CONCURRENCY (both queue workers, default 100 as WEBHOOK_WORKER_CONCURRENCY),
 // BENCH_ROUNDS (rounds over the scenario list, default 3: each scenario's time is split over them),
 // BENCH_ONLY (a regular expression: run only the scenarios whose name matches it, with their baselines;
-// the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ"), BENCH_PROFILE_DIR (every
+// the queue runs are named "raw BullMQ no-op jobs" and "deliver_webhook via BullMQ"; BENCH_ONLY=trpc runs the
+// two /trpc scenarios with GET /auth/me), BENCH_PROFILE_DIR (every
 // child process writes a V8 CPU profile there when it exits, for `node --cpu-prof` analysis).
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -238,6 +242,8 @@ interface Scenario {
   /** Name of the scenario this one is compared with, and the minimum ratio to it. */
   baseline?: string;
   target?: number;
+  /** Checked on one answer before the first run: why the answer is not the one meant to be measured, if not. */
+  check?: (status: number, body: string) => string | undefined;
 }
 
 interface Measurement {
@@ -292,6 +298,26 @@ function scenarios(t: Targets): Scenario[] {
       ...base,
       baseline: 'bare GET /json',
       target: 0.45,
+    },
+    {
+      name: 'GET /trpc/auth.me',
+      url: `${t.api}/trpc/auth.me`,
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'GET /auth/me',
+      target: 1.0,
+      check: trpcAnswer(1),
+    },
+    {
+      name: `GET /trpc batch of 3 (${TRPC_BATCH.join(',')})`,
+      url: `${t.api}/trpc/${TRPC_BATCH.join(',')}?batch=1&input=${encodeURIComponent('{}')}`,
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'GET /auth/me',
+      target: 0.8,
+      check: trpcAnswer(TRPC_BATCH.length),
     },
     {
       name: 'GET /billing/plans',
@@ -371,6 +397,18 @@ function scenarios(t: Targets): Scenario[] {
   ];
 }
 
+/** Three cheap queries, as @trpc/client's httpBatchLink sends them together (GET, `?batch=1`). */
+const TRPC_BATCH = ['auth.me', 'status.search', 'status.security'];
+
+/** A /trpc answer of `calls` successes: 200 with `{ result }` (a batch: an array of them; 207 is a mixed batch). */
+const trpcAnswer = (calls: number) => (status: number, body: string) => {
+  const parsed = JSON.parse(body) as unknown;
+  const answers = Array.isArray(parsed) ? parsed : [parsed];
+  const ok =
+    status === 200 && answers.length === calls && answers.every((a) => a && typeof a === 'object' && 'result' in a);
+  return ok ? undefined : `answered ${status}: ${body.slice(0, 300)}`;
+};
+
 /** The scenarios BENCH_ONLY names, each with the baseline it is compared with; all without it. */
 function selected(all: Scenario[]): Scenario[] {
   if (!ONLY) return all;
@@ -389,8 +427,17 @@ function load(s: Scenario, durationS: number): Promise<autocannon.Result> {
   });
 }
 
+/** Fails the run when a scenario's answer is not the one it means to measure (a 2xx error, a 207 batch). */
+async function checkAnswer(s: Scenario): Promise<void> {
+  if (!s.check) return;
+  const res = await fetch(s.url, { method: s.method, headers: s.headers, body: s.body });
+  const problem = s.check(res.status, await res.text());
+  if (problem) throw new Error(`${s.method} ${s.url} ${problem}`);
+}
+
 /** One measured run of a scenario (after its warm-up, the first time). */
 async function measureRound(s: Scenario, round: number): Promise<autocannon.Result> {
+  if (round === 1) await checkAnswer(s);
   if (s.warmUp && round === 1) await load(s, WARM_UP_S);
   return load(s, (s.durationS ?? DURATION_S) / ROUNDS);
 }
