@@ -552,7 +552,7 @@ export async function adminRenameWorkspace(db: Db, actor: Actor, workspaceId: st
   return adminGetWorkspace(db, workspaceId);
 }
 
-/** DESIGN.md's workspace state moves: the states each move starts from, and where it leads. */
+/** The admin's workspace state moves: the states each starts from, where it leads (409 INVALID_STATE otherwise). */
 export const WORKSPACE_MOVES = {
   suspend: { from: ['ACTIVE'], to: 'SUSPENDED', action: 'workspace.suspended' },
   activate: { from: ['SUSPENDED'], to: 'ACTIVE', action: 'workspace.activated' },
