@@ -12,6 +12,7 @@ import * as m0006 from './migrations/0006_content.js';
 import * as m0007 from './migrations/0007_ai_counter_tokens.js';
 import * as m0008 from './migrations/0008_api_key_rotation.js';
 import * as m0009 from './migrations/0009_refresh_token_newest.js';
+import * as m0010 from './migrations/0010_identity_providers.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -23,6 +24,7 @@ export const migrations: Record<string, Migration> = {
   '0007_ai_counter_tokens': m0007,
   '0008_api_key_rotation': m0008,
   '0009_refresh_token_newest': m0009,
+  '0010_identity_providers': m0010,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

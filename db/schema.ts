@@ -48,7 +48,8 @@ export interface UsersTable {
   id: Generated<string>;
   email: string;
   name: string;
-  password_hash: string;
+  /** Null for an account that signs in only through identity providers. */
+  password_hash: string | null;
   status: ColumnType<UserStatus, UserStatus | undefined, UserStatus>;
   platform_role: ColumnType<PlatformRole, PlatformRole | undefined, PlatformRole>;
   email_verified_at: NullableTimestamp;
@@ -108,6 +109,54 @@ export interface UserTokensTable {
   user_id: string;
   kind: UserTokenKind;
   token_hash: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+export const IDENTITY_PROVIDER_IDS = ['github', 'google', 'oidc'] as const;
+export type IdentityProviderId = (typeof IDENTITY_PROVIDER_IDS)[number];
+/** What an identity-provider flow is for: signing in (or up), or linking an identity to the signed-in account. */
+export type OAuthPurpose = 'SIGN_IN' | 'LINK';
+
+export interface UserIdentitiesTable {
+  id: Generated<string>;
+  user_id: string;
+  provider: IdentityProviderId;
+  /** The provider's stable id of the person (OpenID Connect `sub`, GitHub's numeric user id). */
+  subject: string;
+  email: string | null;
+  email_verified: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: CreatedAt;
+  last_used_at: NullableTimestamp;
+}
+
+export interface OAuthStatesTable {
+  id: Generated<string>;
+  state_hash: string;
+  provider: IdentityProviderId;
+  purpose: OAuthPurpose;
+  user_id: string | null;
+  /** SHA-256 of the browser binding cookie of a sign-in flow. */
+  browser_hash: string | null;
+  code_verifier: string;
+  nonce: string | null;
+  redirect_uri: string;
+  redirect_to: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+export interface OAuthExchangeCodesTable {
+  id: Generated<string>;
+  code_hash: string;
+  kind: OAuthPurpose;
+  user_id: string;
+  provider: IdentityProviderId;
+  subject: string;
+  email: string | null;
+  email_verified: ColumnType<boolean, boolean | undefined, boolean>;
   expires_at: Timestamp;
   used_at: NullableTimestamp;
   created_at: CreatedAt;
@@ -438,6 +487,9 @@ export interface Database {
   analytics_events: AnalyticsEventsTable;
   contact_messages: ContactMessagesTable;
   support_tickets: SupportTicketsTable;
+  user_identities: UserIdentitiesTable;
+  oauth_states: OAuthStatesTable;
+  oauth_exchange_codes: OAuthExchangeCodesTable;
 }
 
 export type Plan = Selectable<PlansTable>;

@@ -197,9 +197,9 @@ export async function resolveAccounts(db: Db, planned: PlannedAccount[]): Promis
   const resolved = planned.map((a): ResolvedAccount => {
     const own = rows.find((r) => r.id === a.id);
     const holder = rows.find((r) => r.email === a.email && r.id !== a.id);
-    if (own && !holder) return { ...a, state: 'present', storedHash: own.password_hash };
+    if (own && !holder) return { ...a, state: 'present', storedHash: own.password_hash ?? undefined };
     if (holder && !own && a.platformRole === 'DEMO_ADMIN' && holder.platform_role === 'DEMO_ADMIN') {
-      return { ...a, id: holder.id, state: 'present', storedHash: holder.password_hash };
+      return { ...a, id: holder.id, state: 'present', storedHash: holder.password_hash ?? undefined };
     }
     return { ...a, state: holder ? 'skipped' : 'missing' };
   });

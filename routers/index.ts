@@ -17,6 +17,7 @@ import { auditRouter } from './audit/router.js';
 import { billingRouter } from './billing/router.js';
 import { plansRouter } from './billing/plans-router.js';
 import { authRouter } from './auth/router.js';
+import { oauthRouter } from './oauth/router.js';
 import { demoRouter } from './demo/router.js';
 import { emailRouter } from './email/router.js';
 import { healthRouter } from './health/router.js';
@@ -29,6 +30,7 @@ export const appRouter = router({
   status: statusRouter,
   demo: demoRouter,
   auth: authRouter,
+  oauth: oauthRouter,
   workspaces: workspacesRouter,
   audit: auditRouter,
   billing: billingRouter,

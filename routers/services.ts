@@ -5,6 +5,7 @@ import type { PlanCatalog } from './billing/plans.js';
 import type { Processors } from './billing/processors/index.js';
 import type { TextProvider } from './ai/providers/types.js';
 import type { WebhookRunner } from '../jobs/webhook-runner.js';
+import type { IdentityProviders } from './oauth/providers/types.js';
 
 declare module '../server/platform/context.js' {
   interface DomainServices {
@@ -14,5 +15,7 @@ declare module '../server/platform/context.js' {
     ai: TextProvider;
     /** Delivers webhook events: directly, or through the BullMQ queue and its worker. */
     webhooks: WebhookRunner;
+    /** The identity providers whose settings are present (sign-in with GitHub, Google, OpenID Connect). */
+    identityProviders: IdentityProviders;
   }
 }

@@ -27,6 +27,7 @@ import { responseCache } from './platform/response-cache.js';
 import { FailureLimiter, isDocsPath, rateLimiter } from './platform/rate-limit.js';
 import { TIERS, type Tier } from './platform/route-meta.js';
 import { uploadOpenApiPaths, uploadRoutes } from '../routers/files/uploads.js';
+import { oauthOpenApiPaths, oauthRedirectRoutes } from '../routers/oauth/redirects.js';
 import { RouteTemplates, type RouteTemplate } from './platform/route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
 import { WEBHOOK_QUEUE, webhookQueueEnabled } from '../jobs/queue.js';
@@ -35,10 +36,15 @@ import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable
 import { JSON_BODY_LIMIT_BYTES, closeUnreadBody, refuseJsonBodyHeaders } from './platform/request-body.js';
 
 /**
- * The plain Express routes (inbound provider webhooks, uploads), as their OpenAPI entries: documented in
- * /openapi.json, and the list by which the app matches a request to them (RouteTemplates).
+ * The plain Express routes (inbound provider webhooks, uploads, the browser redirects of identity-provider
+ * sign-in), as their OpenAPI entries: documented in /openapi.json, and the list by which the app matches a
+ * request to them (RouteTemplates).
  */
-export const plainRoutePaths: ZodOpenApiPathsObject = { ...billingWebhookOpenApiPaths, ...uploadOpenApiPaths };
+export const plainRoutePaths: ZodOpenApiPathsObject = {
+  ...billingWebhookOpenApiPaths,
+  ...uploadOpenApiPaths,
+  ...oauthOpenApiPaths,
+};
 
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
@@ -102,7 +108,7 @@ export function createApp(deps: AppDeps): express.Express {
   // Before the JSON parser: provider signatures are checked over the raw bytes, uploads are multipart.
   // Entered only by requests for one of their paths (the plain routes of `routes`), so the procedures'
   // requests do not walk their route lists.
-  const plain = express.Router().use(billingWebhookRoutes(deps), uploadRoutes(deps));
+  const plain = express.Router().use(billingWebhookRoutes(deps), uploadRoutes(deps), oauthRedirectRoutes(deps));
   app.use(only((req) => isPlainRoute(routes.matchRequest(req)), plain));
   const json = express.json({
     // Of the decoded body: a small compressed body that inflates past it is refused as it inflates.

@@ -19,6 +19,7 @@ import { seedPlatformAdmins } from '../routers/users/seed.js';
 import { PlanCatalog } from '../routers/billing/plans.js';
 import { createProcessors } from '../routers/billing/processors/index.js';
 import { createTextProvider } from '../routers/ai/providers/index.js';
+import { createIdentityProviders } from '../routers/oauth/providers/index.js';
 import { WebhookRunner } from '../jobs/webhook-runner.js';
 import { createWebhookQueue, webhookQueueEnabled } from '../jobs/queue.js';
 
@@ -55,6 +56,7 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
       },
       processors: createProcessors(config),
       ai: createTextProvider(config),
+      identityProviders: createIdentityProviders(config),
       secrets,
       webhooks: new WebhookRunner({ db, config, logger, secrets, mailer }, queue),
       monitor: new Monitor(config),

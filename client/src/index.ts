@@ -214,6 +214,16 @@ export interface ApiClientOptions {
 export interface Session {
   /** Signs in (auth.login) and keeps the tokens; answers the user and workspace context. */
   signIn(email: string, password: string): Promise<RouterOutputs['auth']['login']>;
+  /**
+   * Where to send the browser to sign in with an identity provider (an id of `oauth.providers`):
+   * `location.assign(api.session.providerSignInUrl('github', '/dashboard'))`. A navigation, not a call.
+   */
+  providerSignInUrl(provider: string, redirectTo?: string): string;
+  /**
+   * On the web app's page `/auth/callback?code=...`: exchanges the code (oauth.exchange) and keeps the
+   * tokens, as signIn does. A code of a link started from the settings is sent with the current session.
+   */
+  signInWithCode(code: string): Promise<RouterOutputs['oauth']['exchange']>;
   /** Revokes the session (auth.logout) and clears the tokens; they are cleared even if the service is away. */
   signOut(): Promise<void>;
   /** Renews the tokens now (auth.refresh): false without a session, or when the service refused (the session ended). */
@@ -232,7 +242,8 @@ const SESSION_PROCEDURES = new Set(['auth.login', 'auth.register', 'auth.refresh
 const ACCESS_TOKEN = 'workspaceSaas.accessToken';
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
-  const url = `${options.baseUrl.replace(/\/+$/, '')}/trpc`;
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const url = `${base}/trpc`;
   const fetchFn: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const storage = options.storage ?? memoryStorage();
   const bearer = (token: unknown): Record<string, string> =>
@@ -272,6 +283,17 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const session: Session = {
     async signIn(email, password) {
       const result = await trpc.auth.login.mutate({ email, password });
+      if ('accessToken' in result && 'refreshToken' in result) {
+        await storage.set({ accessToken: result.accessToken, refreshToken: result.refreshToken });
+      }
+      return result;
+    },
+    providerSignInUrl(provider, redirectTo) {
+      const query = redirectTo === undefined ? '' : `?${new URLSearchParams({ redirectTo }).toString()}`;
+      return `${base}/auth/oauth/${encodeURIComponent(provider)}/start${query}`;
+    },
+    async signInWithCode(code) {
+      const result = await trpc.oauth.exchange.mutate({ code });
       if ('accessToken' in result && 'refreshToken' in result) {
         await storage.set({ accessToken: result.accessToken, refreshToken: result.refreshToken });
       }

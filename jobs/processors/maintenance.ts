@@ -29,7 +29,7 @@ const KEEP_MS = 7 * 86_400_000;
 
 export async function cleanUpExpiredTokens(db: Kysely<Database>) {
   const before = new Date(Date.now() - KEEP_MS);
-  const [refresh, userTokens, invitations] = await Promise.all([
+  const [refresh, userTokens, invitations, oauthStates, oauthCodes] = await Promise.all([
     db
       .deleteFrom('refresh_tokens')
       .where((eb) => eb.or([eb('expires_at', '<', before), eb('revoked_at', '<', before)]))
@@ -43,10 +43,15 @@ export async function cleanUpExpiredTokens(db: Kysely<Database>) {
       .where('accepted_at', 'is', null)
       .where((eb) => eb.or([eb('expires_at', '<', before), eb('revoked_at', '<', before)]))
       .executeTakeFirst(),
+    // Sign-in flows and their one-time codes (routers/oauth): minutes of life each.
+    db.deleteFrom('oauth_states').where('expires_at', '<', before).executeTakeFirst(),
+    db.deleteFrom('oauth_exchange_codes').where('expires_at', '<', before).executeTakeFirst(),
   ]);
   return {
     refreshTokens: Number(refresh.numDeletedRows),
     userTokens: Number(userTokens.numDeletedRows),
     invitations: Number(invitations.numDeletedRows),
+    oauthStates: Number(oauthStates.numDeletedRows),
+    oauthExchangeCodes: Number(oauthCodes.numDeletedRows),
   };
 }

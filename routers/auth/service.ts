@@ -50,27 +50,46 @@ const invalidToken = (what: string) =>
 
 /** The user, a personal workspace (OWNER, edition LITE) and a verification mail. */
 export async function register(deps: Deps, input: { email: string; password: string; name: string }) {
-  const email = normalizeEmail(input.email);
   const passwordHash = await deps.passwords.hash(input.password);
-  const { user, workspace, verificationToken } = await deps.db.transaction().execute(async (trx) => {
-    const user = await trx
-      .insertInto('users')
-      .values({ email, name: input.name, password_hash: passwordHash })
-      .onConflict((oc) => oc.column('email').doNothing())
-      .returning(USER_COLUMNS)
-      .executeTakeFirst();
-    if (!user) throw new AppError('EMAIL_TAKEN', 'An account with this e-mail address already exists.');
-    const workspace = await createPersonalWorkspace(trx, user);
-    const verificationToken = await createUserToken(
-      trx,
-      user.id,
-      'EMAIL_VERIFICATION',
-      deps.config.EMAIL_VERIFICATION_TTL,
-    );
-    return { user, workspace, verificationToken };
-  });
-  await sendVerificationMail(deps, user, verificationToken);
+  const { user, workspace, verificationToken } = await deps.db
+    .transaction()
+    .execute((trx) => insertAccount(deps, trx, { email: input.email, name: input.name, passwordHash }));
+  if (verificationToken) await sendVerificationMail(deps, user, verificationToken);
   return { user: toUserOutput(user), workspace };
+}
+
+/**
+ * A new account, as register makes it and a first sign-in through an identity provider too: the user and a
+ * personal workspace; for an address not known to be verified, a verification token to mail once the
+ * transaction commits (sendVerificationMail). EMAIL_TAKEN when the address has an account. `passwordHash`
+ * null: an account that signs in through identity providers until it sets a password.
+ */
+export async function insertAccount(
+  deps: Pick<Deps, 'config'>,
+  trx: Kysely<Database>,
+  input: { email: string; name: string; passwordHash: string | null; emailVerified?: boolean },
+): Promise<{ user: UserRow; workspace: WorkspaceAccess; verificationToken?: string }> {
+  const user = await trx
+    .insertInto('users')
+    .values({
+      email: normalizeEmail(input.email),
+      name: input.name,
+      password_hash: input.passwordHash,
+      email_verified_at: input.emailVerified ? new Date() : null,
+    })
+    .onConflict((oc) => oc.column('email').doNothing())
+    .returning(USER_COLUMNS)
+    .executeTakeFirst();
+  if (!user) throw new AppError('EMAIL_TAKEN', 'An account with this e-mail address already exists.');
+  const workspace = await createPersonalWorkspace(trx, user);
+  if (input.emailVerified) return { user, workspace };
+  const verificationToken = await createUserToken(
+    trx,
+    user.id,
+    'EMAIL_VERIFICATION',
+    deps.config.EMAIL_VERIFICATION_TTL,
+  );
+  return { user, workspace, verificationToken };
 }
 
 /** A workspace owned by the new user, on the default plan; every account starts with one. */
@@ -81,7 +100,11 @@ export function createPersonalWorkspace(
   return insertWorkspace(db, { name: `${user.name}'s workspace`, ownerId: user.id, isPersonal: true });
 }
 
-function sendVerificationMail(deps: Deps, user: Pick<UserRow, 'email' | 'name'>, token: string) {
+export function sendVerificationMail(
+  deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer'>,
+  user: Pick<UserRow, 'email' | 'name'>,
+  token: string,
+) {
   return sendAfterCommit(
     deps,
     emailVerificationMail({
@@ -103,9 +126,11 @@ export async function login(deps: Deps, input: { email: string; password: string
     .select([...USER_COLUMNS, 'password_hash'])
     .where('email', '=', normalizeEmail(input.email))
     .executeTakeFirst();
+  // An account without a password (identity providers only) costs the same comparison and answers alike.
   const passwordOk = await deps.passwords.verify(input.password, user?.password_hash);
-  if (!user || !passwordOk) {
+  if (!user?.password_hash || !passwordOk) {
     // Anonymous: the address tried is a fact about the attempt, not an actor.
+    const reason = !user ? 'unknown_email' : user.password_hash ? 'wrong_password' : 'no_password';
     await recordAudit(
       deps.db,
       { userId: null, email: null, requestId: meta.requestId, ip: meta.ip },
@@ -113,16 +138,30 @@ export async function login(deps: Deps, input: { email: string; password: string
         action: 'auth.login_failed',
         targetType: 'user',
         targetId: user?.id,
-        metadata: { email: normalizeEmail(input.email), reason: user ? 'wrong_password' : 'unknown_email' },
+        metadata: { email: normalizeEmail(input.email), reason },
       },
     );
     throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
   }
+  return createSessionResult(deps, user, meta, { passwordHash: user.password_hash });
+}
+
+/**
+ * What a completed sign-in answers, by password (login) or through an identity provider (the exchange of
+ * routers/oauth): a new session and the user's workspace context. The one place where a sign-in becomes a
+ * session, so the second step of two-factor sign-in belongs here. A suspended user is refused. With
+ * `passwordHash`, the session opens only while the password is still that one (openSession).
+ */
+export async function createSessionResult(
+  deps: Pick<Deps, 'config' | 'db'>,
+  user: UserRow,
+  meta: RequestMeta,
+  opts: { passwordHash?: string } = {},
+) {
   if (user.status !== 'ACTIVE')
     throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
-
   // Undefined when a password reset committed during the check: the password given is no longer it.
-  const tokens = await openSession(deps, user.id, user.password_hash, meta);
+  const tokens = await openSession(deps, user.id, opts.passwordHash, meta);
   if (!tokens) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
   const [memberships] = await Promise.all([
     membershipsOf(deps.db, user.id),

@@ -91,16 +91,18 @@ export async function issueTokens(
 /**
  * A new session for a sign-in whose password was checked against `passwordHash`. Under the user's session
  * lock, the password must still be that one: a reset that committed while the (slow) check ran has ended
- * every session, and the old password must not open a new one.
+ * every session, and the old password must not open a new one. `passwordHash` undefined: a sign-in that
+ * used no password (an identity provider), opened as it is.
  */
 export async function openSession(
   deps: Deps,
   userId: string,
-  passwordHash: string,
+  passwordHash: string | undefined,
   meta: Pick<RequestMeta, 'ip' | 'userAgent'>,
 ): Promise<TokenPair | undefined> {
   return deps.db.transaction().execute(async (trx) => {
     await lockSessionsOf(trx, userId);
+    if (passwordHash === undefined) return issueTokens(deps, trx, userId, meta);
     const user = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst();
     return user?.password_hash === passwordHash ? issueTokens(deps, trx, userId, meta) : undefined;
   });

@@ -145,6 +145,21 @@ const isRedisUrl = (s: string) => {
 const connectionUrl = (isValid: (s: string) => boolean, message: string) =>
   z.preprocess(trimmedOrUnset, z.string().refine(isValid, { error: message }).optional());
 
+/** Loopback hosts: the only ones an identity provider may be reached at over plain http (tests, development). */
+export const isLoopbackHost = (hostname: string) =>
+  hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
+
+/** An identity provider's URL: https, or http on a loopback address (a provider run locally, or tests). */
+const isProviderUrl = (s: string) => {
+  const url = parseUrl(s, ['https:', 'http:']);
+  return url !== undefined && (url.protocol === 'https:' || isLoopbackHost(url.hostname));
+};
+const PROVIDER_URL_MESSAGE = 'must be an https:// URL (http:// only on a loopback address)';
+const providerUrl = (fallback: string) =>
+  z.preprocess((v) => trimmedOrUnset(v) ?? fallback, z.string().refine(isProviderUrl, { error: PROVIDER_URL_MESSAGE }));
+const optionalProviderUrl = () =>
+  z.preprocess(trimmedOrUnset, z.string().refine(isProviderUrl, { error: PROVIDER_URL_MESSAGE }).optional());
+
 /** An account's e-mail, held to the sign-in form's rule so the account can sign in. */
 const optionalEmail = () =>
   z.preprocess(
@@ -224,6 +239,22 @@ export const configSchema = z.object({
   SEED_ADMIN_PASSWORD: optionalPassword(),
   SEED_DEMO_ADMIN_EMAIL: optionalEmail(),
   SEED_DEMO_ADMIN_PASSWORD: optionalPassword(),
+
+  // ---- sign-in with identity providers (routers/oauth): each provider is off until its settings are set
+  // Public base URL of this API, which providers redirect back to (unset: the base of the request).
+  API_URL: optionalUrl(),
+  GITHUB_CLIENT_ID: optionalStr(),
+  GITHUB_CLIENT_SECRET: optionalStr(),
+  GITHUB_BASE_URL: providerUrl('https://github.com'),
+  GITHUB_API_URL: providerUrl('https://api.github.com'),
+  GOOGLE_CLIENT_ID: optionalStr(),
+  GOOGLE_CLIENT_SECRET: optionalStr(),
+  GOOGLE_ISSUER_URL: providerUrl('https://accounts.google.com'),
+  OIDC_ISSUER_URL: optionalProviderUrl(),
+  OIDC_CLIENT_ID: optionalStr(),
+  OIDC_CLIENT_SECRET: optionalStr(),
+  OIDC_DISPLAY_NAME: str('Single sign-on'),
+  OAUTH_EXCHANGE_CODE_TTL: duration('60s'),
 
   // ---- e-mail
   EMAIL_PROVIDER: oneOf(['MOCK', 'SMTP'] as const, 'MOCK'),
@@ -367,6 +398,18 @@ export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
   if (Boolean(cfg.SEED_DEMO_ADMIN_EMAIL) !== Boolean(cfg.SEED_DEMO_ADMIN_PASSWORD)) {
     problems.push('  SEED_DEMO_ADMIN_EMAIL / SEED_DEMO_ADMIN_PASSWORD: set both or neither');
   }
+  const together: Array<[string, unknown[]]> = [
+    ['GITHUB_CLIENT_ID / GITHUB_CLIENT_SECRET', [cfg.GITHUB_CLIENT_ID, cfg.GITHUB_CLIENT_SECRET]],
+    ['GOOGLE_CLIENT_ID / GOOGLE_CLIENT_SECRET', [cfg.GOOGLE_CLIENT_ID, cfg.GOOGLE_CLIENT_SECRET]],
+    [
+      'OIDC_ISSUER_URL / OIDC_CLIENT_ID / OIDC_CLIENT_SECRET',
+      [cfg.OIDC_ISSUER_URL, cfg.OIDC_CLIENT_ID, cfg.OIDC_CLIENT_SECRET],
+    ],
+  ];
+  for (const [names, values] of together) {
+    if (values.some(Boolean) && !values.every(Boolean)) problems.push(`  ${names}: set all or none`);
+  }
+  if (cfg.OAUTH_EXCHANGE_CODE_TTL > 600) problems.push('  OAUTH_EXCHANGE_CODE_TTL: must be at most 10m');
   if (cfg.HTTP_HEADERS_TIMEOUT_MS > cfg.HTTP_REQUEST_TIMEOUT_MS) {
     problems.push('  HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS (headers are part of it)');
   }

@@ -21,6 +21,10 @@ export const isUuid = (id: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const INVISIBLE_OR_CONTROL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200d\u202a-\u202e\u2060\u2066-\u2069\ufeff]/;
 
+/** `text` without the characters above: for names that come from elsewhere (an identity provider's profile). */
+export const withoutInvisibleCharacters = (text: string) =>
+  text.replace(new RegExp(INVISIBLE_OR_CONTROL.source, 'g'), '');
+
 /**
  * A name people see (of a user, a workspace, a webhook, an API key, a plan): 1 to `max` characters once
  * surrounding spaces are trimmed, with none of the characters above. They are looked for before trimming,

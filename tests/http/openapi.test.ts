@@ -63,7 +63,14 @@ describe('GET /openapi.json', () => {
       'POST /contact/messages',
       'GET /billing/provider-status',
       'GET /billing/plans',
-      ...DECLARED_ROUTES.filter((r) => r.startsWith('POST /auth/') || r.startsWith('POST /billing/webhooks/')),
+      'GET /auth/providers',
+      'GET /auth/oauth/{provider}/start',
+      'GET /auth/oauth/{provider}/callback',
+      ...DECLARED_ROUTES.filter(
+        (r) =>
+          (r.startsWith('POST /auth/') && !r.startsWith('POST /auth/identities/')) ||
+          r.startsWith('POST /billing/webhooks/'),
+      ),
     ]);
     for (const { method, path, op } of operations()) {
       const key = `${method.toUpperCase()} ${path}`;

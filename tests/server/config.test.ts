@@ -231,4 +231,36 @@ describe('configuration', () => {
     expect(errorOf({ REDIS_COMMAND_TIMEOUT_MS: '2001' })).toContain('REDIS_COMMAND_TIMEOUT_MS: must be at most 2000');
     expect(errorOf({ REDIS_COMMAND_TIMEOUT_MS: '99' })).toContain('REDIS_COMMAND_TIMEOUT_MS: must be at least 100');
   });
+
+  it('when an identity provider has only part of its settings, then start-up names the missing ones', () => {
+    expect(errorOf({ GITHUB_CLIENT_ID: 'id' })).toContain('GITHUB_CLIENT_ID / GITHUB_CLIENT_SECRET: set all or none');
+    expect(errorOf({ GOOGLE_CLIENT_SECRET: 'secret' })).toContain(
+      'GOOGLE_CLIENT_ID / GOOGLE_CLIENT_SECRET: set all or none',
+    );
+    expect(errorOf({ OIDC_ISSUER_URL: 'https://sso.example.com', OIDC_CLIENT_ID: 'id' })).toContain(
+      'OIDC_ISSUER_URL / OIDC_CLIENT_ID / OIDC_CLIENT_SECRET: set all or none',
+    );
+    const c = parseConfig({});
+    expect(c).toMatchObject({
+      GITHUB_BASE_URL: 'https://github.com',
+      GITHUB_API_URL: 'https://api.github.com',
+      GOOGLE_ISSUER_URL: 'https://accounts.google.com',
+      OIDC_DISPLAY_NAME: 'Single sign-on',
+      OAUTH_EXCHANGE_CODE_TTL: 60,
+    });
+    expect(c.API_URL).toBeUndefined();
+  });
+
+  it('when an identity provider URL is plain http off the loopback address, then it is refused by name', () => {
+    for (const name of ['GITHUB_BASE_URL', 'GITHUB_API_URL', 'GOOGLE_ISSUER_URL', 'OIDC_ISSUER_URL'] as const) {
+      for (const bad of ['http://sso.example.com', 'ftp://sso.example.com', 'not a url', 'http://10.0.0.1'])
+        expect(errorOf({ [name]: bad }), `${name}=${bad}`).toContain(
+          `${name}: must be an https:// URL (http:// only on a loopback address)`,
+        );
+      const complete = name === 'OIDC_ISSUER_URL' ? { OIDC_CLIENT_ID: 'id', OIDC_CLIENT_SECRET: 'secret' } : {};
+      for (const good of ['https://sso.example.com/realms/acme', 'http://127.0.0.1:4000', 'http://localhost:8080'])
+        expect(parseConfig({ [name]: good, ...complete })[name]).toBe(good);
+    }
+    expect(errorOf({ OAUTH_EXCHANGE_CODE_TTL: '11m' })).toContain('OAUTH_EXCHANGE_CODE_TTL: must be at most 10m');
+  });
 });

@@ -42,6 +42,22 @@ export async function signUp(
   }
 }
 
+/** The sign-in buttons, and the web app's page /auth/callback?code=...&redirectTo=... (or ?error=CODE). */
+export async function providerButtons(): Promise<Array<{ label: string; href: string }>> {
+  const { items } = await api.oauth.providers.query();
+  return items.map((p) => ({
+    label: `Continue with ${p.name}`,
+    href: api.session.providerSignInUrl(p.id, '/dashboard'),
+  }));
+}
+
+export async function onAuthCallback(params: URLSearchParams): Promise<string> {
+  const code = params.get('code');
+  if (!code) return `/sign-in?error=${params.get('error') ?? 'UNKNOWN'}`;
+  const result: RouterOutputs['oauth']['exchange'] = await api.session.signInWithCode(code);
+  return result.hasActiveWorkspace ? (params.get('redirectTo') ?? '/dashboard') : '/workspaces/new';
+}
+
 type Me = RouterOutputs['auth']['me'];
 
 export async function greeting(): Promise<string> {
