@@ -462,6 +462,15 @@ export interface SupportTicketsTable {
   created_at: CreatedAt;
 }
 
+/** The exact size of each list that grows (db/migrations/0013_list_scale.ts): the sum of a scope's shards. */
+export interface ListCountersTable {
+  scope: string;
+  /** A workspace id, or '' for the platform. */
+  scope_id: string;
+  shard: number;
+  n: ColumnType<string, number | string, number | string>;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -490,6 +499,7 @@ export interface Database {
   user_identities: UserIdentitiesTable;
   oauth_states: OAuthStatesTable;
   oauth_exchange_codes: OAuthExchangeCodesTable;
+  list_counters: ListCountersTable;
 }
 
 export type Plan = Selectable<PlansTable>;
