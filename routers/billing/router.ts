@@ -68,7 +68,7 @@ export const billingRouter = router({
     .meta({ openapi: { method: 'GET', path: '/billing/history', tags, summary: 'Payment history, newest first' } })
     .input(historyInput)
     .output(historyOutput)
-    .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),
+    .query(({ ctx, input }) => billing.paymentHistory(ctx, ctx.workspace.id, input)),
 
   cancel: workspaceProcedure('billing.manage', activeOrNamed)
     .meta({
@@ -150,5 +150,5 @@ export const billingRouter = router({
     })
     .input(legacyHistoryInput)
     .output(historyOutput)
-    .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),
+    .query(({ ctx, input }) => billing.paymentHistory(ctx, ctx.workspace.id, input)),
 });

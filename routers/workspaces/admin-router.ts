@@ -32,8 +32,8 @@ export const adminWorkspacesRouter = router({
     .meta({ openapi: { method: 'GET', path: '/admin/workspaces', tags, summary: 'All workspaces, searchable' } })
     .input(adminWorkspaceListInput)
     .output(adminWorkspacePageOutput)
-    .query(({ ctx, input: { page, limit, ...filters } }) =>
-      workspaces.adminListWorkspaces(ctx.db, filters, { page, limit }),
+    .query(({ ctx, input: { page, limit, cursor, ...filters } }) =>
+      workspaces.adminListWorkspaces(ctx, filters, { page, limit, cursor }),
     ),
 
   create: adminWriteProcedure

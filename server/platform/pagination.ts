@@ -7,7 +7,7 @@
 // - an unfiltered total is read from list_counters (kept by triggers in the same transaction as the rows,
 //   db/migrations/0013_list_scale.ts); a filtered one is counted up to TOTAL_CAP rows and no further.
 import crypto from 'node:crypto';
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { sql, type InferResult, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../../db/schema.js';
 import type { Config } from './config.js';
@@ -204,11 +204,12 @@ async function cappedCount(db: Kysely<Database>, query: AnyQuery) {
  * columns selected (no order, no limit). Page mode answers page, total and totalPages; cursor mode only
  * the items; both answer nextCursor. The rows come back as the query selects them.
  */
-export async function paginate<DB, TB extends keyof DB, O>(
-  deps: { db: Kysely<DB>; config: Pick<Config, 'JWT_ACCESS_SECRET'> },
-  query: SelectQueryBuilder<DB, TB, O>,
+export async function paginate<Q extends AnyQuery>(
+  deps: { db: Kysely<Database>; config: Pick<Config, 'JWT_ACCESS_SECRET'> },
+  query: Q,
   spec: ListQuery,
-): Promise<ListPage<O>> {
+): Promise<ListPage<InferResult<Q>[number]>> {
+  type O = InferResult<Q>[number];
   const { request, list } = spec;
   const { limit } = request;
   if (request.cursor !== undefined && request.page !== undefined)
@@ -223,8 +224,8 @@ export async function paginate<DB, TB extends keyof DB, O>(
   const createdAt = sql.ref(spec.createdAt ?? 'created_at');
   const id = sql.ref(spec.id ?? 'id');
   // Loosely typed inside: the rows are handed back as the caller's query selects them.
-  const base = query as unknown as AnyQuery;
-  const db = deps.db as unknown as Kysely<Database>;
+  const base: AnyQuery = query;
+  const { db } = deps;
 
   let rowsQuery = base
     .select(sql<string>`to_char(${createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('list_at'))
