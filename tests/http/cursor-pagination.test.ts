@@ -10,6 +10,7 @@ import type { Database } from '../../db/schema.js';
 import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, type Session } from '../helpers/http.js';
 import * as ai from '../../routers/ai/service.js';
+import * as analytics from '../../routers/analytics/service.js';
 import * as audit from '../../routers/audit/service.js';
 import * as billing from '../../routers/billing/service.js';
 import * as email from '../../routers/email/service.js';
@@ -208,6 +209,16 @@ function platformCases(): ListCase[] {
       ),
       count: () => countOf(sql`select count(*) as n from email_logs where "to" = ${to}`),
     },
+    {
+      ...simple(
+        'GET /admin/analytics/events?name=',
+        `/admin/analytics/events?name=${tag}&`,
+        'analytics_events',
+        'name, properties',
+        sql`${tag}, jsonb_build_object('g', g)`,
+      ),
+      count: () => countOf(sql`select count(*) as n from analytics_events where name = ${tag}`),
+    },
   ];
 }
 
@@ -236,6 +247,7 @@ const NAMES = [
   'GET /admin/contact-messages',
   'GET /admin/support-tickets',
   'GET /admin/email-logs?to=',
+  'GET /admin/analytics/events?name=',
 ];
 const caseNamed = (name: string) => {
   const c = cases.find((x) => x.name === name);
@@ -427,6 +439,9 @@ describe('query plans', () => {
     );
     await sql`insert into email_logs ("to", subject, template, text)
       select 'plan' || (g % 50) || '@tests.local', 's', 't', 'x' from generate_series(1, 3000) g`.execute(app.deps.db);
+    await sql`insert into analytics_events (name) select 'plan.' || (g % 20) from generate_series(1, 3000) g`.execute(
+      app.deps.db,
+    );
     await sql`analyze`.execute(app.deps.db);
   });
   afterAll(() => logged?.destroy());
@@ -463,6 +478,8 @@ describe('query plans', () => {
         'email_logs',
         (r) => email.listEmailLogs(deps, { platformRole: 'ADMIN' }, { to: 'plan7@tests.local' }, r),
       ],
+      ['analytics events', 'analytics_events', (r) => analytics.listEvents(deps, {}, r)],
+      ['analytics events of one name', 'analytics_events', (r) => analytics.listEvents(deps, { name: 'plan.7' }, r)],
     ];
     const plans: string[] = [];
     // The list's own table: the page, its count and, for AI history, its rows by id. (The owners of a page
