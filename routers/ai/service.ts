@@ -10,7 +10,7 @@ import { isDemoAccount, isTestAccount } from '../../server/platform/accounts.js'
 import type { Config } from '../../server/platform/config.js';
 import { AppError, ERROR_STATUS } from '../../server/platform/errors.js';
 import type { Logger } from '../../server/platform/logger.js';
-import { listRequestOf, paginate, type ListRequest } from '../../server/platform/pagination.js';
+import { listRequestOf, mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import { estimateTokens } from './providers/mock.js';
 import type { GenerationResult, TextProvider } from './providers/types.js';
@@ -513,10 +513,7 @@ async function ensureSamples(db: Db, workspaceId: string) {
   });
 }
 
-/**
- * Newest first, by page or cursor (server/platform/pagination.ts). The page is chosen on the (workspace_id,
- * created_at, id) index alone, then its rows are read by id.
- */
+/** Newest first, by page or cursor (server/platform/pagination.ts), on the (workspace_id, created_at, id) index. */
 export async function history(
   deps: Pick<AiDeps, 'db' | 'config'>,
   workspaceId: string,
@@ -526,27 +523,12 @@ export async function history(
   const { db, config } = deps;
   const showSamples = config.AI_DEMO_SHOW_SAMPLE_HISTORY && isDemoAccount(config, user.email);
   if (showSamples) await ensureSamples(db, workspaceId);
-  let ids = db.selectFrom('ai_generations').select('id').where('workspace_id', '=', workspaceId);
-  if (!showSamples) ids = ids.where('is_sample', '=', false);
+  let query = db.selectFrom('ai_generations').selectAll().where('workspace_id', '=', workspaceId);
+  if (!showSamples) query = query.where('is_sample', '=', false);
   const counters = [{ scope: 'ai_generations', id: workspaceId }];
   if (showSamples) counters.push({ scope: 'ai_generations.sample', id: workspaceId });
-  const page = await paginate(deps, ids, { list: 'ai.history', request: listRequestOf(request), counters });
-  const byId = new Map<string, Selectable<AiGenerationsTable>>();
-  if (page.items.length > 0) {
-    const rows = await db
-      .selectFrom('ai_generations')
-      .selectAll()
-      .where(
-        'id',
-        'in',
-        page.items.map((r) => r.id),
-      )
-      .where('workspace_id', '=', workspaceId)
-      .execute();
-    for (const row of rows) byId.set(row.id, row);
-  }
-  // A generation deleted between the two reads (its workspace was) is left out.
-  return { ...page, items: page.items.flatMap((r) => (byId.has(r.id) ? [toGeneration(byId.get(r.id)!)] : [])) };
+  const page = await paginate(deps, query, { list: 'ai.history', request: listRequestOf(request), counters });
+  return mapItems(page, toGeneration);
 }
 
 export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspace: WorkspaceAccess, user: Caller) {

@@ -134,7 +134,8 @@ const invalidCursor = () =>
 
 // A cursor: base64url(JSON [createdAt, id]) "." base64url(HMAC-SHA256(key, list "." payload)).
 const keys = new WeakMap<object, Buffer>();
-function keyOf(config: Pick<Config, 'JWT_ACCESS_SECRET'>): Buffer {
+/** The key of the cursors of a service with this configuration (the bench signs a deep cursor with it). */
+export function cursorKey(config: Pick<Config, 'JWT_ACCESS_SECRET'>): Buffer {
   let key = keys.get(config);
   if (!key) {
     key = crypto.createHmac('sha256', config.JWT_ACCESS_SECRET).update('list-cursor-v1').digest();
@@ -173,13 +174,14 @@ export function decodeCursor(key: Buffer, list: string, cursor: string): { at: s
 }
 
 /** Reads the total from list_counters (rows are spread over shards; their sum is the count). */
-async function counted(db: Kysely<Database>, refs: CounterRef[]): Promise<number> {
-  const row = await db
+const counterQuery = (db: Kysely<Database>, refs: CounterRef[]) =>
+  db
     .selectFrom('list_counters')
     .select(sql<string>`coalesce(sum(n), 0)`.as('n'))
-    .where((eb) => eb.or(refs.map((r) => eb.and([eb('scope', '=', r.scope), eb('scope_id', '=', r.id ?? '')]))))
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+    .where((eb) => eb.or(refs.map((r) => eb.and([eb('scope', '=', r.scope), eb('scope_id', '=', r.id ?? '')]))));
+
+async function counted(db: Kysely<Database>, refs: CounterRef[]): Promise<number> {
+  return Number((await counterQuery(db, refs).executeTakeFirstOrThrow()).n);
 }
 
 /** Counts the rows of a filtered query, stopping past TOTAL_CAP. */
@@ -220,7 +222,7 @@ export async function paginate<Q extends AnyQuery>(
       'page',
       `page × limit may be at most ${MAX_PAGE_DEPTH.toLocaleString('en')}: to read further, use cursor (the nextCursor of each answer).`,
     );
-  const key = keyOf(deps.config);
+  const key = cursorKey(deps.config);
   const createdAt = sql.ref(spec.createdAt ?? 'created_at');
   const id = sql.ref(spec.id ?? 'id');
   // Loosely typed inside: the rows are handed back as the caller's query selects them.
@@ -241,19 +243,25 @@ export async function paginate<Q extends AnyQuery>(
   }
 
   const counters = spec.counters === undefined ? undefined : [spec.counters].flat();
-  const [rows, totals] = await Promise.all([
-    rowsQuery.execute() as Promise<Array<Record<string, unknown> & { list_at: string; list_id: string }>>,
-    request.cursor !== undefined
-      ? undefined
-      : counters
-        ? counted(db, counters).then((total) => ({ total, totalCapped: false }))
-        : cappedCount(db, base),
+  // An exact total rides along with the rows, as one more column (one statement, one round trip).
+  const withCounter = request.cursor === undefined && counters !== undefined;
+  if (withCounter) rowsQuery = rowsQuery.select(counterQuery(db, counters).as('list_total'));
+  type Row = Record<string, unknown> & { list_at: string; list_id: string; list_total?: string };
+  const [rows, capped] = await Promise.all([
+    rowsQuery.execute() as Promise<Row[]>,
+    request.cursor !== undefined || withCounter ? undefined : cappedCount(db, base),
   ]);
+  let totals = capped;
+  if (withCounter) {
+    // A page past the end has no row to carry the total: it is read alone.
+    const total = rows.length > 0 ? Number(rows[0].list_total) : await counted(db, counters);
+    totals = { total, totalCapped: false };
+  }
   const more = rows.length > limit;
   const pageRows = more ? rows.slice(0, limit) : rows;
   const last = pageRows.at(-1);
   const nextCursor = more && last ? encodeCursor(key, list, last.list_at, last.list_id) : null;
-  const items = pageRows.map(({ list_at: _at, list_id: _id, ...row }) => row as O);
+  const items = pageRows.map(({ list_at: _at, list_id: _id, list_total: _total, ...row }) => row as O);
   if (!totals) return { items, limit, nextCursor };
   return {
     items,
