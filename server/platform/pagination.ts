@@ -239,7 +239,16 @@ export async function paginate<Q extends AnyQuery>(
     const after = decodeCursor(key, list, request.cursor);
     rowsQuery = rowsQuery.where(sql<boolean>`(${createdAt}, ${id}) < (${after.at}::timestamptz, ${after.id}::uuid)`);
   } else if (page > 1) {
-    rowsQuery = rowsQuery.offset((page - 1) * limit);
+    // The offset is walked on the index alone, to the page's first row; the page is then read from there
+    // like a cursor's (past the end there is no such row, and no page).
+    const firstOfPage = base
+      .clearSelect()
+      .select([sql`${createdAt}`.as('list_at'), sql`${id}`.as('list_id')])
+      .orderBy(createdAt, 'desc')
+      .orderBy(id, 'desc')
+      .offset((page - 1) * limit)
+      .limit(1);
+    rowsQuery = rowsQuery.where(sql<boolean>`(${createdAt}, ${id}) <= ${firstOfPage}`);
   }
 
   const counters = spec.counters === undefined ? undefined : [spec.counters].flat();
