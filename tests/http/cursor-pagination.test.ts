@@ -349,6 +349,38 @@ describe.each(NAMES)('%s', (name) => {
   });
 });
 
+describe('GET /openapi.json', () => {
+  const PATHS = [
+    '/ai/history',
+    '/workspaces/{workspaceId}/ai/generations',
+    '/workspaces/{workspaceId}/audit-logs',
+    '/admin/audit-logs',
+    '/billing/history',
+    '/workspaces/{workspaceId}/billing/payments',
+    '/workspaces/{workspaceId}/webhook-deliveries',
+    '/admin/users',
+    '/admin/workspaces',
+    '/admin/contact-messages',
+    '/admin/support-tickets',
+    '/admin/email-logs',
+    '/admin/analytics/events',
+  ];
+  it.each(PATHS)('documents cursor (at most 256 characters), nextCursor and totalCapped on GET %s', async (path) => {
+    const doc = (await app.api('GET', '/openapi.json')).body;
+    const op = doc.paths[path].get;
+    const params = op.parameters as Array<{ name: string; in: string; schema: { maxLength?: number } }>;
+    const cursor = params.find((p) => p.name === 'cursor' && p.in === 'query');
+    expect(cursor?.schema.maxLength).toBe(256);
+    expect(params.find((p) => p.name === 'page')).toBeDefined();
+    const schema = op.responses['200'].content['application/json'].schema;
+    const resolved = schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
+    expect(Object.keys(resolved.properties)).toEqual(
+      expect.arrayContaining(['items', 'limit', 'nextCursor', 'totalCapped']),
+    );
+    expect(resolved.required).toEqual(expect.arrayContaining(['items', 'limit', 'nextCursor']));
+  });
+});
+
 describe('totals', () => {
   let owner: Session;
   let webhookId: string;
