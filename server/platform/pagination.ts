@@ -20,6 +20,8 @@ export const TOTAL_CAP = 10_000;
 /** The longest cursor the service issues is about 120 characters. */
 export const CURSOR_MAX_LENGTH = 256;
 
+const DEPTH_MESSAGE = `page × limit may be at most ${MAX_PAGE_DEPTH.toLocaleString('en')}: to read further, use cursor (the nextCursor of each answer).`;
+
 // ---------------------------------------------------------------- page-only lists (in memory: monitoring)
 
 export const paginationInput = z.object({
@@ -51,7 +53,7 @@ export const listInput = z.object({
     .number()
     .int()
     .min(1)
-    .max(MAX_PAGE_DEPTH)
+    .max(MAX_PAGE_DEPTH, { error: () => DEPTH_MESSAGE })
     .optional()
     .meta({
       description: `Page number, from 1 (default 1). page × limit may be at most ${MAX_PAGE_DEPTH.toLocaleString('en')}: go further with cursor. Not with cursor.`,
@@ -217,11 +219,7 @@ export async function paginate<Q extends AnyQuery>(
   if (request.cursor !== undefined && request.page !== undefined)
     throw badRequest('page', 'Send page or cursor, not both.');
   const page = request.page ?? 1;
-  if (request.cursor === undefined && page * limit > MAX_PAGE_DEPTH)
-    throw badRequest(
-      'page',
-      `page × limit may be at most ${MAX_PAGE_DEPTH.toLocaleString('en')}: to read further, use cursor (the nextCursor of each answer).`,
-    );
+  if (request.cursor === undefined && page * limit > MAX_PAGE_DEPTH) throw badRequest('page', DEPTH_MESSAGE);
   const key = cursorKey(deps.config);
   const createdAt = sql.ref(spec.createdAt ?? 'created_at');
   const id = sql.ref(spec.id ?? 'id');
