@@ -1,8 +1,8 @@
 // Lists whose cost does not grow with their table (docs/api.md, "Pagination"; server/platform/pagination.ts).
 // - list_counters holds the exact size of every list that grows with use, per scope (the platform: '', or a
 //   workspace id). Statement-level triggers with transition tables keep it in the same transaction as the
-//   rows, for every insert and delete path (cascades included) and one upsert per statement, however many
-//   rows it writes. Each counter is spread over 16 shards chosen by the connection's backend pid, so busy
+//   rows, for every insert and delete path (cascades included): one upsert per scope a statement touches,
+//   however many rows it writes. Each counter is spread over 16 shards chosen by the connection's backend pid, so busy
 //   writers of one list do not queue on a single row; the total is the sum of the shards.
 // - Indexes that end with (created_at, id), the lists' order, behind each list's scope and filters.
 import { sql, type Kysely } from 'kysely';
@@ -51,8 +51,22 @@ const REPLACED: Array<[string, string, string]> = [
   ['analytics_events_name_idx', 'analytics_events', 'name, created_at'],
 ];
 
-const triggerName = (c: (typeof COUNTERS)[number], op: 'ins' | 'del') =>
-  `${c.table}_count_${c.scope.replace(/\W/g, '_')}_${op}`;
+const TABLES = [...new Set(COUNTERS.map((c) => c.table))];
+const OPS = [
+  { op: 'ins', event: 'insert', rows: 'list_counter_rows_new', referencing: 'new table', sign: 1 },
+  { op: 'del', event: 'delete', rows: 'list_counter_rows_old', referencing: 'old table', sign: -1 },
+] as const;
+const functionName = (table: string, op: string) => `list_counters_${table}_${op}`;
+
+/** One row per scope (and scope id) of the statement's rows, with their count; none for a scope not touched. */
+function countsOf(table: string, rows: string, sign: number) {
+  const selects = COUNTERS.filter((c) => c.table === table).map((c) => {
+    const id = c.idColumn ? `${c.idColumn}::text` : `''`;
+    const groupBy = c.idColumn ? `group by ${c.idColumn}` : '';
+    return `select '${c.scope}', ${id}, (pg_backend_pid() % 16)::smallint, ${sign} * count(*) from ${rows} where ${c.where} ${groupBy} having count(*) > 0`;
+  });
+  return selects.join('\n        union all ');
+}
 
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`create table list_counters (
@@ -63,36 +77,25 @@ export async function up(db: Kysely<any>): Promise<void> {
     primary key (scope, scope_id, shard)
   )`.execute(db);
 
-  // Arguments: the scope, the column of the scope's id ('' for the platform), the condition on the rows.
-  await sql`create function list_counters_bump() returns trigger language plpgsql as $$
-    declare
-      scope_id text := case when TG_ARGV[1] = '' then quote_literal('') else quote_ident(TG_ARGV[1]) || '::text' end;
-    begin
-      execute format(
-        'insert into list_counters (scope, scope_id, shard, n)
-           select %L, %s, pg_backend_pid() %% 16, %s * count(*) from %I where %s %s having count(*) > 0
-         on conflict (scope, scope_id, shard) do update set n = list_counters.n + excluded.n',
-        TG_ARGV[0],
-        scope_id,
-        case when TG_OP = 'INSERT' then 1 else -1 end,
-        case when TG_OP = 'INSERT' then 'list_counter_rows_new' else 'list_counter_rows_old' end,
-        TG_ARGV[2],
-        case when TG_ARGV[1] = '' then '' else 'group by ' || quote_ident(TG_ARGV[1]) end
-      );
-      return null;
-    end
-  $$`.execute(db);
-
+  // One function per table and event, with static SQL (planned once per connection): a statement's rows
+  // are counted from its transition table, one upsert per scope it touched.
+  for (const table of TABLES) {
+    for (const { op, event, rows, referencing, sign } of OPS) {
+      await sql`create function ${sql.id(functionName(table, op))}() returns trigger language plpgsql as ${sql.lit(`
+        begin
+          insert into list_counters (scope, scope_id, shard, n)
+            ${countsOf(table, rows, sign)}
+          on conflict (scope, scope_id, shard) do update set n = list_counters.n + excluded.n;
+          return null;
+        end`)}`.execute(db);
+      await sql`create trigger ${sql.id(`${table}_list_count_${op}`)} after ${sql.raw(event)} on ${sql.table(table)}
+        referencing ${sql.raw(referencing)} as ${sql.id(rows)} for each statement
+        execute function ${sql.id(functionName(table, op))}()`.execute(db);
+    }
+  }
+  // The rows already there, counted after the triggers exist (creating a trigger holds off writers until
+  // this transaction commits, so nothing is counted twice or missed).
   for (const c of COUNTERS) {
-    const args = sql`${sql.lit(c.scope)}, ${sql.lit(c.idColumn)}, ${sql.lit(c.where)}`;
-    await sql`create trigger ${sql.id(triggerName(c, 'ins'))} after insert on ${sql.table(c.table)}
-      referencing new table as list_counter_rows_new for each statement
-      execute function list_counters_bump(${args})`.execute(db);
-    await sql`create trigger ${sql.id(triggerName(c, 'del'))} after delete on ${sql.table(c.table)}
-      referencing old table as list_counter_rows_old for each statement
-      execute function list_counters_bump(${args})`.execute(db);
-    // The rows already there, counted after the triggers exist (creating a trigger holds off writers
-    // until this transaction commits, so nothing is counted twice or missed).
     const scopeId = c.idColumn ? sql`${sql.ref(c.idColumn)}::text` : sql.lit('');
     const groupBy = c.idColumn ? sql`group by ${sql.ref(c.idColumn)}` : sql``;
     await sql`insert into list_counters (scope, scope_id, shard, n)
@@ -111,10 +114,10 @@ export async function down(db: Kysely<any>): Promise<void> {
   for (const [name, table, columns] of REPLACED)
     await sql`create index if not exists ${sql.id(name)} on ${sql.table(table)} (${sql.raw(columns)})`.execute(db);
   for (const [name] of INDEXES) await sql`drop index if exists ${sql.id(name)}`.execute(db);
-  for (const c of COUNTERS) {
-    await sql`drop trigger if exists ${sql.id(triggerName(c, 'ins'))} on ${sql.table(c.table)}`.execute(db);
-    await sql`drop trigger if exists ${sql.id(triggerName(c, 'del'))} on ${sql.table(c.table)}`.execute(db);
-  }
-  await sql`drop function if exists list_counters_bump()`.execute(db);
+  for (const table of TABLES)
+    for (const { op } of OPS) {
+      await sql`drop trigger if exists ${sql.id(`${table}_list_count_${op}`)} on ${sql.table(table)}`.execute(db);
+      await sql`drop function if exists ${sql.id(functionName(table, op))}()`.execute(db);
+    }
   await sql`drop table if exists list_counters`.execute(db);
 }
