@@ -32,6 +32,7 @@ import { RouteTemplates, type RouteTemplate } from './platform/route-templates.j
 import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
 import { WEBHOOK_QUEUE, webhookQueueEnabled } from '../jobs/queue.js';
 import { startAuthentication } from './platform/trpc.js';
+import { idempotencyKeys } from './platform/idempotency.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
 import { JSON_BODY_LIMIT_BYTES, closeUnreadBody, refuseJsonBodyHeaders } from './platform/request-body.js';
 
@@ -75,7 +76,13 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(closeUnreadBody);
   app.use(helmet());
   if (deps.config.CORS_ORIGINS.length) {
-    app.use(cors({ origin: deps.config.CORS_ORIGINS, exposedHeaders: ['X-Request-Id', 'Retry-After'], maxAge: 600 }));
+    app.use(
+      cors({
+        origin: deps.config.CORS_ORIGINS,
+        exposedHeaders: ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed'],
+        maxAge: 600,
+      }),
+    );
   }
   // Before the limiter and the routers read the path: past this, they all read the same route from it.
   app.use(refuseAmbiguousPath);
@@ -120,6 +127,9 @@ export function createApp(deps: AppDeps): express.Express {
     },
   });
   app.use(only(takesBody, json));
+  // Past authentication and the limiter, with the body as it came: a REST POST or PATCH with an
+  // Idempotency-Key runs once, and its answer is replayed to the same request again.
+  app.use(idempotencyKeys(deps, appRouter, routes));
 
   app.use('/trpc', trpcHandler(appRouter, procedureDeps));
   app.use(restHandler(appRouter, procedureDeps));
