@@ -15,7 +15,7 @@ import {
   trpcHandler,
 } from './platform/http.js';
 import { appRouter } from '../routers/index.js';
-import { openApiRoutes } from '../openapi/routes.js';
+import { openApiRoutes, rootOpenApiPaths } from '../openapi/routes.js';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import {
   MOCK_WEBHOOK_PATH,
@@ -37,11 +37,12 @@ import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable
 import { JSON_BODY_LIMIT_BYTES, closeUnreadBody, refuseJsonBodyHeaders } from './platform/request-body.js';
 
 /**
- * The plain Express routes (inbound provider webhooks, uploads, the browser redirects of identity-provider
+ * The plain Express routes (GET /, inbound provider webhooks, uploads, the browser redirects of identity-provider
  * sign-in), as their OpenAPI entries: documented in /openapi.json, and the list by which the app matches a
  * request to them (RouteTemplates).
  */
 export const plainRoutePaths: ZodOpenApiPathsObject = {
+  ...rootOpenApiPaths,
   ...billingWebhookOpenApiPaths,
   ...uploadOpenApiPaths,
   ...oauthOpenApiPaths,
@@ -108,7 +109,7 @@ export function createApp(deps: AppDeps): express.Express {
   }
   app.use(refuseUnstorableUrl);
   const docs = openApiRoutes(appRouter, deps.config.SERVICE_VERSION, plainRoutePaths);
-  app.use(only((req) => req.path === '/openapi.json' || isDocsPath(req.path), docs));
+  app.use(only((req) => req.path === '/' || req.path === '/openapi.json' || isDocsPath(req.path), docs));
 
   // The public catalog is the same for everyone: kept as bytes until the catalog changes.
   app.use(responseCache({ '/billing/plans': { version: () => deps.plans.version, maxAgeMs: deps.plans.ttlMs } }));
