@@ -56,8 +56,6 @@ const KIND_MEANING: Partial<Record<ErrorCode, string>> = {
   RATE_LIMITED: 'over the rate limit, with Retry-After',
   INTERNAL_SERVER_ERROR: 'a bug, told only to the log',
   SERVICE_UNAVAILABLE: 'the database is away, with Retry-After',
-  IDEMPOTENCY_KEY_IN_USE: 'a request with the same Idempotency-Key is still running, with Retry-After',
-  IDEMPOTENCY_KEY_REUSED: 'the Idempotency-Key was used with another method, path or body',
 };
 
 /** The request header of the REST POST and PATCH operations (server/platform/idempotency.ts). */
