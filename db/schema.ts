@@ -462,6 +462,21 @@ export interface SupportTicketsTable {
   created_at: CreatedAt;
 }
 
+/** A caller's idempotency key and, once its first request is answered, that answer (server/platform/idempotency.ts). */
+export interface IdempotencyKeysTable {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  /** Null while the first request runs. */
+  status: number | null;
+  /** Sealed (SecretBox): the answer may carry a secret shown once. */
+  body: string | null;
+  content_type: string | null;
+  /** When the current claim began: reset when an expired or abandoned key is claimed again. */
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  expires_at: Date;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -490,6 +505,7 @@ export interface Database {
   user_identities: UserIdentitiesTable;
   oauth_states: OAuthStatesTable;
   oauth_exchange_codes: OAuthExchangeCodesTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type Plan = Selectable<PlansTable>;

@@ -29,7 +29,7 @@ const KEEP_MS = 7 * 86_400_000;
 
 export async function cleanUpExpiredTokens(db: Kysely<Database>) {
   const before = new Date(Date.now() - KEEP_MS);
-  const [refresh, userTokens, invitations, oauthStates, oauthCodes] = await Promise.all([
+  const [refresh, userTokens, invitations, oauthStates, oauthCodes, idempotencyKeys] = await Promise.all([
     db
       .deleteFrom('refresh_tokens')
       .where((eb) => eb.or([eb('expires_at', '<', before), eb('revoked_at', '<', before)]))
@@ -46,6 +46,9 @@ export async function cleanUpExpiredTokens(db: Kysely<Database>) {
     // Sign-in flows and their one-time codes (routers/oauth): minutes of life each.
     db.deleteFrom('oauth_states').where('expires_at', '<', before).executeTakeFirst(),
     db.deleteFrom('oauth_exchange_codes').where('expires_at', '<', before).executeTakeFirst(),
+    // Idempotency keys and their stored answers (server/platform/idempotency.ts): gone once expired, as
+    // an expired key no longer replays anything and its answer may carry a secret.
+    db.deleteFrom('idempotency_keys').where('expires_at', '<=', new Date()).executeTakeFirst(),
   ]);
   return {
     refreshTokens: Number(refresh.numDeletedRows),
@@ -53,5 +56,6 @@ export async function cleanUpExpiredTokens(db: Kysely<Database>) {
     invitations: Number(invitations.numDeletedRows),
     oauthStates: Number(oauthStates.numDeletedRows),
     oauthExchangeCodes: Number(oauthCodes.numDeletedRows),
+    idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
   };
 }

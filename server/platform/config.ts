@@ -451,6 +451,22 @@ export function withDevelopmentSecrets(cfg: ParsedConfig): { config: Config; war
   };
 }
 
+/**
+ * Reads the settings of `.env` in the working directory into process.env, when the file is there, with
+ * Node's own loader (process.loadEnvFile: `NAME=value` lines, `#` comments, quotes). A variable that the
+ * real environment sets keeps its value: the file fills in, it never overrides. For local runs; a
+ * deployment sets its environment. A file that cannot be read stops the start-up (ConfigError).
+ */
+export function loadDotEnv(file = '.env'): void {
+  const full = path.resolve(file);
+  if (!fs.existsSync(full)) return;
+  try {
+    process.loadEnvFile(full);
+  } catch (err) {
+    throw new ConfigError(`Could not read ${full}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
 /** parseConfig + withDevelopmentSecrets: what the server and the worker call once at boot. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   return withDevelopmentSecrets(parseConfig(env));
@@ -462,6 +478,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
  */
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): ReturnType<typeof loadConfig> {
   try {
+    if (env === process.env) loadDotEnv();
     return loadConfig(env);
   } catch (err) {
     if (err instanceof ConfigError) {

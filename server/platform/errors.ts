@@ -63,6 +63,9 @@ export const ERROR_STATUS = {
   ACCOUNT_LINK_REQUIRED: 409,
   IDENTITY_ALREADY_LINKED: 409,
   LAST_SIGN_IN_METHOD: 409,
+  // idempotency keys of REST POST and PATCH (server/platform/idempotency.ts)
+  IDEMPOTENCY_KEY_IN_USE: 409,
+  IDEMPOTENCY_KEY_REUSED: 422,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

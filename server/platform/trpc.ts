@@ -78,6 +78,37 @@ function authenticateApiKeyRequest({ auth }: Pick<AppDeps, 'auth'>, req: Request
   return apiKeys.get(req) ?? auth.apiKey(apiKeyOf(req));
 }
 
+/** Who a request comes from, as far as its credentials tell: for idempotency keys (server/platform/idempotency.ts). */
+export type Caller =
+  | { kind: 'user' | 'api-key'; id: string }
+  /** No credentials at all. */
+  | { kind: 'anonymous' }
+  /** Credentials that do not authenticate: the procedure will refuse them (or, if public, ignore them). */
+  | { kind: 'unknown' };
+
+/**
+ * The caller of a request, authenticated as the procedure builders will do it: the lookup is kept for the
+ * request, so its procedure does not repeat it. Only for requests past the rate limiter.
+ */
+export async function callerOfRequest({ auth }: Pick<AppDeps, 'auth'>, req: Request): Promise<Caller> {
+  const key = apiKeyOf(req);
+  if (key !== undefined) {
+    let lookup = apiKeys.get(req);
+    if (!lookup) apiKeys.set(req, (lookup = quietly(auth.apiKey(key))));
+    return lookup.then(
+      (apiKey) => ({ kind: 'api-key', id: apiKey.id }),
+      () => ({ kind: 'unknown' }),
+    );
+  }
+  if (!req.headers.authorization) return { kind: 'anonymous' };
+  let lookup = principals.get(req);
+  if (!lookup) principals.set(req, (lookup = quietly(auth.user(req.headers.authorization))));
+  return lookup.then(
+    ({ user }) => ({ kind: 'user', id: user.id }),
+    () => ({ kind: 'unknown' }),
+  );
+}
+
 /**
  * The errors of each builder's access check, for /openapi.json (`accessErrors`). tRPC merges meta one
  * level deep, so a builder's list repeats its parent's: each is built from the one before.

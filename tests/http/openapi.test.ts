@@ -55,6 +55,7 @@ describe('GET /openapi.json', () => {
 
   it('gives every operation a summary and tags; public ones carry security: []', () => {
     const publicRoutes = new Set([
+      'GET /',
       'GET /health',
       'GET /demo/status',
       'GET /search/status',
@@ -117,7 +118,7 @@ describe('GET /openapi.json', () => {
 
   it("lists each route's own errors: its domain codes, who may call it, and what every route of its kind can answer", () => {
     // Domain errors the procedure declares.
-    expect(codes('post', '/auth/register', 409)).toEqual(['EMAIL_TAKEN']);
+    expect(codes('post', '/auth/register', 409)).toEqual(['EMAIL_TAKEN', 'IDEMPOTENCY_KEY_IN_USE']);
     expect(codes('post', '/auth/register', 400)).toEqual(['BAD_REQUEST', 'WEAK_PASSWORD']);
     expect(codes('post', '/auth/login', 401)).toEqual(['INVALID_CREDENTIALS']);
     expect(codes('post', '/ai/generate', 502)).toEqual(['AI_PROVIDER_ERROR']);
@@ -152,6 +153,10 @@ describe('GET /openapi.json', () => {
     // A body refused by the parser, on every method that takes one.
     expect(codes('post', '/admin/monitoring/clear', 413)).toEqual(['PAYLOAD_TOO_LARGE']);
     expect(codes('get', '/auth/me', 413)).toEqual([]);
+    // An Idempotency-Key used with another request, or still running, on every POST and PATCH of a procedure.
+    expect(codes('patch', '/workspaces/{workspaceId}', 422)).toEqual(['IDEMPOTENCY_KEY_REUSED']);
+    expect(codes('get', '/auth/me', 422)).toEqual([]);
+    expect(codes('post', '/storage/upload', 422)).toEqual([]);
     // The database away, on every route.
     expect(codes('get', '/billing/plans', 503)).toEqual(['SERVICE_UNAVAILABLE']);
     // A plain route's own list, with what every route of its kind adds named in its description.
