@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { builtClient } from '../helpers/client-build.js';
-import { STRONG_PASSWORD, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
+import { STRONG_PASSWORD, registerAndLogin, signedInOf, uniqueEmail, type Session } from '../helpers/http.js';
 import { signAccessToken } from '../../server/platform/security/jwt.js';
 import type * as ClientModule from '../../client/src/index.js';
 
@@ -69,7 +69,7 @@ const expiredToken = (target: TestApp, userId: string) =>
 async function signedIn(target: TestApp, options: Partial<ApiClientOptions> = {}) {
   const account = await registerAndLogin(target.api, { prefix: 'client' });
   const client = clientOf(target, options);
-  const login = await client.api.session.signIn(account.email, account.password);
+  const login = signedInOf(await client.api.session.signIn(account.email, account.password));
   client.sent.length = 0;
   return { ...client, account, login };
 }

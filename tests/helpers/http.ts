@@ -103,3 +103,9 @@ export function expectError(res: ApiResponse, status: number, code: string) {
     issues?: Array<{ path: string; message: string; code: string }>;
   };
 }
+
+/** The session of a sign-in's answer; throws on the second-factor step (an account with 2FA on). */
+export function signedInOf<T extends object>(result: T): Exclude<T, { mfaRequired: true }> {
+  if ('mfaRequired' in result) throw new Error('expected a session, got the second sign-in step');
+  return result as Exclude<T, { mfaRequired: true }>;
+}
