@@ -1,7 +1,7 @@
 // A small fetch client for the REST contract. It feeds the secret ledger: what it sends (passwords,
 // tokens, keys) and everything it receives.
 import crypto from 'node:crypto';
-import { ledger, trackBody } from './secret-ledger.js';
+import { ledger, trackBody, trackIssued } from './secret-ledger.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -45,6 +45,7 @@ export function apiClient(baseUrl: string): Api {
     } catch {
       /* not JSON */
     }
+    trackIssued(body);
     return { status: res.status, headers: res.headers, body: body as never, text };
   };
 }
