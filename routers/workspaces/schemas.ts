@@ -15,8 +15,9 @@ export const createWorkspaceInput = z.object({ name: workspaceName });
 export const updateWorkspaceInput = workspaceIdInput
   .extend({
     name: workspaceName.optional(),
+    // Not z.boolean(): the REST adapter coerces plain booleans, so "false" would read as true.
     requireMfa: z
-      .boolean()
+      .union([z.literal(true), z.literal(false)])
       .optional()
       .meta({ description: 'Members without two-factor sign-in are refused on this workspace (MFA_REQUIRED).' }),
   })
