@@ -376,23 +376,29 @@ export async function verifyMfaChallenge(
     throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
   }
   const method = input.code !== undefined ? 'totp' : 'backup_code';
-  const outcome = await deps.db.transaction().execute(async (trx) => {
-    const ok =
-      method === 'totp'
-        ? await acceptTotp(deps, trx, user.id, input.code!)
-        : await acceptBackupCode(trx, user.id, input.backupCode!);
-    if (!ok) return 'wrong' as const;
-    const taken = await trx
-      .updateTable('mfa_challenges')
-      .set({ used_at: new Date() })
-      .where('id', '=', challenge.id)
-      .where('used_at', 'is', null)
-      .returning('id')
-      .executeTakeFirst();
-    // Used by a concurrent request with the same token: roll back, so this code stays unused.
-    if (!taken) throw stepInvalid();
-    return 'ok' as const;
-  });
+  const outcome = await deps.db
+    .transaction()
+    .execute(async (trx) => {
+      const ok =
+        method === 'totp'
+          ? await acceptTotp(deps, trx, user.id, input.code!)
+          : await acceptBackupCode(trx, user.id, input.backupCode!);
+      if (!ok) return 'wrong' as const;
+      const taken = await trx
+        .updateTable('mfa_challenges')
+        .set({ used_at: new Date() })
+        .where('id', '=', challenge.id)
+        .where('used_at', 'is', null)
+        .returning('id')
+        .executeTakeFirst();
+      // Used by a concurrent request with the same token: roll back, so this code stays unused.
+      if (!taken) throw stepInvalid();
+      return 'ok' as const;
+    })
+    .catch((err: unknown) => {
+      attempt?.settle(false);
+      throw err;
+    });
   if (outcome === 'wrong') {
     attempt?.settle(true);
     await recordAudit(

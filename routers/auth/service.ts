@@ -163,8 +163,7 @@ export async function login(deps: Deps, input: { email: string; password: string
 /**
  * What a completed first step of a sign-in answers, by password (login) or through an identity provider
  * (the exchange of routers/oauth): a new session and the user's workspace context; or, for a user with
- * two-factor sign-in on, the token of the second step (POST /auth/mfa/verify, which comes back here with
- * `secondFactor`). The one place where a sign-in becomes a session. A suspended user is refused. With
+ * two-factor sign-in on, the token of the second step (POST /auth/mfa/verify, which then opens the session). The one place where a sign-in becomes a session. A suspended user is refused. With
  * `passwordHash`, the session (or the second step) opens only while the password is still that one
  * (openSession). A sign-in from a device (user agent and address) none of the user's earlier sessions
  * had is told to the user by mail.
@@ -173,17 +172,27 @@ export async function createSessionResult(
   deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer'>,
   user: UserRow,
   meta: RequestMeta,
-  opts: { passwordHash?: string; secondFactor?: boolean } = {},
+  opts: { passwordHash?: string } = {},
 ): Promise<SessionResult | MfaChallenge> {
   if (user.status !== 'ACTIVE')
     throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
-  if (user.mfa_enabled && !opts.secondFactor) {
+  if (user.mfa_enabled) {
     const challenge = await startMfaChallenge(deps, user.id, opts.passwordHash);
     if (!challenge) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
     return challenge;
   }
+  return openSessionResult(deps, user, meta, opts.passwordHash);
+}
+
+/** The session of a sign-in whose every step has passed, and the mail of a new device. */
+async function openSessionResult(
+  deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer'>,
+  user: UserRow,
+  meta: RequestMeta,
+  passwordHash: string | undefined,
+): Promise<SessionResult> {
   // Undefined when a password reset committed during the check: the password given is no longer it.
-  const opened = await openSession(deps, user.id, opts.passwordHash, meta);
+  const opened = await openSession(deps, user.id, passwordHash, meta);
   if (!opened) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
   const [memberships] = await Promise.all([
     membershipsOf(deps.db, user.id),
@@ -217,8 +226,9 @@ export async function verifyMfa(
   meta: RequestMeta,
   attempts: MfaAttempts | undefined,
 ) {
+  // verifyMfaChallenge refused a suspended user already.
   const user = await verifyMfaChallenge(deps, input, meta, attempts);
-  return createSessionResult(deps, user, meta, { secondFactor: true });
+  return openSessionResult(deps, user, meta, undefined);
 }
 
 /**
