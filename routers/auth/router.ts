@@ -21,7 +21,6 @@ import {
   resetPasswordInput,
   revokedOutput,
   sessionIdInput,
-  sessionOutput,
   sessionResultOutput,
   sessionsOutput,
   tokenInput,
@@ -313,7 +312,7 @@ export const authRouter = router({
       },
     })
     .input(z.void())
-    .output(sessionsOutput.extend({ items: z.array(sessionOutput).max(200) }))
+    .output(sessionsOutput)
     .query(({ ctx }) => auth.listSessions(ctx.db, ctx)),
 
   revokeOtherSessions: authedProcedure
