@@ -235,6 +235,10 @@ export const configSchema = z.object({
   BCRYPT_COST: int(12, 4, 15),
   PASSWORD_RESET_TTL: duration('1h'),
   EMAIL_VERIFICATION_TTL: duration('24h'),
+  // Two-factor sign-in: how long the token between a sign-in's two steps lives, and the name authenticator
+  // apps show beside the account.
+  MFA_TOKEN_TTL: duration('5m'),
+  MFA_ISSUER: str('Workspace SaaS'),
   SEED_ADMIN_EMAIL: optionalEmail(),
   SEED_ADMIN_PASSWORD: optionalPassword(),
   SEED_DEMO_ADMIN_EMAIL: optionalEmail(),
@@ -410,6 +414,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
     if (values.some(Boolean) && !values.every(Boolean)) problems.push(`  ${names}: set all or none`);
   }
   if (cfg.OAUTH_EXCHANGE_CODE_TTL > 600) problems.push('  OAUTH_EXCHANGE_CODE_TTL: must be at most 10m');
+  if (cfg.MFA_TOKEN_TTL > 900) problems.push('  MFA_TOKEN_TTL: must be at most 15m');
   if (cfg.HTTP_HEADERS_TIMEOUT_MS > cfg.HTTP_REQUEST_TIMEOUT_MS) {
     problems.push('  HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS (headers are part of it)');
   }

@@ -119,9 +119,9 @@ const ADMIN_ERRORS = [...SIGNED_IN_ERRORS, 'FORBIDDEN'] as const;
 /** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */
 export const authedProcedure = publicProcedure
   .use(async ({ ctx, next }) => {
-    const { user, memberships } = await authenticateRequest(ctx, ctx.req);
+    const { user, memberships, sessionId } = await authenticateRequest(ctx, ctx.req);
     noteRequest(ctx.req, { userId: user.id });
-    return next({ ctx: { user, memberships } });
+    return next({ ctx: { user, memberships, sessionId } });
   })
   .meta({ accessErrors: SIGNED_IN_ERRORS });
 
@@ -171,7 +171,7 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
       const candidate = raw?.workspaceId ?? ctx.req.query?.workspaceId;
       const needed = typeof permission === 'function' ? permission(Object(raw) as Record<string, unknown>) : permission;
       const access = resolveWorkspaceAccess(
-        { email: ctx.user.email, memberships: ctx.memberships },
+        { email: ctx.user.email, mfaEnabled: ctx.user.mfa_enabled, memberships: ctx.memberships },
         candidate,
         needed,
         { ...opts, config: ctx.config },
@@ -185,6 +185,7 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
         'NOT_FOUND',
         'WORKSPACE_UNAVAILABLE',
         'PERMISSION_DENIED',
+        'MFA_REQUIRED',
         ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : []),
       ],
     });

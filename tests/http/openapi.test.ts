@@ -53,6 +53,16 @@ describe('GET /openapi.json', () => {
     expect(documented.sort()).toEqual([...DECLARED_ROUTES, 'GET /metrics'].sort());
   });
 
+  /** The POST /auth routes of a signed-in user: two-factor set-up, password change, sessions. */
+  const SIGNED_IN_AUTH_POSTS = new Set([
+    'POST /auth/mfa/totp/setup',
+    'POST /auth/mfa/totp/confirm',
+    'POST /auth/mfa/disable',
+    'POST /auth/mfa/backup-codes',
+    'POST /auth/change-password',
+    'POST /auth/sessions/revoke-others',
+  ]);
+
   it('gives every operation a summary and tags; public ones carry security: []', () => {
     const publicRoutes = new Set([
       'GET /',
@@ -69,7 +79,7 @@ describe('GET /openapi.json', () => {
       'GET /auth/oauth/{provider}/callback',
       ...DECLARED_ROUTES.filter(
         (r) =>
-          (r.startsWith('POST /auth/') && !r.startsWith('POST /auth/identities/')) ||
+          (r.startsWith('POST /auth/') && !r.startsWith('POST /auth/identities/') && !SIGNED_IN_AUTH_POSTS.has(r)) ||
           r.startsWith('POST /billing/webhooks/'),
       ),
     ]);
@@ -129,6 +139,7 @@ describe('GET /openapi.json', () => {
     expect(codes('get', '/admin/users', 403)).toEqual(['FORBIDDEN', 'USER_SUSPENDED']);
     expect(codes('patch', '/admin/users/{userId}', 403)).toEqual(['DEMO_READ_ONLY', 'FORBIDDEN', 'USER_SUSPENDED']);
     expect(codes('get', '/workspaces/{workspaceId}/members', 403)).toEqual([
+      'MFA_REQUIRED',
       'PERMISSION_DENIED',
       'USER_SUSPENDED',
       'WORKSPACE_UNAVAILABLE',
@@ -137,6 +148,7 @@ describe('GET /openapi.json', () => {
       'API_KEYS_NOT_IN_PLAN',
       'API_KEY_LIMIT_REACHED',
       'DEMO_READ_ONLY',
+      'MFA_REQUIRED',
       'PERMISSION_DENIED',
       'USER_SUSPENDED',
       'WORKSPACE_UNAVAILABLE',
