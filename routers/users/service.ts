@@ -7,6 +7,8 @@ import { mapItems, paginate, type ListRequest } from '../../server/platform/pagi
 import { recordAudit, type Actor } from '../audit/service.js';
 import { toUserOutput } from '../auth/schemas.js';
 import { membershipsOf } from '../workspaces/access.js';
+import { adminResetMfa } from '../auth/mfa.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { escapeLike } from '../workspaces/service.js';
 
 type Db = Kysely<Database>;
@@ -18,6 +20,7 @@ const COLUMNS = [
   'status',
   'platform_role',
   'email_verified_at',
+  'mfa_enabled',
   'last_login_at',
   'created_at',
   'updated_at',
@@ -136,4 +139,14 @@ export async function moveUser(db: Db, actor: Actor, userId: string, move: keyof
     });
   });
   return getUser(db, userId);
+}
+
+/** Turns the user's two-factor sign-in off (auth/mfa.ts: audited, the user told by mail); answers the user. */
+export async function resetUserMfa(
+  deps: Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer'>,
+  actor: Actor,
+  userId: string,
+) {
+  await adminResetMfa(deps, actor, userId);
+  return getUser(deps.db, userId);
 }

@@ -71,6 +71,7 @@ describe('GET /admin/users', () => {
         'emailVerifiedAt',
         'id',
         'lastLoginAt',
+        'mfaEnabled',
         'name',
         'platformRole',
         'status',
