@@ -4,8 +4,7 @@
 // nothing for REDIS_COMMAND_TIMEOUT_MS, the delivery stays `pending` and a sweep enqueues it later.
 // `maintenance` holds the repeatable jobs the worker schedules (maintenanceSchedulers). The processors are
 // in jobs/processors/, registered by the worker (jobs/worker.ts).
-import { Queue, type RepeatOptions } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { RepeatOptions } from 'bullmq';
 import type { Config } from '../server/platform/config.js';
 import { settlesWithin } from '../server/platform/in-flight.js';
 import { reconnectDelay } from '../server/platform/redis.js';
@@ -85,7 +84,12 @@ export const attemptsBeforeJob = (jobId: string | undefined) => Number(/-retry-(
 type Entry = { deliveryId: string; retry?: number };
 type Failure = { deliveryId: string; error: Error };
 
-export function createWebhookQueue(config: Config) {
+/**
+ * The producer of the webhooks queue. BullMQ and ioredis are loaded here, on the first call: a process
+ * whose settings keep the queue off (the API with no Redis) never loads them.
+ */
+export async function createWebhookQueue(config: Config) {
+  const [{ Queue }, { Redis }] = await Promise.all([import('bullmq'), import('ioredis')]);
   /** The longest an enqueue takes, waiting for a connection that is not ready included. */
   const waitMs = config.REDIS_COMMAND_TIMEOUT_MS;
   const connection = new Redis(config.REDIS_URL!, {
@@ -215,4 +219,4 @@ export function createWebhookQueue(config: Config) {
   };
 }
 
-export type WebhookQueue = ReturnType<typeof createWebhookQueue>;
+export type WebhookQueue = Awaited<ReturnType<typeof createWebhookQueue>>;

@@ -136,7 +136,7 @@ const demoDeps = { db, config, passwords, secrets, storage: createStorage(config
 
 if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
   // The sweep queues deliveries through the webhooks queue, with a producer of its own.
-  const runnerQueue: WebhookQueue = createWebhookQueue(config);
+  const runnerQueue: WebhookQueue = await createWebhookQueue(config);
   const runner = new WebhookRunner(deliveryDeps, runnerQueue);
   const maintenanceConnection = workerConnection();
   const queue = new Queue(MAINTENANCE_QUEUE, { connection: maintenanceConnection, prefix: config.QUEUE_PREFIX });
