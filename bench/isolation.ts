@@ -117,7 +117,8 @@ export async function measureIsolation(opts: {
     );
     return { webhookId: hook.rows[0].id, workspaceId: ws.rows[0].id };
   };
-  const goodHooks = await Promise.all(healthy.map((r, i) => hookOn(r.url, i)));
+  const goodHooks: Array<Awaited<ReturnType<typeof hookOn>>> = [];
+  for (const [i, r] of healthy.entries()) goodHooks.push(await hookOn(r.url, i));
   const badHook = await hookOn(hanging.url, -1);
   const config = {
     REDIS_URL: opts.redisUrl,

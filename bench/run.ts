@@ -22,6 +22,10 @@
 //   bare POST /bcrypt                     one bcrypt.compare at the API's cost: the ceiling of login
 //   POST /auth/login                      ratio to bare /bcrypt, target >= 0.85x
 //   deliver_webhook via BullMQ            ratio to raw BullMQ no-op jobs, target >= 0.5x
+//   production start                      bench/startup.ts: first 200 on /health <= 2 s, idle RSS <= 150 MB
+//   deliveries beside a hanging endpoint  bench/isolation.ts: healthy rate >= 0.8x of alone, p99 < 1 s
+// (the last two run first, each on a database of its own; BENCH_STARTUP_RUNS, BENCH_STARTUP_SETTLE_MS,
+// BENCH_ISOLATION_DELIVERIES, BENCH_ISOLATION_RATE, BENCH_ISOLATION_HEALTHY: docs/performance.md)
 // The exit code is non-zero only when the run itself crashes; a missed target or a scenario with errors
 // is reported in the table, not in the exit code.
 //
