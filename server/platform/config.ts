@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { CronExpressionParser } from 'cron-parser';
+import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { newPasswordSchema } from './security/passwords.js';
 
@@ -104,12 +104,16 @@ const succeeds = (attempt: () => unknown) => {
  * A BullMQ repeat pattern: 5 or 6 cron fields (`0 * * * *`), parsed with the cron-parser BullMQ uses, so a
  * bad one stops the boot here rather than the worker later. Unset or empty: off.
  */
+/** cron-parser (with luxon, about 8 MB), loaded only when a pattern is set: its CommonJS build, synchronously. */
+const cronParser = () =>
+  (createRequire(import.meta.url)('cron-parser') as typeof import('cron-parser')).CronExpressionParser;
+
 const cronPattern = () =>
   z.preprocess(
     trimmedOrUnset,
     z
       .string()
-      .refine((s) => /^[\w*?#/,-]+(\s+[\w*?#/,-]+){4,5}$/.test(s) && succeeds(() => CronExpressionParser.parse(s)), {
+      .refine((s) => /^[\w*?#/,-]+(\s+[\w*?#/,-]+){4,5}$/.test(s) && succeeds(() => cronParser().parse(s)), {
         error: 'must be a cron pattern of 5 or 6 fields (e.g. 0 * * * *)',
       })
       .optional(),
