@@ -25,6 +25,10 @@
 //   bare POST /bcrypt                     one bcrypt.compare at the API's cost: the ceiling of login
 //   POST /auth/login                      ratio to bare /bcrypt, target >= 0.85x
 //   deliver_webhook via BullMQ            ratio to raw BullMQ no-op jobs, target >= 0.5x
+//   production start                      bench/startup.ts: first 200 on /health <= 2 s, idle RSS <= 150 MB
+//   deliveries beside a hanging endpoint  bench/isolation.ts: healthy rate >= 0.8x of alone, p99 < 1 s
+// (the last two run first, each on a database of its own; BENCH_STARTUP_RUNS, BENCH_STARTUP_SETTLE_MS,
+// BENCH_ISOLATION_DELIVERIES, BENCH_ISOLATION_RATE, BENCH_ISOLATION_HEALTHY: docs/performance.md)
 // The exit code is non-zero only when the run itself crashes; a missed target or a scenario with errors
 // is reported in the table, not in the exit code.
 //
@@ -60,6 +64,8 @@ import {
   type QueueMeasurement,
   type StartedWorker,
 } from './queue.js';
+import { STARTUP_TARGETS, measureStartup } from './startup.js';
+import { ISOLATION_TARGETS, measureIsolation } from './isolation.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
@@ -82,6 +88,14 @@ const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 100);
 const WARM_UP_JOBS = positiveInt('BENCH_WARM_UP_JOBS', 5000);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, 'i') : undefined;
 const READY_TIMEOUT_MS = 60_000;
+/** The scenarios of their own (bench/startup.ts, bench/isolation.ts), run first when selected. */
+const STARTUP_SCENARIO = 'production start';
+const ISOLATION_SCENARIO = 'deliveries beside a hanging endpoint';
+const STARTUP_RUNS = positiveInt('BENCH_STARTUP_RUNS', 3);
+const STARTUP_SETTLE_MS = positiveInt('BENCH_STARTUP_SETTLE_MS', 5_000);
+const ISOLATION_DELIVERIES = positiveInt('BENCH_ISOLATION_DELIVERIES', 20_000);
+const ISOLATION_RATE = positiveInt('BENCH_ISOLATION_RATE', 1_000);
+const ISOLATION_HEALTHY = positiveInt('BENCH_ISOLATION_HEALTHY', 4);
 const USER = { email: 'bench@example.com', password: 'bench-Password-42', name: 'Bench User' };
 
 function positiveInt(name: string, fallback: number): number {
@@ -706,7 +720,102 @@ async function seedHistory(url: string, big: string, small: string, accessSecret
   return encodeCursor(cursorKey({ JWT_ACCESS_SECRET: accessSecret }), 'ai.history', at.at, at.id);
 }
 
+/** Verdicts of the scenarios of their own, added to the final verdict. */
+const ownVerdicts: string[] = [];
+
+/** The production start and the isolation of endpoints, each on a database of its own. */
+async function ownScenarios(): Promise<void> {
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    JWT_ACCESS_SECRET: secret(),
+    JWT_REFRESH_SECRET: secret(),
+    WEBHOOK_SECRET_ENCRYPTION_KEY: secret(),
+  };
+  const verdict = (name: string, ok: boolean) => {
+    if (!ok) ownVerdicts.push(`${name} FAIL`);
+    return ok ? 'PASS' : 'FAIL';
+  };
+  if (!ONLY || ONLY.test(STARTUP_SCENARIO)) {
+    const db = await createDatabase();
+    try {
+      console.log(`  ${STARTUP_SCENARIO}: npm run build, then ${STARTUP_RUNS} starts of node scripts/start.mjs server`);
+      const f = await measureStartup({
+        root: ROOT,
+        env: { ...env, DATABASE_URL: db.url },
+        runs: STARTUP_RUNS,
+        settleMs: STARTUP_SETTLE_MS,
+      });
+      for (const r of f.runs)
+        console.log(
+          `    first 200 on /health after ${r.firstHealthyMs.toFixed(0)} ms (CPU ${r.cpuMsAtFirstHealthy ?? '?'} ms), idle RSS ${r.idleRssMb?.toFixed(0) ?? '?'} MB`,
+        );
+      const t = STARTUP_TARGETS;
+      console.log(
+        `  ${STARTUP_SCENARIO} (medians): first 200 after ${f.firstHealthyMs.toFixed(0)} ms, target <= ${t.firstHealthyMs} ms: ${verdict('start-up time', f.firstHealthyMs <= t.firstHealthyMs)}; ` +
+          `CPU by then ${f.cpuMsAtFirstHealthy ?? '?'} ms; idle RSS ${f.idleRssMb?.toFixed(0) ?? '?'} MB, target <= ${t.idleRssMb} MB: ${verdict('idle RSS', (f.idleRssMb ?? Infinity) <= t.idleRssMb)}`,
+      );
+    } finally {
+      await dropDatabase(db);
+    }
+  }
+  if (!ONLY || ONLY.test(ISOLATION_SCENARIO)) {
+    const db = await createDatabase();
+    try {
+      console.log(
+        `  ${ISOLATION_SCENARIO}: ${ISOLATION_DELIVERIES} deliveries at ${ISOLATION_RATE}/s, half to an endpoint that never answers (timeout 10 s), half over ${ISOLATION_HEALTHY} healthy endpoints`,
+      );
+      const f = await measureIsolation({
+        databaseUrl: db.url,
+        redisUrl: `${process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'}/8`,
+        env: { ...env, DATABASE_URL: db.url, WEBHOOK_WORKER_CONCURRENCY: String(CONCURRENCY) },
+        deliveries: ISOLATION_DELIVERIES,
+        ratePerSec: ISOLATION_RATE,
+        healthyEndpoints: ISOLATION_HEALTHY,
+        startWorker: (workerEnv) => startWorker('webhook worker (lanes)', 'jobs/worker.ts', workerEnv, /worker ready/),
+      });
+      const line = (label: string, r: typeof f.alone) =>
+        `    ${label}: ${r.delivered} of ${r.healthy} healthy deliveries, ${r.ratePerSec.toFixed(0)}/s, enqueue to receipt p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms`;
+      console.log(line('alone', f.alone));
+      console.log(line('beside the hanging endpoint', f.beside));
+      const ratio = f.beside.ratePerSec / f.alone.ratePerSec;
+      const t = ISOLATION_TARGETS;
+      console.log(
+        `  ${ISOLATION_SCENARIO}: healthy rate ${ratio.toFixed(2)}x of alone, target >= ${t.ratio}x: ${verdict('isolation rate', ratio >= t.ratio && f.beside.delivered === f.beside.healthy)}; ` +
+          `p99 ${f.beside.p99Ms.toFixed(0)} ms, target < ${t.p99Ms} ms: ${verdict('isolation p99', f.beside.p99Ms < t.p99Ms)}; the hanging endpoint got ${f.hangingRequests} requests`,
+      );
+    } finally {
+      await dropDatabase(db);
+    }
+  }
+}
+
+/** Whether BENCH_ONLY selects any scenario of the main list (the HTTP scenarios and the queue runs). */
+function mainListSelected(): boolean {
+  if (!ONLY) return true;
+  const placeholder = {
+    api: '',
+    fullStack: '',
+    bareStack: '',
+    bare: '',
+    accessToken: '',
+    apiKey: '',
+    historyWorkspace: '',
+    smallHistoryWorkspace: '',
+    deepCursor: '',
+  };
+  const names = [...scenarios(placeholder).map((s) => s.name), 'raw BullMQ no-op jobs', 'deliver_webhook via BullMQ'];
+  return names.some((n) => ONLY.test(n));
+}
+
 async function main(): Promise<void> {
+  await ownScenarios();
+  if (!mainListSelected()) {
+    console.log(ownVerdicts.length ? `verdict: ${ownVerdicts.join(', ')}` : 'verdict: all targets met');
+    return;
+  }
   const db = await createDatabase();
   cleanups.push(() => dropDatabase(db));
   const redisBase = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -915,7 +1024,8 @@ async function report(measured: Measurement[]): Promise<void> {
   if (!ONLY) await writeResults(results);
   const missed = results
     .filter((m) => m.verdict === 'FAIL' || m.verdict === 'ERROR')
-    .map((m) => `${m.name} ${m.verdict}`);
+    .map((m) => `${m.name} ${m.verdict}`)
+    .concat(ownVerdicts);
   console.log(missed.length ? `verdict: ${missed.join(', ')}` : 'verdict: all targets met');
   console.log(
     ONLY

@@ -1,8 +1,9 @@
 // GET /openapi.json, the docs UI at /docs (swagger-ui-express serves its assets from node_modules: no
-// CDN at run time), and GET /, which points at both. The document is built once at start-up.
+// CDN at run time), and GET /, which points at both. The document is built once, by the first request for
+// it or the UI (a few hundred ms of CPU the start-up does not spend), and swagger-ui-express is loaded by the
+// first request for /docs.
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import { Router } from 'express';
-import swaggerUi from 'swagger-ui-express';
+import { Router, type RequestHandler } from 'express';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { buildOpenApiDocument } from './document.js';
 import { metricsOpenApiPaths } from '../server/platform/metrics.js';
@@ -15,6 +16,7 @@ export const apiDocument = (appRouter: AnyTRPCRouter, version: string, plainPath
   buildOpenApiDocument(appRouter, { version, extraPaths: { ...plainPaths, ...metricsOpenApiPaths } });
 
 /** What GET / answers: where to read about the API. */
+const API_TITLE = 'Workspace SaaS API';
 const ROOT = { docs: '/docs', openapi: '/openapi.json', health: '/health' } as const;
 
 /** GET / in /openapi.json (a plain route: server/app.ts hands it in with the others). */
@@ -53,15 +55,23 @@ export const rootOpenApiPaths: ZodOpenApiPathsObject = {
 };
 
 export function openApiRoutes(appRouter: AnyTRPCRouter, version: string, plainPaths: ZodOpenApiPathsObject): Router {
-  const document = apiDocument(appRouter, version, plainPaths);
+  let built: ReturnType<typeof apiDocument> | undefined;
+  const document = () => (built ??= apiDocument(appRouter, version, plainPaths));
   const routes = Router();
-  const root = { name: document.info.title, version, ...ROOT };
+  const root = { name: API_TITLE, version, ...ROOT };
   routes.get('/', (_req, res) => {
     res.json(root);
   });
   routes.get('/openapi.json', (_req, res) => {
-    res.json(document);
+    res.json(document());
   });
-  routes.use('/docs', swaggerUi.serve, swaggerUi.setup(document, { customSiteTitle: 'Workspace SaaS API' }));
+  let docsUi: Promise<RequestHandler> | undefined;
+  const loadDocsUi = () =>
+    (docsUi ??= import('swagger-ui-express').then(({ default: swaggerUi }) =>
+      Router().use(swaggerUi.serve, swaggerUi.setup(document(), { customSiteTitle: API_TITLE })),
+    ));
+  routes.use('/docs', (req, res, next) => {
+    loadDocsUi().then((ui) => ui(req, res, next), next);
+  });
   return routes;
 }
