@@ -43,7 +43,8 @@ export class SecretLedger {
 
 export const ledger = new SecretLedger();
 
-const SECRET_FIELD = /pass|token|secret|key|backupcode/i;
+/** The names of request fields whose string values are secrets: trackBody records them. */
+export const SECRET_FIELD = /pass|token|secret|key|backupcode/i;
 
 /**
  * Secrets the service itself hands out once, found in a response body: a TOTP secret and its otpauth URI

@@ -11,6 +11,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
 import { login, registerAndLogin, type ApiResponse, type RequestOptions, type Session } from '../helpers/http.js';
+import { SECRET_FIELD } from '../helpers/secret-ledger.js';
 
 let app: TestApp;
 let doc: { paths: Record<string, Record<string, Operation>> };
@@ -198,13 +199,13 @@ function sampleOf(schema: Schema | undefined, name: string, own: (param: string)
 }
 
 /**
- * Values at or past the edge of what the field `name` of `schema` could hold. A secret's (a password) are
+ * Values at or past the edge of what the field `name` of `schema` could hold. A secret's (a password, a backup code) are
  * its own, so that the secret ledger does not take another field's echo of the same text for a leak.
  */
 function extremesOf(name: string, schema: Schema): unknown[] {
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
   if (schema.enum) return [];
-  if (type === 'string' && /pass|token|secret|key/i.test(name))
+  if (type === 'string' && SECRET_FIELD.test(name))
     return [`${crypto.randomBytes(8).toString('hex')}${'x'.repeat(100_000)}`];
   switch (type) {
     case 'integer':
