@@ -14,7 +14,8 @@
 //   GET /billing/plans                    ratio to bare /json, target >= 0.6x (the public catalog, from memory)
 //   GET /public-api/me                    ratio to bare /json, target >= 0.45x (an API key)
 //   GET /ai/history, 1,000 rows           page 1 of a small workspace: ratio to GET /auth/me, no target
-//   GET /ai/history page 1, 1,000,000 rows   ratio to the same page of 1,000 rows, target >= 0.8x
+//   GET /ai/history page 1, 1,000,000 rows   ratio to the same page of 1,000 rows, target >= 0.77x (1 / 1.3);
+//                                         each page of 1,000,000 rows also >= 0.5x of GET /auth/me, p99 <= 50 ms
 //   GET /ai/history page 500, 1,000,000 rows ratio to page 1 of the same, target >= 0.5x (rows 9,981 to 10,000)
 //   GET /ai/history cursor at row 900,000    ratio to page 1 of the same, target >= 0.8x
 //   POST /ai/generate (MOCK)              ratio to bare /json, target >= 0.25x
@@ -374,7 +375,7 @@ function scenarios(t: Targets): Scenario[] {
       headers: auth,
       ...base,
       baseline: 'GET /ai/history, 1,000 rows',
-      target: 0.8,
+      target: 0.77, // within 1.3x of the same page of a small workspace
       check: historyPage(HISTORY_ROWS),
     },
     {
@@ -447,6 +448,10 @@ function scenarios(t: Targets): Scenario[] {
     },
   ];
 }
+
+/** Each page of the big history workspace: at least this ratio of GET /auth/me, and this p99. */
+const HISTORY_TO_ME = 0.5;
+const HISTORY_P99_MS = 50;
 
 /** The rows of the big history workspace (the small one holds 1,000). */
 const HISTORY_ROWS = 1_000_000;
@@ -1018,9 +1023,27 @@ async function main(): Promise<void> {
   await report(measured);
 }
 
+/** The pages of the big workspace against GET /auth/me (>= 0.5x) and a p99 bound, added to the verdicts. */
+function historyAtScale(results: Measurement[]): void {
+  const me = results.find((m) => m.name === 'GET /auth/me');
+  const pages = results.filter((m) => m.name.startsWith('GET /ai/history') && m.name.includes('1,000,000'));
+  if (!me || pages.length === 0) return;
+  for (const m of pages) {
+    const ratio = m.reqPerSec / me.reqPerSec;
+    const ok = ratio >= HISTORY_TO_ME && m.p99Ms <= HISTORY_P99_MS;
+    if (!ok) ownVerdicts.push(`${m.name} against GET /auth/me FAIL`);
+    console.log(
+      `  ${m.name}: ${ratio.toFixed(2)}x of GET /auth/me (target >= ${HISTORY_TO_ME}x), ` +
+        `p99 ${m.p99Ms.toFixed(0)} ms (target <= ${HISTORY_P99_MS} ms): ${ok ? 'PASS' : 'FAIL'}`,
+    );
+  }
+  console.log('');
+}
+
 async function report(measured: Measurement[]): Promise<void> {
   const results = compare(measured);
   console.log(`\n${table(results)}\n`);
+  historyAtScale(results);
   if (!ONLY) await writeResults(results);
   const missed = results
     .filter((m) => m.verdict === 'FAIL' || m.verdict === 'ERROR')
