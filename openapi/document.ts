@@ -11,25 +11,51 @@ import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { tierOf, tierOfOperation, type Meta, type Tier } from '../server/platform/route-meta.js';
 import { ERROR_STATUS, type ErrorCode } from '../server/platform/errors.js';
 import { codesOf, errorSchema } from './error-response.js';
+import { finishDocument } from './finish.js';
 
 const ERROR_SCHEMA = {
   type: 'object',
   required: ['code', 'message', 'requestId'],
   properties: {
-    code: { type: 'string', description: 'Domain code (e.g. USER_SUSPENDED) or the HTTP-class code (e.g. NOT_FOUND).' },
-    message: { type: 'string', description: 'Human-readable explanation, safe to show.' },
-    requestId: { type: 'string', description: 'Equals the X-Request-Id response header.' },
+    code: {
+      type: 'string',
+      maxLength: 64,
+      description: 'Domain code (e.g. USER_SUSPENDED) or the HTTP-class code (e.g. NOT_FOUND).',
+      examples: ['NOT_FOUND'],
+    },
+    message: {
+      type: 'string',
+      maxLength: 2000,
+      description: 'Human-readable explanation, safe to show.',
+      examples: ['No such workspace.'],
+    },
+    requestId: {
+      type: 'string',
+      maxLength: 128,
+      description: 'Equals the X-Request-Id response header.',
+      examples: ['5b0e6c1e-2f5d-4a8e-9a51-0c2d7e3f4a6b'],
+    },
     issues: {
       type: 'array',
       description: 'Validation problems, one per field.',
       items: {
         type: 'object',
         required: ['path', 'message', 'code'],
-        properties: { path: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } },
+        properties: {
+          path: { type: 'string', maxLength: 500, description: 'The dotted path of the field.', examples: ['email'] },
+          message: { type: 'string', maxLength: 2000, examples: ['Enter a valid e-mail address.'] },
+          code: { type: 'string', maxLength: 64, description: "Zod's issue code.", examples: ['invalid_format'] },
+        },
       },
     },
   },
 } as const;
+
+/** Who the document names as its contact and under which licence the API description is published. */
+export interface DocumentInfo {
+  version: string;
+  contact?: { name?: string; email?: string; url?: string };
+}
 
 /** What an error status means, as its response's description begins. */
 const STATUS_MEANING: Record<number, string> = {
@@ -148,7 +174,7 @@ function describeError(status: number, own: Response | undefined, codes: Set<str
 
 export function buildOpenApiDocument(
   router: AnyTRPCRouter,
-  opts: { version: string; extraPaths?: ZodOpenApiPathsObject },
+  opts: DocumentInfo & { extraPaths?: ZodOpenApiPathsObject },
 ): OpenAPIObject {
   const doc = generateOpenApiDocument(router, {
     title: 'Workspace SaaS API',
@@ -161,17 +187,39 @@ export function buildOpenApiDocument(
     version: opts.version,
     baseUrl: '/',
     securitySchemes: {
-      bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      bearerAuth: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description:
+          'An access token from POST /auth/login, /auth/register or /auth/refresh (a signed JWT, HS256, valid ' +
+          'for `expiresIn` seconds), as `Authorization: Bearer <accessToken>`. Issued and checked following ' +
+          'RFC8725 (JWT best current practices): one algorithm, a fixed issuer and audience, short lifetime. ' +
+          'Not an API key: a wsk_ key here is 401.',
+      },
       apiKey: {
         type: 'apiKey',
         in: 'header',
         name: 'X-API-Key',
-        description: 'A workspace API key (wsk_...); Authorization: Bearer wsk_... works too.',
+        description:
+          'A workspace API key (wsk_...), for the /public-api routes only; `Authorization: Bearer wsk_...` works ' +
+          'too. Not an access token: a JWT there is 401.',
       },
     },
     paths: opts.extraPaths,
   });
   doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Error: ERROR_SCHEMA as never } };
+  // An address without a dot in its domain (the default support@localhost) is no address to publish.
+  const { email, ...contact } = opts.contact ?? {};
+  doc.info.contact = { ...contact, ...(email && /^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email) ? { email } : {}) };
+  doc.info.license = { name: 'MIT', identifier: 'MIT' };
+  doc.servers = [
+    {
+      url: '/',
+      description: 'This instance, where the document is served from (production, staging or a local one).',
+      'x-internal': false,
+    } as never,
+  ];
 
   const declared = declaredByOperation(router);
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
@@ -197,5 +245,9 @@ export function buildOpenApiDocument(
       }
     }
   }
+  finishDocument(doc as never, (method, path, op) => {
+    const own = declared.get(`${method} ${path}`);
+    return (own ? own.tier : tierOfOperation(op)) !== undefined;
+  });
   return doc;
 }

@@ -4,18 +4,21 @@ import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { Router } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import type { AnyTRPCRouter } from '@trpc/server';
-import { buildOpenApiDocument } from './document.js';
+import { buildOpenApiDocument, type DocumentInfo } from './document.js';
 import { metricsOpenApiPaths } from '../server/platform/metrics.js';
 
 /**
  * The whole API's document: the procedures' routes and the plain Express routes (their OpenAPI entries,
  * handed in by the composition root, server/app.ts).
  */
-export const apiDocument = (appRouter: AnyTRPCRouter, version: string, plainPaths: ZodOpenApiPathsObject) =>
-  buildOpenApiDocument(appRouter, { version, extraPaths: { ...plainPaths, ...metricsOpenApiPaths } });
+export const apiDocument = (appRouter: AnyTRPCRouter, info: DocumentInfo | string, plainPaths: ZodOpenApiPathsObject) =>
+  buildOpenApiDocument(appRouter, {
+    ...(typeof info === 'string' ? { version: info } : info),
+    extraPaths: { ...plainPaths, ...metricsOpenApiPaths },
+  });
 
-export function openApiRoutes(appRouter: AnyTRPCRouter, version: string, plainPaths: ZodOpenApiPathsObject): Router {
-  const document = apiDocument(appRouter, version, plainPaths);
+export function openApiRoutes(appRouter: AnyTRPCRouter, info: DocumentInfo, plainPaths: ZodOpenApiPathsObject): Router {
+  const document = apiDocument(appRouter, info, plainPaths);
   const routes = Router();
   routes.get('/openapi.json', (_req, res) => {
     res.json(document);

@@ -4,9 +4,12 @@ import { z } from 'zod';
 const MAX_PROPERTIES_BYTES = 2048;
 
 export const eventInput = z.object({
-  name: z.string().regex(/^[a-z][a-z0-9_.:-]{0,63}$/, {
-    error: 'An event name: lower-case letters, digits and _ . : - (at most 64), starting with a letter.',
-  }),
+  name: z
+    .string()
+    .max(64)
+    .regex(/^[a-z][a-z0-9_.:-]{0,63}$/, {
+      error: 'An event name: lower-case letters, digits and _ . : - (at most 64), starting with a letter.',
+    }),
   properties: z
     .record(z.string().max(64), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]))
     .refine((p) => Object.keys(p).length <= 20, { error: 'At most 20 properties.' })
@@ -18,11 +21,13 @@ export const eventInput = z.object({
 });
 export type EventInput = z.infer<typeof eventInput>;
 
-export const acceptedOutput = z.object({ accepted: z.literal(true) });
+export const acceptedOutput = z.object({ accepted: z.literal(true) }).meta({ id: 'Accepted' });
 
-export const summaryOutput = z.object({
-  since: z.iso.datetime({ offset: true }),
-  totals: z.object({ events: z.number().int(), uniqueUsers: z.number().int() }),
-  topEvents: z.array(z.object({ name: z.string(), count: z.number().int() })),
-  byDay: z.array(z.object({ day: z.string(), count: z.number().int() })),
-});
+export const summaryOutput = z
+  .object({
+    since: z.iso.datetime({ offset: true }),
+    totals: z.object({ events: z.number().int(), uniqueUsers: z.number().int() }),
+    topEvents: z.array(z.object({ name: z.string(), count: z.number().int() })),
+    byDay: z.array(z.object({ day: z.string(), count: z.number().int() })),
+  })
+  .meta({ id: 'AnalyticsSummary' });

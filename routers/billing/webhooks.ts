@@ -11,7 +11,11 @@ import { mockEventInput } from './schemas.js';
 import type { ProcessorName } from './processors/types.js';
 import { errorResponse } from '../../openapi/error-response.js';
 import { UnstorableText, refuseUnstorableText } from '../../server/platform/unstorable-text.js';
-import { JSON_BODY_LIMIT_BYTES, refuseJsonBodyHeaders } from '../../server/platform/request-body.js';
+import {
+  JSON_BODY_LIMIT_BYTES,
+  REQUEST_HEAD_MAX_BYTES,
+  refuseJsonBodyHeaders,
+} from '../../server/platform/request-body.js';
 
 /**
  * The body as bytes, whatever its Content-Type. A gzip, deflate or br delivery is decoded first: the
@@ -110,7 +114,14 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       summary: 'PROCESSOR_A events, verified by the Stripe-Signature header (300 s tolerance)',
       tags: ['Billing webhooks'],
       security: [],
-      parameters: [{ in: 'header', name: 'Stripe-Signature', required: true, schema: { type: 'string' } }],
+      parameters: [
+        {
+          in: 'header',
+          name: 'Stripe-Signature',
+          required: true,
+          schema: { type: 'string', maxLength: REQUEST_HEAD_MAX_BYTES },
+        },
+      ],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
       responses: {
         200: received,
@@ -126,7 +137,14 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       summary: 'PROCESSOR_B events, verified by the X-Signature header (hex HMAC-SHA256 of the raw body)',
       tags: ['Billing webhooks'],
       security: [],
-      parameters: [{ in: 'header', name: 'X-Signature', required: true, schema: { type: 'string' } }],
+      parameters: [
+        {
+          in: 'header',
+          name: 'X-Signature',
+          required: true,
+          schema: { type: 'string', maxLength: REQUEST_HEAD_MAX_BYTES },
+        },
+      ],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
       responses: {
         200: received,

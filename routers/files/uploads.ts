@@ -26,6 +26,7 @@ import {
   storeUpload,
   type Upload,
 } from './service.js';
+import { avatarOutput, logoOutput, storedFileOutput } from './schemas.js';
 
 type Deps = Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'auth'>;
 
@@ -222,17 +223,35 @@ export function uploadRoutes(deps: Deps): Router {
   return routes;
 }
 
-const multipart = (field: string, description: string) => ({
+const multipart = (
+  field: keyof typeof UPLOAD_LIMITS,
+  description: string,
+  extra: Record<string, { type: 'string'; format: string; description: string }> = {},
+) => ({
   required: true,
   content: {
     'multipart/form-data': {
       schema: {
         type: 'object' as const,
         required: [field],
-        properties: { [field]: { type: 'string' as const, format: 'binary', description } },
+        properties: {
+          [field]: { type: 'string' as const, format: 'binary', maxLength: UPLOAD_LIMITS[field], description },
+          ...extra,
+        },
       },
     },
   },
+});
+const json = (schema: unknown) => ({ 'application/json': { schema } });
+/** Bytes as stored, of the types a route serves. */
+const bytes = (types: string[]) =>
+  Object.fromEntries(types.map((type) => [type, { schema: { type: 'string', format: 'binary' } }]));
+const uuidParameter = (where: 'path' | 'query', name: string, description?: string) => ({
+  in: where,
+  name,
+  required: where === 'path',
+  ...(description ? { description } : {}),
+  schema: { type: 'string' as const, format: 'uuid' },
 });
 const secured = { security: [{ bearerAuth: [] }] };
 /** Who may upload or download: a valid access token of an ACTIVE user (the route's 403 adds its own codes). */
@@ -271,12 +290,18 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       summary: 'Upload a file (field file, 10 MiB; images, GIF or PDF by content) to a workspace',
       tags: ['Storage'],
       ...secured,
-      requestBody: multipart(
-        'file',
-        'The file. workspaceId may be sent as a form field or query parameter (default: the active workspace).',
-      ),
+      parameters: [
+        uuidParameter(
+          'query',
+          'workspaceId',
+          'The workspace (or send it as a form field; default: the active workspace).',
+        ),
+      ],
+      requestBody: multipart('file', 'The file: PNG, JPEG, WebP, GIF or PDF (told by its content), at most 10 MiB.', {
+        workspaceId: { type: 'string', format: 'uuid', description: 'The workspace, if not in the query.' },
+      }),
       responses: {
-        201: { description: 'Stored: id, workspaceId, contentType, size, url' },
+        201: { description: 'Stored', content: json(storedFileOutput) },
         ...refusals,
         ...workspaceRefusals,
       },
@@ -290,7 +315,7 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       tags: ['Profile'],
       ...secured,
       requestBody: multipart('avatar', 'PNG, JPEG or WebP, at most 2 MiB'),
-      responses: { 201: { description: 'Stored: avatarUrl' }, ...refusals },
+      responses: { 201: { description: 'Stored', content: json(avatarOutput) }, ...refusals },
     },
   },
   '/workspaces/{workspaceId}/branding/logo': {
@@ -300,9 +325,9 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       summary: 'Set the workspace logo (field logo, PNG/JPEG/WebP, 1 MiB, no SVG)',
       tags: ['Workspaces'],
       ...secured,
-      parameters: [{ in: 'path', name: 'workspaceId', required: true, schema: { type: 'string', format: 'uuid' } }],
+      parameters: [uuidParameter('path', 'workspaceId')],
       requestBody: multipart('logo', 'PNG, JPEG or WebP, at most 1 MiB'),
-      responses: { 200: { description: 'Stored: logoUrl' }, ...refusals, ...workspaceRefusals },
+      responses: { 200: { description: 'Stored', content: json(logoOutput) }, ...refusals, ...workspaceRefusals },
     },
   },
   '/storage/files/{fileId}': {
@@ -311,9 +336,12 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       summary: 'Download a file of one of my workspaces',
       tags: ['Storage'],
       ...secured,
-      parameters: [{ in: 'path', name: 'fileId', required: true, schema: { type: 'string', format: 'uuid' } }],
+      parameters: [uuidParameter('path', 'fileId')],
       responses: {
-        200: { description: 'The file, with X-Content-Type-Options: nosniff' },
+        200: {
+          description: 'The file, with X-Content-Type-Options: nosniff (images inline, PDF as an attachment)',
+          content: bytes(['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'application/pdf']),
+        },
         401: errorResponse('No valid access token (whether or not the file exists)', ['UNAUTHORIZED']),
         403: errorResponse(
           "The account is suspended, or the file's workspace is not ACTIVE (told to its members only)",
@@ -330,9 +358,9 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
       summary: "A user's avatar (WebP)",
       tags: ['Profile'],
       ...secured,
-      parameters: [{ in: 'path', name: 'userId', required: true, schema: { type: 'string', format: 'uuid' } }],
+      parameters: [uuidParameter('path', 'userId')],
       responses: {
-        200: { description: 'image/webp' },
+        200: { description: 'The avatar, 512 x 512', content: bytes(['image/webp']) },
         ...signedInRefusals,
         404: errorResponse('No avatar', ['NOT_FOUND']),
         ...storageFailures,

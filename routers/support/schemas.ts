@@ -27,22 +27,26 @@ export const ticketInput = z.object({
 });
 export type TicketInput = z.infer<typeof ticketInput>;
 
-export const contactOutput = z.object({
-  id: z.uuid(),
-  name: z.string(),
-  email: z.string(),
-  subject: z.string(),
-  message: z.string(),
-  topic: z.string().nullable(),
-  createdAt: isoDate,
-});
-export const ticketOutput = z.object({
-  id: z.uuid(),
-  userId: z.uuid().nullable(),
-  workspaceId: z.uuid().nullable(),
-  subject: z.string(),
-  message: z.string(),
-  priority: z.enum(TICKET_PRIORITIES),
-  status: z.enum(['OPEN', 'PENDING', 'CLOSED']),
-  createdAt: isoDate,
-});
+export const contactOutput = z
+  .object({
+    id: z.uuid(),
+    name: z.string(),
+    email: z.string(),
+    subject: z.string(),
+    message: z.string(),
+    topic: z.string().nullable(),
+    createdAt: isoDate,
+  })
+  .meta({ id: 'ContactMessage' });
+export const ticketOutput = z
+  .object({
+    id: z.uuid(),
+    userId: z.uuid().nullable(),
+    workspaceId: z.uuid().nullable(),
+    subject: z.string(),
+    message: z.string(),
+    priority: z.enum(TICKET_PRIORITIES),
+    status: z.enum(['OPEN', 'PENDING', 'CLOSED']),
+    createdAt: isoDate,
+  })
+  .meta({ id: 'SupportTicket' });
