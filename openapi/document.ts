@@ -89,6 +89,7 @@ type Response = {
   content?: Record<string, { schema?: unknown }>;
 };
 type Operation = {
+  description?: string;
   security?: unknown[];
   parameters?: unknown[];
   requestBody?: unknown;
@@ -102,6 +103,10 @@ interface Declared {
   sameBodyWith?: Record<number, string>;
   /** Its rate-limit tier; undefined: never limited. */
   tier: Tier | undefined;
+  /** Who may call it (the procedure builder's sentence); undefined: anyone. */
+  caller?: string;
+  /** The domain errors it declares itself (not those of its access check). */
+  ownErrors: readonly ErrorCode[];
 }
 
 function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
@@ -114,6 +119,8 @@ function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
       errors: [...(meta.accessErrors ?? []), ...(meta.errors ?? [])],
       sameBodyWith: meta.sameBodyWith,
       tier: tierOf(meta.rateLimit),
+      caller: meta.caller,
+      ownErrors: meta.errors ?? [],
     });
   }
   return declared;
@@ -170,6 +177,24 @@ function describeError(status: number, own: Response | undefined, codes: Set<str
   const added = [...codes].filter((code) => !ownCodes.includes(code)).sort();
   if (!added.length) return own.description;
   return `${own.description}; also ${added.map((code) => `${code} (${KIND_MEANING[code as ErrorCode] ?? STATUS_MEANING[status]})`).join(', ')}`;
+}
+
+/**
+ * A procedure's description: its own (what it does), then who may call it and the errors of its own, from
+ * its meta, so the two cannot drift from what the procedure enforces.
+ */
+function describeOperation(own: string | undefined, declared: Declared): string {
+  const errors = [...new Set(declared.ownErrors)]
+    .sort()
+    .map((code) => `\`${code}\` (${ERROR_STATUS[code]})`)
+    .join(', ');
+  return [
+    own,
+    `**Who may call it:** ${declared.caller ?? 'anyone, without authentication.'}`,
+    errors && `**Errors of its own:** ${errors}; the responses list every error it can answer.`,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 export function buildOpenApiDocument(
@@ -237,6 +262,7 @@ export function buildOpenApiDocument(
       // trpc-to-openapi's generic error entries (no codes) are replaced by the lists below.
       for (const status of Object.keys(responses))
         if (Number(status) >= 400 && !codesOf(responses[status]).length) delete responses[status];
+      if (own) op.description = describeOperation(op.description, own);
       const tier = own ? own.tier : tierOfOperation(op);
       documentErrors(op, [...errorsOfKind(method, path, tier), ...(own?.errors ?? [])]);
       for (const [status, description] of Object.entries(own?.sameBodyWith ?? {})) {

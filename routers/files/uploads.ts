@@ -287,6 +287,8 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
     post: {
       'x-rate-limit-tier': 'upload',
       operationId: 'storage-upload',
+      description:
+        "Stores a file in a workspace, sent as multipart/form-data in the field `file`. The type is told by the content, not the name: PNG, JPEG, WebP and GIF images (re-encoded, metadata dropped) and PDF (as sent). Download it from the answer's `url`.\n\n**Who may call it:** a member of the workspace whose role grants files.write (OWNER, ADMIN or MEMBER).",
       summary: 'Upload a file (field file, 10 MiB; images, GIF or PDF by content) to a workspace',
       tags: ['Storage'],
       ...secured,
@@ -311,6 +313,8 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
     post: {
       'x-rate-limit-tier': 'upload',
       operationId: 'profile-avatar',
+      description:
+        "Sets the caller's avatar from a PNG, JPEG or WebP image in the field `avatar`: cropped to 512 x 512 and stored as WebP. The previous avatar is removed.\n\n**Who may call it:** any signed-in user, for themselves.",
       summary: 'Set my avatar (field avatar, PNG/JPEG/WebP, 2 MiB; stored as a 512 x 512 WebP)',
       tags: ['Profile'],
       ...secured,
@@ -322,6 +326,8 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
     post: {
       'x-rate-limit-tier': 'upload',
       operationId: 'workspace-branding-logo',
+      description:
+        'Sets the workspace logo from a PNG, JPEG or WebP image in the field `logo` (SVG is refused): scaled to fit 1024 x 1024 and stored as WebP. The previous logo is removed.\n\n**Who may call it:** a member of the workspace whose role grants branding.manage (OWNER or ADMIN).',
       summary: 'Set the workspace logo (field logo, PNG/JPEG/WebP, 1 MiB, no SVG)',
       tags: ['Workspaces'],
       ...secured,
@@ -333,6 +339,8 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
   '/storage/files/{fileId}': {
     get: {
       operationId: 'storage-file',
+      description:
+        "The bytes of a stored file, with its type and X-Content-Type-Options: nosniff; images are shown inline, PDF is an attachment.\n\n**Who may call it:** a member of the file's workspace (files.read: any role). A file of another workspace is 404, as one that does not exist.",
       summary: 'Download a file of one of my workspaces',
       tags: ['Storage'],
       ...secured,
@@ -355,6 +363,8 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
   '/users/{userId}/avatar': {
     get: {
       operationId: 'user-avatar',
+      description:
+        "A user's avatar as WebP (cached privately for 5 minutes).\n\n**Who may call it:** the user, members of a workspace they share, and platform admins; anyone else gets 404, as for a user without an avatar.",
       summary: "A user's avatar (WebP)",
       tags: ['Profile'],
       ...secured,

@@ -7,10 +7,10 @@ import * as users from './service.js';
 
 const tags = ['Admin: users'];
 
-const move = (name: 'suspend' | 'activate', summary: string) =>
+const move = (name: 'suspend' | 'activate', summary: string, description: string) =>
   adminWriteProcedure
     .meta({
-      openapi: { method: 'POST', path: `/admin/users/{userId}/${name}`, tags, summary },
+      openapi: { method: 'POST', path: `/admin/users/{userId}/${name}`, tags, summary, description },
       errors: name === 'suspend' ? ['CONFLICT', 'INVALID_STATE'] : ['INVALID_STATE'],
     })
     .input(userIdInput)
@@ -19,14 +19,29 @@ const move = (name: 'suspend' | 'activate', summary: string) =>
 
 export const adminUsersRouter = router({
   list: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/users', tags, summary: 'All users, searchable' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/users',
+        description:
+          'Every user, searchable by e-mail address or name and filtered by status or platform role, paginated.',
+        tags,
+        summary: 'All users, searchable',
+      },
+    })
     .input(listUsersInput)
     .output(pageOutput(adminUserOutput))
     .query(({ ctx, input: { page, limit, ...filters } }) => users.listUsers(ctx.db, filters, { page, limit })),
 
   get: adminProcedure
     .meta({
-      openapi: { method: 'GET', path: '/admin/users/{userId}', tags, summary: 'One user with their memberships' },
+      openapi: {
+        method: 'GET',
+        path: '/admin/users/{userId}',
+        description: 'One user with their workspace memberships.',
+        tags,
+        summary: 'One user with their memberships',
+      },
     })
     .input(userIdInput)
     .output(adminUserDetailOutput)
@@ -34,13 +49,24 @@ export const adminUsersRouter = router({
 
   update: adminWriteProcedure
     .meta({
-      openapi: { method: 'PATCH', path: '/admin/users/{userId}', tags, summary: 'Change name or platform role' },
+      openapi: {
+        method: 'PATCH',
+        path: '/admin/users/{userId}',
+        description:
+          "Changes a user's name or platform role. No admin can change their own platform role (409 CONFLICT).",
+        tags,
+        summary: 'Change name or platform role',
+      },
       errors: ['CONFLICT'],
     })
     .input(updateUserInput)
     .output(adminUserDetailOutput)
     .mutation(({ ctx, input: { userId, ...changes } }) => users.updateUser(ctx.db, actorOf(ctx), userId, changes)),
 
-  suspend: move('suspend', 'Suspend an ACTIVE user (applies to their very next request)'),
-  activate: move('activate', 'Activate a SUSPENDED user'),
+  suspend: move(
+    'suspend',
+    'Suspend an ACTIVE user (applies to their very next request)',
+    'Suspends an ACTIVE user: from their very next request, every token of theirs is refused (403 USER_SUSPENDED). Their sessions are kept, so activation restores them. No admin can suspend their own account.',
+  ),
+  activate: move('activate', 'Activate a SUSPENDED user', 'Activates a SUSPENDED user again.'),
 });
