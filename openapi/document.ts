@@ -7,7 +7,7 @@
 // it sees (tests/helpers/error-ledger.ts).
 import type { AnyTRPCRouter } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
-import type { ZodOpenApiPathsObject } from 'zod-openapi';
+import { createDocument, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { tierOf, tierOfOperation, type Meta, type Tier } from '../server/platform/route-meta.js';
 import { ERROR_STATUS, type ErrorCode } from '../server/platform/errors.js';
 import { codesOf, errorSchema } from './error-response.js';
@@ -55,6 +55,8 @@ const ERROR_SCHEMA = {
 export interface DocumentInfo {
   version: string;
   contact?: { name?: string; email?: string; url?: string };
+  /** The outbound webhooks, by event: the document's `webhooks` section. */
+  webhooks?: ZodOpenApiPathsObject;
 }
 
 /** What an error status means, as its response's description begins. */
@@ -245,6 +247,13 @@ export function buildOpenApiDocument(
       'x-internal': false,
     } as never,
   ];
+
+  if (opts.webhooks) {
+    // trpc-to-openapi has no `webhooks` option: zod-openapi writes them, with the schemas they name.
+    const outbound = createDocument({ openapi: '3.1.0', info: doc.info, webhooks: opts.webhooks });
+    doc.webhooks = outbound.webhooks as never;
+    doc.components.schemas = { ...outbound.components?.schemas, ...doc.components.schemas } as never;
+  }
 
   const declared = declaredByOperation(router);
   for (const [path, item] of Object.entries(doc.paths ?? {})) {

@@ -27,6 +27,7 @@ import { responseCache } from './platform/response-cache.js';
 import { FailureLimiter, isDocsPath, rateLimiter } from './platform/rate-limit.js';
 import { TIERS, type Tier } from './platform/route-meta.js';
 import { uploadOpenApiPaths, uploadRoutes } from '../routers/files/uploads.js';
+import { webhookEventsOpenApi } from '../routers/webhooks/events.js';
 import { oauthOpenApiPaths, oauthRedirectRoutes } from '../routers/oauth/redirects.js';
 import { RouteTemplates, type RouteTemplate } from './platform/route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
@@ -109,6 +110,7 @@ export function createApp(deps: AppDeps): express.Express {
     {
       version: config.SERVICE_VERSION,
       contact: { name: 'Support', email: config.SUPPORT_EMAIL, url: config.APP_URL },
+      webhooks: webhookEventsOpenApi,
     },
     plainRoutePaths,
   );

@@ -108,7 +108,10 @@ const requirePlatform = (permission: PlatformPermission) =>
       }
       return next();
     })
-    .meta({ accessErrors: ADMIN_ERRORS, caller: `A platform role with ${permission}: ${platformRolesWith(permission)}.` });
+    .meta({
+      accessErrors: ADMIN_ERRORS,
+      caller: `A platform role with ${permission}: ${platformRolesWith(permission)}.`,
+    });
 
 /** Platform admin reads; the demo admin passes. */
 export const adminProcedure = requirePlatform('admin.read');
