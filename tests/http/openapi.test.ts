@@ -173,8 +173,7 @@ describe('GET /openapi.json', () => {
         `${method} ${path}`,
       );
       expect(codes(method, path, 429), `${method} ${path}`).toEqual(limited ? ['RATE_LIMITED'] : []);
-      if (limited)
-        expect(op.responses['429'].headers['Retry-After'], `${method} ${path}`).toEqual(retryAfter);
+      if (limited) expect(op.responses['429'].headers['Retry-After'], `${method} ${path}`).toEqual(retryAfter);
     }
   });
 
