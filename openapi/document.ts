@@ -245,14 +245,14 @@ export function buildOpenApiDocument(
       url: '/',
       description: 'This instance, where the document is served from (production, staging or a local one).',
       'x-internal': false,
-    } as never,
+    },
   ];
 
   if (opts.webhooks) {
     // trpc-to-openapi has no `webhooks` option: zod-openapi writes them, with the schemas they name.
     const outbound = createDocument({ openapi: '3.1.0', info: doc.info, webhooks: opts.webhooks });
-    doc.webhooks = outbound.webhooks as never;
-    doc.components.schemas = { ...outbound.components?.schemas, ...doc.components.schemas } as never;
+    doc.webhooks = outbound.webhooks;
+    doc.components.schemas = { ...outbound.components?.schemas, ...doc.components.schemas };
   }
 
   const declared = declaredByOperation(router);
