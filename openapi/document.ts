@@ -181,6 +181,8 @@ function describeError(status: number, own: Response | undefined, codes: Set<str
   return `${own.description}; also ${added.map((code) => `${code} (${KIND_MEANING[code as ErrorCode] ?? STATUS_MEANING[status]})`).join(', ')}`;
 }
 
+const WHO = '**Who may call it:**';
+
 /**
  * A procedure's description: its own (what it does), then who may call it and the errors of its own, from
  * its meta, so the two cannot drift from what the procedure enforces.
@@ -192,7 +194,7 @@ function describeOperation(own: string | undefined, declared: Declared): string 
     .join(', ');
   return [
     own,
-    `**Who may call it:** ${declared.caller ?? 'anyone, without authentication.'}`,
+    `${WHO} ${declared.caller ?? 'anyone, without authentication.'}`,
     errors && `**Errors of its own:** ${errors}; the responses list every error it can answer.`,
   ]
     .filter(Boolean)
@@ -272,6 +274,13 @@ export function buildOpenApiDocument(
       for (const status of Object.keys(responses))
         if (Number(status) >= 400 && !codesOf(responses[status]).length) delete responses[status];
       if (own) op.description = describeOperation(op.description, own);
+      else if (!op.description?.includes(WHO)) {
+        // A plain route that does not say who may call it: what its security says.
+        const who = op.security.length
+          ? 'a valid access token (see above for more).'
+          : 'anyone, without authentication.';
+        op.description = [op.description, `${WHO} ${who}`].filter(Boolean).join('\n\n');
+      }
       const tier = own ? own.tier : tierOfOperation(op);
       documentErrors(op, [...errorsOfKind(method, path, tier), ...(own?.errors ?? [])]);
       for (const [status, description] of Object.entries(own?.sameBodyWith ?? {})) {

@@ -112,7 +112,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       'x-rate-limit-tier': 'webhook',
       operationId: 'billing-webhooks-processor-a',
       description:
-        "For PROCESSOR_A only: its events (checkout completed, subscription changes, payments) update the workspace's subscription and payments. The Stripe-Signature header must verify over the raw body with the configured secret, within 300 s. Each event is applied once, however often it is sent. Not for third parties.",
+        "For PROCESSOR_A only: its events (checkout completed, subscription changes, payments) update the workspace's subscription and payments. The Stripe-Signature header must verify over the raw body with the configured secret, within 300 s. Each event is applied once, however often it is sent.\n\n**Who may call it:** the payment provider only: no token, but its signature must verify.",
       summary: 'PROCESSOR_A events, verified by the Stripe-Signature header (300 s tolerance)',
       tags: ['Billing webhooks'],
       security: [],
@@ -137,7 +137,7 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
       'x-rate-limit-tier': 'webhook',
       operationId: 'billing-webhooks-processor-b',
       description:
-        "For PROCESSOR_B only: its events update the workspace's subscription and payments. X-Signature must be the hex HMAC-SHA256 of the raw body with the configured secret. Each event is applied once, however often it is sent. Not for third parties.",
+        "For PROCESSOR_B only: its events update the workspace's subscription and payments. X-Signature must be the hex HMAC-SHA256 of the raw body with the configured secret. Each event is applied once, however often it is sent.\n\n**Who may call it:** the payment provider only: no token, but its signature must verify.",
       summary: 'PROCESSOR_B events, verified by the X-Signature header (hex HMAC-SHA256 of the raw body)',
       tags: ['Billing webhooks'],
       security: [],
