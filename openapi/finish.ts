@@ -51,9 +51,18 @@ function shareValueSchemas(node: Json): Json {
 
 const INT32 = { min: -(2 ** 31), max: 2 ** 31 - 1 };
 
-/** An integer without a format gets int32 when its bounds fit, else int64 (JSON numbers: 53 bits at most). */
+/**
+ * An integer without a format gets int32 when its bounds fit, else int64 (JSON numbers: 53 bits at most).
+ * One whose bounds allow negatives and that has no example gets 0 (or its bound nearest 0), so the docs
+ * UI does not show its minimum, -9007199254740991, as the example of a count.
+ */
 function integerFormat(node: Json): Json {
-  if (node.type !== 'integer' || node.format) return node;
+  if (node.type !== 'integer') return node;
+  if (!node.examples && !('example' in node) && typeof node.minimum === 'number' && node.minimum < 0) {
+    const max = typeof node.maximum === 'number' ? node.maximum : 0;
+    node = { ...node, examples: [Math.min(0, max)] };
+  }
+  if (node.format) return node;
   const fits =
     typeof node.minimum === 'number' &&
     typeof node.maximum === 'number' &&

@@ -23,8 +23,8 @@ const generationFields = {
   model: z
     .string()
     .trim()
-    .max(100)
     .regex(/^[A-Za-z0-9][\w.:/-]{0,99}$/, { error: 'A model name: letters, digits and . : / - _ (at most 100).' })
+    .max(100)
     .optional(),
   temperature: exact(z.number().min(0).max(2)).optional(),
   maxTokens: exact(z.number().int().min(1).max(4096))

@@ -6,10 +6,10 @@ const MAX_PROPERTIES_BYTES = 2048;
 export const eventInput = z.object({
   name: z
     .string()
-    .max(64)
     .regex(/^[a-z][a-z0-9_.:-]{0,63}$/, {
       error: 'An event name: lower-case letters, digits and _ . : - (at most 64), starting with a letter.',
-    }),
+    })
+    .max(64),
   properties: z
     .record(z.string().max(64), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]))
     .refine((p) => Object.keys(p).length <= 20, { error: 'At most 20 properties.' })

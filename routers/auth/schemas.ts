@@ -8,7 +8,8 @@ import type { WorkspaceContext } from '../workspaces/access.js';
 
 export const emailSchema = z.email({ error: 'Enter a valid e-mail address.' }).max(254);
 /** Any string: a wrong or unknown token is INVALID_TOKEN / UNAUTHORIZED, decided by the service. */
-const tokenString = z.string({ error: 'Expected a token string.' }).max(4096);
+// Bounded well past any token the service issues, so a long wrong token is still refused as a wrong token.
+const tokenString = z.string({ error: 'Expected a token string.' }).max(16_384);
 
 export const registerInput = z.object({
   email: emailSchema.meta({ examples: ['jane@example.com'] }),
@@ -73,7 +74,12 @@ export const tokenPairOutput = z
     expiresIn: z
       .number()
       .int()
-      .meta({ description: 'Seconds until the access token expires.', minimum: 1, maximum: 86_400, examples: [900] }),
+      .meta({
+        description: 'Seconds until the access token expires.',
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        examples: [900],
+      }),
   })
   .meta({ id: 'TokenPair' });
 

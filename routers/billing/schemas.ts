@@ -29,10 +29,10 @@ const planFields = {
   name: displayName(100),
   slug: z
     .string()
-    .max(63)
     .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, {
       error: 'Lower-case letters, digits and dashes, starting with a letter or digit (at most 63).',
-    }),
+    })
+    .max(63),
   description: z.string().max(2000),
   edition: z.enum(EDITIONS),
   priceCents: exact(
@@ -44,8 +44,8 @@ const planFields = {
   ),
   currency: z
     .string()
-    .max(3)
     .regex(/^[A-Za-z]{3}$/, { error: 'A three-letter ISO currency code.' })
+    .max(3)
     .transform((c) => c.toUpperCase()),
   interval: z.enum(PLAN_INTERVALS),
   status: z.enum(['DRAFT', 'PUBLISHED']).meta({ description: 'Archive a plan with POST .../archive.' }),

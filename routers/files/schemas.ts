@@ -5,8 +5,8 @@ import { displayName } from '../../server/platform/validation.js';
 
 const color = z
   .string()
-  .max(7)
-  .regex(/^#[0-9a-fA-F]{6}$/, { error: 'A colour as #RRGGBB.' });
+  .regex(/^#[0-9a-fA-F]{6}$/, { error: 'A colour as #RRGGBB.' })
+  .max(7, { error: 'A colour as #RRGGBB.' });
 
 export const providerStatusOutput = z
   .object({

@@ -14,7 +14,7 @@ export const memberInput = workspaceIdInput.extend({ userId: z.uuid() });
 export const createWorkspaceInput = z.object({ name: workspaceName });
 export const updateWorkspaceInput = workspaceIdInput.extend({ name: workspaceName });
 export const inviteInput = workspaceIdInput.extend({ email: emailSchema, role: z.enum(WORKSPACE_ROLES) });
-export const acceptInvitationInput = z.object({ token: z.string({ error: 'Expected a token string.' }).max(4096) });
+export const acceptInvitationInput = z.object({ token: z.string({ error: 'Expected a token string.' }).max(16_384) });
 export const changeRoleInput = memberInput.extend({ role: z.enum(WORKSPACE_ROLES) });
 
 export const workspaceOutput = z
