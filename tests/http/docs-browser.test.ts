@@ -1,15 +1,19 @@
-// /docs in a real browser (Debian's Chromium, headless), opened over plain HTTP from a host that is not
-// localhost (the app listening on 127.0.0.2, another loopback address): with helmet's default CSP, its
-// `upgrade-insecure-requests` sent the page's scripts to https:// and the page stayed blank. Now the
-// operations render, and "Try it out" on POST /auth/register with the document's own example creates the
-// account (201).
+// /docs in a real browser (Debian's Chromium, headless), opened over plain HTTP by a host name that is not
+// localhost: docs.example.test, which the browser resolves to 127.0.0.2, where the app listens (loopback
+// only). Chromium does not upgrade requests to a loopback address, but it does for a name: with helmet's
+// default CSP, `upgrade-insecure-requests` sent the page's scripts to https:// and the page stayed blank.
+// Now the operations render, and "Try it out" on POST /auth/register with the document's own example
+// creates the account (201).
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 const CHROMIUM = '/usr/bin/chromium';
+/** The name the browser opens the docs by; it resolves to the app's loopback address, and nothing else does. */
+const HOST = 'docs.example.test';
 
 let app: TestApp;
+const docsOrigin = () => `http://${HOST}:${new URL(app.url).port}`;
 let browser: Browser;
 let page: Page;
 /** What the page's Content-Security-Policy refused, as the browser reports it. */
@@ -19,15 +23,21 @@ beforeAll(async () => {
   app = await startTestApp({ HOST: '127.0.0.2' });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      `--host-resolver-rules=MAP ${HOST} 127.0.0.2, MAP * ~NOTFOUND`,
+    ],
   });
   page = await browser.newPage();
   page.on('console', (message) => {
     if (/Content Security Policy|upgrade/i.test(message.text())) violations.push(message.text());
   });
-  // Loopback only: a request for any other host is refused before it leaves the browser.
+  // Loopback only: a request for any other origin (https:// included) is refused before it leaves the browser.
   await page.route('**/*', (route) =>
-    new URL(route.request().url()).hostname === '127.0.0.2' ? route.continue() : route.abort(),
+    new URL(route.request().url()).origin === docsOrigin() ? route.continue() : route.abort(),
   );
 }, 60_000);
 
@@ -56,7 +66,7 @@ describe('/docs over plain HTTP from a host other than localhost', () => {
   });
 
   it('renders the operations, and "Try it out" on POST /auth/register with the shipped example answers 201', async () => {
-    await page.goto(`${app.url}/docs/`);
+    await page.goto(`${docsOrigin()}/docs/`);
     await page.locator('.opblock').first().waitFor({ timeout: 30_000 });
     expect(await page.locator('.opblock').count()).toBeGreaterThan(100);
     expect(violations).toEqual([]);
