@@ -3,22 +3,24 @@ import { z } from 'zod';
 
 const MAX_PROPERTIES_BYTES = 2048;
 
-export const eventInput = z.object({
-  name: z
-    .string()
-    .regex(/^[a-z][a-z0-9_.:-]{0,63}$/, {
-      error: 'An event name: lower-case letters, digits and _ . : - (at most 64), starting with a letter.',
-    })
-    .max(64),
-  properties: z
-    .record(z.string().max(64), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]))
-    .refine((p) => Object.keys(p).length <= 20, { error: 'At most 20 properties.' })
-    .refine((p) => Buffer.byteLength(JSON.stringify(p)) <= MAX_PROPERTIES_BYTES, {
-      error: `Properties take at most ${MAX_PROPERTIES_BYTES} bytes.`,
-    })
-    .optional(),
-  workspaceId: z.uuid().optional(),
-});
+export const eventInput = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[a-z][a-z0-9_.:-]{0,63}$/, {
+        error: 'An event name: lower-case letters, digits and _ . : - (at most 64), starting with a letter.',
+      })
+      .max(64),
+    properties: z
+      .record(z.string().max(64), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]))
+      .refine((p) => Object.keys(p).length <= 20, { error: 'At most 20 properties.' })
+      .refine((p) => Buffer.byteLength(JSON.stringify(p)) <= MAX_PROPERTIES_BYTES, {
+        error: `Properties take at most ${MAX_PROPERTIES_BYTES} bytes.`,
+      })
+      .optional(),
+    workspaceId: z.uuid().optional(),
+  })
+  .meta({ examples: [{ name: 'page.viewed', properties: { path: '/dashboard' } }] });
 export type EventInput = z.infer<typeof eventInput>;
 
 export const acceptedOutput = z.object({ accepted: z.literal(true) }).meta({ id: 'Accepted' });

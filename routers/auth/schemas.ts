@@ -6,7 +6,10 @@ import { displayName } from '../../server/platform/validation.js';
 import type { UserRow } from '../../server/platform/principal.js';
 import type { WorkspaceContext } from '../workspaces/access.js';
 
-export const emailSchema = z.email({ error: 'Enter a valid e-mail address.' }).max(254);
+export const emailSchema = z
+  .email({ error: 'Enter a valid e-mail address.' })
+  .max(254)
+  .meta({ examples: ['jane@example.com'] });
 /** Any string: a wrong or unknown token is INVALID_TOKEN / UNAUTHORIZED, decided by the service. */
 // Bounded well past any token the service issues, so a long wrong token is still refused as a wrong token.
 const tokenString = z.string({ error: 'Expected a token string.' }).max(16_384);

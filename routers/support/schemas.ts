@@ -6,14 +6,20 @@ import { emailSchema } from '../auth/schemas.js';
 const isoDate = z.iso.datetime({ offset: true });
 const text = (max: number) => z.string().trim().min(1).max(max);
 
-export const contactInput = z.object({
-  name: text(100),
-  email: emailSchema,
-  subject: z.string().trim().max(200).optional(),
-  message: text(5000),
-  topic: z.string().trim().max(50).optional(),
-  tier: z.string().trim().max(50).optional(),
-});
+export const contactInput = z
+  .object({
+    name: text(100),
+    email: emailSchema,
+    subject: z.string().trim().max(200).optional(),
+    message: text(5000),
+    topic: z.string().trim().max(50).optional(),
+    tier: z.string().trim().max(50).optional(),
+  })
+  .meta({
+    examples: [
+      { name: 'Jane Doe', email: 'jane@example.com', subject: 'Pro plan', message: 'Does the Pro plan include SSO?' },
+    ],
+  });
 export type ContactInput = z.infer<typeof contactInput>;
 
 export const ticketInput = z.object({
