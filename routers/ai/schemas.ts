@@ -17,8 +17,9 @@ const generationFields = {
         .regex(/^[A-Za-z_][A-Za-z0-9_]{0,39}$/),
       z.string().max(10_000),
     )
+    .refine((v) => Object.keys(v).length <= 50, { error: 'At most 50 variables.' })
     .optional()
-    .meta({ description: "Values of the template's {{variables}}." }),
+    .meta({ description: "Values of the template's {{variables}} (at most 50).", maxProperties: 50 }),
   systemPrompt: z.string().max(10_000).optional(),
   model: z
     .string()

@@ -12,11 +12,15 @@ export const eventInput = z
       })
       .max(64),
     properties: z
-      .record(z.string().max(64), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]))
+      .record(
+        z.string().max(64),
+        z.union([z.string().max(500), z.number().min(-1e15).max(1e15), z.boolean(), z.null()]),
+      )
       .refine((p) => Object.keys(p).length <= 20, { error: 'At most 20 properties.' })
       .refine((p) => Buffer.byteLength(JSON.stringify(p)) <= MAX_PROPERTIES_BYTES, {
         error: `Properties take at most ${MAX_PROPERTIES_BYTES} bytes.`,
       })
+      .meta({ maxProperties: 20 })
       .optional(),
     workspaceId: z.uuid().optional(),
   })

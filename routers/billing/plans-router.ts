@@ -155,7 +155,9 @@ export const plansRouter = router({
       },
       errors: ['SETTINGS_READ_ONLY'],
     })
-    .input(z.looseObject({}))
+    .input(
+      z.looseObject({}).meta({ maxProperties: 100, description: 'Ignored: the change is refused whatever it is.' }),
+    )
     .output(billingSettingsOutput)
     .mutation(() => refuseSettingsChange()),
 });

@@ -23,7 +23,10 @@ const limitsSchema = z
     z.number().int().min(0).max(1_000_000_000),
   )
   .refine((l) => Object.keys(l).length <= 30, { error: 'At most 30 limits.' })
-  .meta({ description: 'Numeric limits, e.g. { "apiKeys": 5, "aiMonthlyGenerations": 500, "members": 10 }.' });
+  .meta({
+    description: 'Numeric limits, e.g. { "apiKeys": 5, "aiMonthlyGenerations": 500, "members": 10 }.',
+    maxProperties: 30,
+  });
 
 const planFields = {
   name: displayName(100),

@@ -244,6 +244,27 @@ describe('/openapi.json for a third party', () => {
         !scopes().answers(r),
     );
     expect(bounded.map((r) => `${r.code} at ${r.path.join('/')}`)).toEqual([]);
+    // What the rules leave out: non-integer numbers, and maps (objects of any keys) need bounds too.
+    const unbounded: string[] = [];
+    const seen = new Set<string>();
+    const walk = (value: unknown, where: string) => {
+      if (Array.isArray(value)) return value.forEach((v, i) => walk(v, `${where}/${i}`));
+      if (typeof value !== 'object' || value === null) return;
+      const node = value as Record<string, any>;
+      if (typeof node.$ref === 'string') {
+        const name = node.$ref.split('/').pop()!;
+        if (!seen.has(name)) (seen.add(name), walk(doc.components.schemas[name], name));
+      }
+      if (node.type === 'number' && (node.minimum === undefined || node.maximum === undefined)) unbounded.push(where);
+      if (typeof node.additionalProperties === 'object' && node.maxProperties === undefined) unbounded.push(where);
+      for (const [k, v] of Object.entries(node)) walk(v, `${where}/${k}`);
+    };
+    for (const [p, item] of Object.entries<any>(doc.paths))
+      for (const [method, op] of Object.entries<any>(item)) {
+        walk(op.parameters, `${method} ${p} parameters`);
+        walk(op.requestBody, `${method} ${p} body`);
+      }
+    expect(unbounded).toEqual([]);
   });
 
   it('declares the headers the limiter sends on the answers of rate-limited routes', () => {
