@@ -253,7 +253,10 @@ describe('/openapi.json for a third party', () => {
       const node = value as Record<string, any>;
       if (typeof node.$ref === 'string') {
         const name = node.$ref.split('/').pop()!;
-        if (!seen.has(name)) (seen.add(name), walk(doc.components.schemas[name], name));
+        if (!seen.has(name)) {
+          seen.add(name);
+          walk(doc.components.schemas[name], name);
+        }
       }
       if (node.type === 'number' && (node.minimum === undefined || node.maximum === undefined)) unbounded.push(where);
       if (typeof node.additionalProperties === 'object' && node.maxProperties === undefined) unbounded.push(where);
