@@ -156,7 +156,13 @@ export const plansRouter = router({
       errors: ['SETTINGS_READ_ONLY'],
     })
     .input(
-      z.looseObject({}).meta({ maxProperties: 100, description: 'Ignored: the change is refused whatever it is.' }),
+      z
+        .looseObject({})
+        .refine((o) => Object.keys(o).length <= 100, { error: 'At most 100 settings.' })
+        .meta({
+          description: 'Ignored: the change is refused whatever it is.',
+          override: { type: 'object', maxProperties: 100 },
+        }),
     )
     .output(billingSettingsOutput)
     .mutation(() => refuseSettingsChange()),
