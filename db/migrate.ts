@@ -13,6 +13,8 @@ import * as m0007 from './migrations/0007_ai_counter_tokens.js';
 import * as m0008 from './migrations/0008_api_key_rotation.js';
 import * as m0009 from './migrations/0009_refresh_token_newest.js';
 import * as m0010 from './migrations/0010_identity_providers.js';
+import * as m0011 from './migrations/0011_mfa_sessions.js';
+import * as m0012 from './migrations/0012_idempotency_keys.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -25,6 +27,8 @@ export const migrations: Record<string, Migration> = {
   '0008_api_key_rotation': m0008,
   '0009_refresh_token_newest': m0009,
   '0010_identity_providers': m0010,
+  '0011_mfa_sessions': m0011,
+  '0012_idempotency_keys': m0012,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

@@ -57,6 +57,8 @@ export interface UsersTable {
   last_login_at: NullableTimestamp;
   avatar_key: string | null;
   avatar_updated_at: NullableTimestamp;
+  /** Two-factor sign-in is on (a confirmed row in user_totp). */
+  mfa_enabled: ColumnType<boolean, boolean | undefined, boolean>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -74,6 +76,8 @@ export interface WorkspacesTable {
   branding_primary_color: string | null;
   branding_accent_color: string | null;
   logo_file_id: string | null;
+  /** Members without two-factor sign-in are refused on the workspace's routes (MFA_REQUIRED). */
+  require_mfa: ColumnType<boolean, boolean | undefined, boolean>;
   deleted_at: NullableTimestamp;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
@@ -101,6 +105,50 @@ export interface RefreshTokensTable {
   revoked_reason: string | null;
   created_ip: string | null;
   user_agent: string | null;
+  created_at: CreatedAt;
+}
+
+/** A sign-in: one refresh-token family (its id is the family id), named by access tokens (`sid`). */
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  user_agent: string | null;
+  ip_address: string | null;
+  created_at: CreatedAt;
+  /** The sign-in, or the last refresh. */
+  last_used_at: Timestamp;
+  /** The expiry of the family's newest refresh token. */
+  expires_at: Timestamp;
+  revoked_at: NullableTimestamp;
+  revoked_reason: string | null;
+}
+
+/** A user's TOTP secret, sealed (SecretBox); pending until confirmed_at. */
+export interface UserTotpTable {
+  user_id: string;
+  secret_encrypted: string;
+  confirmed_at: NullableTimestamp;
+  /** The time step of the last code accepted (bigint, read as a string). */
+  last_used_step: ColumnType<string | null, string | number | null | undefined, string | number | null>;
+  created_at: CreatedAt;
+}
+
+export interface MfaBackupCodesTable {
+  id: Generated<string>;
+  user_id: string;
+  code_hash: string;
+  used_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+/** The token between the two steps of a sign-in with two factors. */
+export interface MfaChallengesTable {
+  id: Generated<string>;
+  token_hash: string;
+  user_id: string;
+  attempts: ColumnType<number, number | undefined, number>;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
   created_at: CreatedAt;
 }
 
@@ -462,11 +510,30 @@ export interface SupportTicketsTable {
   created_at: CreatedAt;
 }
 
+/** A caller's idempotency key and, once its first request is answered, that answer (server/platform/idempotency.ts). */
+export interface IdempotencyKeysTable {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  /** Null while the first request runs. */
+  status: number | null;
+  /** Sealed (SecretBox): the answer may carry a secret shown once. */
+  body: string | null;
+  content_type: string | null;
+  /** When the current claim began: reset when an expired or abandoned key is claimed again. */
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  expires_at: Date;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
   workspace_members: WorkspaceMembersTable;
   refresh_tokens: RefreshTokensTable;
+  sessions: SessionsTable;
+  user_totp: UserTotpTable;
+  mfa_backup_codes: MfaBackupCodesTable;
+  mfa_challenges: MfaChallengesTable;
   user_tokens: UserTokensTable;
   email_logs: EmailLogsTable;
   workspace_invitations: WorkspaceInvitationsTable;
@@ -490,6 +557,7 @@ export interface Database {
   user_identities: UserIdentitiesTable;
   oauth_states: OAuthStatesTable;
   oauth_exchange_codes: OAuthExchangeCodesTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type Plan = Selectable<PlansTable>;

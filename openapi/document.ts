@@ -68,6 +68,7 @@ const STATUS_MEANING: Record<number, string> = {
   409: 'Conflicts with the current state',
   413: 'Body too large',
   415: 'Unsupported content type or Content-Encoding',
+  422: 'The Idempotency-Key was used with another request',
   429: 'Rate limited: try again after the Retry-After header (seconds)',
   500: 'Server error',
   502: 'An upstream provider failed',
@@ -84,6 +85,23 @@ const KIND_MEANING: Partial<Record<ErrorCode, string>> = {
   INTERNAL_SERVER_ERROR: 'a bug, told only to the log',
   SERVICE_UNAVAILABLE: 'the database is away, with Retry-After',
 };
+
+/** The request header of the REST POST and PATCH operations (server/platform/idempotency.ts). */
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the same request sent again with the same key (within 24 hours, by the same caller) ' +
+    'gets the first answer back, with `Idempotent-Replayed: true`, instead of running again.',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$' },
+} as const;
+
+/** The response header of an answer replayed for an Idempotency-Key. */
+const REPLAYED_RESPONSE_HEADER = {
+  description: 'Present (`true`) when this is the stored answer of an earlier request with the same Idempotency-Key.',
+  schema: { type: 'string', enum: ['true'] },
+} as const;
 
 type Response = {
   description?: string;
@@ -154,7 +172,10 @@ function documentErrors(op: Operation, codes: Iterable<string>) {
     byStatus.get(status)!.add(code);
   }
   for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
-    const retryAfter = statusCodes.has('RATE_LIMITED') || statusCodes.has('SERVICE_UNAVAILABLE');
+    const retryAfter =
+      statusCodes.has('RATE_LIMITED') ||
+      statusCodes.has('SERVICE_UNAVAILABLE') ||
+      statusCodes.has('IDEMPOTENCY_KEY_IN_USE');
     responses[String(status)] = {
       description: describeError(status, responses[String(status)], statusCodes),
       ...(retryAfter
@@ -282,7 +303,19 @@ export function buildOpenApiDocument(
         op.description = [op.description, `${WHO} ${who}`].filter(Boolean).join('\n\n');
       }
       const tier = own ? own.tier : tierOfOperation(op);
-      documentErrors(op, [...errorsOfKind(method, path, tier), ...(own?.errors ?? [])]);
+      // A procedure's POST or PATCH takes an Idempotency-Key (the plain Express routes do not).
+      const keyed = own !== undefined && (method === 'post' || method === 'patch');
+      if (keyed) op.parameters = [...(op.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
+      documentErrors(op, [
+        ...errorsOfKind(method, path, tier),
+        ...(keyed ? (['IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED'] as const) : []),
+        ...(own?.errors ?? []),
+      ]);
+      if (keyed) {
+        // A replayed answer carries the header; a replayed error is documented by its status as it stands.
+        const success = responses[String(own.successStatus ?? 200)];
+        if (success) success.headers = { ...success.headers, 'Idempotent-Replayed': REPLAYED_RESPONSE_HEADER };
+      }
       for (const [status, description] of Object.entries(own?.sameBodyWith ?? {})) {
         const success = responses[String(own?.successStatus ?? 200)];
         responses[status] = { description, content: success?.content };

@@ -1,5 +1,5 @@
-// GET /openapi.json and the docs UI at /docs (swagger-ui-express serves its assets from node_modules: no
-// CDN at run time). The document is built once at start-up.
+// GET /openapi.json, the docs UI at /docs (swagger-ui-express serves its assets from node_modules: no
+// CDN at run time), and GET /, which points at both. The document is built once at start-up.
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { Router } from 'express';
 import swaggerUi from 'swagger-ui-express';
@@ -17,9 +17,51 @@ export const apiDocument = (appRouter: AnyTRPCRouter, info: DocumentInfo | strin
     extraPaths: { ...plainPaths, ...metricsOpenApiPaths },
   });
 
+/** What GET / answers: where to read about the API. */
+const ROOT = { docs: '/docs', openapi: '/openapi.json', health: '/health' } as const;
+
+/** GET / in /openapi.json (a plain route: server/app.ts hands it in with the others). */
+export const rootOpenApiPaths: ZodOpenApiPathsObject = {
+  '/': {
+    get: {
+      operationId: 'root',
+      summary: 'Where to start: links to the docs, the OpenAPI document and the health check',
+      description:
+        'A small JSON for people and tools that open the API base URL: the name and version of the service and ' +
+        'the paths of the interactive docs (`/docs`), this document (`/openapi.json`) and `GET /health`.',
+      tags: ['Meta'],
+      security: [],
+      responses: {
+        200: {
+          description: 'Links, relative to the base URL',
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['name', 'version', 'docs', 'openapi', 'health'],
+                properties: {
+                  name: { type: 'string', maxLength: 100, examples: ['Workspace SaaS API'] },
+                  version: { type: 'string', maxLength: 50, description: 'SERVICE_VERSION', examples: ['1.2.0'] },
+                  docs: { type: 'string', enum: [ROOT.docs] },
+                  openapi: { type: 'string', enum: [ROOT.openapi] },
+                  health: { type: 'string', enum: [ROOT.health] },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
 export function openApiRoutes(appRouter: AnyTRPCRouter, info: DocumentInfo, plainPaths: ZodOpenApiPathsObject): Router {
   const document = apiDocument(appRouter, info, plainPaths);
   const routes = Router();
+  const root = { name: document.info.title, version: info.version, ...ROOT };
+  routes.get('/', (_req, res) => {
+    res.json(root);
+  });
   routes.get('/openapi.json', (_req, res) => {
     res.json(document);
   });

@@ -33,4 +33,5 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   'Admin: billing': 'Platform administration of plans and of the billing settings.',
   'Admin: monitoring': 'Platform administration: request and error figures of this instance.',
   Monitoring: 'Prometheus metrics, behind METRICS_TOKEN.',
+  Meta: 'Where to start: GET / links to these docs, this document and the health check.',
 };

@@ -15,7 +15,7 @@ import {
   trpcHandler,
 } from './platform/http.js';
 import { appRouter } from '../routers/index.js';
-import { openApiRoutes } from '../openapi/routes.js';
+import { openApiRoutes, rootOpenApiPaths } from '../openapi/routes.js';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import {
   MOCK_WEBHOOK_PATH,
@@ -33,15 +33,17 @@ import { RouteTemplates, type RouteTemplate } from './platform/route-templates.j
 import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
 import { WEBHOOK_QUEUE, webhookQueueEnabled } from '../jobs/queue.js';
 import { startAuthentication } from './platform/trpc.js';
+import { idempotencyKeys } from './platform/idempotency.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
 import { JSON_BODY_LIMIT_BYTES, closeUnreadBody, refuseJsonBodyHeaders } from './platform/request-body.js';
 
 /**
- * The plain Express routes (inbound provider webhooks, uploads, the browser redirects of identity-provider
+ * The plain Express routes (GET /, inbound provider webhooks, uploads, the browser redirects of identity-provider
  * sign-in), as their OpenAPI entries: documented in /openapi.json, and the list by which the app matches a
  * request to them (RouteTemplates).
  */
 export const plainRoutePaths: ZodOpenApiPathsObject = {
+  ...rootOpenApiPaths,
   ...billingWebhookOpenApiPaths,
   ...uploadOpenApiPaths,
   ...oauthOpenApiPaths,
@@ -80,7 +82,13 @@ export function createApp(deps: AppDeps): express.Express {
   const overPlainHttp = helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } });
   app.use((req, res, next) => (req.secure ? overHttps : overPlainHttp)(req, res, next));
   if (deps.config.CORS_ORIGINS.length) {
-    app.use(cors({ origin: deps.config.CORS_ORIGINS, exposedHeaders: ['X-Request-Id', 'Retry-After'], maxAge: 600 }));
+    app.use(
+      cors({
+        origin: deps.config.CORS_ORIGINS,
+        exposedHeaders: ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed'],
+        maxAge: 600,
+      }),
+    );
   }
   // Before the limiter and the routers read the path: past this, they all read the same route from it.
   app.use(refuseAmbiguousPath);
@@ -114,7 +122,7 @@ export function createApp(deps: AppDeps): express.Express {
     },
     plainRoutePaths,
   );
-  app.use(only((req) => req.path === '/openapi.json' || isDocsPath(req.path), docs));
+  app.use(only((req) => req.path === '/' || req.path === '/openapi.json' || isDocsPath(req.path), docs));
 
   // The public catalog is the same for everyone: kept as bytes until the catalog changes.
   app.use(responseCache({ '/billing/plans': { version: () => deps.plans.version, maxAgeMs: deps.plans.ttlMs } }));
@@ -133,6 +141,9 @@ export function createApp(deps: AppDeps): express.Express {
     },
   });
   app.use(only(takesBody, json));
+  // Past authentication and the limiter, with the body as it came: a REST POST or PATCH with an
+  // Idempotency-Key runs once, and its answer is replayed to the same request again.
+  app.use(idempotencyKeys(deps, appRouter, routes));
 
   app.use('/trpc', trpcHandler(appRouter, procedureDeps));
   app.use(restHandler(appRouter, procedureDeps));

@@ -48,7 +48,9 @@ process.on('SIGINT', () => onSignal('SIGINT'));
 
 try {
   server = await startServer(config, logger);
-  logger.info(`API ready at ${server.url} (docs at ${server.url}/docs)`);
+  // The address listened on, as the socket reports it (0.0.0.0: every interface; the docs link is local).
+  const everywhere = server.address !== server.url ? ', every interface' : '';
+  logger.info(`API ready at ${server.address}${everywhere} (docs at ${server.url}/docs)`);
   if (firstSignal) stop(server, firstSignal, { drain: false });
 } catch (err) {
   logger.fatal({ err }, 'start-up failed');

@@ -14,7 +14,10 @@ import { databaseKind } from '../db/index.js';
 import { createDeps } from './deps.js';
 
 export interface RunningServer {
+  /** The URL this machine reaches the server at (loopback when it listens on every interface). */
   url: string;
+  /** The address actually listened on, as a URL (server.address()): `http://0.0.0.0:3000`, `http://[::1]:3000`. */
+  address: string;
   deps: AppDeps;
   /**
    * Shuts down in order (what SIGTERM does). First the drain: for SHUTDOWN_DRAIN_DELAY_MS `GET /health`
@@ -113,9 +116,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     server.once('error', reject);
     server.listen(config.PORT, config.HOST, () => resolve());
   });
-  const { port } = server.address() as AddressInfo;
-  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
-  logger.info({ port, database: databaseKind(config), emailProvider: config.EMAIL_PROVIDER }, 'listening');
+  const listened = server.address() as AddressInfo;
+  const { port } = listened;
+  const address = urlOf(listened.address, port);
+  logger.info({ port, address, database: databaseKind(config), emailProvider: config.EMAIL_PROVIDER }, 'listening');
 
   let endDrain: (() => void) | undefined;
   const close = ({ drain = true }: { drain?: boolean } = {}) => {
@@ -157,5 +161,12 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     })());
   };
 
-  return { url: `http://${host}:${port}`, deps, close };
+  return { url: urlOf(reachableHost(listened), port), address, deps, close };
 }
+
+/** `http://host:port`, an IPv6 address in brackets. */
+const urlOf = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+/** Where this machine reaches the server: the address listened on, or loopback for every interface. */
+const reachableHost = ({ address, family }: AddressInfo) =>
+  address === '0.0.0.0' ? '127.0.0.1' : address === '::' ? (family === 'IPv6' ? '::1' : '127.0.0.1') : address;

@@ -24,6 +24,16 @@ export type RouterInputs = inferRouterInputs<AppRouter>;
 /** The output of every procedure, by path, as it arrives (JSON: dates are ISO strings). */
 export type RouterOutputs = inferRouterOutputs<AppRouter>;
 
+/** A sign-in's first step for an account with two-factor sign-in on: no tokens yet (`session.verifyMfa`). */
+export type MfaChallenge = Extract<RouterOutputs['auth']['login'], { mfaRequired: true }>;
+/** A completed sign-in: the tokens (kept by the client), the user and the workspace context. */
+export type SignedIn = RouterOutputs['auth']['mfaVerify'];
+
+/** Whether a sign-in answered the second step instead of a session: then call `session.verifyMfa`. */
+export function isMfaChallenge(result: SignedIn | MfaChallenge): result is MfaChallenge {
+  return (result as { mfaRequired?: unknown }).mfaRequired === true;
+}
+
 /** The most calls one batched request carries: the service refuses bigger batches (TRPC_MAX_BATCH_SIZE). */
 export const MAX_BATCH_ITEMS = 10;
 /** Longer GET URLs are split into more requests: Node's servers refuse request heads over 16 KiB. */
@@ -212,8 +222,16 @@ export interface ApiClientOptions {
 
 /** Signing in and out; the client attaches and renews the tokens by itself. */
 export interface Session {
-  /** Signs in (auth.login) and keeps the tokens; answers the user and workspace context. */
+  /**
+   * Signs in (auth.login) and keeps the tokens; answers the user and workspace context. For an account with
+   * two-factor sign-in on it answers the second step instead (`isMfaChallenge`): then `verifyMfa`.
+   */
   signIn(email: string, password: string): Promise<RouterOutputs['auth']['login']>;
+  /**
+   * The second step of a sign-in (auth.mfaVerify): the challenge's `mfaToken` and a code of the
+   * authenticator app (`{ code }`) or a backup code (`{ backupCode }`); keeps the tokens like `signIn`.
+   */
+  verifyMfa(mfaToken: string, factor: { code: string } | { backupCode: string }): Promise<SignedIn>;
   /**
    * Where to send the browser to sign in with an identity provider (an id of `oauth.providers`):
    * `location.assign(api.session.providerSignInUrl('github', '/dashboard'))`. A navigation, not a call.
@@ -237,7 +255,7 @@ export interface Session {
 export type ApiClient = TRPCClient<AppRouter> & { readonly session: Session };
 
 /** Procedures whose UNAUTHORIZED is their answer, not an expired access token. */
-const SESSION_PROCEDURES = new Set(['auth.login', 'auth.register', 'auth.refresh', 'auth.logout']);
+const SESSION_PROCEDURES = new Set(['auth.login', 'auth.register', 'auth.refresh', 'auth.logout', 'auth.mfaVerify']);
 /** The operation context entry carrying the access token a call is sent with. */
 const ACCESS_TOKEN = 'workspaceSaas.accessToken';
 
@@ -286,6 +304,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       if ('accessToken' in result && 'refreshToken' in result) {
         await storage.set({ accessToken: result.accessToken, refreshToken: result.refreshToken });
       }
+      return result;
+    },
+    async verifyMfa(mfaToken, factor) {
+      const result = await trpc.auth.mfaVerify.mutate({ mfaToken, ...factor });
+      await storage.set({ accessToken: result.accessToken, refreshToken: result.refreshToken });
       return result;
     },
     providerSignInUrl(provider, redirectTo) {

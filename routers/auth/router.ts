@@ -1,21 +1,33 @@
-// The nine auth routes of the spec.
+// The auth routes: accounts and sign-in, two-factor sign-in, sessions and password change.
 import { z } from 'zod';
 import { authedProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
 import type { Context } from '../../server/platform/context.js';
 import {
+  backupCodesOutput,
+  changePasswordInput,
+  changePasswordOutput,
   emailInput,
   loginInput,
   loginOutput,
   meOutput,
   messageOutput,
+  mfaCodeInput,
+  mfaDisableInput,
+  mfaSetupOutput,
+  mfaVerifyInput,
   refreshTokenInput,
   registerInput,
   registerOutput,
   resetPasswordInput,
+  revokedOutput,
+  sessionIdInput,
+  sessionResultOutput,
+  sessionsOutput,
   tokenInput,
   tokenPairOutput,
 } from './schemas.js';
 import * as auth from './service.js';
+import * as mfa from './mfa.js';
 import { rotateRefreshToken } from './sessions.js';
 
 const tags = ['Auth'];
@@ -50,11 +62,15 @@ export const authRouter = router({
       openapi: {
         method: 'POST',
         path: '/auth/login',
-        description:
-          'Signs in with e-mail and password: answers an access token (for `Authorization: Bearer`), a refresh token, the user and the active workspace. A wrong address or password is 401 INVALID_CREDENTIALS either way; repeated failures of one account are rate-limited whoever sends them.',
         tags,
         protect: false,
         summary: 'Sign in with e-mail and password',
+        description:
+          'Signs in with e-mail and password. A wrong address or password is 401 INVALID_CREDENTIALS either way; ' +
+          'repeated failures of one account are rate-limited whoever sends them. ' +
+          'Answers the session (tokens, user, workspace context); or, when the account has two-factor sign-in ' +
+          'on, `{ mfaRequired: true, mfaToken, methods }` and no tokens: send the token with a code to ' +
+          '`POST /auth/mfa/verify` within `MFA_TOKEN_TTL` (5 minutes).',
       },
       // RATE_LIMITED: the address's auth tier, or too many failed sign-ins of this account.
       errors: ['INVALID_CREDENTIALS', 'USER_SUSPENDED', 'RATE_LIMITED'],
@@ -179,4 +195,181 @@ export const authRouter = router({
     .input(tokenInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) => auth.verifyEmail(ctx, input)),
+
+  // ---- two-factor sign-in
+
+  mfaVerify: publicProcedure
+    .meta({
+      rateLimit: 'auth',
+      openapi: {
+        method: 'POST',
+        path: '/auth/mfa/verify',
+        tags,
+        protect: false,
+        summary: 'Finish a sign-in with a second factor',
+        description:
+          'The second step of a sign-in whose first step (`POST /auth/login`, `POST /auth/oauth/exchange`) ' +
+          'answered `mfaRequired`: the `mfaToken` with either `code` (the authenticator app) or `backupCode`. ' +
+          'Answers the session, as login does. The token is single use, lives `MFA_TOKEN_TTL` and allows 5 ' +
+          'codes; unknown, used, expired or spent: 401 `UNAUTHORIZED` (sign in again). A wrong code: 400 ' +
+          '`INVALID_MFA_CODE`.',
+      },
+      // RATE_LIMITED: the address's auth tier, or too many wrong codes for this account.
+      errors: ['UNAUTHORIZED', 'USER_SUSPENDED', 'INVALID_MFA_CODE', 'RATE_LIMITED'],
+    })
+    .input(mfaVerifyInput)
+    .output(sessionResultOutput)
+    .mutation(({ ctx, input }) => auth.verifyMfa(ctx, input, ctx, signInAttempts(ctx))),
+
+  mfaSetup: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/auth/mfa/totp/setup',
+        tags,
+        summary: 'Start setting up an authenticator app',
+        description:
+          'A new TOTP secret (SHA-1, 6 digits, 30 seconds), pending until confirmed: its base32 form, its ' +
+          '`otpauth://` URI and that URI as a QR code (PNG data URL) to scan. Shown by this answer only; ' +
+          'starting again replaces a pending secret. 409 `MFA_ALREADY_ENABLED` when two-factor sign-in is on.',
+      },
+      errors: ['MFA_ALREADY_ENABLED'],
+    })
+    .input(z.void())
+    .output(mfaSetupOutput)
+    .mutation(({ ctx }) => mfa.setupTotp(ctx, ctx.user)),
+
+  mfaConfirm: authedProcedure
+    .meta({
+      rateLimit: 'auth',
+      openapi: {
+        method: 'POST',
+        path: '/auth/mfa/totp/confirm',
+        tags,
+        summary: 'Turn two-factor sign-in on with a first code',
+        description:
+          'A code of the pending secret turns two-factor sign-in on and answers 10 single-use backup codes, ' +
+          'shown this once. 409 `MFA_NOT_ENABLED` without a setup under way; 400 `INVALID_MFA_CODE` for a wrong code.',
+      },
+      errors: ['MFA_ALREADY_ENABLED', 'MFA_NOT_ENABLED', 'INVALID_MFA_CODE', 'RATE_LIMITED'],
+    })
+    .input(mfaCodeInput)
+    .output(backupCodesOutput)
+    .mutation(({ ctx, input }) =>
+      auth.countedMfa(signInAttempts(ctx), ctx.user.id, () => mfa.confirmTotp(ctx, ctx.user, input.code, ctx)),
+    ),
+
+  mfaDisable: authedProcedure
+    .meta({
+      rateLimit: 'auth',
+      openapi: {
+        method: 'POST',
+        path: '/auth/mfa/disable',
+        tags,
+        summary: 'Turn two-factor sign-in off',
+        description:
+          'With the password and a code (of the authenticator app, or a backup code). The secret and the backup ' +
+          'codes are deleted, and the account is told by mail. An account without a password sets one first ' +
+          '(`POST /auth/forgot-password`).',
+      },
+      errors: ['INVALID_CREDENTIALS', 'MFA_NOT_ENABLED', 'INVALID_MFA_CODE', 'RATE_LIMITED'],
+    })
+    .input(mfaDisableInput)
+    .output(messageOutput)
+    .mutation(({ ctx, input }) =>
+      auth.countedMfa(signInAttempts(ctx), ctx.user.id, () => mfa.disableMfa(ctx, ctx.user, input, ctx)),
+    ),
+
+  mfaBackupCodes: authedProcedure
+    .meta({
+      rateLimit: 'auth',
+      openapi: {
+        method: 'POST',
+        path: '/auth/mfa/backup-codes',
+        tags,
+        summary: 'Replace the backup codes',
+        description:
+          'With a code (of the authenticator app, or a backup code): 10 new backup codes, shown this once; ' +
+          'the earlier ones stop working.',
+      },
+      errors: ['MFA_NOT_ENABLED', 'INVALID_MFA_CODE', 'RATE_LIMITED'],
+    })
+    .input(mfaCodeInput)
+    .output(backupCodesOutput)
+    .mutation(({ ctx, input }) =>
+      auth.countedMfa(signInAttempts(ctx), ctx.user.id, () =>
+        mfa.regenerateBackupCodes(ctx, ctx.user, input.code, ctx),
+      ),
+    ),
+
+  // ---- password and sessions
+
+  changePassword: authedProcedure
+    .meta({
+      rateLimit: 'auth',
+      openapi: {
+        method: 'POST',
+        path: '/auth/change-password',
+        tags,
+        summary: 'Change my password',
+        description:
+          'With the current password. Every other session of the account ends at once (their access tokens ' +
+          'stop at their next request); this one stays signed in. `revoked`: how many ended.',
+      },
+      errors: ['INVALID_CREDENTIALS', 'WEAK_PASSWORD'],
+    })
+    .input(changePasswordInput)
+    .output(changePasswordOutput)
+    .mutation(({ ctx, input }) => auth.changePassword(ctx, ctx, input, ctx)),
+
+  sessions: authedProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/auth/sessions',
+        tags,
+        summary: 'My sessions (signed-in devices)',
+        description:
+          'Every session of the account that has not ended: one per sign-in, with when it began and was last ' +
+          'used (the sign-in or its last token refresh), its user agent and address; `current` marks the ' +
+          "session of this request's access token. Newest use first.",
+      },
+    })
+    .input(z.void())
+    .output(sessionsOutput)
+    .query(({ ctx }) => auth.listSessions(ctx.db, ctx)),
+
+  revokeOtherSessions: authedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/auth/sessions/revoke-others',
+        tags,
+        summary: 'Sign out everywhere else',
+        description:
+          'Ends every session of the account but the current one; their access tokens stop at their next ' +
+          'request and their refresh tokens are revoked. `revoked`: how many ended.',
+      },
+    })
+    .input(z.void())
+    .output(revokedOutput)
+    .mutation(({ ctx }) => auth.endOtherSessions(ctx, ctx, ctx)),
+
+  endSession: authedProcedure
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/auth/sessions/{sessionId}',
+        tags,
+        summary: 'End one of my sessions',
+        description:
+          'Signs that device out: its access token stops at its next request, its refresh token is revoked. ' +
+          'Ending the current session signs this client out too. 404 when the session is not one of mine or ' +
+          'has ended.',
+      },
+      errors: ['NOT_FOUND'],
+    })
+    .input(sessionIdInput)
+    .output(messageOutput)
+    .mutation(({ ctx, input }) => auth.endSession(ctx, ctx, input.sessionId, ctx)),
 });

@@ -40,12 +40,14 @@ const isoDate = z.iso.datetime({ offset: true });
 export const userOutput = z
   .object({
     id: z.uuid(),
-    email: z.string(),
-    name: z.string(),
+    email: z.string().meta({ maxLength: 254, examples: ['jane@example.com'] }),
+    name: z.string().meta({ maxLength: 100, examples: ['Jane Doe'] }),
     status: z.enum(USER_STATUSES),
     platformRole: z.enum(PLATFORM_ROLES),
     emailVerified: z.boolean(),
     emailVerifiedAt: isoDate.nullable(),
+    /** Two-factor sign-in is on. */
+    mfaEnabled: z.boolean(),
     createdAt: isoDate,
   })
   .meta({ id: 'User' });
@@ -86,10 +88,24 @@ export const tokenPairOutput = z
   })
   .meta({ id: 'TokenPair' });
 
-export const loginOutput = tokenPairOutput
+/** A completed sign-in: a new session and the user's workspace context. */
+export const sessionResultOutput = tokenPairOutput
   .extend({ user: userOutput })
   .extend(workspaceContextOutput.shape)
   .meta({ id: 'Session' });
+
+/** The first step of a sign-in whose account has two-factor sign-in on: no tokens yet. */
+export const mfaChallengeOutput = z
+  .object({
+    mfaRequired: z.literal(true),
+    /** Single use, for POST /auth/mfa/verify within MFA_TOKEN_TTL. */
+    mfaToken: z.string().meta({ description: 'Single use, for POST /auth/mfa/verify within MFA_TOKEN_TTL.' }),
+    methods: z.array(z.enum(['totp', 'backup_code'])).max(2),
+  })
+  .meta({ id: 'MfaChallenge' });
+
+/** What a sign-in answers: the session, or (2FA on) the token of the second step. */
+export const loginOutput = z.union([sessionResultOutput, mfaChallengeOutput]);
 export const meOutput = z.object({ user: userOutput }).extend(workspaceContextOutput.shape).meta({ id: 'Me' });
 export const registerOutput = z
   .object({ user: userOutput, workspace: workspaceSummaryOutput })
@@ -104,6 +120,7 @@ export const USER_COLUMNS = [
   'status',
   'platform_role',
   'email_verified_at',
+  'mfa_enabled',
   'created_at',
 ] as const;
 
@@ -116,6 +133,7 @@ export function toUserOutput(u: UserRow): z.infer<typeof userOutput> {
     platformRole: u.platform_role,
     emailVerified: u.email_verified_at !== null,
     emailVerifiedAt: u.email_verified_at?.toISOString() ?? null,
+    mfaEnabled: u.mfa_enabled,
     createdAt: u.created_at.toISOString(),
   };
 }
@@ -127,3 +145,54 @@ export function toContextOutput(c: WorkspaceContext): z.infer<typeof workspaceCo
     ...(c.workspaceUnavailableReason ? { workspaceUnavailableReason: c.workspaceUnavailableReason } : {}),
   };
 }
+
+// ---- two-factor sign-in and sessions
+
+/** A TOTP code as typed (6 digits, spaces allowed); whether it is right is the service's answer. */
+const mfaCode = z.string({ error: 'Expected a code string.' }).min(1, { error: 'Enter a code.' }).max(32);
+
+export const mfaSetupOutput = z.object({
+  /** Base32, for typing into an authenticator app by hand. Shown by this answer only. */
+  secret: z.string(),
+  otpauthUrl: z.string(),
+  /** The otpauth URL as a PNG QR code, `data:image/png;base64,...`. */
+  qrCodeDataUrl: z.string(),
+});
+export const mfaCodeInput = z.object({ code: mfaCode });
+export const backupCodesOutput = z.object({ backupCodes: z.array(z.string()) });
+export const mfaDisableInput = z.object({
+  password: z.string().min(1, { error: 'Password is required.' }).max(1024),
+  code: mfaCode,
+});
+export const mfaVerifyInput = z
+  .object({
+    mfaToken: tokenString.max(256),
+    code: mfaCode.optional(),
+    backupCode: z.string().min(1).max(64).optional(),
+  })
+  .refine((i) => (i.code === undefined) !== (i.backupCode === undefined), {
+    error: 'Send either code (from the authenticator app) or backupCode, not both.',
+  });
+
+export const changePasswordInput = z.object({
+  currentPassword: z.string().min(1, { error: 'Current password is required.' }).max(1024),
+  newPassword: newPasswordSchema,
+});
+export const changePasswordOutput = messageOutput.extend({
+  /** How many other sessions were ended. */
+  revoked: z.number().int(),
+});
+
+export const sessionOutput = z.object({
+  id: z.uuid(),
+  createdAt: isoDate,
+  /** The sign-in or the last refresh of its tokens. */
+  lastUsedAt: isoDate,
+  userAgent: z.string().nullable(),
+  ipAddress: z.string().nullable(),
+  /** The session of the access token this request came with. */
+  current: z.boolean(),
+});
+export const sessionsOutput = z.object({ items: z.array(sessionOutput) });
+export const sessionIdInput = z.object({ sessionId: z.uuid() });
+export const revokedOutput = z.object({ revoked: z.number().int() });

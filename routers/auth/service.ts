@@ -4,14 +4,28 @@ import type { Kysely } from 'kysely';
 import type { Database, UserTokenKind } from '../../db/schema.js';
 import type { AppDeps, RequestMeta } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
-import { emailVerificationMail, passwordResetMail, tokenLink } from '../../server/platform/email/templates.js';
+import {
+  emailVerificationMail,
+  newSignInMail,
+  passwordResetMail,
+  tokenLink,
+} from '../../server/platform/email/templates.js';
 import { sendAfterCommit } from '../../server/platform/email/mailer.js';
 import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js';
 import { membershipsOf, workspaceContext, type WorkspaceAccess } from '../workspaces/access.js';
 import { insertWorkspace } from '../workspaces/service.js';
 import { USER_COLUMNS, toContextOutput, toUserOutput, type UserRow } from './schemas.js';
-import { openSession, revokeAllSessions, revokeSessionOf, type Principal } from './sessions.js';
+import {
+  lockSessionsOf,
+  openSession,
+  revokeAllSessions,
+  revokeFamily,
+  revokeSessionOf,
+  type Principal,
+  type TokenPair,
+} from './sessions.js';
 import { recordAudit } from '../audit/service.js';
+import { endMfaChallenges, startMfaChallenge, verifyMfaChallenge, type MfaAttempts, type MfaChallenge } from './mfa.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'passwords'>;
 
@@ -147,27 +161,90 @@ export async function login(deps: Deps, input: { email: string; password: string
 }
 
 /**
- * What a completed sign-in answers, by password (login) or through an identity provider (the exchange of
- * routers/oauth): a new session and the user's workspace context. The one place where a sign-in becomes a
- * session, so the second step of two-factor sign-in belongs here. A suspended user is refused. With
- * `passwordHash`, the session opens only while the password is still that one (openSession).
+ * What a completed first step of a sign-in answers, by password (login) or through an identity provider
+ * (the exchange of routers/oauth): a new session and the user's workspace context; or, for a user with
+ * two-factor sign-in on, the token of the second step (POST /auth/mfa/verify, which then opens the session). The one place where a sign-in becomes a session. A suspended user is refused. With
+ * `passwordHash`, the session (or the second step) opens only while the password is still that one
+ * (openSession). A sign-in from a device (user agent and address) none of the user's earlier sessions
+ * had is told to the user by mail.
  */
 export async function createSessionResult(
-  deps: Pick<Deps, 'config' | 'db'>,
+  deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer'>,
   user: UserRow,
   meta: RequestMeta,
   opts: { passwordHash?: string } = {},
-) {
+): Promise<SessionResult | MfaChallenge> {
   if (user.status !== 'ACTIVE')
     throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
+  if (user.mfa_enabled) {
+    const challenge = await startMfaChallenge(deps, user.id, opts.passwordHash);
+    if (!challenge) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
+    return challenge;
+  }
+  return openSessionResult(deps, user, meta, opts.passwordHash);
+}
+
+/** The session of a sign-in whose every step has passed, and the mail of a new device. */
+async function openSessionResult(
+  deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer'>,
+  user: UserRow,
+  meta: RequestMeta,
+  passwordHash: string | undefined,
+): Promise<SessionResult> {
   // Undefined when a password reset committed during the check: the password given is no longer it.
-  const tokens = await openSession(deps, user.id, opts.passwordHash, meta);
-  if (!tokens) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
+  const opened = await openSession(deps, user.id, passwordHash, meta);
+  if (!opened) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
   const [memberships] = await Promise.all([
     membershipsOf(deps.db, user.id),
     deps.db.updateTable('users').set({ last_login_at: new Date() }).where('id', '=', user.id).execute(),
   ]);
-  return { ...tokens, user: toUserOutput(user), ...toContextOutput(workspaceContext(memberships)) };
+  if (opened.newDevice) {
+    await sendAfterCommit(
+      deps,
+      newSignInMail({
+        to: user.email,
+        name: user.name,
+        appUrl: deps.config.APP_URL,
+        userAgent: meta.userAgent,
+        ip: meta.ip,
+        at: new Date(),
+      }),
+    );
+  }
+  return { ...opened.tokens, user: toUserOutput(user), ...toContextOutput(workspaceContext(memberships)) };
+}
+
+export type SessionResult = TokenPair & { user: ReturnType<typeof toUserOutput> } & ReturnType<typeof toContextOutput>;
+
+/**
+ * The second step of a sign-in with two factors (mfa.ts decides the code), then the session. Wrong codes
+ * are counted against the account like wrong passwords, while rate limiting is on.
+ */
+export async function verifyMfa(
+  deps: Deps & Pick<AppDeps, 'secrets'>,
+  input: { mfaToken: string; code?: string; backupCode?: string },
+  meta: RequestMeta,
+  attempts: MfaAttempts | undefined,
+) {
+  // verifyMfaChallenge refused a suspended user already.
+  const user = await verifyMfaChallenge(deps, input, meta, attempts);
+  return openSessionResult(deps, user, meta, undefined);
+}
+
+/**
+ * A call that checks a second-factor code of a signed-in user (confirm, disable, new backup codes): wrong
+ * codes are counted against the account, as at sign-in, so a stolen access token cannot try them all.
+ */
+export async function countedMfa<T>(attempts: SignInAttempts | undefined, userId: string, run: () => Promise<T>) {
+  const attempt = await attempts?.begin(`mfa:${userId}`);
+  try {
+    const result = await run();
+    attempt?.settle(false);
+    return result;
+  } catch (err) {
+    attempt?.settle(err instanceof AppError && (err.code === 'INVALID_MFA_CODE' || err.code === 'INVALID_CREDENTIALS'));
+    throw err;
+  }
 }
 
 /**
@@ -207,7 +284,7 @@ export async function logout(deps: Deps, refreshToken: string) {
 }
 
 /** The signed-in user and workspace context, from what authentication already loaded. */
-export function me(principal: Principal) {
+export function me(principal: Pick<Principal, 'user' | 'memberships'>) {
   return { user: toUserOutput(principal.user), ...toContextOutput(workspaceContext(principal.memberships)) };
 }
 
@@ -258,6 +335,7 @@ export async function resetPassword(deps: Deps, input: { token: string; newPassw
     // Sessions first: this waits out a refresh in flight, so the access token it issued is older than
     // tokens_valid_after below.
     await revokeAllSessions(trx, used.user_id, 'password_reset');
+    await endMfaChallenges(trx, used.user_id);
     const now = new Date();
     await trx
       .updateTable('users')
@@ -319,4 +397,120 @@ export async function resendVerification(deps: Deps, input: { email: string }) {
     await sendVerificationMail(deps, user, token);
   }
   return { message: RESEND_MESSAGE };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Password change and sessions
+
+/**
+ * Sets a new password, given the current one, and ends every other session of the user (the one asking
+ * stays signed in). Sign-in steps under way with the old password are voided.
+ */
+export async function changePassword(
+  deps: Deps,
+  principal: Pick<Principal, 'user' | 'sessionId'>,
+  input: { currentPassword: string; newPassword: string },
+  meta: RequestMeta,
+) {
+  const userId = principal.user.id;
+  const current = await deps.db.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst();
+  const ok = await deps.passwords.verify(input.currentPassword, current?.password_hash);
+  if (!ok || !current?.password_hash) throw new AppError('INVALID_CREDENTIALS', 'The current password is not right.');
+  const passwordHash = await deps.passwords.hash(input.newPassword);
+  const ended = await deps.db.transaction().execute(async (trx) => {
+    await lockSessionsOf(trx, userId);
+    const now = new Date();
+    const changed = await trx
+      .updateTable('users')
+      .set({ password_hash: passwordHash, updated_at: now })
+      .where('id', '=', userId)
+      .where('password_hash', '=', current.password_hash)
+      .returning('id')
+      .executeTakeFirst();
+    // Changed meanwhile (a reset or another change): the password checked is no longer the password.
+    if (!changed) throw new AppError('INVALID_CREDENTIALS', 'The current password is not right.');
+    const n = await revokeAllSessions(trx, userId, 'password_changed', principal.sessionId);
+    await endMfaChallenges(trx, userId);
+    await recordAudit(
+      trx,
+      { userId, email: principal.user.email, requestId: meta.requestId, ip: meta.ip },
+      { action: 'auth.password_changed', targetType: 'user', targetId: userId, metadata: { sessionsEnded: n } },
+    );
+    return n;
+  });
+  return { message: 'Your password has been changed.', revoked: ended };
+}
+
+/** The user's sessions that are not over (not ended, refresh token not expired), newest first. */
+export async function listSessions(db: Kysely<Database>, principal: Pick<Principal, 'user' | 'sessionId'>) {
+  const rows = await db
+    .selectFrom('sessions')
+    .select(['id', 'created_at', 'last_used_at', 'user_agent', 'ip_address'])
+    .where('user_id', '=', principal.user.id)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', new Date())
+    .orderBy('last_used_at', 'desc')
+    .orderBy('id')
+    .limit(MAX_SESSIONS_LISTED)
+    .execute();
+  return {
+    items: rows.map((r) => ({
+      id: r.id,
+      createdAt: r.created_at.toISOString(),
+      lastUsedAt: r.last_used_at.toISOString(),
+      userAgent: r.user_agent,
+      ipAddress: r.ip_address,
+      current: r.id === principal.sessionId,
+    })),
+  };
+}
+
+/** Sessions listed at most: a user with more has signed in that often within JWT_REFRESH_TTL. */
+const MAX_SESSIONS_LISTED = 200;
+
+/** Ends one of the user's sessions (its access tokens stop at their next request). NOT_FOUND when not theirs or over. */
+export async function endSession(
+  deps: Pick<Deps, 'db'>,
+  principal: Pick<Principal, 'user'>,
+  sessionId: string,
+  meta: RequestMeta,
+) {
+  const userId = principal.user.id;
+  await deps.db.transaction().execute(async (trx) => {
+    const session = await trx
+      .selectFrom('sessions')
+      .select('id')
+      .where('id', '=', sessionId)
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', new Date())
+      .executeTakeFirst();
+    if (!session) throw new AppError('NOT_FOUND', 'Session not found.');
+    await revokeFamily(trx, userId, sessionId, 'ended_by_user');
+    await recordAudit(
+      trx,
+      { userId, email: principal.user.email, requestId: meta.requestId, ip: meta.ip },
+      { action: 'auth.session_revoked', targetType: 'user', targetId: userId, metadata: { sessionId } },
+    );
+  });
+  return { message: 'The session has ended.' };
+}
+
+/** Ends every session of the user but the one asking; answers how many ended. */
+export async function endOtherSessions(
+  deps: Pick<Deps, 'db'>,
+  principal: Pick<Principal, 'user' | 'sessionId'>,
+  meta: RequestMeta,
+) {
+  const userId = principal.user.id;
+  const revoked = await deps.db.transaction().execute(async (trx) => {
+    const n = await revokeAllSessions(trx, userId, 'ended_by_user', principal.sessionId);
+    await recordAudit(
+      trx,
+      { userId, email: principal.user.email, requestId: meta.requestId, ip: meta.ip },
+      { action: 'auth.sessions_revoked', targetType: 'user', targetId: userId, metadata: { revoked: n } },
+    );
+    return n;
+  });
+  return { revoked };
 }

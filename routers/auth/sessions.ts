@@ -1,8 +1,10 @@
 // Sessions: access-token authentication, and refresh tokens kept server-side in families (one family is
-// one sign-in). Refresh tokens are opaque; the database keeps HMAC-SHA256(JWT_REFRESH_SECRET, token), so
-// changing the secret invalidates every refresh token, and a database leak yields no usable token.
+// one sign-in, a row of `sessions` with the same id). Access tokens name their session (`sid`), and
+// authentication reads the session with the user, so an ended session's access tokens stop at once.
+// Refresh tokens are opaque; the database keeps HMAC-SHA256(JWT_REFRESH_SECRET, token), so changing the
+// secret invalidates every refresh token, and a database leak yields no usable token.
 import crypto from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { AppDeps, RequestMeta } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
@@ -30,39 +32,49 @@ const unauthorized = () =>
   new AppError('UNAUTHORIZED', 'Authentication required: send a valid, unexpired access token.');
 const suspended = () => new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
 
-const principalQuery = compiledOnce((db, userIds: string[]) =>
+/** By session id: the session's user and state, with the user's memberships. */
+const principalQuery = compiledOnce((db, sessionIds: string[]) =>
   db
-    .selectFrom('users')
-    .select((eb) => [...USER_COLUMNS, 'tokens_valid_after', membershipsColumn(eb)])
-    .where(sql<boolean>`id = any(${userIds})`),
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .select((eb) => [
+      ...USER_COLUMNS.map((c) => `users.${c}` as const),
+      'users.tokens_valid_after',
+      'sessions.id as session_id',
+      'sessions.revoked_at as session_revoked_at',
+      membershipsColumn(eb as unknown as ExpressionBuilder<Database, 'users'>),
+    ])
+    .where(sql<boolean>`sessions.id = any(${sessionIds})`),
 );
 
 /** The principal lookup of every authenticated request, batched under load (db/batched.ts). */
-const principalOf = batchedLookup(principalQuery, (row) => row.id);
+const principalOf = batchedLookup(principalQuery, (row) => row.session_id);
 
 /**
- * The ACTIVE user behind an `Authorization: Bearer` header, with their memberships, in one query (shared
- * with the requests that arrived meanwhile); or an UNAUTHORIZED / USER_SUSPENDED error. Runs on every
- * authenticated request, so a suspension or a password reset applies to the very next request of any token.
+ * The ACTIVE user behind an `Authorization: Bearer` header, with their memberships and the state of the
+ * token's session, in one query (shared with the requests that arrived meanwhile); or an UNAUTHORIZED /
+ * USER_SUSPENDED error. Runs on every authenticated request, so a suspension, a password reset or an ended
+ * session applies to the very next request of any token, on every instance.
  */
 export async function authenticate(deps: Deps, authorization: string | undefined): Promise<Principal> {
   const token = bearerToken(authorization);
   const claims = token ? verifyAccessToken(deps.config, token) : null;
   if (!claims) throw unauthorized();
-  const row = await principalOf(deps.db, claims.userId);
-  if (!row) throw unauthorized();
+  const row = await principalOf(deps.db, claims.sessionId);
+  if (!row || row.id !== claims.userId || row.session_revoked_at) throw unauthorized();
   if (row.tokens_valid_after && claims.issuedAt < Math.floor(row.tokens_valid_after.getTime() / 1000))
     throw unauthorized();
   if (row.status !== 'ACTIVE') throw suspended();
-  const { tokens_valid_after: _, memberships, ...user } = row;
-  return { user, memberships };
+  const { tokens_valid_after: _, session_id, session_revoked_at: __, memberships, ...user } = row;
+  return { user, memberships, sessionId: session_id };
 }
 
 const refreshDigest = (deps: Deps, token: string) => hmacSha256Hex(deps.config.JWT_REFRESH_SECRET, token);
 
 /**
  * Issues an access token and a refresh token. Without `rotated`, the refresh token starts a new family (a
- * new sign-in); with it, the new token joins that token's family as its successor.
+ * new sign-in: a new row of `sessions`); with it, the new token joins that token's family as its successor,
+ * and the session's last use and expiry move on.
  */
 export async function issueTokens(
   deps: Deps,
@@ -72,20 +84,64 @@ export async function issueTokens(
   rotated?: { id: string; family_id: string },
 ): Promise<TokenPair> {
   const refreshToken = `rt_${randomToken(32)}`;
+  const now = new Date();
+  const expiresAt = new Date(now.getTime() + deps.config.JWT_REFRESH_TTL * 1000);
+  const sessionId = rotated?.family_id ?? crypto.randomUUID();
+  if (rotated) {
+    await db
+      .updateTable('sessions')
+      .set({ last_used_at: now, expires_at: expiresAt })
+      .where('id', '=', sessionId)
+      .execute();
+  } else {
+    await db
+      .insertInto('sessions')
+      .values({
+        id: sessionId,
+        user_id: userId,
+        user_agent: meta.userAgent ?? null,
+        ip_address: meta.ip,
+        created_at: now,
+        last_used_at: now,
+        expires_at: expiresAt,
+      })
+      .execute();
+  }
   await db
     .insertInto('refresh_tokens')
     .values({
       user_id: userId,
-      family_id: rotated?.family_id ?? crypto.randomUUID(),
+      family_id: sessionId,
       parent_id: rotated?.id ?? null,
       token_hash: refreshDigest(deps, refreshToken),
-      expires_at: new Date(Date.now() + deps.config.JWT_REFRESH_TTL * 1000),
+      expires_at: expiresAt,
       created_ip: meta.ip,
       user_agent: meta.userAgent ?? null,
     })
     .execute();
-  const access = signAccessToken(deps.config, userId);
+  const access = signAccessToken(deps.config, userId, sessionId);
   return { accessToken: access.token, refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
+}
+
+/**
+ * Whether a sign-in from `meta` comes from a device this user has not signed in from before: no earlier
+ * session with the same user agent and address. A first sign-in ever is no new device (nothing to compare).
+ */
+async function isNewDevice(db: Kysely<Database>, userId: string, meta: Pick<RequestMeta, 'ip' | 'userAgent'>) {
+  const rows = await db
+    .selectFrom('sessions')
+    .select((eb) => [
+      eb.fn.countAll<string>().as('sessions'),
+      eb.fn
+        .count<string>('id')
+        .filterWhere((f) =>
+          f.and([f('ip_address', '=', meta.ip), f('user_agent', 'is not distinct from', meta.userAgent ?? null)]),
+        )
+        .as('same'),
+    ])
+    .where('user_id', '=', userId)
+    .executeTakeFirstOrThrow();
+  return Number(rows.sessions) > 0 && Number(rows.same) === 0;
 }
 
 /**
@@ -99,13 +155,23 @@ export async function openSession(
   userId: string,
   passwordHash: string | undefined,
   meta: Pick<RequestMeta, 'ip' | 'userAgent'>,
-): Promise<TokenPair | undefined> {
+): Promise<{ tokens: TokenPair; newDevice: boolean } | undefined> {
   return deps.db.transaction().execute(async (trx) => {
     await lockSessionsOf(trx, userId);
-    if (passwordHash === undefined) return issueTokens(deps, trx, userId, meta);
-    const user = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst();
-    return user?.password_hash === passwordHash ? issueTokens(deps, trx, userId, meta) : undefined;
+    if (!(await passwordStill(trx, userId, passwordHash))) return undefined;
+    const newDevice = await isNewDevice(trx, userId, meta);
+    return { tokens: await issueTokens(deps, trx, userId, meta), newDevice };
   });
+}
+
+/**
+ * Whether the user's password is still `passwordHash` (undefined: a sign-in that used none). Called under
+ * the user's session lock, which a password reset or change also takes.
+ */
+export async function passwordStill(trx: Transaction<Database>, userId: string, passwordHash: string | undefined) {
+  if (passwordHash === undefined) return true;
+  const user = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst();
+  return user?.password_hash === passwordHash;
 }
 
 type RotateOutcome =
@@ -121,7 +187,7 @@ type RotateOutcome =
  * ended it. Taken first, before any token row lock, so that the order is the same everywhere. Held until
  * the transaction ends; taking it again in the same transaction does not wait.
  */
-async function lockSessionsOf(trx: Transaction<Database>, userId: string): Promise<void> {
+export async function lockSessionsOf(trx: Transaction<Database>, userId: string): Promise<void> {
   await sql`select pg_advisory_xact_lock(hashtext(${`sessions:${userId}`}))`.execute(trx);
 }
 
@@ -246,9 +312,16 @@ export async function revokeFamily(
   reason: string,
 ): Promise<void> {
   await lockSessionsOf(trx, userId);
+  const now = new Date();
+  await trx
+    .updateTable('sessions')
+    .set({ revoked_at: now, revoked_reason: reason })
+    .where('id', '=', familyId)
+    .where('revoked_at', 'is', null)
+    .execute();
   await trx
     .updateTable('refresh_tokens')
-    .set({ revoked_at: new Date(), revoked_reason: reason })
+    .set({ revoked_at: now, revoked_reason: reason })
     .where('family_id', '=', familyId)
     .where('revoked_at', 'is', null)
     .execute();
@@ -267,16 +340,35 @@ export async function revokeSessionOf(deps: Deps, rawToken: string): Promise<voi
 }
 
 /**
- * Ends every session of the user, including one a refresh is issuing right now. Once this returns, no
- * refresh of the user runs until the transaction ends: access tokens it issued are older than anything
- * the caller writes afterwards (so `tokens_valid_after` set after this call covers them).
+ * Ends every session of the user but `except` (the caller's own, when given), including one a refresh is
+ * issuing right now. Once this returns, no refresh of the user runs until the transaction ends: access
+ * tokens it issued are older than anything the caller writes afterwards (so `tokens_valid_after` set after
+ * this call covers them). Answers how many sessions it ended.
  */
-export async function revokeAllSessions(trx: Transaction<Database>, userId: string, reason: string): Promise<void> {
+export async function revokeAllSessions(
+  trx: Transaction<Database>,
+  userId: string,
+  reason: string,
+  except?: string,
+): Promise<number> {
   await lockSessionsOf(trx, userId);
-  await trx
-    .updateTable('refresh_tokens')
-    .set({ revoked_at: new Date(), revoked_reason: reason })
+  const now = new Date();
+  let sessions = trx
+    .updateTable('sessions')
+    .set({ revoked_at: now, revoked_reason: reason })
     .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .execute();
+    .where('revoked_at', 'is', null);
+  let tokens = trx
+    .updateTable('refresh_tokens')
+    .set({ revoked_at: now, revoked_reason: reason })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null);
+  if (except) {
+    sessions = sessions.where('id', '!=', except);
+    tokens = tokens.where('family_id', '!=', except);
+  }
+  const ended = await sessions.returning(['id', 'expires_at']).execute();
+  await tokens.execute();
+  // Sessions already past their refresh token's expiry were over: they do not count as ended now.
+  return ended.filter((s) => s.expires_at > now).length;
 }

@@ -100,7 +100,7 @@ function workspaceFor(
   workspaceId: unknown,
 ): WorkspaceAccess {
   const workspace = resolveWorkspaceAccess(
-    { email: principal.user.email, memberships: principal.memberships },
+    { email: principal.user.email, mfaEnabled: principal.user.mfa_enabled, memberships: principal.memberships },
     workspaceId,
     permission,
     {
@@ -261,11 +261,10 @@ const signedInRefusals = {
 };
 /** A workspace's upload: a member of an ACTIVE workspace holding the route's permission. */
 const workspaceRefusals = {
-  403: errorResponse('The account is suspended, the workspace is not ACTIVE, or the role lacks the permission', [
-    'PERMISSION_DENIED',
-    'USER_SUSPENDED',
-    'WORKSPACE_UNAVAILABLE',
-  ]),
+  403: errorResponse(
+    'The account is suspended, the workspace is not ACTIVE, requires two-factor sign-in the caller lacks, or the role lacks the permission',
+    ['MFA_REQUIRED', 'PERMISSION_DENIED', 'USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE'],
+  ),
   404: errorResponse('No such workspace among mine', ['NOT_FOUND']),
 };
 const storageFailures = {

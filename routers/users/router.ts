@@ -63,6 +63,24 @@ export const adminUsersRouter = router({
     .output(adminUserDetailOutput)
     .mutation(({ ctx, input: { userId, ...changes } }) => users.updateUser(ctx.db, actorOf(ctx), userId, changes)),
 
+  resetMfa: adminWriteProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/users/{userId}/mfa/reset',
+        tags,
+        summary: "Turn a user's two-factor sign-in off",
+        description:
+          'For a user who lost both the authenticator and the backup codes: the secret and the backup codes are ' +
+          'deleted, sign-in steps under way end, the user is told by mail, and the reset is audited. ' +
+          '409 `MFA_NOT_ENABLED` when the user has no two-factor sign-in.',
+      },
+      errors: ['MFA_NOT_ENABLED'],
+    })
+    .input(userIdInput)
+    .output(adminUserDetailOutput)
+    .mutation(({ ctx, input }) => users.resetUserMfa(ctx, actorOf(ctx), input.userId)),
+
   suspend: move(
     'suspend',
     'Suspend an ACTIVE user (applies to their very next request)',

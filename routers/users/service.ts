@@ -6,6 +6,8 @@ import { offsetOf, pageOf, type Pagination } from '../../server/platform/paginat
 import { recordAudit, type Actor } from '../audit/service.js';
 import { toUserOutput } from '../auth/schemas.js';
 import { membershipsOf } from '../workspaces/access.js';
+import { adminResetMfa } from '../auth/mfa.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { escapeLike } from '../workspaces/service.js';
 
 type Db = Kysely<Database>;
@@ -17,6 +19,7 @@ const COLUMNS = [
   'status',
   'platform_role',
   'email_verified_at',
+  'mfa_enabled',
   'last_login_at',
   'created_at',
   'updated_at',
@@ -138,4 +141,14 @@ export async function moveUser(db: Db, actor: Actor, userId: string, move: keyof
     });
   });
   return getUser(db, userId);
+}
+
+/** Turns the user's two-factor sign-in off (auth/mfa.ts: audited, the user told by mail); answers the user. */
+export async function resetUserMfa(
+  deps: Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer'>,
+  actor: Actor,
+  userId: string,
+) {
+  await adminResetMfa(deps, actor, userId);
+  return getUser(deps.db, userId);
 }

@@ -39,6 +39,24 @@ export type AttemptOutcome =
 export const sign = (secret: string, timestamp: number, body: string) =>
   crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
 
+const STANDARD_SECRET = /^whsec_((?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/;
+
+/**
+ * The key of a Standard Webhooks signature: the bytes of a `whsec_` + standard base64 secret (every secret
+ * made since they are signed so). Undefined for a secret that does not decode that way exactly (older
+ * secrets were base64url): its deliveries carry only X-Service-Signature.
+ */
+export function standardWebhooksKey(secret: string): Buffer | undefined {
+  const encoded = STANDARD_SECRET.exec(secret)?.[1];
+  if (!encoded) return undefined;
+  const key = Buffer.from(encoded, 'base64');
+  return key.toString('base64') === encoded ? key : undefined;
+}
+
+/** `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` (Standard Webhooks' `webhook-signature`). */
+export const signStandard = (key: Buffer, id: string, timestamp: number, body: string) =>
+  `v1,${crypto.createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+
 interface HttpAnswer {
   status: number;
   preview: string;
@@ -273,8 +291,19 @@ export async function attemptDelivery(
     'X-Service-Event': row.event,
     'X-Service-Delivery': row.id,
     'X-Service-Timestamp': String(timestamp),
+    // Standard Webhooks (standardwebhooks.com) beside the spec's headers.
+    'webhook-id': row.id,
+    'webhook-timestamp': String(timestamp),
   };
   const signature = secrets.map((s) => sign(s, timestamp, body)).join(',');
+  // Signed by each secret that has the Standard Webhooks format, the current one first.
+  const standard = secrets
+    .map(standardWebhooksKey)
+    .filter((key) => key !== undefined)
+    .map((key) => signStandard(key, row.id, timestamp, body));
+  // The signatures are sent, never recorded with the delivery's headers.
+  const signatures: Record<string, string> = { 'X-Service-Signature': signature };
+  if (standard.length) signatures['webhook-signature'] = standard.join(' ');
 
   const attempts = Math.max(row.attempts + 1, opts.attemptAtLeast ?? 0);
   const started = performance.now();
@@ -288,13 +317,7 @@ export async function attemptDelivery(
       allowPrivate,
       keepAnswersMs: config.WEBHOOK_DNS_CACHE_SECONDS * 1000,
     });
-    answer = await post(
-      checked.url,
-      address,
-      { ...headers, 'X-Service-Signature': signature },
-      body,
-      config.WEBHOOK_TIMEOUT_MS,
-    );
+    answer = await post(checked.url, address, { ...headers, ...signatures }, body, config.WEBHOOK_TIMEOUT_MS);
   } catch (err) {
     permanent = err instanceof AppError && err.code === 'WEBHOOK_URL_NOT_ALLOWED';
     error = err instanceof Error ? err.message : 'delivery failed';

@@ -34,7 +34,11 @@ export interface DeliveryStarter {
 const DELIVERY_LEASE_MS = 60_000;
 export const leaseEnd = (from = Date.now()) => new Date(from + DELIVERY_LEASE_MS);
 
-export const newSecret = () => `whsec_${crypto.randomBytes(32).toString('base64url')}`;
+/**
+ * A signing secret: `whsec_` and 32 random bytes in standard base64, the format of Standard Webhooks
+ * (whose signature is keyed by the decoded bytes; the spec's X-Service-Signature by the whole string).
+ */
+export const newSecret = () => `whsec_${crypto.randomBytes(32).toString('base64')}`;
 const notFound = () => new AppError('NOT_FOUND', 'Webhook not found.');
 
 export function toWebhook(h: Selectable<WebhooksTable>) {

@@ -86,14 +86,19 @@ export const workspacesRouter = router({
       openapi: {
         method: 'PATCH',
         path: '/workspaces/{workspaceId}',
-        description: 'Renames the workspace.',
         tags,
-        summary: 'Rename a workspace',
+        summary: 'Rename a workspace, or require two-factor sign-in of its members',
+        description:
+          '`name` renames it. `requireMfa: true` refuses members without two-factor sign-in on every route of ' +
+          'the workspace (403 `MFA_REQUIRED`; API keys keep working); only a caller who has two-factor sign-in ' +
+          'may turn it on (403 `MFA_REQUIRED` otherwise).',
       },
     })
     .input(updateWorkspaceInput)
     .output(workspaceOutput)
-    .mutation(({ ctx, input }) => workspaces.renameWorkspace(ctx.db, actorOf(ctx), ctx.workspace.id, input.name)),
+    .mutation(({ ctx, input: { workspaceId: _, ...changes } }) =>
+      workspaces.updateWorkspace(ctx.db, actorOf(ctx), ctx.workspace.id, changes, ctx.user.mfa_enabled),
+    ),
 
   members: workspaceProcedure('workspace.read')
     .meta({

@@ -12,7 +12,16 @@ export const workspaceIdInput = z.object({ workspaceId: z.uuid() });
 export const memberInput = workspaceIdInput.extend({ userId: z.uuid() });
 
 export const createWorkspaceInput = z.object({ name: workspaceName });
-export const updateWorkspaceInput = workspaceIdInput.extend({ name: workspaceName });
+export const updateWorkspaceInput = workspaceIdInput
+  .extend({
+    name: workspaceName.optional(),
+    // Not z.boolean(): the REST adapter coerces plain booleans, so "false" would read as true.
+    requireMfa: z
+      .union([z.literal(true), z.literal(false)])
+      .optional()
+      .meta({ description: 'Members without two-factor sign-in are refused on this workspace (MFA_REQUIRED).' }),
+  })
+  .refine((i) => i.name !== undefined || i.requireMfa !== undefined, { error: 'Send name, requireMfa or both.' });
 export const inviteInput = workspaceIdInput.extend({ email: emailSchema, role: z.enum(WORKSPACE_ROLES) });
 export const acceptInvitationInput = z.object({ token: z.string({ error: 'Expected a token string.' }).max(16_384) });
 export const changeRoleInput = memberInput.extend({ role: z.enum(WORKSPACE_ROLES) });
@@ -24,6 +33,8 @@ export const workspaceOutput = z
     status: z.enum(WORKSPACE_STATUSES),
     edition: z.enum(EDITIONS),
     isPersonal: z.boolean(),
+    /** Members without two-factor sign-in are refused on its routes. */
+    requireMfa: z.boolean(),
     memberCount: z.number().int(),
     createdAt: isoDate,
     updatedAt: isoDate,

@@ -36,6 +36,7 @@ function workspaceRows(db: Db) {
       'w.status',
       'w.edition',
       'w.is_personal',
+      'w.require_mfa',
       'w.created_at',
       'w.updated_at',
       eb
@@ -56,6 +57,7 @@ function toWorkspace(w: WorkspaceRow) {
     status: w.status,
     edition: w.edition,
     isPersonal: w.is_personal,
+    requireMfa: w.require_mfa,
     memberCount: Number(w.member_count ?? 0),
     createdAt: w.created_at.toISOString(),
     updatedAt: w.updated_at.toISOString(),
@@ -131,7 +133,7 @@ export async function insertWorkspace(
       edition: plan?.edition ?? 'LITE',
       limits: JSON.stringify(plan?.limits ?? {}),
     })
-    .returning(['id', 'name', 'status', 'edition', 'limits'])
+    .returning(['id', 'name', 'status', 'edition', 'limits', 'require_mfa'])
     .executeTakeFirstOrThrow();
   await db
     .insertInto('workspace_members')
@@ -156,10 +158,33 @@ export async function createWorkspace(db: Db, actor: Actor & { userId: string },
 }
 
 export async function renameWorkspace(db: Db, actor: Actor, workspaceId: string, name: string) {
+  return updateWorkspace(db, actor, workspaceId, { name });
+}
+
+/**
+ * A member's change of a workspace: its name, and whether members need two-factor sign-in. Requiring it
+ * takes a caller who has it (`callerMfaEnabled`), so no one locks themselves out by mistake.
+ */
+export async function updateWorkspace(
+  db: Db,
+  actor: Actor,
+  workspaceId: string,
+  changes: { name?: string; requireMfa?: boolean },
+  callerMfaEnabled = true,
+) {
+  if (changes.requireMfa && !callerMfaEnabled)
+    throw new AppError(
+      'MFA_REQUIRED',
+      'Turn on two-factor sign-in for your own account before requiring it of the members.',
+    );
   await db.transaction().execute(async (trx) => {
     const updated = await trx
       .updateTable('workspaces')
-      .set({ name, updated_at: new Date() })
+      .set({
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.requireMfa !== undefined ? { require_mfa: changes.requireMfa } : {}),
+        updated_at: new Date(),
+      })
       .where('id', '=', workspaceId)
       .where('deleted_at', 'is', null)
       .returning('id')
@@ -170,7 +195,10 @@ export async function renameWorkspace(db: Db, actor: Actor, workspaceId: string,
       targetType: 'workspace',
       targetId: workspaceId,
       workspaceId,
-      metadata: { name },
+      metadata: {
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.requireMfa !== undefined ? { requireMfa: changes.requireMfa } : {}),
+      },
     });
   });
   return loadWorkspace(db, workspaceId);

@@ -18,10 +18,11 @@ export interface AccessOptions {
 
 /**
  * The caller's membership of the workspace named by `candidate` (or their active one), checked: the
- * workspace is ACTIVE and the role holds `permission`. Non-members get 404, so ids cannot be probed.
+ * workspace is ACTIVE, the caller has two-factor sign-in if the workspace requires it, and the role holds
+ * `permission`. Non-members get 404, so ids cannot be probed.
  */
 export function resolveWorkspaceAccess(
-  caller: { email: string; memberships: WorkspaceAccess[] },
+  caller: { email: string; mfaEnabled: boolean; memberships: WorkspaceAccess[] },
   candidate: unknown,
   permission: WorkspacePermission,
   opts: AccessOptions & { config: Pick<Config, 'AI_DEMO_RESTRICTED_EMAILS'> },
@@ -48,6 +49,13 @@ export function resolveWorkspaceAccess(
     throw new AppError(
       'WORKSPACE_UNAVAILABLE',
       `This workspace is ${access.status.toLowerCase()}. Contact support to restore access.`,
+    );
+  }
+  // Before the role: a member without 2FA may do nothing here, whatever their role allows.
+  if (access.require_mfa && !caller.mfaEnabled) {
+    throw new AppError(
+      'MFA_REQUIRED',
+      'This workspace requires two-factor sign-in: turn it on for your account (POST /auth/mfa/totp/setup).',
     );
   }
   if (!roleHas(access.role, permission)) {

@@ -235,6 +235,10 @@ export const configSchema = z.object({
   BCRYPT_COST: int(12, 4, 15),
   PASSWORD_RESET_TTL: duration('1h'),
   EMAIL_VERIFICATION_TTL: duration('24h'),
+  // Two-factor sign-in: how long the token between a sign-in's two steps lives, and the name authenticator
+  // apps show beside the account.
+  MFA_TOKEN_TTL: duration('5m'),
+  MFA_ISSUER: str('Workspace SaaS'),
   SEED_ADMIN_EMAIL: optionalEmail(),
   SEED_ADMIN_PASSWORD: optionalPassword(),
   SEED_DEMO_ADMIN_EMAIL: optionalEmail(),
@@ -410,6 +414,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
     if (values.some(Boolean) && !values.every(Boolean)) problems.push(`  ${names}: set all or none`);
   }
   if (cfg.OAUTH_EXCHANGE_CODE_TTL > 600) problems.push('  OAUTH_EXCHANGE_CODE_TTL: must be at most 10m');
+  if (cfg.MFA_TOKEN_TTL > 900) problems.push('  MFA_TOKEN_TTL: must be at most 15m');
   if (cfg.HTTP_HEADERS_TIMEOUT_MS > cfg.HTTP_REQUEST_TIMEOUT_MS) {
     problems.push('  HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS (headers are part of it)');
   }
@@ -451,6 +456,22 @@ export function withDevelopmentSecrets(cfg: ParsedConfig): { config: Config; war
   };
 }
 
+/**
+ * Reads the settings of `.env` in the working directory into process.env, when the file is there, with
+ * Node's own loader (process.loadEnvFile: `NAME=value` lines, `#` comments, quotes). A variable that the
+ * real environment sets keeps its value: the file fills in, it never overrides. For local runs; a
+ * deployment sets its environment. A file that cannot be read stops the start-up (ConfigError).
+ */
+export function loadDotEnv(file = '.env'): void {
+  const full = path.resolve(file);
+  if (!fs.existsSync(full)) return;
+  try {
+    process.loadEnvFile(full);
+  } catch (err) {
+    throw new ConfigError(`Could not read ${full}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
 /** parseConfig + withDevelopmentSecrets: what the server and the worker call once at boot. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   return withDevelopmentSecrets(parseConfig(env));
@@ -462,6 +483,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
  */
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): ReturnType<typeof loadConfig> {
   try {
+    if (env === process.env) loadDotEnv();
     return loadConfig(env);
   } catch (err) {
     if (err instanceof ConfigError) {

@@ -63,6 +63,14 @@ export const ERROR_STATUS = {
   ACCOUNT_LINK_REQUIRED: 409,
   IDENTITY_ALREADY_LINKED: 409,
   LAST_SIGN_IN_METHOD: 409,
+  // idempotency keys of REST POST and PATCH (server/platform/idempotency.ts)
+  IDEMPOTENCY_KEY_IN_USE: 409,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  // two-factor sign-in (routers/auth/mfa.ts)
+  MFA_ALREADY_ENABLED: 409,
+  MFA_NOT_ENABLED: 409,
+  INVALID_MFA_CODE: 400,
+  MFA_REQUIRED: 403,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

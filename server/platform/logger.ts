@@ -2,7 +2,9 @@
 // serialised; path segments shaped like a secret are masked, and so are query values whose names look
 // secret or whose values are shaped like one, and a tRPC query's `input` (the whole input of a call as
 // JSON: a login sent as a GET carries its password there), so tokens, passwords, cookies and keys cannot
-// reach a log line. `redact` is a second line of defence for ad-hoc objects.
+// reach a log line. `redact` is a second line of defence for ad-hoc objects. JSON lines, except in
+// development at a terminal, where pino-pretty writes them for people.
+import { createRequire } from 'node:module';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.js';
 
@@ -16,11 +18,11 @@ const OPAQUE_KEY = /^input$/i;
 
 /**
  * This service's secrets and what resembles them: API keys (`wsk_`), refresh tokens (`rt_` + base64url),
- * webhook signing secrets (`whsec_`), processor keys (`sk_live_`, `sk_test_`), each at the start of the
+ * webhook signing secrets (`whsec_` + base64, or base64url for older ones), processor keys (`sk_live_`, `sk_test_`), each at the start of the
  * text or after a character that is not a letter or digit; and JWTs (three base64url parts, the first
  * starting `eyJ`, a JSON object).
  */
-const PREFIXED_SECRET = /(?:^|[^A-Za-z0-9])(?:wsk_|rt_|whsec_|sk_live_|sk_test_)[A-Za-z0-9_-]{8,}/;
+const PREFIXED_SECRET = /(?:^|[^A-Za-z0-9])(?:wsk_|rt_|whsec_|sk_live_|sk_test_)[A-Za-z0-9_+/=-]{8,}/;
 const JWT = /eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/;
 /**
  * A long random token without a prefix (reset and verification links carry 43 base64url characters):
@@ -117,8 +119,31 @@ export function createLogger(config: Pick<Config, 'LOG_LEVEL' | 'NODE_ENV'>, des
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       serializers: { err: pino.stdSerializers.err },
     },
-    destination ?? pino.destination({ sync: false }),
+    destination ?? defaultDestination(config),
   );
+}
+
+/** Whether log lines are written for people: in development, when stdout is a terminal. */
+export const wantsPrettyLogs = (config: Pick<Config, 'NODE_ENV'>, stdoutIsTerminal = Boolean(process.stdout.isTTY)) =>
+  config.NODE_ENV === 'development' && stdoutIsTerminal;
+
+/** stdout: pino-pretty's coloured lines where wantsPrettyLogs, else JSON lines (what log collectors read). */
+function defaultDestination(config: Pick<Config, 'NODE_ENV'>): DestinationStream {
+  return (wantsPrettyLogs(config) && prettyDestination()) || pino.destination({ sync: false });
+}
+
+/**
+ * pino-pretty, loaded only when it is used (never in production or under a log collector), in this
+ * thread: a transport's worker thread would outlive exitAfterLogs. Undefined if it is not installed
+ * (`npm ci --omit=dev` keeps it, as a dependency; a trimmed image may not).
+ */
+function prettyDestination(): DestinationStream | undefined {
+  try {
+    const pretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
+    return pretty.build({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
+  } catch {
+    return undefined;
+  }
 }
 
 /**

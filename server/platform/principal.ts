@@ -6,7 +6,7 @@ import type { ApiKeyScope, Edition, PlanLimits, User, WorkspaceRole, WorkspaceSt
 /** The user columns every authenticated request loads. */
 export type UserRow = Pick<
   User,
-  'id' | 'email' | 'name' | 'status' | 'platform_role' | 'email_verified_at' | 'created_at'
+  'id' | 'email' | 'name' | 'status' | 'platform_role' | 'email_verified_at' | 'mfa_enabled' | 'created_at'
 >;
 
 /** A membership of the caller, loaded with the user on every authenticated request. */
@@ -18,10 +18,14 @@ export interface WorkspaceAccess {
   /** The workspace's copy of its plan limits (AI generations, API keys, ...). */
   limits: PlanLimits;
   role: WorkspaceRole;
+  /** Members without two-factor sign-in are refused here (MFA_REQUIRED). */
+  require_mfa: boolean;
 }
 
 export interface Principal {
   user: UserRow;
+  /** The session the access token was issued for (GET /auth/sessions marks it `current`). */
+  sessionId: string;
   /** Every workspace membership of the user (not deleted), in the order they were joined. */
   memberships: WorkspaceAccess[];
 }

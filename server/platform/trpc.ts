@@ -84,6 +84,37 @@ function authenticateApiKeyRequest({ auth }: Pick<AppDeps, 'auth'>, req: Request
   return apiKeys.get(req) ?? auth.apiKey(apiKeyOf(req));
 }
 
+/** Who a request comes from, as far as its credentials tell: for idempotency keys (server/platform/idempotency.ts). */
+export type Caller =
+  | { kind: 'user' | 'api-key'; id: string }
+  /** No credentials at all. */
+  | { kind: 'anonymous' }
+  /** Credentials that do not authenticate: the procedure will refuse them (or, if public, ignore them). */
+  | { kind: 'unknown' };
+
+/**
+ * The caller of a request, authenticated as the procedure builders will do it: the lookup is kept for the
+ * request, so its procedure does not repeat it. Only for requests past the rate limiter.
+ */
+export async function callerOfRequest({ auth }: Pick<AppDeps, 'auth'>, req: Request): Promise<Caller> {
+  const key = apiKeyOf(req);
+  if (key !== undefined) {
+    let lookup = apiKeys.get(req);
+    if (!lookup) apiKeys.set(req, (lookup = quietly(auth.apiKey(key))));
+    return lookup.then(
+      (apiKey) => ({ kind: 'api-key', id: apiKey.id }),
+      () => ({ kind: 'unknown' }),
+    );
+  }
+  if (!req.headers.authorization) return { kind: 'anonymous' };
+  let lookup = principals.get(req);
+  if (!lookup) principals.set(req, (lookup = quietly(auth.user(req.headers.authorization))));
+  return lookup.then(
+    ({ user }) => ({ kind: 'user', id: user.id }),
+    () => ({ kind: 'unknown' }),
+  );
+}
+
 /**
  * The errors of each builder's access check, for /openapi.json (`accessErrors`). tRPC merges meta one
  * level deep, so a builder's list repeats its parent's: each is built from the one before.
@@ -94,9 +125,9 @@ const ADMIN_ERRORS = [...SIGNED_IN_ERRORS, 'FORBIDDEN'] as const;
 /** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */
 export const authedProcedure = publicProcedure
   .use(async ({ ctx, next }) => {
-    const { user, memberships } = await authenticateRequest(ctx, ctx.req);
+    const { user, memberships, sessionId } = await authenticateRequest(ctx, ctx.req);
     noteRequest(ctx.req, { userId: user.id });
-    return next({ ctx: { user, memberships } });
+    return next({ ctx: { user, memberships, sessionId } });
   })
   .meta({ accessErrors: SIGNED_IN_ERRORS, caller: 'Any signed-in user (an access token of an ACTIVE account).' });
 
@@ -152,7 +183,7 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
       const candidate = raw?.workspaceId ?? ctx.req.query?.workspaceId;
       const needed = typeof permission === 'function' ? permission(Object(raw) as Record<string, unknown>) : permission;
       const access = resolveWorkspaceAccess(
-        { email: ctx.user.email, memberships: ctx.memberships },
+        { email: ctx.user.email, mfaEnabled: ctx.user.mfa_enabled, memberships: ctx.memberships },
         candidate,
         needed,
         { ...opts, config: ctx.config },
@@ -170,6 +201,7 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
         'NOT_FOUND',
         'WORKSPACE_UNAVAILABLE',
         'PERMISSION_DENIED',
+        'MFA_REQUIRED',
         ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : []),
       ],
     });

@@ -63,6 +63,7 @@ describe('GET /admin/users', () => {
         'emailVerifiedAt',
         'id',
         'lastLoginAt',
+        'mfaEnabled',
         'name',
         'platformRole',
         'status',

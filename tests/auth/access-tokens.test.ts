@@ -21,9 +21,10 @@ const nowSec = () => Math.floor(Date.now() / 1000);
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const decodePart = (part: string) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
 
-/** The claims a genuine access token of `sub` carries. */
+/** The claims a genuine access token of `sub` carries (in alice's session, whose id every token names). */
 const claims = (sub: string, extra: Record<string, unknown> = {}) => ({
   sub,
+  sid: decodePart(alice.accessToken.split('.')[1]).sid,
   typ: 'access',
   iss: app.config.JWT_ISSUER,
   aud: app.config.JWT_AUDIENCE,
@@ -165,6 +166,12 @@ describe('forged and invalid access tokens', () => {
     ['a sub that is not a user id', () => sign(claims('admin'))],
     ['a sub of no existing user', () => sign(claims(crypto.randomUUID()))],
     ['no sub', () => sign(claims(alice.userId, { sub: undefined }))],
+    ['no sid (a token of no session)', () => sign(claims(alice.userId, { sid: undefined }))],
+    ['a sid of no session', () => sign(claims(alice.userId, { sid: crypto.randomUUID() }))],
+    [
+      "a sid of another user's session",
+      () => sign(claims(alice.userId, { sid: decodePart(bob.accessToken.split('.')[1]).sid })),
+    ],
     ['the refresh token', () => alice.refreshToken],
     ['a garbage string', () => 'garbage-token-value'],
     ['three garbage parts', () => 'aaaa.bbbb.cccc'],

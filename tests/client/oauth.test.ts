@@ -7,7 +7,7 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
 import { builtClient } from '../helpers/client-build.js';
 import { githubAccount, startFakeGitHub, type FakeGitHub } from '../helpers/fake-github.js';
-import { STRONG_PASSWORD, uniqueEmail } from '../helpers/http.js';
+import { STRONG_PASSWORD, signedInOf, uniqueEmail } from '../helpers/http.js';
 import { landingOf } from '../helpers/oauth.js';
 import { ledger } from '../helpers/secret-ledger.js';
 import type * as ClientModule from '../../client/src/index.js';
@@ -45,7 +45,7 @@ describe('sign-in with an identity provider through the client', () => {
     expect(landing.redirectTo).toBe('/projects?tab=1');
     ledger.sent(landing.code, 'an exchange code');
 
-    const result = await api.session.signInWithCode(landing.code!);
+    const result = signedInOf(await api.session.signInWithCode(landing.code!));
     expect(result.user.email).toBe(email);
     expect(await api.session.getTokens()).toEqual({
       accessToken: result.accessToken,
@@ -62,14 +62,14 @@ describe('sign-in with an identity provider through the client', () => {
     const api = c.createApiClient({ baseUrl: app.url });
     const email = uniqueEmail('client-link');
     await api.auth.register.mutate({ email, password: STRONG_PASSWORD, name: 'Linker' });
-    const signedIn = await api.session.signIn(email, STRONG_PASSWORD);
+    const signedIn = signedInOf(await api.session.signIn(email, STRONG_PASSWORD));
 
     const { url } = await api.oauth.linkStart.mutate({ provider: 'github', redirectTo: '/settings' });
     github.signInAs(githubAccount(github, uniqueEmail('client-link-gh')).login);
     const landing = landingOf((await new Browser().open(url)).location);
     ledger.sent(landing.code, 'an exchange code');
 
-    const linked = await api.session.signInWithCode(landing.code!);
+    const linked = signedInOf(await api.session.signInWithCode(landing.code!));
     expect(linked.user.id).toBe(signedIn.user.id);
     const { items } = await api.oauth.identities.query();
     expect(items.map((i) => i.provider)).toEqual(['github']);

@@ -6,8 +6,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { builtClient } from '../helpers/client-build.js';
-import { STRONG_PASSWORD, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
+import { STRONG_PASSWORD, registerAndLogin, signedInOf, uniqueEmail, type Session } from '../helpers/http.js';
 import { signAccessToken } from '../../server/platform/security/jwt.js';
+import { enableMfa } from '../helpers/mfa.js';
 import type * as ClientModule from '../../client/src/index.js';
 
 type Client = typeof ClientModule;
@@ -69,7 +70,7 @@ const expiredToken = (target: TestApp, userId: string) =>
 async function signedIn(target: TestApp, options: Partial<ApiClientOptions> = {}) {
   const account = await registerAndLogin(target.api, { prefix: 'client' });
   const client = clientOf(target, options);
-  const login = await client.api.session.signIn(account.email, account.password);
+  const login = signedInOf(await client.api.session.signIn(account.email, account.password));
   client.sent.length = 0;
   return { ...client, account, login };
 }
@@ -304,5 +305,38 @@ describe('errors: one typed ApiError with the code, status, request id and issue
     const err = await rejection(api.demo.status.query());
     expect(err).toMatchObject({ code: 'NETWORK_ERROR', status: 0, requestId: undefined, issues: [] });
     expect(c.isApiError(err, 'NETWORK_ERROR')).toBe(true);
+  });
+});
+
+describe('two-factor sign-in and sessions through the client', () => {
+  it('signIn answers the second step (no tokens kept); verifyMfa keeps the tokens; sessions are listed', async () => {
+    const account = await registerAndLogin(app.api, { prefix: 'client-mfa' });
+    const { backupCodes } = await enableMfa(app.api, account.accessToken);
+    const { api, ended } = clientOf(app);
+
+    const first = await api.session.signIn(account.email, account.password);
+    expect(c.isMfaChallenge(first)).toBe(true);
+    if (!c.isMfaChallenge(first)) return;
+    expect(first.methods).toEqual(['totp', 'backup_code']);
+    expect(await api.session.getTokens()).toBeNull();
+
+    const wrong = await rejection(api.session.verifyMfa(first.mfaToken, { backupCode: 'wrong-code' }));
+    expect(c.isApiError(wrong, 'INVALID_MFA_CODE')).toBe(true);
+    expect(wrong.status).toBe(400);
+
+    const signedIn = await api.session.verifyMfa(first.mfaToken, { backupCode: backupCodes[0] });
+    expect(signedIn.user).toMatchObject({ id: account.userId, mfaEnabled: true });
+    expect(await api.session.getTokens()).toEqual({
+      accessToken: signedIn.accessToken,
+      refreshToken: signedIn.refreshToken,
+    });
+    const { items } = await api.auth.sessions.query();
+    expect(items.filter((s) => s.current)).toHaveLength(1);
+
+    // A spent token is UNAUTHORIZED, the answer of verify itself: no refresh, the session goes on.
+    const spent = await rejection(api.session.verifyMfa(first.mfaToken, { backupCode: backupCodes[1] }));
+    expect(spent.code).toBe('UNAUTHORIZED');
+    expect(ended).toEqual([]);
+    expect((await api.auth.me.query()).user.id).toBe(account.userId);
   });
 });

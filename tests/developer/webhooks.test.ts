@@ -89,7 +89,9 @@ describe('POST /workspaces/:workspaceId/webhooks', () => {
       consecutiveFailures: 0,
       secretRotationEndsAt: null,
     });
-    expect(res.body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{32,}$/);
+    // Standard Webhooks' format: 32 random bytes in standard base64.
+    expect(res.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(res.body.secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
   });
 
   it('gives each webhook its own secret', async () => {

@@ -1,5 +1,7 @@
 // The real entry point (what `npm start` runs, server/index.ts) as a child process, with its output.
 import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 export interface Entry {
   child: ChildProcess;
@@ -7,9 +9,18 @@ export interface Entry {
   exited: Promise<number | null>;
 }
 
-export function startEntry(env: Record<string, string>): Entry {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/index.ts'], {
+/** With `cwd`, the entry runs in that folder (its `.env`, its `./data`), loaded from this repository. */
+export function startEntry(env: Record<string, string>, opts: { cwd?: string } = {}): Entry {
+  const args = opts.cwd
+    ? [
+        '--import',
+        pathToFileURL(path.resolve('node_modules/tsx/dist/loader.mjs')).href,
+        path.resolve('server/index.ts'),
+      ]
+    : ['--import', 'tsx', 'server/index.ts'];
+  const child = spawn(process.execPath, args, {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    cwd: opts.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -21,7 +21,7 @@ describe('ErrorLedger', () => {
     l.observe(line('POST', '/auth/register', 409, 'INVALID_STATE'));
     l.observe(line('GET', '/health', 429, 'RATE_LIMITED'));
     expect(await l.undocumented()).toEqual([
-      'POST /auth/register answered 409 INVALID_STATE, which /openapi.json does not list (it lists EMAIL_TAKEN for 409)',
+      'POST /auth/register answered 409 INVALID_STATE, which /openapi.json does not list (it lists EMAIL_TAKEN, IDEMPOTENCY_KEY_IN_USE for 409)',
       'GET /health answered 429 RATE_LIMITED, which /openapi.json does not list (it lists nothing for 429)',
     ]);
   });

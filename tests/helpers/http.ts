@@ -1,7 +1,7 @@
 // A small fetch client for the REST contract. It feeds the secret ledger: what it sends (passwords,
 // tokens, keys) and everything it receives.
 import crypto from 'node:crypto';
-import { ledger, trackBody } from './secret-ledger.js';
+import { ledger, trackBody, trackIssued } from './secret-ledger.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -45,6 +45,7 @@ export function apiClient(baseUrl: string): Api {
     } catch {
       /* not JSON */
     }
+    trackIssued(body);
     return { status: res.status, headers: res.headers, body: body as never, text };
   };
 }
@@ -102,4 +103,10 @@ export function expectError(res: ApiResponse, status: number, code: string) {
     requestId: string;
     issues?: Array<{ path: string; message: string; code: string }>;
   };
+}
+
+/** The session of a sign-in's answer; throws on the second-factor step (an account with 2FA on). */
+export function signedInOf<T extends object>(result: T): Exclude<T, { mfaRequired: true }> {
+  if ('mfaRequired' in result) throw new Error('expected a session, got the second sign-in step');
+  return result as Exclude<T, { mfaRequired: true }>;
 }

@@ -23,4 +23,12 @@ describe('SecretLedger', () => {
     l.observe('GET /admin/email-logs', 'https://x/reset-password?token=reset-token-123456');
     expect(l.leaks()).toEqual([]);
   });
+
+  it('knows the 2FA secrets the service hands out once: any later answer carrying one is a leak', () => {
+    const l = new SecretLedger();
+    l.observe('POST /auth/mfa/totp/setup', '{"secret":"JBSWY3DPEHPK3PXPJBSWY3DP"}');
+    l.sent('JBSWY3DPEHPK3PXPJBSWY3DP', 'a TOTP secret');
+    l.observe('GET /auth/me', '{"secret":"JBSWY3DPEHPK3PXPJBSWY3DP"}');
+    expect(l.leaks()).toEqual(['a TOTP secret came back in GET /auth/me']);
+  });
 });

@@ -43,7 +43,29 @@ export class SecretLedger {
 
 export const ledger = new SecretLedger();
 
-const SECRET_FIELD = /pass|token|secret|key/i;
+const SECRET_FIELD = /pass|token|secret|key|backupcode/i;
+
+/**
+ * Secrets the service itself hands out once, found in a response body: a TOTP secret and its otpauth URI
+ * (2FA setup), backup codes (as shown and as typed without the dash), the token of a sign-in's second
+ * step. From then on, any response or log line carrying one is a leak.
+ */
+export function trackIssued(body: unknown) {
+  if (!body || typeof body !== 'object') return;
+  const b = body as Record<string, unknown>;
+  if (typeof b.otpauthUrl === 'string') {
+    ledger.sent(b.otpauthUrl, 'an otpauth URI');
+    if (typeof b.secret === 'string') ledger.sent(b.secret, 'a TOTP secret');
+  }
+  if (Array.isArray(b.backupCodes)) {
+    for (const code of b.backupCodes) {
+      if (typeof code !== 'string') continue;
+      ledger.sent(code, 'a backup code');
+      ledger.sent(code.replace(/-/g, ''), 'a backup code (typed without its dash)');
+    }
+  }
+  if (typeof b.mfaToken === 'string') ledger.sent(b.mfaToken, 'an mfaToken');
+}
 
 /** Tracks the secret-looking string fields of a JSON request body, recursively. */
 export function trackBody(body: unknown, path = 'body') {

@@ -53,8 +53,19 @@ describe('GET /openapi.json', () => {
     expect(documented.sort()).toEqual([...DECLARED_ROUTES, 'GET /metrics'].sort());
   });
 
+  /** The POST /auth routes of a signed-in user: two-factor set-up, password change, sessions. */
+  const SIGNED_IN_AUTH_POSTS = new Set([
+    'POST /auth/mfa/totp/setup',
+    'POST /auth/mfa/totp/confirm',
+    'POST /auth/mfa/disable',
+    'POST /auth/mfa/backup-codes',
+    'POST /auth/change-password',
+    'POST /auth/sessions/revoke-others',
+  ]);
+
   it('gives every operation a summary and tags; public ones carry security: []', () => {
     const publicRoutes = new Set([
+      'GET /',
       'GET /health',
       'GET /demo/status',
       'GET /search/status',
@@ -68,7 +79,7 @@ describe('GET /openapi.json', () => {
       'GET /auth/oauth/{provider}/callback',
       ...DECLARED_ROUTES.filter(
         (r) =>
-          (r.startsWith('POST /auth/') && !r.startsWith('POST /auth/identities/')) ||
+          (r.startsWith('POST /auth/') && !r.startsWith('POST /auth/identities/') && !SIGNED_IN_AUTH_POSTS.has(r)) ||
           r.startsWith('POST /billing/webhooks/'),
       ),
     ]);
@@ -117,7 +128,7 @@ describe('GET /openapi.json', () => {
 
   it("lists each route's own errors: its domain codes, who may call it, and what every route of its kind can answer", () => {
     // Domain errors the procedure declares.
-    expect(codes('post', '/auth/register', 409)).toEqual(['EMAIL_TAKEN']);
+    expect(codes('post', '/auth/register', 409)).toEqual(['EMAIL_TAKEN', 'IDEMPOTENCY_KEY_IN_USE']);
     expect(codes('post', '/auth/register', 400)).toEqual(['BAD_REQUEST', 'WEAK_PASSWORD']);
     expect(codes('post', '/auth/login', 401)).toEqual(['INVALID_CREDENTIALS']);
     expect(codes('post', '/ai/generate', 502)).toEqual(['AI_PROVIDER_ERROR']);
@@ -128,6 +139,7 @@ describe('GET /openapi.json', () => {
     expect(codes('get', '/admin/users', 403)).toEqual(['FORBIDDEN', 'USER_SUSPENDED']);
     expect(codes('patch', '/admin/users/{userId}', 403)).toEqual(['DEMO_READ_ONLY', 'FORBIDDEN', 'USER_SUSPENDED']);
     expect(codes('get', '/workspaces/{workspaceId}/members', 403)).toEqual([
+      'MFA_REQUIRED',
       'PERMISSION_DENIED',
       'USER_SUSPENDED',
       'WORKSPACE_UNAVAILABLE',
@@ -136,6 +148,7 @@ describe('GET /openapi.json', () => {
       'API_KEYS_NOT_IN_PLAN',
       'API_KEY_LIMIT_REACHED',
       'DEMO_READ_ONLY',
+      'MFA_REQUIRED',
       'PERMISSION_DENIED',
       'USER_SUSPENDED',
       'WORKSPACE_UNAVAILABLE',
@@ -152,6 +165,10 @@ describe('GET /openapi.json', () => {
     // A body refused by the parser, on every method that takes one.
     expect(codes('post', '/admin/monitoring/clear', 413)).toEqual(['PAYLOAD_TOO_LARGE']);
     expect(codes('get', '/auth/me', 413)).toEqual([]);
+    // An Idempotency-Key used with another request, or still running, on every POST and PATCH of a procedure.
+    expect(codes('patch', '/workspaces/{workspaceId}', 422)).toEqual(['IDEMPOTENCY_KEY_REUSED']);
+    expect(codes('get', '/auth/me', 422)).toEqual([]);
+    expect(codes('post', '/storage/upload', 422)).toEqual([]);
     // The database away, on every route.
     expect(codes('get', '/billing/plans', 503)).toEqual(['SERVICE_UNAVAILABLE']);
     // A plain route's own list, with what every route of its kind adds named in its description.

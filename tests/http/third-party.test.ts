@@ -25,7 +25,7 @@ type ThirdPartyFlow = (opts: {
   publicApiWorkspaceId: string;
   deliveryStatus: string;
   signatureValid: boolean;
-  standardWebhooksValid: boolean | undefined;
+  standardWebhooksValid: boolean;
 }>;
 
 let app: TestApp;
@@ -111,8 +111,7 @@ export const b: string = documented(absent, 'y').id;
     expect(result.publicApiWorkspaceId).toBe(result.workspaceId);
     expect(result.deliveryStatus).toBe('success');
     expect(result.signatureValid).toBe(true);
-    // STANDARD WEBHOOKS CHECK: after the Standard Webhooks signing is merged, fill in
-    // verifyStandardWebhooksSignature (tests/third-party/src/flow.ts) and expect true here.
-    expect(result.standardWebhooksValid).toBeUndefined();
+    // The Standard Webhooks headers, verified with the `standardwebhooks` package.
+    expect(result.standardWebhooksValid).toBe(true);
   }, 60_000);
 });

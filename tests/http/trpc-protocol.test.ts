@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { TRPCClientError, createTRPCClient, httpBatchLink, httpBatchStreamLink, httpLink } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { registerAndLogin, type Session } from '../helpers/http.js';
+import { registerAndLogin, signedInOf, type Session } from '../helpers/http.js';
 import {
   errorHandler,
   refuseAmbiguousPath,
@@ -339,7 +339,7 @@ describe("tRPC's own client against /trpc", () => {
       poster.auth.login.mutate({ email: s.email, password: 'Wrong-pass-999' }),
     ]);
     expect(posts.sent).toHaveLength(1);
-    expect(logins[0].status === 'fulfilled' && logins[0].value.user.id).toBe(s.userId);
+    expect(logins[0].status === 'fulfilled' && signedInOf(logins[0].value).user.id).toBe(s.userId);
     expect(((logins[1] as PromiseRejectedResult).reason as ClientError).data?.code).toBe('INVALID_CREDENTIALS');
   });
 

@@ -18,6 +18,7 @@ import {
   untilCallback,
 } from '../helpers/oauth.js';
 import { ledger } from '../helpers/secret-ledger.js';
+import { enableMfa } from '../helpers/mfa.js';
 
 let github: FakeGitHub;
 let app: TestApp;
@@ -469,5 +470,25 @@ describe('rate limits', () => {
     } finally {
       await limited.close();
     }
+  });
+});
+
+describe('an account with two-factor sign-in on', () => {
+  it('signing in through GitHub gets the second step; a backup code then gives the session', async () => {
+    const owner = await registerAndLogin(app.api, { prefix: 'gh-mfa' });
+    await db().updateTable('users').set({ email_verified_at: new Date() }).where('id', '=', owner.userId).execute();
+    const { backupCodes } = await enableMfa(app.api, owner.accessToken);
+    github.signInAs(githubAccount(github, owner.email).login);
+    const landing = await signInWith(app, 'github');
+    expect(landing.error).toBeUndefined();
+
+    const res = await exchange(app, landing.code);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ mfaRequired: true, mfaToken: expect.any(String), methods: ['totp', 'backup_code'] });
+    const verified = await app.api('POST', '/auth/mfa/verify', {
+      body: { mfaToken: res.body.mfaToken, backupCode: backupCodes[0] },
+    });
+    expect(verified.status, verified.text).toBe(200);
+    expect(verified.body.user.id).toBe(owner.userId);
   });
 });

@@ -18,6 +18,7 @@ import {
 } from '../helpers/oauth.js';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.js';
 import { ledger } from '../helpers/secret-ledger.js';
+import { codeAt, enableMfa } from '../helpers/mfa.js';
 
 let oidc: TestOidcProvider;
 let google: TestOidcProvider;
@@ -208,5 +209,42 @@ describe('the exchange', () => {
     const landing = await signInWith(app, 'oidc');
     expect((await exchange(app, landing.code)).status).toBe(200);
     expectError(await exchange(app, landing.code), 400, 'INVALID_TOKEN');
+  });
+});
+
+describe('an account with two-factor sign-in on', () => {
+  it('gets the second step from the exchange, not a session; the mfaToken and a code then give the session', async () => {
+    person(oidc);
+    const first = await sessionThrough(app, 'oidc');
+    const { secret, backupCodes } = await enableMfa(app.api, first.accessToken);
+
+    const landing = await signInWith(app, 'oidc', new Browser());
+    const res = await exchange(app, landing.code);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({
+      mfaRequired: true,
+      mfaToken: expect.stringMatching(/^mfa_/),
+      methods: ['totp', 'backup_code'],
+    });
+    expect(res.text).not.toMatch(/accessToken|refreshToken/);
+
+    expectError(
+      await app.api('POST', '/auth/mfa/verify', { body: { mfaToken: res.body.mfaToken, backupCode: 'wrong-code' } }),
+      400,
+      'INVALID_MFA_CODE',
+    );
+    const verified = await app.api('POST', '/auth/mfa/verify', {
+      body: { mfaToken: res.body.mfaToken, code: codeAt(secret, 1) },
+    });
+    expect(verified.status, verified.text).toBe(200);
+    expect(verified.body.user).toMatchObject({ id: first.user.id, mfaEnabled: true });
+    const me = await app.api('GET', '/auth/me', { token: verified.body.accessToken });
+    expect(me.body.user.id).toBe(first.user.id);
+    // The step token is spent.
+    expectError(
+      await app.api('POST', '/auth/mfa/verify', { body: { mfaToken: res.body.mfaToken, backupCode: backupCodes[0] } }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 });

@@ -53,6 +53,7 @@ describe('GET /workspaces', () => {
       'isPersonal',
       'memberCount',
       'name',
+      'requireMfa',
       'role',
       'status',
       'updatedAt',

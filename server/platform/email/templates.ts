@@ -73,3 +73,61 @@ export function invitationMail(opts: {
     link: opts.link,
   });
 }
+
+/** The page of the web app where a user reviews sign-in methods and sessions. */
+const securityLink = (appUrl: string) => `${appUrl.replace(/\/+$/, '')}/settings/security`;
+
+export function mfaEnabledMail(opts: { to: string; name: string; appUrl: string }): Mail {
+  return actionMail({
+    to: opts.to,
+    subject: 'Two-factor sign-in is on',
+    template: 'mfa-enabled',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      'Two-factor sign-in is now on for your account: signing in asks for a code of your authenticator app.',
+      'If it was not you, reset your password and contact support.',
+    ],
+    action: 'Review your security settings',
+    link: securityLink(opts.appUrl),
+  });
+}
+
+export function mfaDisabledMail(opts: { to: string; name: string; appUrl: string; byAdmin?: boolean }): Mail {
+  return actionMail({
+    to: opts.to,
+    subject: 'Two-factor sign-in is off',
+    template: 'mfa-disabled',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      opts.byAdmin
+        ? 'An administrator turned two-factor sign-in off for your account, as asked. Turn it on again soon.'
+        : 'Two-factor sign-in is now off for your account: signing in asks for your password only.',
+      'If you did not ask for this, reset your password and contact support.',
+    ],
+    action: 'Review your security settings',
+    link: securityLink(opts.appUrl),
+  });
+}
+
+export function newSignInMail(opts: {
+  to: string;
+  name: string;
+  appUrl: string;
+  userAgent: string | undefined;
+  ip: string;
+  at: Date;
+}): Mail {
+  return actionMail({
+    to: opts.to,
+    subject: 'New sign-in to your account',
+    template: 'new-sign-in',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      `Your account was signed in to from a new device on ${opts.at.toUTCString()}.`,
+      `Device: ${opts.userAgent ?? 'unknown'}. Address: ${opts.ip}.`,
+      'If it was you, nothing to do. If not, end that session and change your password.',
+    ],
+    action: 'Review your sessions',
+    link: securityLink(opts.appUrl),
+  });
+}

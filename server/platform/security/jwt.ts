@@ -1,5 +1,5 @@
-// Access tokens: HS256 JWTs with sub, iat, exp, iss, aud and typ "access". The algorithm is pinned on
-// verification, so alg "none", HS512 or an RS/HS confusion never passes.
+// Access tokens: HS256 JWTs with sub, sid (the session), iat, exp, iss, aud and typ "access". The algorithm
+// is pinned on verification, so alg "none", HS512 or an RS/HS confusion never passes.
 import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Config } from '../config.js';
@@ -26,20 +26,31 @@ function secretKey(secret: string): crypto.KeyObject {
 
 export interface AccessClaims {
   userId: string;
+  /** The session (refresh-token family) the token was issued for; authentication checks it is not ended. */
+  sessionId: string;
   /** Seconds since the epoch. */
   issuedAt: number;
 }
 
-export function signAccessToken(config: JwtConfig, userId: string): { token: string; expiresIn: number } {
+/** An access token of the user's session `sessionId` (a token without one is refused by verifyAccessToken). */
+export function signAccessToken(
+  config: JwtConfig,
+  userId: string,
+  sessionId?: string,
+): { token: string; expiresIn: number } {
   // jti makes every token unique, even two issued to one user within the same second.
-  const token = jwt.sign({ typ: 'access' }, secretKey(config.JWT_ACCESS_SECRET), {
-    jwtid: crypto.randomUUID(),
-    algorithm: 'HS256',
-    expiresIn: config.JWT_ACCESS_TTL,
-    issuer: config.JWT_ISSUER,
-    audience: config.JWT_AUDIENCE,
-    subject: userId,
-  });
+  const token = jwt.sign(
+    { typ: 'access', ...(sessionId ? { sid: sessionId } : {}) },
+    secretKey(config.JWT_ACCESS_SECRET),
+    {
+      jwtid: crypto.randomUUID(),
+      algorithm: 'HS256',
+      expiresIn: config.JWT_ACCESS_TTL,
+      issuer: config.JWT_ISSUER,
+      audience: config.JWT_AUDIENCE,
+      subject: userId,
+    },
+  );
   return { token, expiresIn: config.JWT_ACCESS_TTL };
 }
 
@@ -59,7 +70,7 @@ export function verifyAccessToken(config: JwtConfig, token: string): AccessClaim
   }
   const hit = verified.get(token);
   if (hit) {
-    if (hit.exp * 1000 > Date.now()) return { userId: hit.userId, issuedAt: hit.issuedAt };
+    if (hit.exp * 1000 > Date.now()) return { userId: hit.userId, sessionId: hit.sessionId, issuedAt: hit.issuedAt };
     verified.delete(token);
     return null;
   }
@@ -68,7 +79,7 @@ export function verifyAccessToken(config: JwtConfig, token: string): AccessClaim
     if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
     verified.set(token, claims);
   }
-  return claims && { userId: claims.userId, issuedAt: claims.issuedAt };
+  return claims && { userId: claims.userId, sessionId: claims.sessionId, issuedAt: claims.issuedAt };
 }
 
 function verifyUncached(config: JwtConfig, token: string): (AccessClaims & { exp: number }) | null {
@@ -83,11 +94,14 @@ function verifyUncached(config: JwtConfig, token: string): (AccessClaims & { exp
     if (
       typeof payload.sub !== 'string' ||
       !isUuid(payload.sub) ||
+      // Every token names its session: one issued before sessions existed is refused (the client refreshes).
+      typeof payload.sid !== 'string' ||
+      !isUuid(payload.sid) ||
       typeof payload.iat !== 'number' ||
       typeof payload.exp !== 'number'
     )
       return null;
-    return { userId: payload.sub, issuedAt: payload.iat, exp: payload.exp };
+    return { userId: payload.sub, sessionId: payload.sid, issuedAt: payload.iat, exp: payload.exp };
   } catch {
     return null;
   }

@@ -2,6 +2,7 @@
 import {
   createApiClient,
   isApiError,
+  isMfaChallenge,
   localStorageTokens,
   type ApiError,
   type ApiErrorCode,
@@ -26,6 +27,7 @@ export async function signUp(
   try {
     const { user } = await api.auth.register.mutate(input);
     const signedIn = await api.session.signIn(input.email, input.password);
+    if (isMfaChallenge(signedIn)) return { problem: 'two-factor sign-in is on: enter a code' };
     const sameUser: boolean = signedIn.user.id === user.id;
     return sameUser ? { userId: user.id } : { problem: 'signed in as someone else' };
   } catch (err) {
@@ -55,7 +57,36 @@ export async function onAuthCallback(params: URLSearchParams): Promise<string> {
   const code = params.get('code');
   if (!code) return `/sign-in?error=${params.get('error') ?? 'UNKNOWN'}`;
   const result: RouterOutputs['oauth']['exchange'] = await api.session.signInWithCode(code);
+  // Two-factor sign-in on: keep the token in memory (never in the URL) and ask for a code.
+  if (isMfaChallenge(result)) {
+    pendingMfaToken = result.mfaToken;
+    return '/sign-in/two-factor';
+  }
   return result.hasActiveWorkspace ? (params.get('redirectTo') ?? '/dashboard') : '/workspaces/new';
+}
+
+let pendingMfaToken: string | undefined;
+
+/** The two-factor page: a code of the authenticator app, or a backup code. */
+export async function submitSecondFactor(input: { code: string } | { backupCode: string }): Promise<string> {
+  if (!pendingMfaToken) return '/sign-in';
+  try {
+    const signedIn = await api.session.verifyMfa(pendingMfaToken, input);
+    pendingMfaToken = undefined;
+    return signedIn.hasActiveWorkspace ? '/dashboard' : '/workspaces/new';
+  } catch (err) {
+    if (isApiError(err, 'INVALID_MFA_CODE')) return '/sign-in/two-factor?error=code';
+    pendingMfaToken = undefined;
+    return '/sign-in';
+  }
+}
+
+/** The security settings: my sessions, newest use first, this device marked. */
+export async function sessionList(): Promise<string[]> {
+  const { items } = await api.auth.sessions.query();
+  return items.map(
+    (s) => `${s.userAgent ?? 'unknown device'} (${s.ipAddress ?? '?'})${s.current ? ' - this device' : ''}`,
+  );
 }
 
 type Me = RouterOutputs['auth']['me'];
