@@ -8,6 +8,7 @@ export default tseslint.config(
     ignores: [
       'node_modules/',
       'client/dist/',
+      'dist/',
       'data/',
       'coverage/',
       'tests/fixtures/',
@@ -56,4 +57,13 @@ export default tseslint.config(
     },
   },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  {
+    // The build and the launcher are plain JavaScript, so that `npm start` runs compiled code without tsx.
+    files: ['scripts/**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: { process: 'readonly', console: 'readonly' },
+    },
+  },
 );

@@ -13,7 +13,10 @@
 //   GET /auth/me                          ratio to bare /json, target >= 0.45x
 //   GET /billing/plans                    ratio to bare /json, target >= 0.6x (the public catalog, from memory)
 //   GET /public-api/me                    ratio to bare /json, target >= 0.45x (an API key)
-//   GET /ai/history page 500              ratio to page 1 (100,000 rows), target >= 0.5x
+//   GET /ai/history, 1,000 rows           page 1 of a small workspace: ratio to GET /auth/me, no target
+//   GET /ai/history page 1, 1,000,000 rows   ratio to the same page of 1,000 rows, target >= 0.8x
+//   GET /ai/history page 500, 1,000,000 rows ratio to page 1 of the same, target >= 0.5x (rows 9,981 to 10,000)
+//   GET /ai/history cursor at row 900,000    ratio to page 1 of the same, target >= 0.8x
 //   POST /ai/generate (MOCK)              ratio to bare /json, target >= 0.25x
 //   GET /auth/me, Redis limiter + monitoring   ratio to the same with both off, target >= 0.9x
 //   GET /trpc/auth.me                     the same procedure through /trpc: ratio to GET /auth/me, target >= 1.0x
@@ -22,6 +25,10 @@
 //   bare POST /bcrypt                     one bcrypt.compare at the API's cost: the ceiling of login
 //   POST /auth/login                      ratio to bare /bcrypt, target >= 0.85x
 //   deliver_webhook via BullMQ            ratio to raw BullMQ no-op jobs, target >= 0.5x
+//   production start                      bench/startup.ts: first 200 on /health <= 2 s, idle RSS <= 150 MB
+//   deliveries beside a hanging endpoint  bench/isolation.ts: healthy rate >= 0.8x of alone, p99 < 1 s
+// (the last two run first, each on a database of its own; BENCH_STARTUP_RUNS, BENCH_STARTUP_SETTLE_MS,
+// BENCH_ISOLATION_DELIVERIES, BENCH_ISOLATION_RATE, BENCH_ISOLATION_HEALTHY: docs/performance.md)
 // The exit code is non-zero only when the run itself crashes; a missed target or a scenario with errors
 // is reported in the table, not in the exit code.
 //
@@ -47,6 +54,7 @@ import autocannon from 'autocannon';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { cursorKey, encodeCursor } from '../server/platform/pagination.js';
 import { DELIVER_WEBHOOK, WEBHOOK_QUEUE, deliverJobOptions } from '../jobs/queue.js';
 import {
   combined,
@@ -56,6 +64,8 @@ import {
   type QueueMeasurement,
   type StartedWorker,
 } from './queue.js';
+import { STARTUP_TARGETS, measureStartup } from './startup.js';
+import { ISOLATION_TARGETS, measureIsolation } from './isolation.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
@@ -78,6 +88,14 @@ const CONCURRENCY = positiveInt('BENCH_QUEUE_CONCURRENCY', 100);
 const WARM_UP_JOBS = positiveInt('BENCH_WARM_UP_JOBS', 5000);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, 'i') : undefined;
 const READY_TIMEOUT_MS = 60_000;
+/** The scenarios of their own (bench/startup.ts, bench/isolation.ts), run first when selected. */
+const STARTUP_SCENARIO = 'production start';
+const ISOLATION_SCENARIO = 'deliveries beside a hanging endpoint';
+const STARTUP_RUNS = positiveInt('BENCH_STARTUP_RUNS', 3);
+const STARTUP_SETTLE_MS = positiveInt('BENCH_STARTUP_SETTLE_MS', 5_000);
+const ISOLATION_DELIVERIES = positiveInt('BENCH_ISOLATION_DELIVERIES', 20_000);
+const ISOLATION_RATE = positiveInt('BENCH_ISOLATION_RATE', 1_000);
+const ISOLATION_HEALTHY = positiveInt('BENCH_ISOLATION_HEALTHY', 4);
 const USER = { email: 'bench@example.com', password: 'bench-Password-42', name: 'Bench User' };
 
 function positiveInt(name: string, fallback: number): number {
@@ -277,15 +295,19 @@ interface Targets {
   bare: string;
   accessToken: string;
   apiKey: string;
-  /** A workspace holding 100,000 generations. */
+  /** A workspace holding 1,000,000 generations, and one holding 1,000. */
   historyWorkspace: string;
+  smallHistoryWorkspace: string;
+  /** A cursor of historyWorkspace's list after its 900,000th row. */
+  deepCursor: string;
 }
 
 function scenarios(t: Targets): Scenario[] {
   const json = { 'content-type': 'application/json' };
   const auth = { authorization: `Bearer ${t.accessToken}` };
   const credentials = JSON.stringify({ email: USER.email, password: USER.password });
-  const page = (n: number) => `${t.api}/workspaces/${t.historyWorkspace}/ai/generations?page=${n}&limit=20`;
+  const history = (workspaceId: string, query: string) =>
+    `${t.api}/workspaces/${workspaceId}/ai/generations?limit=20&${query}`;
   const base = { connections: JSON_CONNECTIONS, warmUp: true } as const;
   return [
     { name: 'bare GET /json', url: `${t.bare}/json`, method: 'GET', ...base },
@@ -336,15 +358,44 @@ function scenarios(t: Targets): Scenario[] {
       baseline: 'bare GET /json',
       target: 0.45,
     },
-    { name: 'GET /ai/history page 1', url: page(1), method: 'GET', headers: auth, ...base },
     {
-      name: 'GET /ai/history page 500',
-      url: page(500),
+      name: 'GET /ai/history, 1,000 rows',
+      url: history(t.smallHistoryWorkspace, 'page=1'),
       method: 'GET',
       headers: auth,
       ...base,
-      baseline: 'GET /ai/history page 1',
+      baseline: 'GET /auth/me',
+      check: historyPage(1_000),
+    },
+    {
+      name: 'GET /ai/history page 1, 1,000,000 rows',
+      url: history(t.historyWorkspace, 'page=1'),
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'GET /ai/history, 1,000 rows',
+      target: 0.8,
+      check: historyPage(HISTORY_ROWS),
+    },
+    {
+      name: 'GET /ai/history page 500, 1,000,000 rows',
+      url: history(t.historyWorkspace, 'page=500'),
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'GET /ai/history page 1, 1,000,000 rows',
       target: 0.5,
+      check: historyPage(HISTORY_ROWS),
+    },
+    {
+      name: 'GET /ai/history cursor at row 900,000',
+      url: history(t.historyWorkspace, `cursor=${t.deepCursor}`),
+      method: 'GET',
+      headers: auth,
+      ...base,
+      baseline: 'GET /ai/history page 1, 1,000,000 rows',
+      target: 0.8,
+      check: historyPage(),
     },
     {
       name: 'POST /ai/generate (MOCK)',
@@ -396,6 +447,21 @@ function scenarios(t: Targets): Scenario[] {
     },
   ];
 }
+
+/** The rows of the big history workspace (the small one holds 1,000). */
+const HISTORY_ROWS = 1_000_000;
+const DEEP_ROW = 900_000;
+
+/** A full page of 20 generations (in page mode, of a list of `total`), with a cursor to the next. */
+const historyPage = (total?: number) => (status: number, body: string) => {
+  const page = JSON.parse(body) as { items?: unknown[]; total?: number; nextCursor?: string | null };
+  const ok =
+    status === 200 &&
+    page.items?.length === 20 &&
+    typeof page.nextCursor === 'string' &&
+    (total === undefined || page.total === total);
+  return ok ? undefined : `answered ${status}: ${body.slice(0, 300)}`;
+};
 
 /** Three cheap queries, as @trpc/client's httpBatchLink sends them together (GET, `?batch=1`). */
 const TRPC_BATCH = ['auth.me', 'status.search', 'status.security'];
@@ -620,7 +686,136 @@ function startWorker(
   });
 }
 
+/**
+ * One set-based insert per workspace (1,000,000 rows take about 80 s here), then a vacuum.
+ * Answers a cursor after the big workspace's DEEP_ROW-th row, signed as the API signs them.
+ */
+async function seedHistory(url: string, big: string, small: string, accessSecret: string): Promise<string> {
+  const started = Date.now();
+  const insert = (workspaceId: string, rows: number) =>
+    withAdminOn(url, (client) =>
+      client.query(
+        `insert into ai_generations (workspace_id, provider, model, prompt, output, status, prompt_tokens, completion_tokens, created_at)
+         select $1, 'MOCK', 'mock-writer-1', 'prompt ' || i, 'output ' || i, 'SUCCEEDED', 10, 40, now() - (i || ' seconds')::interval
+         from generate_series(1, $2::int) as i`,
+        [workspaceId, rows],
+      ),
+    );
+  await insert(big, HISTORY_ROWS);
+  await insert(small, 1_000);
+  const at = await withAdminOn(url, async (client) => {
+    // As autovacuum leaves it: statistics, and a visibility map that lets the deep pages read the index alone.
+    await client.query('vacuum (analyze) ai_generations');
+    const { rows } = await client.query<{ id: string; at: string }>(
+      `select id, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at
+       from ai_generations where workspace_id = $1 and not is_sample
+       order by created_at desc, id desc offset $2 limit 1`,
+      [big, DEEP_ROW - 1],
+    );
+    return rows[0];
+  });
+  console.log(
+    `bench: ${HISTORY_ROWS.toLocaleString('en')} + 1,000 generations in ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  );
+  return encodeCursor(cursorKey({ JWT_ACCESS_SECRET: accessSecret }), 'ai.history', at.at, at.id);
+}
+
+/** Verdicts of the scenarios of their own, added to the final verdict. */
+const ownVerdicts: string[] = [];
+
+/** The production start and the isolation of endpoints, each on a database of its own. */
+async function ownScenarios(): Promise<void> {
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    JWT_ACCESS_SECRET: secret(),
+    JWT_REFRESH_SECRET: secret(),
+    WEBHOOK_SECRET_ENCRYPTION_KEY: secret(),
+  };
+  const verdict = (name: string, ok: boolean) => {
+    if (!ok) ownVerdicts.push(`${name} FAIL`);
+    return ok ? 'PASS' : 'FAIL';
+  };
+  if (!ONLY || ONLY.test(STARTUP_SCENARIO)) {
+    const db = await createDatabase();
+    try {
+      console.log(`  ${STARTUP_SCENARIO}: npm run build, then ${STARTUP_RUNS} starts of node scripts/start.mjs server`);
+      const f = await measureStartup({
+        root: ROOT,
+        env: { ...env, DATABASE_URL: db.url },
+        runs: STARTUP_RUNS,
+        settleMs: STARTUP_SETTLE_MS,
+      });
+      for (const r of f.runs)
+        console.log(
+          `    first 200 on /health after ${r.firstHealthyMs.toFixed(0)} ms (CPU ${r.cpuMsAtFirstHealthy ?? '?'} ms), idle RSS ${r.idleRssMb?.toFixed(0) ?? '?'} MB`,
+        );
+      const t = STARTUP_TARGETS;
+      console.log(
+        `  ${STARTUP_SCENARIO} (medians): first 200 after ${f.firstHealthyMs.toFixed(0)} ms, target <= ${t.firstHealthyMs} ms: ${verdict('start-up time', f.firstHealthyMs <= t.firstHealthyMs)}; ` +
+          `CPU by then ${f.cpuMsAtFirstHealthy ?? '?'} ms; idle RSS ${f.idleRssMb?.toFixed(0) ?? '?'} MB, target <= ${t.idleRssMb} MB: ${verdict('idle RSS', (f.idleRssMb ?? Infinity) <= t.idleRssMb)}`,
+      );
+    } finally {
+      await dropDatabase(db);
+    }
+  }
+  if (!ONLY || ONLY.test(ISOLATION_SCENARIO)) {
+    const db = await createDatabase();
+    try {
+      console.log(
+        `  ${ISOLATION_SCENARIO}: ${ISOLATION_DELIVERIES} deliveries at ${ISOLATION_RATE}/s, half to an endpoint that never answers (timeout 10 s), half over ${ISOLATION_HEALTHY} healthy endpoints`,
+      );
+      const f = await measureIsolation({
+        databaseUrl: db.url,
+        redisUrl: `${process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'}/8`,
+        env: { ...env, DATABASE_URL: db.url, WEBHOOK_WORKER_CONCURRENCY: String(CONCURRENCY) },
+        deliveries: ISOLATION_DELIVERIES,
+        ratePerSec: ISOLATION_RATE,
+        healthyEndpoints: ISOLATION_HEALTHY,
+        startWorker: (workerEnv) => startWorker('webhook worker (lanes)', 'jobs/worker.ts', workerEnv, /worker ready/),
+      });
+      const line = (label: string, r: typeof f.alone) =>
+        `    ${label}: ${r.delivered} of ${r.healthy} healthy deliveries, ${r.ratePerSec.toFixed(0)}/s, enqueue to receipt p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms`;
+      console.log(line('alone', f.alone));
+      console.log(line('beside the hanging endpoint', f.beside));
+      const ratio = f.beside.ratePerSec / f.alone.ratePerSec;
+      const t = ISOLATION_TARGETS;
+      console.log(
+        `  ${ISOLATION_SCENARIO}: healthy rate ${ratio.toFixed(2)}x of alone, target >= ${t.ratio}x: ${verdict('isolation rate', ratio >= t.ratio && f.beside.delivered === f.beside.healthy)}; ` +
+          `p99 ${f.beside.p99Ms.toFixed(0)} ms, target < ${t.p99Ms} ms: ${verdict('isolation p99', f.beside.p99Ms < t.p99Ms)}; the hanging endpoint got ${f.hangingRequests} requests`,
+      );
+    } finally {
+      await dropDatabase(db);
+    }
+  }
+}
+
+/** Whether BENCH_ONLY selects any scenario of the main list (the HTTP scenarios and the queue runs). */
+function mainListSelected(): boolean {
+  if (!ONLY) return true;
+  const placeholder = {
+    api: '',
+    fullStack: '',
+    bareStack: '',
+    bare: '',
+    accessToken: '',
+    apiKey: '',
+    historyWorkspace: '',
+    smallHistoryWorkspace: '',
+    deepCursor: '',
+  };
+  const names = [...scenarios(placeholder).map((s) => s.name), 'raw BullMQ no-op jobs', 'deliver_webhook via BullMQ'];
+  return names.some((n) => ONLY.test(n));
+}
+
 async function main(): Promise<void> {
+  await ownScenarios();
+  if (!mainListSelected()) {
+    console.log(ownVerdicts.length ? `verdict: ${ownVerdicts.join(', ')}` : 'verdict: all targets met');
+    return;
+  }
   const db = await createDatabase();
   cleanups.push(() => dropDatabase(db));
   const redisBase = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -672,8 +867,8 @@ async function main(): Promise<void> {
   const apiCost = await storedHashCost(db, USER.email);
   if (apiCost !== BCRYPT_COST) throw new Error(`the API hashed at bcrypt cost ${apiCost}, expected ${BCRYPT_COST}`);
 
-  // Data: an Enterprise workspace with an API key and a webhook to the loopback receiver, and a second
-  // workspace holding 100,000 generations for the history pages.
+  // Data: an Enterprise workspace with an API key and a webhook to the loopback receiver, and two more
+  // holding 1,000,000 and 1,000 generations for the history pages (only when a history scenario runs).
   await call(`${apis.api.url}/billing/checkout`, 'POST', accessToken, { planCode: 'enterprise' }, 200);
   const current = await call(`${apis.api.url}/billing/current`, 'GET', accessToken, undefined, 200);
   const workspaceId = String(current.workspaceId);
@@ -700,15 +895,11 @@ async function main(): Promise<void> {
     201,
   );
   const history = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench history' }, 201);
-  await withAdminOn(db.url, (client) =>
-    client.query(
-      `insert into ai_generations (workspace_id, provider, model, prompt, output, status, prompt_tokens, completion_tokens, created_at)
-       select $1, 'MOCK', 'mock-writer-1', 'prompt ' || i, 'output ' || i, 'SUCCEEDED', 10, 40, now() - (i || ' seconds')::interval
-       from generate_series(1, 100000) as i`,
-      [history.id],
-    ),
-  );
-  await withAdminOn(db.url, (client) => client.query('analyze ai_generations'));
+  const smallHistory = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench small' }, 201);
+  let deepCursor = '';
+  if (!ONLY || ONLY.test('GET /ai/history')) {
+    deepCursor = await seedHistory(db.url, String(history.id), String(smallHistory.id), shared.JWT_ACCESS_SECRET);
+  }
 
   console.log(
     `bench: ${DURATION_S} s per run, ${JSON_CONNECTIONS} connections (JSON routes), ${BCRYPT_CONNECTIONS} (login, bcrypt cost ${BCRYPT_COST}), ${os.cpus().length} CPUs, node ${process.version}`,
@@ -721,6 +912,8 @@ async function main(): Promise<void> {
     accessToken,
     apiKey: String(key.rawKey),
     historyWorkspace: String(history.id),
+    smallHistoryWorkspace: String(smallHistory.id),
+    deepCursor: encodeURIComponent(deepCursor),
   };
   // Every scenario runs in BENCH_ROUNDS rounds over the whole list, so that a slow minute of a shared
   // machine weighs on every scenario and its baseline alike instead of on whichever ran then.
@@ -831,7 +1024,8 @@ async function report(measured: Measurement[]): Promise<void> {
   if (!ONLY) await writeResults(results);
   const missed = results
     .filter((m) => m.verdict === 'FAIL' || m.verdict === 'ERROR')
-    .map((m) => `${m.name} ${m.verdict}`);
+    .map((m) => `${m.name} ${m.verdict}`)
+    .concat(ownVerdicts);
   console.log(missed.length ? `verdict: ${missed.join(', ')}` : 'verdict: all targets met');
   console.log(
     ONLY

@@ -525,6 +525,15 @@ export interface IdempotencyKeysTable {
   expires_at: Date;
 }
 
+/** The exact size of each list that grows (db/migrations/0013_list_scale.ts): the sum of a scope's shards. */
+export interface ListCountersTable {
+  scope: string;
+  /** A workspace id, or '' for the platform. */
+  scope_id: string;
+  shard: number;
+  n: ColumnType<string, number | string, number | string>;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -558,6 +567,7 @@ export interface Database {
   oauth_states: OAuthStatesTable;
   oauth_exchange_codes: OAuthExchangeCodesTable;
   idempotency_keys: IdempotencyKeysTable;
+  list_counters: ListCountersTable;
 }
 
 export type Plan = Selectable<PlansTable>;

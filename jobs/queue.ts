@@ -4,13 +4,15 @@
 // nothing for REDIS_COMMAND_TIMEOUT_MS, the delivery stays `pending` and a sweep enqueues it later.
 // `maintenance` holds the repeatable jobs the worker schedules (maintenanceSchedulers). The processors are
 // in jobs/processors/, registered by the worker (jobs/worker.ts).
-import { Queue, type RepeatOptions } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { RepeatOptions } from 'bullmq';
 import type { Config } from '../server/platform/config.js';
 import { settlesWithin } from '../server/platform/in-flight.js';
 import { reconnectDelay } from '../server/platform/redis.js';
+import { slowMarkKey } from './lanes.js';
 
 export const WEBHOOK_QUEUE = 'webhooks';
+/** The slow lane: deliveries to endpoints that do not answer promptly, with a concurrency of their own (lanes.ts). */
+export const WEBHOOK_SLOW_QUEUE = 'webhooks-slow';
 export const DELIVER_WEBHOOK = 'deliver_webhook';
 export const MAINTENANCE_QUEUE = 'maintenance';
 /** Jobs of the maintenance queue: the delivery sweep, the clean-up of expired tokens, the demo reset. */
@@ -81,11 +83,19 @@ export const stalledIntervalOf = (lockMs: number) => Math.round(lockMs / 4);
 /** The attempts a delivery had before its job was queued: a manual retry's job id carries them. */
 export const attemptsBeforeJob = (jobId: string | undefined) => Number(/-retry-(\d+)$/.exec(jobId ?? '')?.[1] ?? 0);
 
-/** A delivery to queue (`retry`: the attempts made so far, for a manual retry), and one that was not. */
-type Entry = { deliveryId: string; retry?: number };
+/**
+ * A delivery to queue (`retry`: the attempts made so far, for a manual retry; `webhookId`: its endpoint, whose
+ * slow mark sends it to the slow lane), and one that was not.
+ */
+type Entry = { deliveryId: string; retry?: number; webhookId?: string };
 type Failure = { deliveryId: string; error: Error };
 
-export function createWebhookQueue(config: Config) {
+/**
+ * The producer of the webhooks queue. BullMQ and ioredis are loaded here, on the first call: a process
+ * whose settings keep the queue off (the API with no Redis) never loads them.
+ */
+export async function createWebhookQueue(config: Config) {
+  const [{ Queue }, { Redis }] = await Promise.all([import('bullmq'), import('ioredis')]);
   /** The longest an enqueue takes, waiting for a connection that is not ready included. */
   const waitMs = config.REDIS_COMMAND_TIMEOUT_MS;
   const connection = new Redis(config.REDIS_URL!, {
@@ -99,16 +109,33 @@ export function createWebhookQueue(config: Config) {
     /* reported by the callers whose commands fail */
   });
   const queue = new Queue<DeliverWebhookJob>(WEBHOOK_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
-  queue.on('error', () => {
-    /* connection errors: the enqueue that meets one fails, and its caller logs it */
-  });
-  /** Promotes the delivery's own job if it waits out a backoff; false when that job has ended (or is gone). */
+  const slowQueue = new Queue<DeliverWebhookJob>(WEBHOOK_SLOW_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+  for (const q of [queue, slowQueue])
+    q.on('error', () => {
+      /* connection errors: the enqueue that meets one fails, and its caller logs it */
+    });
+  /**
+   * Promotes the delivery's own job (in either lane) if it waits out a backoff; false when that job has
+   * ended (or is gone).
+   */
   async function runOwnJobNow(deliveryId: string): Promise<boolean> {
-    const job = await queue.getJob(deliveryId);
-    if (!job) return false;
-    const state = await job.getState();
-    if (state === 'delayed') await job.promote().catch(() => undefined); // it may have just moved on by itself
-    return state === 'delayed' || state === 'waiting' || state === 'prioritized' || state === 'active';
+    for (const q of [queue, slowQueue]) {
+      const job = await q.getJob(deliveryId);
+      if (!job) continue;
+      const state = await job.getState();
+      if (state === 'delayed') await job.promote().catch(() => undefined); // it may have just moved on by itself
+      if (state === 'delayed' || state === 'waiting' || state === 'prioritized' || state === 'active') return true;
+    }
+    return false;
+  }
+
+  /** The lane of each entry: the slow one when its endpoint is marked slow (one MGET for them all). */
+  async function lanesOf(entries: Entry[]): Promise<Array<typeof queue>> {
+    const hooks = [...new Set(entries.flatMap((e) => (e.webhookId ? [e.webhookId] : [])))];
+    if (hooks.length === 0) return entries.map(() => queue);
+    const marks = await connection.mget(hooks.map((id) => slowMarkKey(config.QUEUE_PREFIX, id)));
+    const slow = new Set(hooks.filter((_, i) => marks[i] !== null));
+    return entries.map((e) => (e.webhookId && slow.has(e.webhookId) ? slowQueue : queue));
   }
 
   /**
@@ -117,11 +144,14 @@ export function createWebhookQueue(config: Config) {
    * exists, adding a job of the same id does nothing. False when there is no such job.
    */
   async function reviveEndedJob(jobId: string): Promise<boolean> {
-    const job = await queue.getJob(jobId);
-    const state = job ? await job.getState() : undefined;
-    if (!job || (state !== 'failed' && state !== 'completed')) return false;
-    await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
-    return true;
+    for (const q of [queue, slowQueue]) {
+      const job = await q.getJob(jobId);
+      const state = job ? await job.getState() : undefined;
+      if (!job || (state !== 'failed' && state !== 'completed')) continue;
+      await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
+      return true;
+    }
+    return false;
   }
 
   /** Resolves once the connection is ready; rejects after `waitMs` (a request must not wait long). */
@@ -179,22 +209,33 @@ export function createWebhookQueue(config: Config) {
       const revived = await Promise.all(firsts.map(({ deliveryId }) => reviveEndedJob(deliveryId).catch(() => false)));
       firsts = firsts.filter((_, i) => !revived[i]);
     }
-    if (firsts.length) {
-      await queue
+    let lanes: Array<typeof queue>;
+    try {
+      lanes = await lanesOf(entries);
+    } catch (err) {
+      return failed(entries, err as Error);
+    }
+    const laneOf = new Map(entries.map((e, i) => [e, lanes[i]]));
+    for (const lane of [queue, slowQueue]) {
+      const list = firsts.filter((e) => laneOf.get(e) === lane);
+      if (list.length === 0) continue;
+      await lane
         .addBulk(
-          firsts.map(({ deliveryId }) => ({
+          list.map(({ deliveryId }) => ({
             name: DELIVER_WEBHOOK,
             data: { deliveryId },
             opts: deliverJobOptions(config, deliveryId),
           })),
         )
-        .catch((err: Error) => failures.push(...failed(firsts, err)));
+        .catch((err: Error) => failures.push(...failed(list, err)));
     }
-    for (const { deliveryId, retry } of retries) {
+    for (const entry of retries) {
+      const { deliveryId, retry } = entry;
       try {
         if (await runOwnJobNow(deliveryId)) continue;
         const options = deliverJobOptions(config, deliveryId, retry);
-        if (!(await reviveEndedJob(options.jobId))) await queue.add(DELIVER_WEBHOOK, { deliveryId }, options);
+        if (!(await reviveEndedJob(options.jobId)))
+          await laneOf.get(entry)!.add(DELIVER_WEBHOOK, { deliveryId }, options);
       } catch (err) {
         failures.push({ deliveryId, error: err as Error });
       }
@@ -209,10 +250,10 @@ export function createWebhookQueue(config: Config) {
       // BullMQ's close waits for a connection that never came, or for the answers of a Redis that gives
       // none; without them there is nothing to flush.
       if (connection.status !== 'ready') connection.disconnect();
-      await settlesWithin(waitMs, queue.close());
+      await settlesWithin(waitMs, Promise.all([queue.close(), slowQueue.close()]));
       connection.disconnect();
     },
   };
 }
 
-export type WebhookQueue = ReturnType<typeof createWebhookQueue>;
+export type WebhookQueue = Awaited<ReturnType<typeof createWebhookQueue>>;

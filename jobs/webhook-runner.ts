@@ -38,11 +38,11 @@ export class WebhookRunner implements DeliveryStarter {
       // A delivery attempted before (a manual retry, a swept one) is queued as a retry of its attempts.
       const rows = await this.deps.db
         .selectFrom('webhook_deliveries')
-        .select(['id', 'attempts'])
+        .select(['id', 'attempts', 'webhook_id'])
         .where('id', 'in', deliveryIds)
         .execute();
       const failures = await this.queue.enqueueAll(
-        rows.map((r) => ({ deliveryId: r.id, retry: r.attempts || undefined })),
+        rows.map((r) => ({ deliveryId: r.id, retry: r.attempts || undefined, webhookId: r.webhook_id })),
         { swept: opts.swept },
       );
       for (const { deliveryId, error } of failures) {

@@ -3,7 +3,8 @@
 // what the processors share: the settings, the database, the Redis connections (each worker its own; the
 // blocking ones need maxRetriesPerRequest: null), the workers' logs, the schedulers of the maintenance queue
 // and the shutdown.
-// - webhooks: `deliver_webhook` (processors/deliver-webhook.ts).
+// - webhooks: `deliver_webhook` (processors/deliver-webhook.ts), in two lanes (lanes.ts): the `webhooks`
+//   queue, and `webhooks-slow` for endpoints that do not answer promptly.
 // - maintenance, with MAINTENANCE_SCHEDULER_ENABLED or DEMO_RESET_CRON: the delivery sweep and the clean-up
 //   of expired tokens (processors/maintenance.ts), the demo reset (processors/demo-reset.ts), as
 //   repeatable jobs (their schedules: maintenanceSchedulers in jobs/queue.ts).
@@ -32,7 +33,9 @@ import {
   MAINTENANCE_QUEUE,
   SWEEP_DELIVERIES,
   WEBHOOK_QUEUE,
+  WEBHOOK_SLOW_QUEUE,
   createWebhookQueue,
+  deliverJobOptions,
   maintenanceSchedulers,
   stalledIntervalOf,
   webhookQueueEnabled,
@@ -40,6 +43,7 @@ import {
   type WebhookQueue,
 } from './queue.js';
 import { WebhookRunner } from './webhook-runner.js';
+import { EndpointLanes, slowMarkKey } from './lanes.js';
 import { deliverWebhook } from './processors/deliver-webhook.js';
 import { cleanUpTokens, sweepDeliveries } from './processors/maintenance.js';
 import { demoReset } from './processors/demo-reset.js';
@@ -103,9 +107,33 @@ function register<T>(queue: string, processors: Processors<T>, options: Omit<Wor
 
 // ---------------------------------------------------------------- webhooks
 
+// The lanes (lanes.ts): an endpoint that does not answer holds at most WEBHOOK_ENDPOINT_CONCURRENCY of the
+// main lane's slots; its other deliveries move to the slow lane, under the same job id.
+const marksConnection = workerConnection();
+const lanes = new EndpointLanes(config, {
+  mark: (webhookId) =>
+    void marksConnection
+      .set(slowMarkKey(config.QUEUE_PREFIX, webhookId), '1', 'PX', config.WEBHOOK_SLOW_LANE_SECONDS * 1000)
+      .catch(() => undefined),
+  clear: (webhookId) => void marksConnection.del(slowMarkKey(config.QUEUE_PREFIX, webhookId)).catch(() => undefined),
+});
+const slowLane = new Queue<DeliverWebhookJob>(WEBHOOK_SLOW_QUEUE, {
+  connection: marksConnection,
+  prefix: config.QUEUE_PREFIX,
+});
+slowLane.on('error', (err) => logger.warn({ err }, 'slow lane queue: Redis error'));
+queues.push(slowLane);
+const mainLane = {
+  gate: lanes.main,
+  async turnAway(job: Job<DeliverWebhookJob>) {
+    const options = deliverJobOptions(config, job.data.deliveryId);
+    await slowLane.add(DELIVER_WEBHOOK, job.data, { ...options, jobId: job.id });
+  },
+};
+
 const deliveries = register<DeliverWebhookJob>(
   WEBHOOK_QUEUE,
-  { [DELIVER_WEBHOOK]: deliverWebhook(deliveryDeps) },
+  { [DELIVER_WEBHOOK]: deliverWebhook(deliveryDeps, mainLane) },
   {
     ...KEEP_ENDED_JOBS,
     concurrency: config.WEBHOOK_WORKER_CONCURRENCY,
@@ -117,11 +145,26 @@ const deliveries = register<DeliverWebhookJob>(
     stalledInterval: stalledIntervalOf(config.WEBHOOK_JOB_LOCK_MS),
   },
 );
-deliveries.on('failed', (job, err) => {
-  const attempt = { deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message };
-  logger.info(attempt, 'delivery attempt failed');
-});
-deliveries.on('error', (err) => logger.error({ err }, 'delivery worker error'));
+const slowDeliveries = register<DeliverWebhookJob>(
+  WEBHOOK_SLOW_QUEUE,
+  { [DELIVER_WEBHOOK]: deliverWebhook(deliveryDeps, { gate: lanes.slow }) },
+  {
+    ...KEEP_ENDED_JOBS,
+    concurrency: config.WEBHOOK_SLOW_LANE_CONCURRENCY,
+    lockDuration: config.WEBHOOK_JOB_LOCK_MS,
+    stalledInterval: stalledIntervalOf(config.WEBHOOK_JOB_LOCK_MS),
+  },
+);
+for (const [lane, worker] of [
+  ['main', deliveries],
+  ['slow', slowDeliveries],
+] as const) {
+  worker.on('failed', (job, err) => {
+    const attempt = { deliveryId: job?.data.deliveryId, attempts: job?.attemptsMade, reason: err.message, lane };
+    logger.info(attempt, 'delivery attempt failed');
+  });
+  worker.on('error', (err) => logger.error({ err, lane }, 'delivery worker error'));
+}
 
 let stopping = false;
 // From here on jobs may be in flight: SIGTERM closes gracefully, also while the start-up below waits for
@@ -136,7 +179,7 @@ const demoDeps = { db, config, passwords, secrets, storage: createStorage(config
 
 if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
   // The sweep queues deliveries through the webhooks queue, with a producer of its own.
-  const runnerQueue: WebhookQueue = createWebhookQueue(config);
+  const runnerQueue: WebhookQueue = await createWebhookQueue(config);
   const runner = new WebhookRunner(deliveryDeps, runnerQueue);
   const maintenanceConnection = workerConnection();
   const queue = new Queue(MAINTENANCE_QUEUE, { connection: maintenanceConnection, prefix: config.QUEUE_PREFIX });

@@ -1,8 +1,9 @@
 // GET /openapi.json, the docs UI at /docs (swagger-ui-express serves its assets from node_modules: no
-// CDN at run time), and GET /, which points at both. The document is built once at start-up.
+// CDN at run time), and GET /, which points at both. The document is built once, by the first request for
+// it or the UI (a few hundred ms of CPU the start-up does not spend), and swagger-ui-express is loaded by the
+// first request for /docs.
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import { Router } from 'express';
-import swaggerUi from 'swagger-ui-express';
+import { Router, type RequestHandler } from 'express';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { buildOpenApiDocument, type DocumentInfo } from './document.js';
 import { metricsOpenApiPaths } from '../server/platform/metrics.js';
@@ -18,6 +19,7 @@ export const apiDocument = (appRouter: AnyTRPCRouter, info: DocumentInfo | strin
   });
 
 /** What GET / answers: where to read about the API. */
+const API_TITLE = 'Workspace SaaS API';
 const ROOT = { docs: '/docs', openapi: '/openapi.json', health: '/health' } as const;
 
 /** GET / in /openapi.json (a plain route: server/app.ts hands it in with the others). */
@@ -56,15 +58,23 @@ export const rootOpenApiPaths: ZodOpenApiPathsObject = {
 };
 
 export function openApiRoutes(appRouter: AnyTRPCRouter, info: DocumentInfo, plainPaths: ZodOpenApiPathsObject): Router {
-  const document = apiDocument(appRouter, info, plainPaths);
+  let built: ReturnType<typeof apiDocument> | undefined;
+  const document = () => (built ??= apiDocument(appRouter, info, plainPaths));
   const routes = Router();
-  const root = { name: document.info.title, version: info.version, ...ROOT };
+  const root = { name: API_TITLE, version: info.version, ...ROOT };
   routes.get('/', (_req, res) => {
     res.json(root);
   });
   routes.get('/openapi.json', (_req, res) => {
-    res.json(document);
+    res.json(document());
   });
-  routes.use('/docs', swaggerUi.serve, swaggerUi.setup(document, { customSiteTitle: 'Workspace SaaS API' }));
+  let docsUi: Promise<RequestHandler> | undefined;
+  const loadDocsUi = () =>
+    (docsUi ??= import('swagger-ui-express').then(({ default: swaggerUi }) =>
+      Router().use(swaggerUi.serve, swaggerUi.setup(document(), { customSiteTitle: API_TITLE })),
+    ));
+  routes.use('/docs', (req, res, next) => {
+    loadDocsUi().then((ui) => ui(req, res, next), next);
+  });
   return routes;
 }

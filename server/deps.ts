@@ -21,7 +21,7 @@ import { createProcessors } from '../routers/billing/processors/index.js';
 import { createTextProvider } from '../routers/ai/providers/index.js';
 import { createIdentityProviders } from '../routers/oauth/providers/index.js';
 import { WebhookRunner } from '../jobs/webhook-runner.js';
-import { createWebhookQueue, webhookQueueEnabled } from '../jobs/queue.js';
+import { webhookQueueEnabled } from '../jobs/queue.js';
 
 export async function createDeps(config: Config, logger: Logger): Promise<AppDeps> {
   const db = await createDb(config, (err) => logger.error({ err }, 'idle database client failed'));
@@ -29,7 +29,7 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
     const applied = await migrateToLatest(db);
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
     const passwords = new PasswordHasher(config.BCRYPT_COST);
-    const redis = connectRedis(config, logger);
+    const redis = await connectRedis(config, logger);
     // With Redis every instance hears about plan changes at once; without it, copies refresh within 5 s.
     const plans = new PlanCatalog(db, {
       ttlMs: redis ? 60_000 : 5_000,
@@ -40,7 +40,9 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
     });
     const mailer = createMailer(config, db);
     const secrets = new SecretBox(config.WEBHOOK_SECRET_ENCRYPTION_KEY);
-    const queue = webhookQueueEnabled(config) ? createWebhookQueue(config) : undefined;
+    const queue = webhookQueueEnabled(config)
+      ? await import('../jobs/queue.js').then((q) => q.createWebhookQueue(config))
+      : undefined;
     const deps: AppDeps = {
       config,
       db,
@@ -54,9 +56,9 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
         apiKey: (raw) => authenticateApiKey(db, raw),
         knownApiKeyId: verifiedApiKeyId,
       },
-      processors: createProcessors(config),
-      ai: createTextProvider(config),
-      identityProviders: createIdentityProviders(config),
+      processors: await createProcessors(config),
+      ai: await createTextProvider(config),
+      identityProviders: await createIdentityProviders(config),
       secrets,
       webhooks: new WebhookRunner({ db, config, logger, secrets, mailer }, queue),
       monitor: new Monitor(config),
@@ -65,7 +67,10 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
       lifecycle: { draining: false },
       startedAt: new Date(),
     };
-    await Promise.all([seedPlatformAdmins(deps), passwords.warmUp(), plans.listen()]);
+    // The dummy hash (a bcrypt hash at BCRYPT_COST, a quarter of a second at 12) is made in the background:
+    // the first sign-in of an unknown e-mail waits for it, the start-up does not.
+    passwords.warmUp().catch((err: unknown) => logger.error({ err }, 'password hasher warm-up failed'));
+    await Promise.all([seedPlatformAdmins(deps), plans.listen()]);
     return deps;
   } catch (err) {
     await db.destroy();

@@ -2,7 +2,7 @@
 // (routers/webhooks/delivery.ts). A job carries the delivery id only; the delivery row makes a second run
 // of the same attempt (a stalled job run again) harmless.
 import { UnrecoverableError, type Job } from 'bullmq';
-import { attemptDelivery, type DeliveryDeps } from '../../routers/webhooks/delivery.js';
+import { attemptDelivery, type DeliveryDeps, type DeliveryGate } from '../../routers/webhooks/delivery.js';
 import { attemptsBeforeJob, type DeliverWebhookJob } from '../queue.js';
 
 /**
@@ -12,9 +12,20 @@ import { attemptsBeforeJob, type DeliverWebhookJob } from '../queue.js';
  */
 const attemptOf = (job: Job<DeliverWebhookJob>) => attemptsBeforeJob(job.id) + job.attemptsStarted;
 
-export function deliverWebhook(deps: DeliveryDeps) {
+/** The lane a processor runs in: its gate, and where an attempt it turns away goes (jobs/lanes.ts). */
+export interface Lane {
+  gate: DeliveryGate;
+  turnAway?(job: Job<DeliverWebhookJob>): Promise<void>;
+}
+
+export function deliverWebhook(deps: DeliveryDeps, lane?: Lane) {
   return async (job: Job<DeliverWebhookJob>) => {
-    const outcome = await attemptDelivery(deps, job.data.deliveryId, { attemptAtLeast: attemptOf(job) });
+    const outcome = await attemptDelivery(deps, job.data.deliveryId, {
+      attemptAtLeast: attemptOf(job),
+      gate: lane?.gate,
+    });
+    // Nothing was sent: the job moves to the slow lane under the same id, and this one ends.
+    if (outcome.status === 'turned-away') return lane?.turnAway?.(job);
     // A retryable failure goes back to BullMQ, which waits out the exponential backoff. A failed delivery
     // is over (a blocked URL or a 410 will never succeed; the last attempt failed): its job fails without
     // another try and is kept, with the reason, among the failed jobs.

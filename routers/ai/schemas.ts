@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { exact } from '../../server/platform/validation.js';
 import { AI_PROVIDERS } from '../../db/schema.js';
-import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { listInput, listOutput } from '../../server/platform/pagination.js';
 
 const isoDate = z.iso.datetime({ offset: true });
 
@@ -90,9 +90,9 @@ export const generateOutput = generationOutput
   })
   .meta({ id: 'GenerationResult' });
 
-export const historyInput = paginationInput.extend({ workspaceId: z.uuid().optional() });
-export const workspaceHistoryInput = paginationInput.extend({ workspaceId: z.uuid() });
-export const historyOutput = pageOutput(generationOutput);
+export const historyInput = listInput.extend({ workspaceId: z.uuid().optional() });
+export const workspaceHistoryInput = listInput.extend({ workspaceId: z.uuid() });
+export const historyOutput = listOutput(generationOutput);
 
 export const templateOutput = z
   .object({

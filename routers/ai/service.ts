@@ -10,7 +10,7 @@ import { isDemoAccount, isTestAccount } from '../../server/platform/accounts.js'
 import type { Config } from '../../server/platform/config.js';
 import { AppError, ERROR_STATUS } from '../../server/platform/errors.js';
 import type { Logger } from '../../server/platform/logger.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { listRequestOf, mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import { estimateTokens } from './providers/mock.js';
 import type { GenerationResult, TextProvider } from './providers/types.js';
@@ -513,39 +513,22 @@ async function ensureSamples(db: Db, workspaceId: string) {
   });
 }
 
-/**
- * Newest first. The page is chosen on the (workspace_id, created_at, id) index alone, then its rows are
- * read by id, so a deep page costs about what the first does.
- */
+/** Newest first, by page or cursor (server/platform/pagination.ts), on the (workspace_id, created_at, id) index. */
 export async function history(
   deps: Pick<AiDeps, 'db' | 'config'>,
   workspaceId: string,
   user: Caller,
-  page: Pagination,
+  request: ListRequest,
 ) {
   const { db, config } = deps;
   const showSamples = config.AI_DEMO_SHOW_SAMPLE_HISTORY && isDemoAccount(config, user.email);
   if (showSamples) await ensureSamples(db, workspaceId);
-  let ids = db.selectFrom('ai_generations').select('id').where('workspace_id', '=', workspaceId);
-  if (!showSamples) ids = ids.where('is_sample', '=', false);
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('ai_generations')
-      .selectAll()
-      .where(
-        'id',
-        'in',
-        ids.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(offsetOf(page)),
-      )
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .execute(),
-    ids
-      .clearSelect()
-      .select((eb) => eb.fn.countAll<string>().as('total'))
-      .executeTakeFirstOrThrow(),
-  ]);
-  return pageOf(rows.map(toGeneration), Number(count.total), page);
+  let query = db.selectFrom('ai_generations').selectAll().where('workspace_id', '=', workspaceId);
+  if (!showSamples) query = query.where('is_sample', '=', false);
+  const counters = [{ scope: 'ai_generations', id: workspaceId }];
+  if (showSamples) counters.push({ scope: 'ai_generations.sample', id: workspaceId });
+  const page = await paginate(deps, query, { list: 'ai.history', request: listRequestOf(request), counters });
+  return mapItems(page, toGeneration);
 }
 
 export async function usage(deps: Pick<AiDeps, 'db' | 'config'>, workspace: WorkspaceAccess, user: Caller) {

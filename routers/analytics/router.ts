@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { Context } from '../../server/platform/context.js';
 import { adminProcedure, authenticateRequest, publicProcedure, router } from '../../server/platform/trpc.js';
-import { acceptedOutput, eventInput, summaryOutput } from './schemas.js';
+import { acceptedOutput, eventInput, eventsInput, eventsOutput, summaryOutput } from './schemas.js';
 import * as analytics from './service.js';
 
 /** The caller behind a valid access token, if the request carries one; anonymous otherwise. */
@@ -40,4 +40,21 @@ export const analyticsRouter = router({
     .input(z.void())
     .output(summaryOutput)
     .query(({ ctx }) => analytics.summary(ctx.db)),
+
+  events: adminProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/analytics/events',
+        tags: ['Admin'],
+        summary: 'Product events, newest first',
+        description:
+          'Every recorded event, newest first, optionally of one name. Paginated by page or by cursor (docs: Pagination): the total is exact without a name, counted up to 10,000 with one.',
+      },
+    })
+    .input(eventsInput)
+    .output(eventsOutput)
+    .query(({ ctx, input: { page, limit, cursor, name } }) =>
+      analytics.listEvents(ctx, { name }, { page, limit, cursor }),
+    ),
 });

@@ -1,5 +1,6 @@
 // Inputs and outputs of the analytics routes.
 import { z } from 'zod';
+import { listInput, listOutput } from '../../server/platform/pagination.js';
 
 const MAX_PROPERTIES_BYTES = 2048;
 
@@ -26,6 +27,22 @@ export const eventInput = z
   })
   .meta({ examples: [{ name: 'page.viewed', properties: { path: '/dashboard' } }] });
 export type EventInput = z.infer<typeof eventInput>;
+
+export const eventsInput = listInput.extend({
+  name: z.string().max(64).optional().meta({ description: 'Only events of this name.' }),
+});
+
+export const eventOutput = z
+  .object({
+    id: z.uuid(),
+    name: z.string(),
+    properties: z.record(z.string(), z.unknown()),
+    userId: z.uuid().nullable(),
+    workspaceId: z.uuid().nullable(),
+    createdAt: z.iso.datetime({ offset: true }),
+  })
+  .meta({ id: 'AnalyticsEvent' });
+export const eventsOutput = listOutput(eventOutput);
 
 export const acceptedOutput = z.object({ accepted: z.literal(true) }).meta({ id: 'Accepted' });
 

@@ -1,6 +1,8 @@
 // Product analytics: events as they come in, and the admin's summary of the last 30 days.
 import { sql } from 'kysely';
 import type { Db } from '../../db/index.js';
+import type { Config } from '../../server/platform/config.js';
+import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import type { Principal } from '../auth/sessions.js';
 import type { EventInput } from './schemas.js';
 
@@ -18,6 +20,27 @@ export async function trackEvent(db: Db, input: EventInput, caller: Principal | 
     })
     .execute();
   return { accepted: true as const };
+}
+
+/** The events as they came in, newest first, by page or cursor; the total is exact without a name. */
+export async function listEvents(deps: { db: Db; config: Config }, filters: { name?: string }, request: ListRequest) {
+  let query = deps.db
+    .selectFrom('analytics_events')
+    .select(['id', 'name', 'properties', 'user_id', 'workspace_id', 'created_at']);
+  if (filters.name) query = query.where('name', '=', filters.name);
+  const page = await paginate(deps, query, {
+    list: 'admin.analytics-events',
+    request,
+    counters: filters.name ? undefined : { scope: 'analytics_events' },
+  });
+  return mapItems(page, (e) => ({
+    id: e.id,
+    name: e.name,
+    properties: e.properties,
+    userId: e.user_id,
+    workspaceId: e.workspace_id,
+    createdAt: e.created_at.toISOString(),
+  }));
 }
 
 /** Events by name and by UTC day, the top 20 events and the unique users, over the last 30 days. */

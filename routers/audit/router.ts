@@ -17,7 +17,7 @@ export const auditRouter = router({
     })
     .input(adminAuditInput)
     .output(auditPageOutput)
-    .query(({ ctx, input: { page, limit, ...filters } }) => listAudit(ctx.db, filters, { page, limit })),
+    .query(({ ctx, input: { page, limit, cursor, ...filters } }) => listAudit(ctx, filters, { page, limit, cursor })),
 
   workspace: workspaceProcedure('audit.view')
     .meta({
@@ -31,7 +31,7 @@ export const auditRouter = router({
     })
     .input(workspaceAuditInput)
     .output(auditPageOutput)
-    .query(({ ctx, input: { page, limit, workspaceId: _, ...filters } }) =>
-      listAudit(ctx.db, { ...filters, workspaceId: ctx.workspace.id }, { page, limit }),
+    .query(({ ctx, input: { page, limit, cursor, workspaceId: _, ...filters } }) =>
+      listAudit(ctx, { ...filters, workspaceId: ctx.workspace.id }, { page, limit, cursor }),
     ),
 });

@@ -1,8 +1,8 @@
 // Inputs and outputs of the audit log routes.
 import { z } from 'zod';
-import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { listInput, listOutput } from '../../server/platform/pagination.js';
 
-export const auditFiltersInput = paginationInput.extend({
+export const auditFiltersInput = listInput.extend({
   actorId: z.uuid().optional().meta({ description: 'Only entries of this acting user.' }),
   action: z.string().max(100).optional().meta({ description: 'Only this action, e.g. user.suspended.' }),
   from: z.iso.datetime({ offset: true }).optional().meta({ description: 'Entries at or after this time.' }),
@@ -29,4 +29,4 @@ export const auditEntryOutput = z
   })
   .meta({ id: 'AuditLogEntry' });
 
-export const auditPageOutput = pageOutput(auditEntryOutput);
+export const auditPageOutput = listOutput(auditEntryOutput);

@@ -3,7 +3,8 @@
 import type { Kysely } from 'kysely';
 import type { AuditMetadata, Database } from '../../db/schema.js';
 import type { RequestMeta } from '../../server/platform/context.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
+import type { Config } from '../../server/platform/config.js';
 
 export type AuditAction =
   | 'auth.login_failed'
@@ -110,25 +111,29 @@ export interface AuditFilters {
   to?: string;
 }
 
-/** Newest first, filtered and paginated. */
-export async function listAudit(db: Kysely<Database>, filters: AuditFilters, page: Pagination) {
-  let query = db.selectFrom('audit_logs');
+/**
+ * Newest first, filtered, by page or cursor. The total is exact for the whole log and for one workspace's
+ * (list_counters), counted up to 10,000 with any other filter.
+ */
+export async function listAudit(
+  deps: { db: Kysely<Database>; config: Config },
+  filters: AuditFilters,
+  request: ListRequest,
+) {
+  let query = deps.db.selectFrom('audit_logs');
   if (filters.actorId) query = query.where('actor_user_id', '=', filters.actorId);
   if (filters.action) query = query.where('action', '=', filters.action);
   if (filters.workspaceId) query = query.where('workspace_id', '=', filters.workspaceId);
   if (filters.from) query = query.where('created_at', '>=', new Date(filters.from));
   if (filters.to) query = query.where('created_at', '<', new Date(filters.to));
-  const [rows, count] = await Promise.all([
-    query
-      .selectAll()
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit)
-      .offset(offsetOf(page))
-      .execute(),
-    query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  const items = rows.map((r) => ({
+  const filtered = Boolean(filters.actorId || filters.action || filters.from || filters.to);
+  const counters = filtered
+    ? undefined
+    : filters.workspaceId
+      ? { scope: 'audit_logs.workspace', id: filters.workspaceId }
+      : { scope: 'audit_logs' };
+  const page = await paginate(deps, query.selectAll(), { list: 'audit', request, counters });
+  return mapItems(page, (r) => ({
     id: r.id,
     action: r.action,
     actor: r.actor_user_id || r.actor_email ? { id: r.actor_user_id, email: r.actor_email } : null,
@@ -140,5 +145,4 @@ export async function listAudit(db: Kysely<Database>, filters: AuditFilters, pag
     metadata: r.metadata,
     createdAt: r.created_at.toISOString(),
   }));
-  return pageOf(items, Number(count.total), page);
 }

@@ -82,7 +82,7 @@ export const billingRouter = router({
     })
     .input(historyInput)
     .output(historyOutput)
-    .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),
+    .query(({ ctx, input }) => billing.paymentHistory(ctx, ctx.workspace.id, input)),
 
   cancel: workspaceProcedure('billing.manage', activeOrNamed)
     .meta({
@@ -172,5 +172,5 @@ export const billingRouter = router({
     })
     .input(legacyHistoryInput)
     .output(historyOutput)
-    .query(({ ctx, input }) => billing.paymentHistory(ctx.db, ctx.workspace.id, input)),
+    .query(({ ctx, input }) => billing.paymentHistory(ctx, ctx.workspace.id, input)),
 });

@@ -10,7 +10,7 @@ import {
   SUBSCRIPTION_STATUSES,
   type Plan,
 } from '../../db/schema.js';
-import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { listInput, listOutput } from '../../server/platform/pagination.js';
 
 const isoDate = z.iso.datetime({ offset: true });
 
@@ -218,12 +218,12 @@ export const paymentOutput = z
   })
   .meta({ id: 'Payment' });
 
-export const historyInput = workspaceBillingInput.extend(paginationInput.shape);
+export const historyInput = workspaceBillingInput.extend(listInput.shape);
 
 /** The legacy routes name the workspace in the path. */
 export const legacyWorkspaceInput = z.object({ workspaceId: z.uuid() });
 export const legacyHistoryInput = legacyWorkspaceInput.extend(historyInput.shape).extend({ workspaceId: z.uuid() });
-export const historyOutput = pageOutput(paymentOutput);
+export const historyOutput = listOutput(paymentOutput);
 
 export const providerStatusOutput = z
   .object({

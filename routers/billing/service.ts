@@ -15,7 +15,7 @@ import { isDemoAccount } from '../../server/platform/accounts.js';
 import type { Config } from '../../server/platform/config.js';
 import { AppError } from '../../server/platform/errors.js';
 import type { Logger } from '../../server/platform/logger.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { listRequestOf, mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import type {
   BillingChange,
@@ -76,19 +76,15 @@ export async function currentPlan(db: Db, workspaceId: string) {
   };
 }
 
-export async function paymentHistory(db: Db, workspaceId: string, page: Pagination) {
-  const query = db.selectFrom('payments').where('workspace_id', '=', workspaceId);
-  const [rows, count] = await Promise.all([
-    query
-      .selectAll()
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit)
-      .offset(offsetOf(page))
-      .execute(),
-    query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  const items = rows.map((p) => ({
+/** A workspace's payments, newest first, by page or cursor. */
+export async function paymentHistory(deps: { db: Db; config: Config }, workspaceId: string, request: ListRequest) {
+  const query = deps.db.selectFrom('payments').where('workspace_id', '=', workspaceId).selectAll();
+  const page = await paginate(deps, query, {
+    list: 'billing.history',
+    request: listRequestOf(request),
+    counters: { scope: 'payments', id: workspaceId },
+  });
+  return mapItems(page, (p) => ({
     id: p.id,
     provider: p.provider,
     status: p.status,
@@ -101,7 +97,6 @@ export async function paymentHistory(db: Db, workspaceId: string, page: Paginati
     ...(p.invoice_url ? { invoiceUrl: p.invoice_url } : {}),
     createdAt: p.created_at.toISOString(),
   }));
-  return pageOf(items, Number(count.total), page);
 }
 
 // ---------------------------------------------------------------- choosing a plan

@@ -1,5 +1,5 @@
 // GET /admin/email-logs: the mails EMAIL_PROVIDER=MOCK wrote instead of sending, newest first.
-import { pageOutput } from '../../server/platform/pagination.js';
+import { listOutput } from '../../server/platform/pagination.js';
 import { adminProcedure, router } from '../../server/platform/trpc.js';
 import { emailLogOutput, emailLogsInput } from './schemas.js';
 import { listEmailLogs } from './service.js';
@@ -17,8 +17,8 @@ export const emailRouter = router({
       },
     })
     .input(emailLogsInput)
-    .output(pageOutput(emailLogOutput))
-    .query(({ ctx, input: { page, limit, to } }) =>
-      listEmailLogs(ctx.db, { platformRole: ctx.user.platform_role }, { to }, { page, limit }),
+    .output(listOutput(emailLogOutput))
+    .query(({ ctx, input: { page, limit, cursor, to } }) =>
+      listEmailLogs(ctx, { platformRole: ctx.user.platform_role }, { to }, { page, limit, cursor }),
     ),
 });

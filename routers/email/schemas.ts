@@ -1,8 +1,8 @@
 // Input and output of GET /admin/email-logs.
 import { z } from 'zod';
-import { paginationInput } from '../../server/platform/pagination.js';
+import { listInput } from '../../server/platform/pagination.js';
 
-export const emailLogsInput = paginationInput.extend({
+export const emailLogsInput = listInput.extend({
   to: z.email().max(254).optional().meta({ description: 'Only mails to this address.' }),
 });
 

@@ -1,7 +1,8 @@
 // The mails EMAIL_PROVIDER=MOCK wrote instead of sending, newest first.
 import type { Db } from '../../db/index.js';
 import type { PlatformRole } from '../../db/schema.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
+import type { Config } from '../../server/platform/config.js';
 import { platformRoleHas } from '../../server/platform/permissions.js';
 
 /** What the read-only demo admin sees in place of a mail's link. */
@@ -19,27 +20,21 @@ function withoutLink<M extends { text: string; link: string | null }>(mail: M): 
 
 /** The mails, to one address or all; with their links only for a reader holding admin.write. */
 export async function listEmailLogs(
-  db: Db,
+  deps: { db: Db; config: Config },
   reader: { platformRole: PlatformRole },
   filters: { to?: string },
-  page: Pagination,
+  request: ListRequest,
 ) {
-  let query = db.selectFrom('email_logs');
+  let query = deps.db.selectFrom('email_logs');
   if (filters.to) query = query.where('to', '=', filters.to.trim().toLowerCase());
-  const [rows, count] = await Promise.all([
-    query
-      .select(['id', 'to', 'subject', 'template', 'text', 'link', 'created_at'])
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit)
-      .offset(offsetOf(page))
-      .execute(),
-    query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
+  const page = await paginate(deps, query.select(['id', 'to', 'subject', 'template', 'text', 'link', 'created_at']), {
+    list: 'admin.email-logs',
+    request,
+    counters: filters.to ? undefined : { scope: 'email_logs' },
+  });
   const readOnly = !platformRoleHas(reader.platformRole, 'admin.write');
-  const items = rows.map(({ created_at, ...r }) => {
+  return mapItems(page, ({ created_at, ...r }) => {
     const mail = { ...r, createdAt: created_at.toISOString() };
     return readOnly ? withoutLink(mail) : mail;
   });
-  return pageOf(items, Number(count.total), page);
 }

@@ -3,8 +3,7 @@
 // pixel limit against decompression bombs. Objects are stored under generated names, and a failed database
 // change removes the object it stored. The HTTP side (multipart, who may call) is uploads.ts.
 import crypto from 'node:crypto';
-import sharp, { type ResizeOptions } from 'sharp';
-import { fileTypeFromBuffer } from 'file-type';
+import type { ResizeOptions } from 'sharp';
 import type { Db } from '../../db/index.js';
 import type { PlatformRole } from '../../db/schema.js';
 import type { AppDeps } from '../../server/platform/context.js';
@@ -15,6 +14,13 @@ import { isUuid } from '../../server/platform/validation.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import type { BrandingChanges } from './schemas.js';
+
+/**
+ * sharp (native, with its own libvips) and file-type are loaded by the first upload, not at start-up: most
+ * processes serve none.
+ */
+const loadSharp = () => import('sharp').then((m) => m.default);
+const fileTypeFromBuffer = async (buffer: Buffer) => (await import('file-type')).fileTypeFromBuffer(buffer);
 
 export const MiB = 1024 * 1024;
 /** The largest file of each upload route. */
@@ -68,6 +74,7 @@ async function checkedFile(file: Upload, allowed: Set<string>) {
 /** Decodes and re-encodes an image; anything that does not decode as one is refused. */
 async function reencode(buffer: Buffer, resize: ResizeOptions & { width: number; height: number }) {
   try {
+    const sharp = await loadSharp();
     return await sharp(buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error' })
       .rotate()
       .resize(resize)
@@ -127,7 +134,9 @@ export function providerStatus(storage: Storage) {
 export async function storeUpload(deps: Deps, uploader: Uploader, upload: Upload) {
   const { file, mime, ext } = await checkedFile(upload, UPLOAD_TYPES);
   const data = REENCODED_UPLOAD_TYPES.has(mime)
-    ? await sharp(file.buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error', animated: mime === 'image/gif' })
+    ? await (
+        await loadSharp()
+      )(file.buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error', animated: mime === 'image/gif' })
         .rotate()
         .toBuffer()
         .catch(() => {

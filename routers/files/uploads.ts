@@ -3,7 +3,7 @@
 // 2 MiB) and workspace logos (`logo`, 1 MiB). The handlers read the form and decide who may call; what is
 // stored, and how, is the service's (service.ts). Files are served back with nosniff.
 import express, { Router, type Request, type RequestHandler } from 'express';
-import multer from 'multer';
+import type multerModule from 'multer';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
@@ -41,27 +41,35 @@ const FORM_ALLOWANCE_BYTES = 64 * 1024;
  * Content-Length over what such a form can weigh is a 413 before a byte is read.
  */
 function singleFile(field: string, maxBytes: number): RequestHandler[] {
-  const upload = multer({
-    storage: multer.memoryStorage(),
-    preservePath: true,
-    limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 1024 },
-  }).single(field);
+  let upload: RequestHandler | undefined;
   const tooLarge = `The request is larger than a file of ${maxBytes / MiB} MiB (the limit) and its form fields.`;
   return [
     refuseDeclaredLength(maxBytes + FORM_ALLOWANCE_BYTES, tooLarge),
-    (req, res, next) =>
-      upload(req, res, (err: unknown) => {
-        if (!err) return next();
-        if (err instanceof multer.MulterError) {
-          if (err.code === 'LIMIT_FILE_SIZE') {
-            return next(new AppError('PAYLOAD_TOO_LARGE', `The file is larger than ${maxBytes / MiB} MiB.`));
+    (req, res, next) => {
+      loadMulter().then((multer) => {
+        upload ??= multer({
+          storage: multer.memoryStorage(),
+          preservePath: true,
+          limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: 1024 },
+        }).single(field);
+        upload(req, res, (err: unknown) => {
+          if (!err) return next();
+          if (err instanceof multer.MulterError) {
+            if (err.code === 'LIMIT_FILE_SIZE') {
+              return next(new AppError('PAYLOAD_TOO_LARGE', `The file is larger than ${maxBytes / MiB} MiB.`));
+            }
+            return next(new AppError('BAD_REQUEST', `Send one file in the multipart field "${field}".`));
           }
-          return next(new AppError('BAD_REQUEST', `Send one file in the multipart field "${field}".`));
-        }
-        return next(new AppError('BAD_REQUEST', 'Send the file as multipart/form-data.'));
-      }),
+          return next(new AppError('BAD_REQUEST', 'Send the file as multipart/form-data.'));
+        });
+      }, next);
+    },
   ];
 }
+
+/** multer is loaded by the first upload, not at start-up. */
+let multerLoaded: Promise<typeof multerModule> | undefined;
+const loadMulter = () => (multerLoaded ??= import('multer').then((m) => m.default));
 
 /** Uploads are read as sent: multer does not decode a Content-Encoding, and images and PDF are compressed. */
 const refuseEncodedBody = refuseContentEncoding([]);

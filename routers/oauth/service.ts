@@ -13,7 +13,7 @@ import { withoutInvisibleCharacters } from '../../server/platform/validation.js'
 import { recordAudit, type Actor } from '../audit/service.js';
 import { createSessionResult, insertAccount, sendVerificationMail } from '../auth/service.js';
 import { USER_COLUMNS, type UserRow } from '../auth/schemas.js';
-import { ProviderUnavailable } from './providers/failure.js';
+import { ProviderUnavailable } from './providers/errors.js';
 import { providerName } from './providers/index.js';
 import type { FlowChecks, IdentityProvider, IdentityProviders, ProviderProfile } from './providers/types.js';
 

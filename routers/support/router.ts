@@ -1,6 +1,6 @@
 // Contact messages (public) and support tickets (signed in): stored, announced to SUPPORT_EMAIL, and
 // readable by platform admins. Both count in the contact rate-limit tier.
-import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { listInput, listOutput } from '../../server/platform/pagination.js';
 import { adminProcedure, authedProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
 import { contactInput, contactOutput, ticketInput, ticketOutput } from './schemas.js';
 import * as support from './service.js';
@@ -51,9 +51,9 @@ export const supportRouter = router({
         summary: 'Contact messages, newest first',
       },
     })
-    .input(paginationInput)
-    .output(pageOutput(contactOutput))
-    .query(({ ctx, input }) => support.listContactMessages(ctx.db, input)),
+    .input(listInput)
+    .output(listOutput(contactOutput))
+    .query(({ ctx, input }) => support.listContactMessages(ctx, input)),
 
   adminTickets: adminProcedure
     .meta({
@@ -65,7 +65,7 @@ export const supportRouter = router({
         summary: 'Support tickets, newest first',
       },
     })
-    .input(paginationInput)
-    .output(pageOutput(ticketOutput))
-    .query(({ ctx, input }) => support.listTickets(ctx.db, input)),
+    .input(listInput)
+    .output(listOutput(ticketOutput))
+    .query(({ ctx, input }) => support.listTickets(ctx, input)),
 });

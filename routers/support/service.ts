@@ -5,7 +5,8 @@ import type { ContactMessagesTable, SupportTicketsTable } from '../../db/schema.
 import type { AppDeps } from '../../server/platform/context.js';
 import { sendAfterCommit } from '../../server/platform/email/mailer.js';
 import { AppError } from '../../server/platform/errors.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { listRequestOf, mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
+import type { Config } from '../../server/platform/config.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import type { ContactInput, TicketInput } from './schemas.js';
 
@@ -85,38 +86,24 @@ export async function openTicket(
   return toTicket(row);
 }
 
-export async function listContactMessages(db: Db, page: Pagination) {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('contact_messages')
-      .selectAll()
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit)
-      .offset(offsetOf(page))
-      .execute(),
-    db
-      .selectFrom('contact_messages')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .executeTakeFirstOrThrow(),
-  ]);
-  return pageOf(rows.map(toContact), Number(count.n), page);
+/** Newest first, by page or cursor. */
+export async function listContactMessages(deps: { db: Db; config: Config }, request: ListRequest) {
+  const query = deps.db.selectFrom('contact_messages').selectAll();
+  const page = await paginate(deps, query, {
+    list: 'admin.contact-messages',
+    request: listRequestOf(request),
+    counters: { scope: 'contact_messages' },
+  });
+  return mapItems(page, toContact);
 }
 
-export async function listTickets(db: Db, page: Pagination) {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('support_tickets')
-      .selectAll()
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit)
-      .offset(offsetOf(page))
-      .execute(),
-    db
-      .selectFrom('support_tickets')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .executeTakeFirstOrThrow(),
-  ]);
-  return pageOf(rows.map(toTicket), Number(count.n), page);
+/** Newest first, by page or cursor. */
+export async function listTickets(deps: { db: Db; config: Config }, request: ListRequest) {
+  const query = deps.db.selectFrom('support_tickets').selectAll();
+  const page = await paginate(deps, query, {
+    list: 'admin.support-tickets',
+    request: listRequestOf(request),
+    counters: { scope: 'support_tickets' },
+  });
+  return mapItems(page, toTicket);
 }

@@ -1,5 +1,5 @@
 // Platform administration of users. Reads for admin and demo admin; writes through adminWriteProcedure.
-import { pageOutput } from '../../server/platform/pagination.js';
+import { listOutput } from '../../server/platform/pagination.js';
 import { adminProcedure, adminWriteProcedure, router } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import { adminUserDetailOutput, adminUserOutput, listUsersInput, updateUserInput, userIdInput } from './schemas.js';
@@ -30,8 +30,10 @@ export const adminUsersRouter = router({
       },
     })
     .input(listUsersInput)
-    .output(pageOutput(adminUserOutput))
-    .query(({ ctx, input: { page, limit, ...filters } }) => users.listUsers(ctx.db, filters, { page, limit })),
+    .output(listOutput(adminUserOutput))
+    .query(({ ctx, input: { page, limit, cursor, ...filters } }) =>
+      users.listUsers(ctx, filters, { page, limit, cursor }),
+    ),
 
   get: adminProcedure
     .meta({

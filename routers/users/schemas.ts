@@ -1,7 +1,7 @@
 // Inputs and outputs of the platform administration of users.
 import { z } from 'zod';
 import { PLATFORM_ROLES, USER_STATUSES } from '../../db/schema.js';
-import { paginationInput } from '../../server/platform/pagination.js';
+import { listInput } from '../../server/platform/pagination.js';
 import { displayName } from '../../server/platform/validation.js';
 import { userOutput, workspaceSummaryOutput } from '../auth/schemas.js';
 
@@ -16,7 +16,7 @@ export const adminUserDetailOutput = adminUserOutput
 
 export const userIdInput = z.object({ userId: z.uuid() });
 
-export const listUsersInput = paginationInput.extend({
+export const listUsersInput = listInput.extend({
   search: z.string().trim().max(100).optional().meta({ description: 'Part of the e-mail address or name.' }),
   status: z.enum(USER_STATUSES).optional(),
   platformRole: z.enum(PLATFORM_ROLES).optional(),

@@ -1,8 +1,9 @@
 // Platform administration of users: search, read, rename and platform role, suspend and activate.
 import type { Kysely } from 'kysely';
 import type { Database, PlatformRole, User, UserStatus } from '../../db/schema.js';
+import type { Config } from '../../server/platform/config.js';
 import { AppError } from '../../server/platform/errors.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import { toUserOutput } from '../auth/schemas.js';
 import { membershipsOf } from '../workspaces/access.js';
@@ -36,29 +37,26 @@ function toAdminUser(u: AdminUserRow) {
 
 const notFound = () => new AppError('NOT_FOUND', 'User not found.');
 
+/** Newest first, by page or cursor; the total is exact without filters, capped with them. */
 export async function listUsers(
-  db: Db,
+  deps: { db: Db; config: Config },
   filters: { search?: string; status?: UserStatus; platformRole?: PlatformRole },
-  page: Pagination,
+  request: ListRequest,
 ) {
-  let query = db.selectFrom('users');
+  let query = deps.db.selectFrom('users');
   if (filters.search) {
     const pattern = `%${escapeLike(filters.search)}%`;
     query = query.where((eb) => eb.or([eb('email', 'ilike', pattern), eb('name', 'ilike', pattern)]));
   }
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.platformRole) query = query.where('platform_role', '=', filters.platformRole);
-  const [rows, count] = await Promise.all([
-    query
-      .select(COLUMNS)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit)
-      .offset(offsetOf(page))
-      .execute(),
-    query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return pageOf(rows.map(toAdminUser), Number(count.total), page);
+  const filtered = Boolean(filters.search || filters.status || filters.platformRole);
+  const page = await paginate(deps, query.select(COLUMNS), {
+    list: 'admin.users',
+    request,
+    counters: filtered ? undefined : { scope: 'users' },
+  });
+  return mapItems(page, toAdminUser);
 }
 
 export async function getUser(db: Db, userId: string) {

@@ -34,7 +34,26 @@ export const AUTO_DISABLE_AFTER_FAILURES = 15;
 export const AUTO_DISABLE_AFTER_MS = 3 * 86_400_000;
 
 export type AttemptOutcome =
-  { status: 'success' | 'disabled' } | { status: 'retrying'; retryAt: Date } | { status: 'failed'; permanent: boolean };
+  | { status: 'success' | 'disabled' }
+  | { status: 'retrying'; retryAt: Date }
+  | { status: 'failed'; permanent: boolean }
+  // The gate did not let the attempt start: nothing was sent or recorded (the caller runs it elsewhere).
+  | { status: 'turned-away' };
+
+/** How an attempt's request ended, for a gate: an HTTP answer, no answer within the timeout, or neither. */
+export type RequestEnd = 'answered' | 'timed-out' | 'failed';
+
+/**
+ * Lets an attempt's request start, once the delivery is read: answers the call to make when the request
+ * has ended, or undefined to turn the attempt away (nothing is sent or recorded). The queue's lanes
+ * (jobs/lanes.ts) keep an endpoint that does not answer from taking the whole worker.
+ */
+export interface DeliveryGate {
+  enter(webhookId: string): ((end: RequestEnd) => void) | undefined;
+}
+
+/** No answer (no connection, no headers, or a body that stopped) within WEBHOOK_TIMEOUT_MS. */
+class DeliveryTimeout extends Error {}
 
 export const sign = (secret: string, timestamp: number, body: string) =>
   crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
@@ -131,7 +150,7 @@ function post(
           else
             reject(
               TIMEOUT_CODES.has((err as { code?: string }).code ?? '')
-                ? new Error(`no answer within ${timeoutMs} ms`)
+                ? new DeliveryTimeout(`no answer within ${timeoutMs} ms`)
                 : err,
             );
         },
@@ -249,12 +268,13 @@ const roundTrip = batched<RoundTripInput, DeliveryRow | undefined, DeliveryDeps>
  * Makes one attempt of the delivery (unless it is already final) and records it. Safe to call twice for
  * the same delivery: a delivery already `success`, `failed` or `disabled` is left as it is.
  * `attemptAtLeast`: the number this attempt has at least, when the caller knows of attempts that started
- * but could not be recorded (the queue: a worker killed in the middle of one).
+ * but could not be recorded (the queue: a worker killed in the middle of one). `gate`: asked before the
+ * request starts (the queue's lanes); an attempt it turns away is `turned-away`, with nothing recorded.
  */
 export async function attemptDelivery(
   deps: DeliveryDeps,
   deliveryId: string,
-  opts: { attemptAtLeast?: number } = {},
+  opts: { attemptAtLeast?: number; gate?: DeliveryGate } = {},
 ): Promise<AttemptOutcome> {
   const { db, config } = deps;
   const row = await roundTrip(deps, { read: deliveryId });
@@ -278,6 +298,9 @@ export async function attemptDelivery(
       .execute();
     return { status: 'disabled' };
   }
+
+  const leave = opts.gate?.enter(row.webhook_id);
+  if (opts.gate && !leave) return { status: 'turned-away' };
 
   const body = row.body;
   const timestamp = Math.floor(Date.now() / 1000);
@@ -310,6 +333,7 @@ export async function attemptDelivery(
   let answer: HttpAnswer | undefined;
   let error: string | undefined;
   let permanent = false;
+  let timedOut = false;
   try {
     const allowPrivate = config.WEBHOOK_ALLOW_PRIVATE_URLS;
     const checked = checkedUrlOf(row.url, allowPrivate);
@@ -321,7 +345,9 @@ export async function attemptDelivery(
   } catch (err) {
     permanent = err instanceof AppError && err.code === 'WEBHOOK_URL_NOT_ALLOWED';
     error = err instanceof Error ? err.message : 'delivery failed';
+    timedOut = err instanceof DeliveryTimeout;
   }
+  leave?.(answer ? 'answered' : timedOut ? 'timed-out' : 'failed');
   const durationMs = Math.round(performance.now() - started);
 
   let outcome: AttemptOutcome;

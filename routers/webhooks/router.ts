@@ -1,7 +1,7 @@
 // Outbound webhooks of a workspace (webhooks.manage) and their delivery log. Demo accounts are refused
 // every change of an endpoint.
 import { z } from 'zod';
-import { pageOutput } from '../../server/platform/pagination.js';
+import { listOutput } from '../../server/platform/pagination.js';
 import { router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { actorOf } from '../audit/service.js';
 import {
@@ -129,9 +129,9 @@ export const webhooksRouter = router({
       },
     })
     .input(deliveriesInput)
-    .output(pageOutput(deliveryOutput))
-    .query(({ ctx, input: { page, limit, webhookId, status } }) =>
-      hooks.listDeliveries(ctx.db, ctx.workspace.id, { webhookId, status }, { page, limit }),
+    .output(listOutput(deliveryOutput))
+    .query(({ ctx, input: { page, limit, cursor, webhookId, status } }) =>
+      hooks.listDeliveries(ctx, ctx.workspace.id, { webhookId, status }, { page, limit, cursor }),
     ),
 
   retry: reader

@@ -1,7 +1,7 @@
 // Inputs and outputs of the outbound webhook routes.
 import { z } from 'zod';
 import { DELIVERY_STATUSES, WEBHOOK_EVENTS } from '../../db/schema.js';
-import { paginationInput } from '../../server/platform/pagination.js';
+import { listInput } from '../../server/platform/pagination.js';
 import { displayName, exact } from '../../server/platform/validation.js';
 import { MAX_WEBHOOK_URL_LENGTH } from './url-policy.js';
 
@@ -87,7 +87,7 @@ export const rotateSecretInput = webhookInput.extend({
 });
 
 export const deliveriesInput = workspaceInput
-  .extend(paginationInput.shape)
+  .extend(listInput.shape)
   .extend({ webhookId: z.uuid().optional(), status: z.enum(DELIVERY_STATUSES).optional() });
 
 export const deliveryInput = workspaceInput.extend({ deliveryId: z.uuid() });

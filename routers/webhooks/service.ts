@@ -6,7 +6,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Database, DeliveryStatus, WebhookDeliveriesTable, WebhookEvent, WebhooksTable } from '../../db/schema.js';
 import type { Config } from '../../server/platform/config.js';
 import { AppError } from '../../server/platform/errors.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import type { SecretBox } from '../../server/platform/security/secret-box.js';
 import { recordAudit, type Actor } from '../audit/service.js';
 import { checkWebhookUrl } from './url-policy.js';
@@ -284,26 +284,22 @@ export async function getDelivery(db: Db, workspaceId: string, deliveryId: strin
   return toDelivery(row);
 }
 
+/** The delivery log, newest first, by page or cursor; the total is exact without filters. */
 export async function listDeliveries(
-  db: Db,
+  deps: { db: Db; config: Config },
   workspaceId: string,
   filters: { webhookId?: string; status?: DeliveryStatus },
-  page: Pagination,
+  request: ListRequest,
 ) {
-  let query = db.selectFrom('webhook_deliveries').where('workspace_id', '=', workspaceId);
+  let query = deps.db.selectFrom('webhook_deliveries').where('workspace_id', '=', workspaceId);
   if (filters.webhookId) query = query.where('webhook_id', '=', filters.webhookId);
   if (filters.status) query = query.where('status', '=', filters.status);
-  const [rows, count] = await Promise.all([
-    query
-      .selectAll()
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit)
-      .offset(offsetOf(page))
-      .execute(),
-    query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return pageOf(rows.map(toDelivery), Number(count.total), page);
+  const page = await paginate(deps, query.selectAll(), {
+    list: 'webhook-deliveries',
+    request,
+    counters: filters.webhookId || filters.status ? undefined : { scope: 'webhook_deliveries', id: workspaceId },
+  });
+  return mapItems(page, toDelivery);
 }
 
 /**

@@ -40,8 +40,8 @@ export const adminWorkspacesRouter = router({
     })
     .input(adminWorkspaceListInput)
     .output(adminWorkspacePageOutput)
-    .query(({ ctx, input: { page, limit, ...filters } }) =>
-      workspaces.adminListWorkspaces(ctx.db, filters, { page, limit }),
+    .query(({ ctx, input: { page, limit, cursor, ...filters } }) =>
+      workspaces.adminListWorkspaces(ctx, filters, { page, limit, cursor }),
     ),
 
   create: adminWriteProcedure

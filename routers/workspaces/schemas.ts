@@ -1,7 +1,7 @@
 // Inputs and outputs of the workspace, member, invitation and admin workspace routes.
 import { z } from 'zod';
 import { EDITIONS, WORKSPACE_ROLES, WORKSPACE_STATUSES } from '../../db/schema.js';
-import { pageOutput, paginationInput } from '../../server/platform/pagination.js';
+import { listInput, listOutput as pagedListOutput } from '../../server/platform/pagination.js';
 import { displayName } from '../../server/platform/validation.js';
 import { emailSchema, workspaceSummaryOutput } from '../auth/schemas.js';
 
@@ -70,7 +70,7 @@ export const listOutput = <T extends z.ZodType>(item: T) => z.object({ items: z.
 
 // ---- platform administration
 
-export const adminWorkspaceListInput = paginationInput.extend({
+export const adminWorkspaceListInput = listInput.extend({
   search: z.string().trim().max(100).optional().meta({ description: 'Part of the workspace name.' }),
   status: z.enum(WORKSPACE_STATUSES).optional(),
 });
@@ -87,4 +87,4 @@ export const adminWorkspaceOutput = workspaceOutput
 export const adminWorkspaceDetailOutput = adminWorkspaceOutput
   .extend({ members: z.array(memberOutput) })
   .meta({ id: 'AdminWorkspaceDetail' });
-export const adminWorkspacePageOutput = pageOutput(adminWorkspaceOutput);
+export const adminWorkspacePageOutput = pagedListOutput(adminWorkspaceOutput);

@@ -11,7 +11,8 @@ import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { sendAfterCommit } from '../../server/platform/email/mailer.js';
 import { invitationMail, tokenLink } from '../../server/platform/email/templates.js';
-import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
+import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
+import type { Config } from '../../server/platform/config.js';
 import { roleHas } from '../../server/platform/permissions.js';
 import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js';
 import { recordAudit, type Actor } from '../audit/service.js';
@@ -525,27 +526,28 @@ async function owners(db: Db, workspaceIds: string[]) {
   return byWorkspace;
 }
 
+/** Newest first, by page or cursor, each with its owners; the total is exact without filters. */
 export async function adminListWorkspaces(
-  db: Db,
+  deps: { db: Db; config: Config },
   filters: { search?: string; status?: WorkspaceStatus },
-  page: Pagination,
+  request: ListRequest,
 ) {
+  const { db } = deps;
   let query = workspaceRows(db);
   if (filters.search) query = query.where('w.name', 'ilike', `%${escapeLike(filters.search)}%`);
   if (filters.status) query = query.where('w.status', '=', filters.status);
-  const [rows, count] = await Promise.all([
-    query.orderBy('w.created_at', 'desc').orderBy('w.id', 'desc').limit(page.limit).offset(offsetOf(page)).execute(),
-    query
-      .clearSelect()
-      .select((eb) => eb.fn.countAll<string>().as('total'))
-      .executeTakeFirstOrThrow(),
-  ]);
+  const page = await paginate(deps, query, {
+    list: 'admin.workspaces',
+    request,
+    counters: filters.search || filters.status ? undefined : { scope: 'workspaces' },
+    createdAt: 'w.created_at',
+    id: 'w.id',
+  });
   const ownersOf = await owners(
     db,
-    rows.map((r) => r.id),
+    page.items.map((r) => r.id),
   );
-  const items = rows.map((r) => ({ ...toWorkspace(r), owners: ownersOf.get(r.id) ?? [] }));
-  return pageOf(items, Number(count.total), page);
+  return mapItems(page, (r) => ({ ...toWorkspace(r), owners: ownersOf.get(r.id) ?? [] }));
 }
 
 export async function adminGetWorkspace(db: Db, workspaceId: string) {

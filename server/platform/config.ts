@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { CronExpressionParser } from 'cron-parser';
+import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { newPasswordSchema } from './security/passwords.js';
 
@@ -104,12 +104,16 @@ const succeeds = (attempt: () => unknown) => {
  * A BullMQ repeat pattern: 5 or 6 cron fields (`0 * * * *`), parsed with the cron-parser BullMQ uses, so a
  * bad one stops the boot here rather than the worker later. Unset or empty: off.
  */
+/** cron-parser (with luxon, about 8 MB), loaded only when a pattern is set: its CommonJS build, synchronously. */
+const cronParser = () =>
+  (createRequire(import.meta.url)('cron-parser') as typeof import('cron-parser')).CronExpressionParser;
+
 const cronPattern = () =>
   z.preprocess(
     trimmedOrUnset,
     z
       .string()
-      .refine((s) => /^[\w*?#/,-]+(\s+[\w*?#/,-]+){4,5}$/.test(s) && succeeds(() => CronExpressionParser.parse(s)), {
+      .refine((s) => /^[\w*?#/,-]+(\s+[\w*?#/,-]+){4,5}$/.test(s) && succeeds(() => cronParser().parse(s)), {
         error: 'must be a cron pattern of 5 or 6 fields (e.g. 0 * * * *)',
       })
       .optional(),
@@ -338,6 +342,9 @@ export const configSchema = z.object({
   WEBHOOK_TIMEOUT_MS: int(10_000, 100),
   WEBHOOK_WORKER_CONCURRENCY: int(100, 1, 1000),
   WEBHOOK_JOB_LOCK_MS: int(30_000, 1_000, 600_000),
+  WEBHOOK_ENDPOINT_CONCURRENCY: int(10, 1, 1000),
+  WEBHOOK_SLOW_LANE_CONCURRENCY: int(10, 1, 1000),
+  WEBHOOK_SLOW_LANE_SECONDS: int(300, 1, 86_400),
   WEBHOOK_USER_AGENT: str('WorkspaceSaaS-Webhooks/1.0'),
   WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
   WEBHOOK_DNS_CACHE_SECONDS: int(30, 0, 3600),

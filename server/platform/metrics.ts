@@ -5,7 +5,7 @@
 // methods, statuses, tiers, queue states.
 import crypto from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { Queue } from 'bullmq';
+import type { JobType } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
@@ -159,11 +159,18 @@ export class Metrics {
 /** A queue's counts, read through the app's request-path Redis connection (fail fast, no offline queue). */
 export function queueCounts(connection: Redis, prefix: string, name: string): () => QueueCounts {
   return () => {
-    const queue = new Queue(name, { connection, prefix });
-    queue.on('error', () => {
-      /* the gauge reports the queue as down */
+    // BullMQ is loaded by the first scrape: only a process in queue mode with metrics on ever needs it.
+    const queue = import('bullmq').then(({ Queue }) => {
+      const opened = new Queue(name, { connection, prefix });
+      opened.on('error', () => {
+        /* the gauge reports the queue as down */
+      });
+      return opened;
     });
-    return queue;
+    return {
+      getJobCounts: (...states) => queue.then((q) => q.getJobCounts(...(states as JobType[]))),
+      close: () => queue.then((q) => q.close()),
+    };
   };
 }
 

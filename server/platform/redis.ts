@@ -3,7 +3,7 @@
 // while Redis is away. A request never waits for Redis longer than REDIS_COMMAND_TIMEOUT_MS
 // (docs/decisions.md, "Redis away"), and every connection tries again at least once a second while Redis is
 // away, so it is used again within about a second of its return.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { settlesWithin } from './in-flight.js';
@@ -26,12 +26,14 @@ export const RECONNECT_MAX_MS = 1_000;
 export const reconnectDelay = (attempt: number) =>
   Math.min(50 * 2 ** Math.max(0, attempt - 1), RECONNECT_MAX_MS) + Math.floor(Math.random() * 100);
 
-export function connectRedis(
+/** The connections when REDIS_URL is set (ioredis is loaded only then), else undefined. */
+export async function connectRedis(
   config: Pick<Config, 'REDIS_URL' | 'REDIS_COMMAND_TIMEOUT_MS'>,
   logger: Logger,
-): RedisConnections | undefined {
+): Promise<RedisConnections | undefined> {
   const url = config.REDIS_URL;
   if (!url) return undefined;
+  const { Redis } = await import('ioredis');
   const common = { connectTimeout: 2000, lazyConnect: false, retryStrategy: reconnectDelay } as const;
   // Auto-pipelining: the commands of requests that arrive while a pipeline is on its way to Redis go
   // together in the next one (one write and one read for dozens of rate-limit checks under load).

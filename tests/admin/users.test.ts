@@ -37,7 +37,15 @@ describe('GET /admin/users', () => {
   it('answers a page { items, page, limit, total, totalPages } with page 1 and limit 20 by default', async () => {
     const res = await asAdmin('GET', '/admin/users');
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['items', 'limit', 'page', 'total', 'totalPages']);
+    expect(Object.keys(res.body).sort()).toEqual([
+      'items',
+      'limit',
+      'nextCursor',
+      'page',
+      'total',
+      'totalCapped',
+      'totalPages',
+    ]);
     expect(res.body).toMatchObject({ page: 1, limit: 20 });
     expect(res.body.total).toBeGreaterThanOrEqual(3);
     expect(res.body.totalPages).toBe(Math.ceil(res.body.total / 20));

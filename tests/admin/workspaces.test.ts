@@ -58,7 +58,15 @@ describe('GET /admin/workspaces', () => {
     const w = await adminWorkspace('listed');
     const res = await asAdmin('GET', '/admin/workspaces');
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['items', 'limit', 'page', 'total', 'totalPages']);
+    expect(Object.keys(res.body).sort()).toEqual([
+      'items',
+      'limit',
+      'nextCursor',
+      'page',
+      'total',
+      'totalCapped',
+      'totalPages',
+    ]);
     expect(res.body).toMatchObject({ page: 1, limit: 20 });
     expect(res.body.totalPages).toBe(Math.ceil(res.body.total / 20));
     const found = await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(w.name)}`);

@@ -461,7 +461,15 @@ describe('GET /admin/audit-logs', () => {
   it('answers a page { items, page, limit, total, totalPages }, newest first', async () => {
     const res = await list('');
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['items', 'limit', 'page', 'total', 'totalPages']);
+    expect(Object.keys(res.body).sort()).toEqual([
+      'items',
+      'limit',
+      'nextCursor',
+      'page',
+      'total',
+      'totalCapped',
+      'totalPages',
+    ]);
     expect(res.body).toMatchObject({ page: 1, limit: 20 });
     expect(res.body.totalPages).toBe(Math.ceil(res.body.total / 20));
     const times = (res.body.items as Entry[]).map((e) => Date.parse(e.createdAt));
@@ -573,7 +581,15 @@ describe('GET /workspaces/{workspaceId}/audit-logs', () => {
     const token = role === 'OWNER' ? owner.accessToken : wsAdmin.accessToken;
     const res = await app.api('GET', `/workspaces/${workspaceId}/audit-logs?limit=100`, { token });
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['items', 'limit', 'page', 'total', 'totalPages']);
+    expect(Object.keys(res.body).sort()).toEqual([
+      'items',
+      'limit',
+      'nextCursor',
+      'page',
+      'total',
+      'totalCapped',
+      'totalPages',
+    ]);
     const items = res.body.items as Entry[];
     for (const e of items) expect(e.workspaceId).toBe(workspaceId);
     // created + the upgrade + 3 invitations + 3 joins.

@@ -409,7 +409,15 @@ describe('legacy workspace billing routes', () => {
 
     const legacyPayments = await app.api('GET', `${base}/payments`, { token: s.accessToken });
     expect(legacyPayments.status, legacyPayments.text).toBe(200);
-    expect(Object.keys(legacyPayments.body).sort()).toEqual(['items', 'limit', 'page', 'total', 'totalPages']);
+    expect(Object.keys(legacyPayments.body).sort()).toEqual([
+      'items',
+      'limit',
+      'nextCursor',
+      'page',
+      'total',
+      'totalCapped',
+      'totalPages',
+    ]);
     expect(legacyPayments.body).toEqual(await historyOf(app, s.accessToken, s.workspaceId));
     expect(legacyPayments.body.items).toHaveLength(1);
     const paged = await app.api('GET', `${base}/payments?limit=1&page=2`, { token: s.accessToken });

@@ -1,14 +1,21 @@
 import type { Config } from '../../../server/platform/config.js';
-import { createAnthropicProvider } from './anthropic.js';
 import { createMockProvider } from './mock.js';
-import { createOpenAIProvider } from './openai.js';
 import type { TextProvider } from './types.js';
 import { storableText } from '../../../server/platform/unstorable-text.js';
 
-/** The provider AI_PROVIDER selects. Built at start-up; a missing key is reported, never fatal. */
-export function createTextProvider(config: Config): TextProvider {
-  if (config.AI_PROVIDER === 'PROVIDER_A') return withStorableOutput(createOpenAIProvider(config));
-  if (config.AI_PROVIDER === 'PROVIDER_B') return withStorableOutput(createAnthropicProvider(config));
+/**
+ * The provider AI_PROVIDER selects. Built at start-up; a missing key is reported, never fatal. Only the
+ * selected provider's module (and so its SDK) is loaded.
+ */
+export async function createTextProvider(config: Config): Promise<TextProvider> {
+  if (config.AI_PROVIDER === 'PROVIDER_A') {
+    const { createOpenAIProvider } = await import('./openai.js');
+    return withStorableOutput(createOpenAIProvider(config));
+  }
+  if (config.AI_PROVIDER === 'PROVIDER_B') {
+    const { createAnthropicProvider } = await import('./anthropic.js');
+    return withStorableOutput(createAnthropicProvider(config));
+  }
   return createMockProvider();
 }
 

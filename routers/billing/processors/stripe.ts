@@ -9,6 +9,7 @@ import Stripe from 'stripe';
 import type { PaymentStatus, SubscriptionStatus } from '../../../db/schema.js';
 import type { Config } from '../../../server/platform/config.js';
 import { AppError } from '../../../server/platform/errors.js';
+import { NOT_CONFIGURED, WEBHOOKS_NOT_CONFIGURED } from './stripe-unconfigured.js';
 import {
   ourId,
   type BillingChange,
@@ -38,8 +39,7 @@ export function createStripeProcessor(config: StripeConfig, options: ProcessorOp
     : null;
 
   const client = (): Stripe => {
-    if (!stripe)
-      throw new AppError('BILLING_NOT_CONFIGURED', 'PROCESSOR_A is not configured (its secret key is not set).');
+    if (!stripe) throw new AppError('BILLING_NOT_CONFIGURED', NOT_CONFIGURED);
     return stripe;
   };
 
@@ -77,10 +77,7 @@ export function createStripeProcessor(config: StripeConfig, options: ProcessorOp
 
     parseWebhook(rawBody, headers) {
       if (!webhookSecret) {
-        throw new AppError(
-          'BILLING_NOT_CONFIGURED',
-          'PROCESSOR_A webhooks are not configured (the webhook secret is not set).',
-        );
+        throw new AppError('BILLING_NOT_CONFIGURED', WEBHOOKS_NOT_CONFIGURED);
       }
       const event = verifiedEvent(rawBody, headers['stripe-signature'], webhookSecret);
       return {

@@ -2,6 +2,9 @@
 // answers may name the client id, a code or internal details). The cause goes to the server log only.
 import * as client from 'openid-client';
 import { AppError } from '../../../server/platform/errors.js';
+import { ProviderUnavailable, SignInNotVerified } from './errors.js';
+
+export { ProviderUnavailable, SignInNotVerified };
 
 /** Errors of openid-client that mean the provider itself failed (unreachable, slow, or answering nonsense). */
 const PROVIDER_DOWN_CODES = new Set([
@@ -10,30 +13,6 @@ const PROVIDER_DOWN_CODES = new Set([
   'OAUTH_RESPONSE_IS_NOT_CONFORM',
   'OAUTH_RESPONSE_IS_NOT_JSON',
 ]);
-
-/** The provider could not be reached or failed: nothing is wrong with the sign-in itself, try again later. */
-export class ProviderUnavailable extends AppError {
-  constructor(
-    provider: string,
-    /** What failed, for the server log. */
-    readonly reason?: unknown,
-  ) {
-    super('OAUTH_PROVIDER_ERROR', `${provider} could not be reached or failed. Please try again in a moment.`);
-    this.name = 'ProviderUnavailable';
-  }
-}
-
-/** The provider's answer did not verify (a code refused, an ID token that fails a check). */
-export class SignInNotVerified extends AppError {
-  constructor(
-    provider: string,
-    /** Which check failed, for the server log. */
-    readonly reason?: unknown,
-  ) {
-    super('OAUTH_SIGN_IN_FAILED', `The sign-in with ${provider} could not be verified. Please start again.`);
-    this.name = 'SignInNotVerified';
-  }
-}
 
 /**
  * Classifies what openid-client (or a provider's API call) threw. A fetch that failed (TypeError), a

@@ -1,6 +1,5 @@
 // Outgoing mail. EMAIL_PROVIDER=MOCK writes each mail, link included, to the email_logs table (readable
-// by platform admins at GET /admin/email-logs); SMTP sends it through nodemailer.
-import nodemailer from 'nodemailer';
+// by platform admins at GET /admin/email-logs); SMTP sends it through nodemailer, loaded only then.
 import type { Config } from '../config.js';
 import type { Db } from '../../../db/index.js';
 import type { Logger } from '../logger.js';
@@ -48,27 +47,25 @@ export function createMailer(config: MailerConfig, db: Db): Mailer {
       async close() {},
     };
   }
-  const transport = nodemailer.createTransport({
-    host: config.SMTP_HOST,
-    port: config.SMTP_PORT,
-    secure: config.SMTP_SECURE,
-    auth: config.SMTP_USER ? { user: config.SMTP_USER, pass: config.SMTP_PASS ?? '' } : undefined,
-    // nodemailer's defaults wait minutes for a server that accepts the connection and says nothing.
-    connectionTimeout: SMTP_TIMEOUT_MS,
-    greetingTimeout: SMTP_TIMEOUT_MS,
-    socketTimeout: SMTP_TIMEOUT_MS,
-  });
+  const transport = import('nodemailer').then(({ default: nodemailer }) =>
+    nodemailer.createTransport({
+      host: config.SMTP_HOST,
+      port: config.SMTP_PORT,
+      secure: config.SMTP_SECURE,
+      auth: config.SMTP_USER ? { user: config.SMTP_USER, pass: config.SMTP_PASS ?? '' } : undefined,
+      // nodemailer's defaults wait minutes for a server that accepts the connection and says nothing.
+      connectionTimeout: SMTP_TIMEOUT_MS,
+      greetingTimeout: SMTP_TIMEOUT_MS,
+      socketTimeout: SMTP_TIMEOUT_MS,
+    }),
+  );
   const sending = new Set<Promise<unknown>>();
   return {
     provider: 'SMTP',
     async send(mail) {
-      const sent = transport.sendMail({
-        from: config.EMAIL_FROM,
-        to: mail.to,
-        subject: mail.subject,
-        text: mail.text,
-        html: mail.html,
-      });
+      const sent = transport.then((t) =>
+        t.sendMail({ from: config.EMAIL_FROM, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html }),
+      );
       sending.add(sent);
       try {
         await sent;
@@ -79,7 +76,7 @@ export function createMailer(config: MailerConfig, db: Db): Mailer {
     /** Lets the mails on their way finish (at most SMTP_TIMEOUT_MS), then closes the connections. */
     async close() {
       await settlesWithin(SMTP_TIMEOUT_MS, Promise.allSettled([...sending]));
-      transport.close();
+      (await transport).close();
     },
   };
 }
