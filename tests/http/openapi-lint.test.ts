@@ -224,8 +224,8 @@ describe('/openapi.json for a third party', () => {
       'Error',
       'Uuid',
       'Timestamp',
-      'AdminUserPage',
-      'PaymentPage',
+      'AdminUserList',
+      'PaymentList',
     ])
       expect(names).toContain(name);
     const text = JSON.stringify(doc);
