@@ -13,6 +13,7 @@ export default tseslint.config(
       'coverage/',
       'tests/fixtures/',
       'tests/client-consumer/',
+      'tests/third-party/',
       'bench/.scratch/',
     ],
   },

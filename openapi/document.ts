@@ -7,29 +7,57 @@
 // it sees (tests/helpers/error-ledger.ts).
 import type { AnyTRPCRouter } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
-import type { ZodOpenApiPathsObject } from 'zod-openapi';
+import { createDocument, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { tierOf, tierOfOperation, type Meta, type Tier } from '../server/platform/route-meta.js';
 import { ERROR_STATUS, type ErrorCode } from '../server/platform/errors.js';
 import { codesOf, errorSchema } from './error-response.js';
+import { finishDocument } from './finish.js';
 
 const ERROR_SCHEMA = {
   type: 'object',
   required: ['code', 'message', 'requestId'],
   properties: {
-    code: { type: 'string', description: 'Domain code (e.g. USER_SUSPENDED) or the HTTP-class code (e.g. NOT_FOUND).' },
-    message: { type: 'string', description: 'Human-readable explanation, safe to show.' },
-    requestId: { type: 'string', description: 'Equals the X-Request-Id response header.' },
+    code: {
+      type: 'string',
+      maxLength: 64,
+      description: 'Domain code (e.g. USER_SUSPENDED) or the HTTP-class code (e.g. NOT_FOUND).',
+      examples: ['NOT_FOUND'],
+    },
+    message: {
+      type: 'string',
+      maxLength: 2000,
+      description: 'Human-readable explanation, safe to show.',
+      examples: ['No such workspace.'],
+    },
+    requestId: {
+      type: 'string',
+      maxLength: 128,
+      description: 'Equals the X-Request-Id response header.',
+      examples: ['5b0e6c1e-2f5d-4a8e-9a51-0c2d7e3f4a6b'],
+    },
     issues: {
       type: 'array',
       description: 'Validation problems, one per field.',
       items: {
         type: 'object',
         required: ['path', 'message', 'code'],
-        properties: { path: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } },
+        properties: {
+          path: { type: 'string', maxLength: 500, description: 'The dotted path of the field.', examples: ['email'] },
+          message: { type: 'string', maxLength: 2000, examples: ['Enter a valid e-mail address.'] },
+          code: { type: 'string', maxLength: 64, description: "Zod's issue code.", examples: ['invalid_format'] },
+        },
       },
     },
   },
 } as const;
+
+/** Who the document names as its contact and under which licence the API description is published. */
+export interface DocumentInfo {
+  version: string;
+  contact?: { name?: string; email?: string; url?: string };
+  /** The outbound webhooks, by event: the document's `webhooks` section. */
+  webhooks?: ZodOpenApiPathsObject;
+}
 
 /** What an error status means, as its response's description begins. */
 const STATUS_MEANING: Record<number, string> = {
@@ -81,6 +109,7 @@ type Response = {
   content?: Record<string, { schema?: unknown }>;
 };
 type Operation = {
+  description?: string;
   security?: unknown[];
   parameters?: unknown[];
   requestBody?: unknown;
@@ -94,6 +123,10 @@ interface Declared {
   sameBodyWith?: Record<number, string>;
   /** Its rate-limit tier; undefined: never limited. */
   tier: Tier | undefined;
+  /** Who may call it (the procedure builder's sentence); undefined: anyone. */
+  caller?: string;
+  /** The domain errors it declares itself (not those of its access check). */
+  ownErrors: readonly ErrorCode[];
 }
 
 function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
@@ -106,6 +139,8 @@ function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
       errors: [...(meta.accessErrors ?? []), ...(meta.errors ?? [])],
       sameBodyWith: meta.sameBodyWith,
       tier: tierOf(meta.rateLimit),
+      caller: meta.caller,
+      ownErrors: meta.errors ?? [],
     });
   }
   return declared;
@@ -167,9 +202,29 @@ function describeError(status: number, own: Response | undefined, codes: Set<str
   return `${own.description}; also ${added.map((code) => `${code} (${KIND_MEANING[code as ErrorCode] ?? STATUS_MEANING[status]})`).join(', ')}`;
 }
 
+const WHO = '**Who may call it:**';
+
+/**
+ * A procedure's description: its own (what it does), then who may call it and the errors of its own, from
+ * its meta, so the two cannot drift from what the procedure enforces.
+ */
+function describeOperation(own: string | undefined, declared: Declared): string {
+  const errors = [...new Set(declared.ownErrors)]
+    .sort()
+    .map((code) => `\`${code}\` (${ERROR_STATUS[code]})`)
+    .join(', ');
+  return [
+    own,
+    `${WHO} ${declared.caller ?? 'anyone, without authentication.'}`,
+    errors && `**Errors of its own:** ${errors}; the responses list every error it can answer.`,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+}
+
 export function buildOpenApiDocument(
   router: AnyTRPCRouter,
-  opts: { version: string; extraPaths?: ZodOpenApiPathsObject },
+  opts: DocumentInfo & { extraPaths?: ZodOpenApiPathsObject },
 ): OpenAPIObject {
   const doc = generateOpenApiDocument(router, {
     title: 'Workspace SaaS API',
@@ -182,17 +237,46 @@ export function buildOpenApiDocument(
     version: opts.version,
     baseUrl: '/',
     securitySchemes: {
-      bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      bearerAuth: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description:
+          'An access token from POST /auth/login, /auth/register or /auth/refresh (a signed JWT, HS256, valid ' +
+          'for `expiresIn` seconds), as `Authorization: Bearer <accessToken>`. Issued and checked following ' +
+          'RFC8725 (JWT best current practices): one algorithm, a fixed issuer and audience, short lifetime. ' +
+          'Not an API key: a wsk_ key here is 401.',
+      },
       apiKey: {
         type: 'apiKey',
         in: 'header',
         name: 'X-API-Key',
-        description: 'A workspace API key (wsk_...); Authorization: Bearer wsk_... works too.',
+        description:
+          'A workspace API key (wsk_...), for the /public-api routes only; `Authorization: Bearer wsk_...` works ' +
+          'too. Not an access token: a JWT there is 401.',
       },
     },
     paths: opts.extraPaths,
   });
   doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Error: ERROR_SCHEMA as never } };
+  // An address without a dot in its domain (the default support@localhost) is no address to publish.
+  const { email, ...contact } = opts.contact ?? {};
+  doc.info.contact = { ...contact, ...(email && /^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email) ? { email } : {}) };
+  doc.info.license = { name: 'MIT', identifier: 'MIT' };
+  doc.servers = [
+    {
+      url: '/',
+      description: 'This instance, where the document is served from (production, staging or a local one).',
+      'x-internal': false,
+    },
+  ];
+
+  if (opts.webhooks) {
+    // trpc-to-openapi has no `webhooks` option: zod-openapi writes them, with the schemas they name.
+    const outbound = createDocument({ openapi: '3.1.0', info: doc.info, webhooks: opts.webhooks });
+    doc.webhooks = outbound.webhooks;
+    doc.components.schemas = { ...outbound.components?.schemas, ...doc.components.schemas };
+  }
 
   const declared = declaredByOperation(router);
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
@@ -210,6 +294,14 @@ export function buildOpenApiDocument(
       // trpc-to-openapi's generic error entries (no codes) are replaced by the lists below.
       for (const status of Object.keys(responses))
         if (Number(status) >= 400 && !codesOf(responses[status]).length) delete responses[status];
+      if (own) op.description = describeOperation(op.description, own);
+      else if (!op.description?.includes(WHO)) {
+        // A plain route that does not say who may call it: what its security says.
+        const who = op.security.length
+          ? 'a valid access token (see above for more).'
+          : 'anyone, without authentication.';
+        op.description = [op.description, `${WHO} ${who}`].filter(Boolean).join('\n\n');
+      }
       const tier = own ? own.tier : tierOfOperation(op);
       // A procedure's POST or PATCH takes an Idempotency-Key (the plain Express routes do not).
       const keyed = own !== undefined && (method === 'post' || method === 'patch');
@@ -230,5 +322,9 @@ export function buildOpenApiDocument(
       }
     }
   }
+  finishDocument(doc as never, (method, path, op) => {
+    const own = declared.get(`${method} ${path}`);
+    return (own ? own.tier : tierOfOperation(op)) !== undefined;
+  });
   return doc;
 }

@@ -5,15 +5,18 @@
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { Router, type RequestHandler } from 'express';
 import type { AnyTRPCRouter } from '@trpc/server';
-import { buildOpenApiDocument } from './document.js';
+import { buildOpenApiDocument, type DocumentInfo } from './document.js';
 import { metricsOpenApiPaths } from '../server/platform/metrics.js';
 
 /**
  * The whole API's document: the procedures' routes and the plain Express routes (their OpenAPI entries,
  * handed in by the composition root, server/app.ts).
  */
-export const apiDocument = (appRouter: AnyTRPCRouter, version: string, plainPaths: ZodOpenApiPathsObject) =>
-  buildOpenApiDocument(appRouter, { version, extraPaths: { ...plainPaths, ...metricsOpenApiPaths } });
+export const apiDocument = (appRouter: AnyTRPCRouter, info: DocumentInfo | string, plainPaths: ZodOpenApiPathsObject) =>
+  buildOpenApiDocument(appRouter, {
+    ...(typeof info === 'string' ? { version: info } : info),
+    extraPaths: { ...plainPaths, ...metricsOpenApiPaths },
+  });
 
 /** What GET / answers: where to read about the API. */
 const API_TITLE = 'Workspace SaaS API';
@@ -39,8 +42,8 @@ export const rootOpenApiPaths: ZodOpenApiPathsObject = {
                 type: 'object',
                 required: ['name', 'version', 'docs', 'openapi', 'health'],
                 properties: {
-                  name: { type: 'string', example: 'Workspace SaaS API' },
-                  version: { type: 'string', description: 'SERVICE_VERSION' },
+                  name: { type: 'string', maxLength: 100, examples: ['Workspace SaaS API'] },
+                  version: { type: 'string', maxLength: 50, description: 'SERVICE_VERSION', examples: ['1.2.0'] },
                   docs: { type: 'string', enum: [ROOT.docs] },
                   openapi: { type: 'string', enum: [ROOT.openapi] },
                   health: { type: 'string', enum: [ROOT.health] },
@@ -54,11 +57,11 @@ export const rootOpenApiPaths: ZodOpenApiPathsObject = {
   },
 };
 
-export function openApiRoutes(appRouter: AnyTRPCRouter, version: string, plainPaths: ZodOpenApiPathsObject): Router {
+export function openApiRoutes(appRouter: AnyTRPCRouter, info: DocumentInfo, plainPaths: ZodOpenApiPathsObject): Router {
   let built: ReturnType<typeof apiDocument> | undefined;
-  const document = () => (built ??= apiDocument(appRouter, version, plainPaths));
+  const document = () => (built ??= apiDocument(appRouter, info, plainPaths));
   const routes = Router();
-  const root = { name: API_TITLE, version, ...ROOT };
+  const root = { name: API_TITLE, version: info.version, ...ROOT };
   routes.get('/', (_req, res) => {
     res.json(root);
   });

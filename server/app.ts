@@ -27,6 +27,7 @@ import { responseCache } from './platform/response-cache.js';
 import { FailureLimiter, isDocsPath, rateLimiter } from './platform/rate-limit.js';
 import { TIERS, type Tier } from './platform/route-meta.js';
 import { uploadOpenApiPaths, uploadRoutes } from '../routers/files/uploads.js';
+import { webhookEventsOpenApi } from '../routers/webhooks/events.js';
 import { oauthOpenApiPaths, oauthRedirectRoutes } from '../routers/oauth/redirects.js';
 import { RouteTemplates, type RouteTemplate } from './platform/route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
@@ -75,7 +76,11 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(deps.monitor.middleware(routes, metrics));
   app.use(requestLogger(deps.logger, routes));
   app.use(closeUnreadBody);
-  app.use(helmet());
+  // Helmet's strict defaults; over plain HTTP without `upgrade-insecure-requests`, which would send the
+  // docs UI's own scripts and styles to an https:// origin that does not exist (a blank /docs).
+  const overHttps = helmet();
+  const overPlainHttp = helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } });
+  app.use((req, res, next) => (req.secure ? overHttps : overPlainHttp)(req, res, next));
   if (deps.config.CORS_ORIGINS.length) {
     app.use(
       cors({
@@ -108,7 +113,15 @@ export function createApp(deps: AppDeps): express.Express {
     procedureDeps = { ...deps, failedSignIns };
   }
   app.use(refuseUnstorableUrl);
-  const docs = openApiRoutes(appRouter, deps.config.SERVICE_VERSION, plainRoutePaths);
+  const docs = openApiRoutes(
+    appRouter,
+    {
+      version: config.SERVICE_VERSION,
+      contact: { name: 'Support', email: config.SUPPORT_EMAIL, url: config.APP_URL },
+      webhooks: webhookEventsOpenApi,
+    },
+    plainRoutePaths,
+  );
   app.use(only((req) => req.path === '/' || req.path === '/openapi.json' || isDocsPath(req.path), docs));
 
   // The public catalog is the same for everyone: kept as bytes until the catalog changes.

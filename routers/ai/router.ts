@@ -28,6 +28,8 @@ export const aiRouter = router({
       openapi: {
         method: 'GET',
         path: '/ai/provider-status',
+        description:
+          'The AI provider and model this instance uses, whether it is configured, and whether demo accounts may generate.',
         tags,
         summary: 'Active provider, model, configured flag, demo restriction',
       },
@@ -37,13 +39,29 @@ export const aiRouter = router({
     .query(({ ctx }) => ai.providerStatus(ctx, ctx.user)),
 
   templates: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/ai/templates', tags, summary: 'Active prompt templates' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/ai/templates',
+        description: 'The active prompt templates, with the {{variables}} each expects.',
+        tags,
+        summary: 'Active prompt templates',
+      },
+    })
     .input(z.void())
     .output(z.object({ items: z.array(templateOutput) }))
     .query(({ ctx }) => ai.listTemplates(ctx.db)),
 
   template: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/ai/templates/{templateId}', tags, summary: 'One prompt template' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/ai/templates/{templateId}',
+        description: 'One active prompt template.',
+        tags,
+        summary: 'One prompt template',
+      },
+    })
     .input(templateIdInput)
     .output(templateOutput)
     .query(({ ctx, input }) => ai.getTemplate(ctx.db, input.templateId)),
@@ -53,6 +71,8 @@ export const aiRouter = router({
       openapi: {
         method: 'POST',
         path: '/ai/generate',
+        description:
+          "Generates text from a prompt or a template with its variables, in the workspace named by workspaceId (body or query), else the caller's active workspace. Each generation counts against the workspace's monthly allowance (403 AI_MONTHLY_LIMIT_REACHED once it is used up). The answer carries the text, the tokens used and the generation's id.",
         tags,
         summary: 'Generate text for a workspace (body or query workspaceId, else the active one)',
       },
@@ -69,7 +89,15 @@ export const aiRouter = router({
     .mutation(({ ctx, input }) => ai.generate(ctx, ctx.workspace, ctx.user, input)),
 
   history: workspaceProcedure('ai.view', activeOrNamed)
-    .meta({ openapi: { method: 'GET', path: '/ai/history', tags, summary: 'Generations, newest first' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/ai/history',
+        description: "The workspace's generations, newest first, paginated.",
+        tags,
+        summary: 'Generations, newest first',
+      },
+    })
     .input(historyInput)
     .output(historyOutput)
     .query(({ ctx, input }) => ai.history(ctx, ctx.workspace.id, ctx.user, input)),
@@ -79,6 +107,8 @@ export const aiRouter = router({
       openapi: {
         method: 'GET',
         path: '/ai/usage',
+        description:
+          "This month's AI usage of the workspace: generations used, the limit and where it comes from (plan or setting), what remains, when it resets, tokens, and a breakdown by model.",
         tags,
         summary: 'This month: used, limit and its source, remaining, reset date, tokens, by model',
       },
@@ -92,6 +122,7 @@ export const aiRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/ai/generate',
+        description: 'Generates text in this workspace; the same as POST /ai/generate with the workspace in the path.',
         tags,
         summary: 'Generate text in this workspace',
       },
@@ -112,6 +143,7 @@ export const aiRouter = router({
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/ai/generations',
+        description: "This workspace's generations, newest first, paginated.",
         tags,
         summary: "This workspace's generations, newest first",
       },
@@ -125,6 +157,7 @@ export const aiRouter = router({
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/ai/usage',
+        description: "This workspace's AI usage this month; the same as GET /ai/usage.",
         tags,
         summary: "This workspace's usage this month",
       },
@@ -138,6 +171,8 @@ export const aiRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/ai-usage',
+        description:
+          'AI usage across the platform: totals, by provider and model, by workspace, and the latest generations.',
         tags: ['Admin'],
         summary: 'Platform AI usage: totals, by provider and model, by workspace, recent',
       },

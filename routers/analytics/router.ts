@@ -15,6 +15,8 @@ export const analyticsRouter = router({
       openapi: {
         method: 'POST',
         path: '/analytics/events',
+        description:
+          'Records a product analytics event (a name and optional properties). Accepted for later processing: 202.',
         tags: ['Analytics'],
         protect: false,
         summary: 'Record a product event (202)',
@@ -30,6 +32,7 @@ export const analyticsRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/analytics/summary',
+        description: 'Product events of the last 30 days: by name and day, the top events and unique users.',
         tags: ['Admin'],
         summary: 'Events by name and day, top events, unique users (30 days)',
       },

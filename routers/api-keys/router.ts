@@ -22,6 +22,8 @@ export const apiKeysRouter = router({
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/api-keys',
+        description:
+          'The API keys of the workspace: name, prefix, scopes, last use and expiry. Never the keys themselves.',
         tags,
         summary: 'API keys of the workspace (never the keys themselves)',
       },
@@ -35,6 +37,8 @@ export const apiKeysRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/api-keys',
+        description:
+          'Creates an API key for the public API with the scopes given. The answer carries the key (rawKey, wsk_...) this once: store it, it cannot be shown again. Needs a plan that includes API keys (403 API_KEYS_NOT_IN_PLAN). Webhooks subscribed to api_key.created are told.',
         tags,
         summary: 'Create an API key; the answer carries rawKey once',
       },
@@ -50,6 +54,7 @@ export const apiKeysRouter = router({
       openapi: {
         method: 'PATCH',
         path: '/workspaces/{workspaceId}/api-keys/{apiKeyId}',
+        description: "Changes a key's name or scopes; the key itself stays the same.",
         tags,
         summary: "Change a key's name or scopes",
       },
@@ -65,6 +70,8 @@ export const apiKeysRouter = router({
       openapi: {
         method: 'DELETE',
         path: '/workspaces/{workspaceId}/api-keys/{apiKeyId}',
+        description:
+          'Revokes a key: it stops working at once, on every instance. Webhooks subscribed to api_key.revoked are told.',
         tags,
         summary: 'Revoke a key (it stops working at once)',
       },
@@ -78,6 +85,8 @@ export const apiKeysRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/api-keys/{apiKeyId}/rotate',
+        description:
+          'Issues a new key in place of this one (shown once, as on creation); the old key keeps working for the grace period given, so clients can switch over.',
         tags,
         summary: 'A new raw key; the old one works for the grace period',
       },

@@ -12,21 +12,25 @@ const scopes = z
   .refine((s) => new Set(s).size === s.length, { error: 'Each scope once.' });
 const keyName = displayName(100);
 
-export const apiKeyOutput = z.object({
-  id: z.uuid(),
-  workspaceId: z.uuid(),
-  name: z.string(),
-  prefix: z.string().meta({ description: 'The first 12 characters of the key, to recognise it.' }),
-  scopes: z.array(z.enum(API_KEY_SCOPES)),
-  status: z.enum(['ACTIVE', 'EXPIRED', 'REVOKED']),
-  expiresAt: isoDate.nullable(),
-  lastUsedAt: isoDate.nullable(),
-  createdAt: isoDate,
-  updatedAt: isoDate,
-});
-export const createdKeyOutput = apiKeyOutput.extend({
-  rawKey: z.string().meta({ description: 'The key itself: shown this once, never again.' }),
-});
+export const apiKeyOutput = z
+  .object({
+    id: z.uuid(),
+    workspaceId: z.uuid(),
+    name: z.string(),
+    prefix: z.string().meta({ description: 'The first 12 characters of the key, to recognise it.' }),
+    scopes: z.array(z.enum(API_KEY_SCOPES)),
+    status: z.enum(['ACTIVE', 'EXPIRED', 'REVOKED']),
+    expiresAt: isoDate.nullable(),
+    lastUsedAt: isoDate.nullable(),
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  })
+  .meta({ id: 'ApiKey' });
+export const createdKeyOutput = apiKeyOutput
+  .extend({
+    rawKey: z.string().meta({ description: 'The key itself: shown this once, never again.' }),
+  })
+  .meta({ id: 'ApiKeyWithSecret' });
 
 export const workspaceInput = z.object({ workspaceId: z.uuid() });
 export const keyInput = workspaceInput.extend({ apiKeyId: z.uuid() });

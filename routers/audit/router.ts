@@ -9,6 +9,8 @@ export const auditRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/audit-logs',
+        description:
+          'The platform audit log (who did what, when, from where), newest first, filtered by action, actor, workspace or dates and paginated.',
         tags: ['Admin'],
         summary: 'The audit log, filtered and paginated',
       },
@@ -22,6 +24,7 @@ export const auditRouter = router({
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/audit-logs',
+        description: "The workspace's audit log, newest first, paginated.",
         tags: ['Workspaces'],
         summary: "A workspace's audit log",
       },

@@ -14,17 +14,19 @@ export const adminAuditInput = auditFiltersInput.extend({
 });
 export const workspaceAuditInput = auditFiltersInput.extend({ workspaceId: z.uuid() });
 
-export const auditEntryOutput = z.object({
-  id: z.uuid(),
-  action: z.string(),
-  actor: z.object({ id: z.uuid().nullable(), email: z.string().nullable() }).nullable(),
-  targetType: z.string().nullable(),
-  targetId: z.string().nullable(),
-  workspaceId: z.uuid().nullable(),
-  requestId: z.string().nullable(),
-  ip: z.string().nullable(),
-  metadata: z.record(z.string(), z.unknown()),
-  createdAt: z.iso.datetime({ offset: true }),
-});
+export const auditEntryOutput = z
+  .object({
+    id: z.uuid(),
+    action: z.string(),
+    actor: z.object({ id: z.uuid().nullable(), email: z.string().nullable() }).nullable(),
+    targetType: z.string().nullable(),
+    targetId: z.string().nullable(),
+    workspaceId: z.uuid().nullable(),
+    requestId: z.string().nullable(),
+    ip: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+    createdAt: z.iso.datetime({ offset: true }),
+  })
+  .meta({ id: 'AuditLogEntry' });
 
 export const auditPageOutput = listOutput(auditEntryOutput);

@@ -43,6 +43,8 @@ export const authRouter = router({
       openapi: {
         method: 'POST',
         path: '/auth/register',
+        description:
+          'Creates an account and its personal workspace (the caller is its OWNER), mails an e-mail verification link, and answers the user and the workspace. Sign in afterwards with POST /auth/login. An address already registered is 409 EMAIL_TAKEN; a password outside the policy is 400 WEAK_PASSWORD.',
         tags,
         protect: false,
         summary: 'Create an account and its personal workspace',
@@ -64,6 +66,8 @@ export const authRouter = router({
         protect: false,
         summary: 'Sign in with e-mail and password',
         description:
+          'Signs in with e-mail and password. A wrong address or password is 401 INVALID_CREDENTIALS either way; ' +
+          'repeated failures of one account are rate-limited whoever sends them. ' +
           'Answers the session (tokens, user, workspace context); or, when the account has two-factor sign-in ' +
           'on, `{ mfaRequired: true, mfaToken, methods }` and no tokens: send the token with a code to ' +
           '`POST /auth/mfa/verify` within `MFA_TOKEN_TTL` (5 minutes).',
@@ -80,6 +84,8 @@ export const authRouter = router({
       openapi: {
         method: 'POST',
         path: '/auth/refresh',
+        description:
+          'Exchanges a refresh token for a new token pair. Each refresh token is good once: presenting an already rotated token again (after a short grace for concurrent refreshes) is taken as reuse of a stolen token and revokes the whole session.',
         tags,
         protect: false,
         summary: 'Rotate a refresh token for a new token pair',
@@ -95,6 +101,8 @@ export const authRouter = router({
       openapi: {
         method: 'POST',
         path: '/auth/logout',
+        description:
+          'Revokes the session of a refresh token: neither it nor any token refreshed from it works again. Access tokens already issued expire on their own (`expiresIn`).',
         tags,
         protect: false,
         summary: 'Revoke a refresh token and its session',
@@ -105,7 +113,15 @@ export const authRouter = router({
     .mutation(({ ctx, input }) => auth.logout(ctx, input.refreshToken)),
 
   me: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/auth/me', tags, summary: 'The signed-in user and workspace context' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/auth/me',
+        description: 'The signed-in user and their workspace context: the active workspace, or why there is none.',
+        tags,
+        summary: 'The signed-in user and workspace context',
+      },
+    })
     .input(z.void())
     .output(meOutput)
     .query(({ ctx }) => auth.me(ctx)),
@@ -116,6 +132,8 @@ export const authRouter = router({
       openapi: {
         method: 'POST',
         path: '/auth/forgot-password',
+        description:
+          'Mails a password reset link if the address has an account. The answer is the same whether or not it has one, so it does not tell which addresses are registered.',
         tags,
         protect: false,
         summary: 'Mail a password reset link',
@@ -131,6 +149,8 @@ export const authRouter = router({
       openapi: {
         method: 'POST',
         path: '/auth/reset-password',
+        description:
+          'Sets a new password with the token of a reset link (good once, for a limited time) and revokes every session of the account; access tokens issued before stop working.',
         tags,
         protect: false,
         summary: 'Set a new password with a reset token',
@@ -147,6 +167,8 @@ export const authRouter = router({
       openapi: {
         method: 'POST',
         path: '/auth/resend-verification',
+        description:
+          'Mails a new e-mail verification link if the address has an unverified account; the answer is the same either way.',
         tags,
         protect: false,
         summary: 'Mail a new e-mail verification link',
@@ -162,6 +184,8 @@ export const authRouter = router({
       openapi: {
         method: 'POST',
         path: '/auth/verify-email',
+        description:
+          'Marks the e-mail address as verified with the token of a verification link (good once, for a limited time).',
         tags,
         protect: false,
         summary: 'Verify an e-mail address with a token',

@@ -6,20 +6,28 @@ import { displayName } from '../../server/platform/validation.js';
 import type { UserRow } from '../../server/platform/principal.js';
 import type { WorkspaceContext } from '../workspaces/access.js';
 
-export const emailSchema = z.email({ error: 'Enter a valid e-mail address.' }).max(254);
+export const emailSchema = z
+  .email({ error: 'Enter a valid e-mail address.' })
+  .max(254)
+  .meta({ examples: ['jane@example.com'] });
 /** Any string: a wrong or unknown token is INVALID_TOKEN / UNAUTHORIZED, decided by the service. */
-const tokenString = z.string({ error: 'Expected a token string.' });
+// Bounded well past any token the service issues, so a long wrong token is still refused as a wrong token.
+const tokenString = z.string({ error: 'Expected a token string.' }).max(16_384);
 
 export const registerInput = z.object({
-  email: emailSchema,
+  email: emailSchema.meta({ examples: ['jane@example.com'] }),
   password: newPasswordSchema,
-  name: displayName(100),
+  name: displayName(100).meta({ examples: ['Jane Doe'] }),
 });
 
 export const loginInput = z.object({
-  email: emailSchema,
+  email: emailSchema.meta({ examples: ['jane@example.com'] }),
   // No policy here: a password longer than bcrypt's 72 bytes simply matches no account.
-  password: z.string().min(1, { error: 'Password is required.' }),
+  password: z
+    .string()
+    .min(1, { error: 'Password is required.' })
+    .max(1024)
+    .meta({ examples: ['Correct-horse-42'] }),
 });
 
 export const refreshTokenInput = z.object({ refreshToken: tokenString });
@@ -29,57 +37,80 @@ export const resetPasswordInput = z.object({ token: tokenString, newPassword: ne
 
 const isoDate = z.iso.datetime({ offset: true });
 
-export const userOutput = z.object({
-  id: z.uuid(),
-  email: z.string(),
-  name: z.string(),
-  status: z.enum(USER_STATUSES),
-  platformRole: z.enum(PLATFORM_ROLES),
-  emailVerified: z.boolean(),
-  emailVerifiedAt: isoDate.nullable(),
-  /** Two-factor sign-in is on. */
-  mfaEnabled: z.boolean(),
-  createdAt: isoDate,
-});
+export const userOutput = z
+  .object({
+    id: z.uuid(),
+    email: z.string().meta({ maxLength: 254, examples: ['jane@example.com'] }),
+    name: z.string().meta({ maxLength: 100, examples: ['Jane Doe'] }),
+    status: z.enum(USER_STATUSES),
+    platformRole: z.enum(PLATFORM_ROLES),
+    emailVerified: z.boolean(),
+    emailVerifiedAt: isoDate.nullable(),
+    /** Two-factor sign-in is on. */
+    mfaEnabled: z.boolean(),
+    createdAt: isoDate,
+  })
+  .meta({ id: 'User' });
 
-export const workspaceSummaryOutput = z.object({
-  id: z.uuid(),
-  name: z.string(),
-  status: z.enum(WORKSPACE_STATUSES),
-  edition: z.enum(EDITIONS),
-  role: z.enum(WORKSPACE_ROLES),
-});
+export const workspaceSummaryOutput = z
+  .object({
+    id: z.uuid(),
+    name: z.string().meta({ maxLength: 100, examples: ['Acme'] }),
+    status: z.enum(WORKSPACE_STATUSES),
+    edition: z.enum(EDITIONS),
+    role: z.enum(WORKSPACE_ROLES),
+  })
+  .meta({ id: 'WorkspaceSummary' });
 
-export const workspaceContextOutput = z.object({
-  activeWorkspace: workspaceSummaryOutput.nullable(),
-  hasActiveWorkspace: z.boolean(),
-  workspaceUnavailableReason: z.enum(['WORKSPACE_SUSPENDED', 'WORKSPACE_ARCHIVED', 'NO_WORKSPACE']).optional(),
-});
+export const workspaceContextOutput = z
+  .object({
+    activeWorkspace: workspaceSummaryOutput.nullable(),
+    hasActiveWorkspace: z.boolean(),
+    workspaceUnavailableReason: z.enum(['WORKSPACE_SUSPENDED', 'WORKSPACE_ARCHIVED', 'NO_WORKSPACE']).optional(),
+  })
+  .meta({ id: 'WorkspaceContext' });
 
-export const tokenPairOutput = z.object({
-  accessToken: z.string(),
-  refreshToken: z.string(),
-  tokenType: z.literal('Bearer'),
-  /** Seconds until the access token expires. */
-  expiresIn: z.number().int(),
-});
+export const tokenPairOutput = z
+  .object({
+    accessToken: z.string().meta({ description: 'A JWT: send it as `Authorization: Bearer <accessToken>`.' }),
+    refreshToken: z.string().meta({ description: 'Good once, for POST /auth/refresh.' }),
+    tokenType: z.literal('Bearer'),
+    /** Seconds until the access token expires. */
+    expiresIn: z
+      .number()
+      .int()
+      .meta({
+        description: 'Seconds until the access token expires.',
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        examples: [900],
+      }),
+  })
+  .meta({ id: 'TokenPair' });
 
 /** A completed sign-in: a new session and the user's workspace context. */
-export const sessionResultOutput = tokenPairOutput.extend({ user: userOutput }).extend(workspaceContextOutput.shape);
+export const sessionResultOutput = tokenPairOutput
+  .extend({ user: userOutput })
+  .extend(workspaceContextOutput.shape)
+  .meta({ id: 'Session' });
 
 /** The first step of a sign-in whose account has two-factor sign-in on: no tokens yet. */
-export const mfaChallengeOutput = z.object({
-  mfaRequired: z.literal(true),
-  /** Single use, for POST /auth/mfa/verify within MFA_TOKEN_TTL. */
-  mfaToken: z.string(),
-  methods: z.array(z.enum(['totp', 'backup_code'])),
-});
+export const mfaChallengeOutput = z
+  .object({
+    mfaRequired: z.literal(true),
+    /** Single use, for POST /auth/mfa/verify within MFA_TOKEN_TTL. */
+    mfaToken: z.string().meta({ description: 'Single use, for POST /auth/mfa/verify within MFA_TOKEN_TTL.' }),
+    methods: z.array(z.enum(['totp', 'backup_code'])).max(2),
+  })
+  .meta({ id: 'MfaChallenge' });
 
 /** What a sign-in answers: the session, or (2FA on) the token of the second step. */
 export const loginOutput = z.union([sessionResultOutput, mfaChallengeOutput]);
-export const meOutput = z.object({ user: userOutput }).extend(workspaceContextOutput.shape);
-export const registerOutput = z.object({ user: userOutput, workspace: workspaceSummaryOutput });
-export const messageOutput = z.object({ message: z.string() });
+export const meOutput = z.object({ user: userOutput }).extend(workspaceContextOutput.shape).meta({ id: 'Me' });
+export const registerOutput = z
+  .object({ user: userOutput, workspace: workspaceSummaryOutput })
+  .meta({ id: 'Registration' });
+export const messageOutput = z.object({ message: z.string() }).meta({ id: 'Message' });
 
 export type { UserRow };
 export const USER_COLUMNS = [

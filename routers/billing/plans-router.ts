@@ -15,10 +15,10 @@ import { billingSettings, refuseSettingsChange } from './settings.js';
 
 const tags = ['Admin: billing'];
 
-const move = (name: 'archive' | 'restore', summary: string) =>
+const move = (name: 'archive' | 'restore', summary: string, description: string) =>
   adminWriteProcedure
     .meta({
-      openapi: { method: 'POST', path: `/admin/billing/plans/{planId}/${name}`, tags, summary },
+      openapi: { method: 'POST', path: `/admin/billing/plans/{planId}/${name}`, tags, summary, description },
       errors: ['INVALID_STATE', 'PLAN_NOT_FOUND'],
     })
     .input(planIdInput)
@@ -31,6 +31,7 @@ export const plansRouter = router({
       openapi: {
         method: 'GET',
         path: '/billing/plans',
+        description: 'The published plans, in display order, with prices and limits. Public and cached.',
         tags: ['Billing'],
         protect: false,
         summary: 'Published plans, by sort order',
@@ -45,6 +46,7 @@ export const plansRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/billing/plans',
+        description: 'Every plan, drafts and archived ones included.',
         tags,
         summary: 'Every plan, drafts and archived included',
       },
@@ -55,7 +57,13 @@ export const plansRouter = router({
 
   get: adminProcedure
     .meta({
-      openapi: { method: 'GET', path: '/admin/billing/plans/{planId}', tags, summary: 'One plan' },
+      openapi: {
+        method: 'GET',
+        path: '/admin/billing/plans/{planId}',
+        description: 'One plan, whatever its status.',
+        tags,
+        summary: 'One plan',
+      },
       errors: ['PLAN_NOT_FOUND'],
     })
     .input(planIdInput)
@@ -67,6 +75,8 @@ export const plansRouter = router({
       openapi: {
         method: 'POST',
         path: '/admin/billing/plans',
+        description:
+          'Creates a plan (slug unique, price in cents of 0 or more). A plan is shown in GET /billing/plans once published.',
         tags,
         summary: 'Create a plan (unique slug, price in cents >= 0)',
       },
@@ -79,7 +89,13 @@ export const plansRouter = router({
 
   update: adminWriteProcedure
     .meta({
-      openapi: { method: 'PATCH', path: '/admin/billing/plans/{planId}', tags, summary: 'Change a plan' },
+      openapi: {
+        method: 'PATCH',
+        path: '/admin/billing/plans/{planId}',
+        description: 'Changes a plan (slug unique: 409 CONFLICT otherwise).',
+        tags,
+        summary: 'Change a plan',
+      },
       errors: ['CONFLICT', 'INVALID_STATE', 'PLAN_NOT_FOUND'],
     })
     .input(updatePlanInput)
@@ -88,14 +104,23 @@ export const plansRouter = router({
       plans.updatePlan(ctx.db, ctx.plans, actorOf(ctx), planId, changes),
     ),
 
-  archive: move('archive', 'Archive a plan (hidden, kept for history)'),
-  restore: move('restore', 'Restore an archived plan to the status it had'),
+  archive: move(
+    'archive',
+    'Archive a plan (hidden, kept for history)',
+    'Archives a plan: hidden from GET /billing/plans and from checkout; subscriptions on it keep it.',
+  ),
+  restore: move(
+    'restore',
+    'Restore an archived plan to the status it had',
+    'Restores an archived plan to the status it had before.',
+  ),
 
   delete: adminWriteProcedure
     .meta({
       openapi: {
         method: 'DELETE',
         path: '/admin/billing/plans/{planId}',
+        description: 'Deletes a plan no subscription has ever used; archive it otherwise (409 CONFLICT).',
         tags,
         summary: 'Delete a plan no subscription uses',
       },
@@ -107,7 +132,13 @@ export const plansRouter = router({
 
   settings: adminProcedure
     .meta({
-      openapi: { method: 'GET', path: '/admin/billing/settings', tags, summary: 'Payment settings, secret-safe' },
+      openapi: {
+        method: 'GET',
+        path: '/admin/billing/settings',
+        description: 'The payment settings this instance runs with, without any secret (only whether each is set).',
+        tags,
+        summary: 'Payment settings, secret-safe',
+      },
     })
     .input(z.void())
     .output(billingSettingsOutput)
@@ -118,12 +149,21 @@ export const plansRouter = router({
       openapi: {
         method: 'PATCH',
         path: '/admin/billing/settings',
+        description: 'Always refused: payment settings come from the environment (see docs/configuration.md).',
         tags,
         summary: 'Read-only: settings come from the environment',
       },
       errors: ['SETTINGS_READ_ONLY'],
     })
-    .input(z.looseObject({}))
+    .input(
+      z
+        .looseObject({})
+        .refine((o) => Object.keys(o).length <= 100, { error: 'At most 100 settings.' })
+        .meta({
+          description: 'Ignored: the change is refused whatever it is.',
+          override: { type: 'object', maxProperties: 100 },
+        }),
+    )
     .output(billingSettingsOutput)
     .mutation(() => refuseSettingsChange()),
 });

@@ -28,6 +28,8 @@ export const billingRouter = router({
       openapi: {
         method: 'GET',
         path: '/billing/provider-status',
+        description:
+          'Which payment provider this instance uses (MOCK, PROCESSOR_A or PROCESSOR_B) and whether it is configured. No secret is in it.',
         tags,
         protect: false,
         summary: 'The active payment provider and whether it is configured',
@@ -42,6 +44,8 @@ export const billingRouter = router({
       openapi: {
         method: 'POST',
         path: '/billing/checkout',
+        description:
+          'Buys a plan for the workspace (workspaceId in the body, else the active workspace). With the MOCK provider the change is made at once and the answer carries the new current plan; with a payment processor the answer carries a checkoutUrl to send the customer to, and the plan changes when the processor confirms the payment.',
         tags,
         summary: 'Buy a plan: MOCK completes at once, processors answer checkoutUrl',
       },
@@ -56,6 +60,8 @@ export const billingRouter = router({
       openapi: {
         method: 'GET',
         path: '/billing/current',
+        description:
+          "The workspace's plan, edition, limits, subscription status and period end (FREE without a subscription).",
         tags,
         summary: 'Current plan, edition, status and period end',
       },
@@ -65,7 +71,15 @@ export const billingRouter = router({
     .query(({ ctx }) => billing.currentPlan(ctx.db, ctx.workspace.id)),
 
   history: workspaceProcedure('billing.view', activeOrNamed)
-    .meta({ openapi: { method: 'GET', path: '/billing/history', tags, summary: 'Payment history, newest first' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/billing/history',
+        description: "The workspace's payments, newest first, paginated.",
+        tags,
+        summary: 'Payment history, newest first',
+      },
+    })
     .input(historyInput)
     .output(historyOutput)
     .query(({ ctx, input }) => billing.paymentHistory(ctx, ctx.workspace.id, input)),
@@ -75,6 +89,8 @@ export const billingRouter = router({
       openapi: {
         method: 'POST',
         path: '/billing/cancel',
+        description:
+          'Cancels the subscription: at once with MOCK, at the end of the paid period with a processor. Webhooks subscribed to subscription.canceled are told.',
         tags,
         summary: 'Cancel the subscription (MOCK: at once; processors: at period end)',
       },
@@ -89,6 +105,8 @@ export const billingRouter = router({
       openapi: {
         method: 'POST',
         path: '/billing/portal',
+        description:
+          "A link to the payment processor's customer portal for the workspace (payment methods, invoices). Not available with MOCK.",
         tags,
         summary: "The processor's billing portal for the workspace",
       },
@@ -103,6 +121,7 @@ export const billingRouter = router({
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/billing',
+        description: 'The current plan of the workspace; the same as GET /billing/current, kept for existing clients.',
         tags: legacy,
         summary: 'Current plan (legacy route)',
       },
@@ -116,6 +135,7 @@ export const billingRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/billing/mock-checkout',
+        description: 'Buys a plan; the same as POST /billing/checkout, kept for existing clients.',
         tags: legacy,
         summary: 'Checkout (legacy route; same as POST /billing/checkout)',
       },
@@ -130,6 +150,7 @@ export const billingRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/billing/cancel',
+        description: 'Cancels the subscription; the same as POST /billing/cancel, kept for existing clients.',
         tags: legacy,
         summary: 'Cancel the subscription (legacy route)',
       },
@@ -144,6 +165,7 @@ export const billingRouter = router({
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/billing/payments',
+        description: 'Payment history; the same as GET /billing/history, kept for existing clients.',
         tags: legacy,
         summary: 'Payment history (legacy route)',
       },

@@ -15,15 +15,27 @@ import { listInput, listOutput } from '../../server/platform/pagination.js';
 const isoDate = z.iso.datetime({ offset: true });
 
 const limitsSchema = z
-  .record(z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,39}$/), z.number().int().min(0).max(1_000_000_000))
+  .record(
+    z
+      .string()
+      .max(40)
+      .regex(/^[A-Za-z][A-Za-z0-9]{0,39}$/),
+    z.number().int().min(0).max(1_000_000_000),
+  )
   .refine((l) => Object.keys(l).length <= 30, { error: 'At most 30 limits.' })
-  .meta({ description: 'Numeric limits, e.g. { "apiKeys": 5, "aiMonthlyGenerations": 500, "members": 10 }.' });
+  .meta({
+    description: 'Numeric limits, e.g. { "apiKeys": 5, "aiMonthlyGenerations": 500, "members": 10 }.',
+    maxProperties: 30,
+  });
 
 const planFields = {
   name: displayName(100),
-  slug: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, {
-    error: 'Lower-case letters, digits and dashes, starting with a letter or digit (at most 63).',
-  }),
+  slug: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, {
+      error: 'Lower-case letters, digits and dashes, starting with a letter or digit (at most 63).',
+    })
+    .max(63),
   description: z.string().max(2000),
   edition: z.enum(EDITIONS),
   priceCents: exact(
@@ -36,6 +48,7 @@ const planFields = {
   currency: z
     .string()
     .regex(/^[A-Za-z]{3}$/, { error: 'A three-letter ISO currency code.' })
+    .max(3)
     .transform((c) => c.toUpperCase()),
   interval: z.enum(PLAN_INTERVALS),
   status: z.enum(['DRAFT', 'PUBLISHED']).meta({ description: 'Archive a plan with POST .../archive.' }),
@@ -75,28 +88,30 @@ export const updatePlanInput = planIdInput.extend(
 );
 export type UpdatePlanInput = Omit<z.infer<typeof updatePlanInput>, 'planId'>;
 
-export const planOutput = z.object({
-  id: z.uuid(),
-  name: z.string(),
-  slug: z.string(),
-  code: z.string().meta({ description: 'The same as slug; checkout takes it as planCode.' }),
-  description: z.string(),
-  edition: z.enum(EDITIONS),
-  priceCents: z.number().int(),
-  currency: z.string(),
-  interval: z.enum(PLAN_INTERVALS),
-  status: z.enum(PLAN_STATUSES),
-  badgeText: z.string(),
-  isPopular: z.boolean(),
-  isDefault: z.boolean(),
-  sortOrder: z.number().int(),
-  features: z.array(z.string()),
-  limits: z.record(z.string(), z.number()),
-  providerAPriceId: z.string().nullable(),
-  providerBVariantId: z.string().nullable(),
-  createdAt: isoDate,
-  updatedAt: isoDate,
-});
+export const planOutput = z
+  .object({
+    id: z.uuid(),
+    name: z.string(),
+    slug: z.string(),
+    code: z.string().meta({ description: 'The same as slug; checkout takes it as planCode.' }),
+    description: z.string(),
+    edition: z.enum(EDITIONS),
+    priceCents: z.number().int(),
+    currency: z.string(),
+    interval: z.enum(PLAN_INTERVALS),
+    status: z.enum(PLAN_STATUSES),
+    badgeText: z.string(),
+    isPopular: z.boolean(),
+    isDefault: z.boolean(),
+    sortOrder: z.number().int(),
+    features: z.array(z.string()),
+    limits: z.record(z.string(), z.number()),
+    providerAPriceId: z.string().nullable(),
+    providerBVariantId: z.string().nullable(),
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  })
+  .meta({ id: 'Plan' });
 export type PlanOutput = z.infer<typeof planOutput>;
 
 export function toPlanOutput(p: Plan): PlanOutput {
@@ -124,7 +139,7 @@ export function toPlanOutput(p: Plan): PlanOutput {
   };
 }
 
-export const planListOutput = z.object({ items: z.array(planOutput) });
+export const planListOutput = z.object({ items: z.array(planOutput) }).meta({ id: 'PlanList' });
 
 // ---- workspace billing
 
@@ -151,50 +166,57 @@ const planRequired = { error: 'Name the plan: planCode (preferred), planId or ed
 export const checkoutInput = workspaceBillingInput.extend(planChoice).refine(namesAPlan, planRequired);
 export const legacyCheckoutInput = z.object({ workspaceId: z.uuid(), ...planChoice }).refine(namesAPlan, planRequired);
 
-export const currentPlanOutput = z.object({
-  workspaceId: z.uuid(),
-  edition: z.enum(EDITIONS),
-  plan: planOutput.nullable(),
-  limits: z.record(z.string(), z.number()),
-  subscription: z
-    .object({
-      id: z.uuid(),
-      provider: z.enum(BILLING_PROVIDERS),
-      status: z.enum(SUBSCRIPTION_STATUSES),
-      currentPeriodStart: isoDate.nullable(),
-      currentPeriodEnd: isoDate.nullable(),
-      cancelAtPeriodEnd: z.boolean(),
-      canceledAt: isoDate.nullable(),
-    })
-    .nullable(),
-  status: z
-    .enum([...SUBSCRIPTION_STATUSES, 'FREE'])
-    .meta({ description: 'The subscription status, or FREE without one.' }),
-  currentPeriodEnd: isoDate.nullable(),
-});
+export const currentPlanOutput = z
+  .object({
+    workspaceId: z.uuid(),
+    edition: z.enum(EDITIONS),
+    plan: planOutput.nullable(),
+    limits: z.record(z.string(), z.number()),
+    subscription: z
+      .object({
+        id: z.uuid(),
+        provider: z.enum(BILLING_PROVIDERS),
+        status: z.enum(SUBSCRIPTION_STATUSES),
+        currentPeriodStart: isoDate.nullable(),
+        currentPeriodEnd: isoDate.nullable(),
+        cancelAtPeriodEnd: z.boolean(),
+        canceledAt: isoDate.nullable(),
+      })
+      .meta({ id: 'Subscription' })
+      .nullable(),
+    status: z
+      .enum([...SUBSCRIPTION_STATUSES, 'FREE'])
+      .meta({ description: 'The subscription status, or FREE without one.' }),
+    currentPeriodEnd: isoDate.nullable(),
+  })
+  .meta({ id: 'CurrentPlan' });
 
-export const portalOutput = z.object({ portalUrl: z.url() });
+export const portalOutput = z.object({ portalUrl: z.url() }).meta({ id: 'BillingPortal' });
 
-export const checkoutOutput = z.object({
-  provider: z.enum(BILLING_PROVIDERS),
-  /** PROCESSOR_A / PROCESSOR_B: where to send the customer. */
-  checkoutUrl: z.url().optional(),
-  /** MOCK: the plan the workspace is on now. */
-  current: currentPlanOutput.optional(),
-});
+export const checkoutOutput = z
+  .object({
+    provider: z.enum(BILLING_PROVIDERS),
+    /** PROCESSOR_A / PROCESSOR_B: where to send the customer. */
+    checkoutUrl: z.url().optional(),
+    /** MOCK: the plan the workspace is on now. */
+    current: currentPlanOutput.optional(),
+  })
+  .meta({ id: 'Checkout' });
 
-export const paymentOutput = z.object({
-  id: z.uuid(),
-  provider: z.enum(BILLING_PROVIDERS),
-  status: z.enum(PAYMENT_STATUSES),
-  amountCents: z.number().int(),
-  currency: z.string(),
-  description: z.string(),
-  planId: z.uuid().nullable(),
-  receiptUrl: z.string().optional(),
-  invoiceUrl: z.string().optional(),
-  createdAt: isoDate,
-});
+export const paymentOutput = z
+  .object({
+    id: z.uuid(),
+    provider: z.enum(BILLING_PROVIDERS),
+    status: z.enum(PAYMENT_STATUSES),
+    amountCents: z.number().int(),
+    currency: z.string(),
+    description: z.string(),
+    planId: z.uuid().nullable(),
+    receiptUrl: z.string().optional(),
+    invoiceUrl: z.string().optional(),
+    createdAt: isoDate,
+  })
+  .meta({ id: 'Payment' });
 
 export const historyInput = workspaceBillingInput.extend(listInput.shape);
 
@@ -203,13 +225,15 @@ export const legacyWorkspaceInput = z.object({ workspaceId: z.uuid() });
 export const legacyHistoryInput = legacyWorkspaceInput.extend(historyInput.shape).extend({ workspaceId: z.uuid() });
 export const historyOutput = listOutput(paymentOutput);
 
-export const providerStatusOutput = z.object({
-  provider: z.enum(BILLING_PROVIDERS),
-  configured: z.boolean(),
-  mode: z.enum(['mock', 'test', 'live']),
-  message: z.string(),
-  customerPortalEnabled: z.boolean(),
-});
+export const providerStatusOutput = z
+  .object({
+    provider: z.enum(BILLING_PROVIDERS),
+    configured: z.boolean(),
+    mode: z.enum(['mock', 'test', 'live']),
+    message: z.string(),
+    customerPortalEnabled: z.boolean(),
+  })
+  .meta({ id: 'BillingProviderStatus' });
 
 // ---- admin settings
 
@@ -222,18 +246,20 @@ const processorSettingsOutput = z.object({
   pricesConfigured: z.object({ lite: z.boolean(), pro: z.boolean(), enterprise: z.boolean() }),
 });
 
-export const billingSettingsOutput = z.object({
-  provider: z.enum(BILLING_PROVIDERS),
-  source: z.literal('environment'),
-  readOnly: z.literal(true),
-  successUrl: z.string(),
-  cancelUrl: z.string(),
-  supportEmail: z.string(),
-  customerPortalEnabled: z.boolean(),
-  mockWebhookEnabled: z.boolean(),
-  processorA: processorSettingsOutput,
-  processorB: processorSettingsOutput,
-});
+export const billingSettingsOutput = z
+  .object({
+    provider: z.enum(BILLING_PROVIDERS),
+    source: z.literal('environment'),
+    readOnly: z.literal(true),
+    successUrl: z.string(),
+    cancelUrl: z.string(),
+    supportEmail: z.string(),
+    customerPortalEnabled: z.boolean(),
+    mockWebhookEnabled: z.boolean(),
+    processorA: processorSettingsOutput,
+    processorB: processorSettingsOutput,
+  })
+  .meta({ id: 'BillingSettings' });
 export type BillingSettings = z.infer<typeof billingSettingsOutput>;
 
 // ---- the MOCK provider's development webhook (a plain route: webhooks.ts)

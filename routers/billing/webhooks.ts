@@ -11,7 +11,11 @@ import { mockEventInput } from './schemas.js';
 import type { ProcessorName } from './processors/types.js';
 import { errorResponse } from '../../openapi/error-response.js';
 import { UnstorableText, refuseUnstorableText } from '../../server/platform/unstorable-text.js';
-import { JSON_BODY_LIMIT_BYTES, refuseJsonBodyHeaders } from '../../server/platform/request-body.js';
+import {
+  JSON_BODY_LIMIT_BYTES,
+  REQUEST_HEAD_MAX_BYTES,
+  refuseJsonBodyHeaders,
+} from '../../server/platform/request-body.js';
 
 /**
  * The body as bytes, whatever its Content-Type. A gzip, deflate or br delivery is decoded first: the
@@ -107,10 +111,19 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
     post: {
       'x-rate-limit-tier': 'webhook',
       operationId: 'billing-webhooks-processor-a',
+      description:
+        "For PROCESSOR_A only: its events (checkout completed, subscription changes, payments) update the workspace's subscription and payments. The Stripe-Signature header must verify over the raw body with the configured secret, within 300 s. Each event is applied once, however often it is sent.\n\n**Who may call it:** the payment provider only: no token, but its signature must verify.",
       summary: 'PROCESSOR_A events, verified by the Stripe-Signature header (300 s tolerance)',
       tags: ['Billing webhooks'],
       security: [],
-      parameters: [{ in: 'header', name: 'Stripe-Signature', required: true, schema: { type: 'string' } }],
+      parameters: [
+        {
+          in: 'header',
+          name: 'Stripe-Signature',
+          required: true,
+          schema: { type: 'string', maxLength: REQUEST_HEAD_MAX_BYTES },
+        },
+      ],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
       responses: {
         200: received,
@@ -123,10 +136,19 @@ export const billingWebhookOpenApiPaths: ZodOpenApiPathsObject = {
     post: {
       'x-rate-limit-tier': 'webhook',
       operationId: 'billing-webhooks-processor-b',
+      description:
+        "For PROCESSOR_B only: its events update the workspace's subscription and payments. X-Signature must be the hex HMAC-SHA256 of the raw body with the configured secret. Each event is applied once, however often it is sent.\n\n**Who may call it:** the payment provider only: no token, but its signature must verify.",
       summary: 'PROCESSOR_B events, verified by the X-Signature header (hex HMAC-SHA256 of the raw body)',
       tags: ['Billing webhooks'],
       security: [],
-      parameters: [{ in: 'header', name: 'X-Signature', required: true, schema: { type: 'string' } }],
+      parameters: [
+        {
+          in: 'header',
+          name: 'X-Signature',
+          required: true,
+          schema: { type: 'string', maxLength: REQUEST_HEAD_MAX_BYTES },
+        },
+      ],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
       responses: {
         200: received,

@@ -8,6 +8,8 @@ export const demoRouter = router({
       openapi: {
         method: 'GET',
         path: '/demo/status',
+        description:
+          'Whether this instance runs as a demo, and what demo accounts may not do there (key, webhook and admin changes).',
         tags: ['Status'],
         protect: false,
         summary: 'Demo mode and its restrictions',

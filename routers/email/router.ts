@@ -10,6 +10,8 @@ export const emailRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/email-logs',
+        description:
+          'The mails the MOCK e-mail provider wrote instead of sending, newest first (development and tests).',
         tags: ['Admin'],
         summary: 'Mails written by the MOCK e-mail provider',
       },

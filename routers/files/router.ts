@@ -11,6 +11,8 @@ export const filesRouter = router({
       openapi: {
         method: 'GET',
         path: '/storage/provider-status',
+        description:
+          'The storage provider (LOCAL or S3), whether it is configured, the upload size limit and the accepted types.',
         tags: ['Storage'],
         summary: 'The storage provider and its limits',
       },
@@ -24,6 +26,7 @@ export const filesRouter = router({
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/branding',
+        description: "The workspace's display name, colours and logo URL.",
         tags: ['Workspaces'],
         summary: 'Display name, colours and logo',
       },
@@ -37,6 +40,8 @@ export const filesRouter = router({
       openapi: {
         method: 'PATCH',
         path: '/workspaces/{workspaceId}/branding',
+        description:
+          "Sets the workspace's display name and colours (#RRGGBB); null clears one. The logo is set with POST /workspaces/{workspaceId}/branding/logo.",
         tags: ['Workspaces'],
         summary: 'Set display name and colours',
       },

@@ -26,6 +26,7 @@ import {
   storeUpload,
   type Upload,
 } from './service.js';
+import { avatarOutput, logoOutput, storedFileOutput } from './schemas.js';
 
 type Deps = Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'auth'>;
 
@@ -230,17 +231,35 @@ export function uploadRoutes(deps: Deps): Router {
   return routes;
 }
 
-const multipart = (field: string, description: string) => ({
+const multipart = (
+  field: keyof typeof UPLOAD_LIMITS,
+  description: string,
+  extra: Record<string, { type: 'string'; format: string; description: string }> = {},
+) => ({
   required: true,
   content: {
     'multipart/form-data': {
       schema: {
         type: 'object' as const,
         required: [field],
-        properties: { [field]: { type: 'string' as const, format: 'binary', description } },
+        properties: {
+          [field]: { type: 'string' as const, format: 'binary', maxLength: UPLOAD_LIMITS[field], description },
+          ...extra,
+        },
       },
     },
   },
+});
+const json = (schema: unknown) => ({ 'application/json': { schema } });
+/** Bytes as stored, of the types a route serves. */
+const bytes = (types: string[]) =>
+  Object.fromEntries(types.map((type) => [type, { schema: { type: 'string', format: 'binary' } }]));
+const uuidParameter = (where: 'path' | 'query', name: string, description?: string) => ({
+  in: where,
+  name,
+  required: where === 'path',
+  ...(description ? { description } : {}),
+  schema: { type: 'string' as const, format: 'uuid' },
 });
 const secured = { security: [{ bearerAuth: [] }] };
 /** Who may upload or download: a valid access token of an ACTIVE user (the route's 403 adds its own codes). */
@@ -275,15 +294,23 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
     post: {
       'x-rate-limit-tier': 'upload',
       operationId: 'storage-upload',
+      description:
+        "Stores a file in a workspace, sent as multipart/form-data in the field `file`. The type is told by the content, not the name: PNG, JPEG, WebP and GIF images (re-encoded, metadata dropped) and PDF (as sent). Download it from the answer's `url`.\n\n**Who may call it:** a member of the workspace whose role grants files.write (OWNER, ADMIN or MEMBER).",
       summary: 'Upload a file (field file, 10 MiB; images, GIF or PDF by content) to a workspace',
       tags: ['Storage'],
       ...secured,
-      requestBody: multipart(
-        'file',
-        'The file. workspaceId may be sent as a form field or query parameter (default: the active workspace).',
-      ),
+      parameters: [
+        uuidParameter(
+          'query',
+          'workspaceId',
+          'The workspace (or send it as a form field; default: the active workspace).',
+        ),
+      ],
+      requestBody: multipart('file', 'The file: PNG, JPEG, WebP, GIF or PDF (told by its content), at most 10 MiB.', {
+        workspaceId: { type: 'string', format: 'uuid', description: 'The workspace, if not in the query.' },
+      }),
       responses: {
-        201: { description: 'Stored: id, workspaceId, contentType, size, url' },
+        201: { description: 'Stored', content: json(storedFileOutput) },
         ...refusals,
         ...workspaceRefusals,
       },
@@ -293,34 +320,43 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
     post: {
       'x-rate-limit-tier': 'upload',
       operationId: 'profile-avatar',
+      description:
+        "Sets the caller's avatar from a PNG, JPEG or WebP image in the field `avatar`: cropped to 512 x 512 and stored as WebP. The previous avatar is removed.\n\n**Who may call it:** any signed-in user, for themselves.",
       summary: 'Set my avatar (field avatar, PNG/JPEG/WebP, 2 MiB; stored as a 512 x 512 WebP)',
       tags: ['Profile'],
       ...secured,
       requestBody: multipart('avatar', 'PNG, JPEG or WebP, at most 2 MiB'),
-      responses: { 201: { description: 'Stored: avatarUrl' }, ...refusals },
+      responses: { 201: { description: 'Stored', content: json(avatarOutput) }, ...refusals },
     },
   },
   '/workspaces/{workspaceId}/branding/logo': {
     post: {
       'x-rate-limit-tier': 'upload',
       operationId: 'workspace-branding-logo',
+      description:
+        'Sets the workspace logo from a PNG, JPEG or WebP image in the field `logo` (SVG is refused): scaled to fit 1024 x 1024 and stored as WebP. The previous logo is removed.\n\n**Who may call it:** a member of the workspace whose role grants branding.manage (OWNER or ADMIN).',
       summary: 'Set the workspace logo (field logo, PNG/JPEG/WebP, 1 MiB, no SVG)',
       tags: ['Workspaces'],
       ...secured,
-      parameters: [{ in: 'path', name: 'workspaceId', required: true, schema: { type: 'string', format: 'uuid' } }],
+      parameters: [uuidParameter('path', 'workspaceId')],
       requestBody: multipart('logo', 'PNG, JPEG or WebP, at most 1 MiB'),
-      responses: { 200: { description: 'Stored: logoUrl' }, ...refusals, ...workspaceRefusals },
+      responses: { 200: { description: 'Stored', content: json(logoOutput) }, ...refusals, ...workspaceRefusals },
     },
   },
   '/storage/files/{fileId}': {
     get: {
       operationId: 'storage-file',
+      description:
+        "The bytes of a stored file, with its type and X-Content-Type-Options: nosniff; images are shown inline, PDF is an attachment.\n\n**Who may call it:** a member of the file's workspace (files.read: any role). A file of another workspace is 404, as one that does not exist.",
       summary: 'Download a file of one of my workspaces',
       tags: ['Storage'],
       ...secured,
-      parameters: [{ in: 'path', name: 'fileId', required: true, schema: { type: 'string', format: 'uuid' } }],
+      parameters: [uuidParameter('path', 'fileId')],
       responses: {
-        200: { description: 'The file, with X-Content-Type-Options: nosniff' },
+        200: {
+          description: 'The file, with X-Content-Type-Options: nosniff (images inline, PDF as an attachment)',
+          content: bytes(['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'application/pdf']),
+        },
         401: errorResponse('No valid access token (whether or not the file exists)', ['UNAUTHORIZED']),
         403: errorResponse(
           "The account is suspended, or the file's workspace is not ACTIVE (told to its members only)",
@@ -334,12 +370,14 @@ export const uploadOpenApiPaths: ZodOpenApiPathsObject = {
   '/users/{userId}/avatar': {
     get: {
       operationId: 'user-avatar',
+      description:
+        "A user's avatar as WebP (cached privately for 5 minutes).\n\n**Who may call it:** the user, members of a workspace they share, and platform admins; anyone else gets 404, as for a user without an avatar.",
       summary: "A user's avatar (WebP)",
       tags: ['Profile'],
       ...secured,
-      parameters: [{ in: 'path', name: 'userId', required: true, schema: { type: 'string', format: 'uuid' } }],
+      parameters: [uuidParameter('path', 'userId')],
       responses: {
-        200: { description: 'image/webp' },
+        200: { description: 'The avatar, 512 x 512', content: bytes(['image/webp']) },
         ...signedInRefusals,
         404: errorResponse('No avatar', ['NOT_FOUND']),
         ...storageFailures,

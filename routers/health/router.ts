@@ -11,6 +11,8 @@ export const healthRouter = router({
       openapi: {
         method: 'GET',
         path: '/health',
+        description:
+          'Whether the service answers and its database is reachable: 200 with status ok, or 503 with the same body (status degraded) while the database is away. For load balancers; never rate-limited.',
         tags: ['Status'],
         protect: false,
         summary: 'Service and database health',

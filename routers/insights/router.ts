@@ -10,6 +10,8 @@ export const insightsRouter = router({
       openapi: {
         method: 'GET',
         path: '/dashboard/insights',
+        description:
+          "Figures for a workspace's dashboard: members, plan, AI usage, API keys, webhooks and recent activity.",
         tags: ['Dashboard'],
         summary: 'Members, plan, AI usage, API keys, webhooks and recent activity of a workspace',
       },

@@ -15,6 +15,7 @@ export const monitoringRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/monitoring/status',
+        description: "This instance's health, uptime, memory, logging flags and how full its request buffers are.",
         tags,
         summary: 'Health, uptime, memory, logging flags and buffer fill',
       },
@@ -28,6 +29,8 @@ export const monitoringRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/monitoring/summary',
+        description:
+          "This instance's recent traffic: success rate, status mix, busiest routes and a per-minute timeline.",
         tags,
         summary: 'Success rate, status mix, top routes, per-minute timeline',
       },
@@ -41,6 +44,7 @@ export const monitoringRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/monitoring/errors',
+        description: "This instance's recent error answers, newest first, as safe summaries (no bodies, no secrets).",
         tags,
         summary: 'Recent error answers, newest first (safe summaries)',
       },
@@ -51,14 +55,28 @@ export const monitoringRouter = router({
 
   requests: adminProcedure
     .meta({
-      openapi: { method: 'GET', path: '/admin/monitoring/requests', tags, summary: 'Recent requests, newest first' },
+      openapi: {
+        method: 'GET',
+        path: '/admin/monitoring/requests',
+        description: "This instance's recent requests, newest first.",
+        tags,
+        summary: 'Recent requests, newest first',
+      },
     })
     .input(requestFilters)
     .output(pageOutput(requestRecord))
     .query(({ ctx, input }) => monitoring.recentRequests(ctx.monitor, input)),
 
   clear: adminWriteProcedure
-    .meta({ openapi: { method: 'POST', path: '/admin/monitoring/clear', tags, summary: 'Empty both buffers' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/monitoring/clear',
+        description: "Empties this instance's request and error buffers.",
+        tags,
+        summary: 'Empty both buffers',
+      },
+    })
     .input(z.void())
     .output(z.object({ message: z.string() }))
     .mutation(({ ctx }) => monitoring.clearRecord(ctx.monitor)),

@@ -28,40 +28,49 @@ export const requestFilters = paginationInput.extend({
 });
 export type RequestFilters = z.infer<typeof requestFilters>;
 
-export const statusOutput = z.object({
-  status: z.enum(['ok', 'degraded']),
-  version: z.string(),
-  uptimeSeconds: z.number(),
-  database: z.object({ reachable: z.boolean() }),
-  memory: z.object({ rssMb: z.number(), heapUsedMb: z.number(), heapTotalMb: z.number(), systemFreeMb: z.number() }),
-  logging: z.object({
-    monitoringEnabled: z.boolean(),
-    requestLoggingEnabled: z.boolean(),
-    errorLoggingEnabled: z.boolean(),
-    logLevel: z.string(),
-    slowRequestMs: z.number(),
-    errorLogRetentionDays: z.number(),
-  }),
-  buffers: z.object({
-    requests: z.object({ size: z.number().int(), capacity: z.number().int() }),
-    errors: z.object({ size: z.number().int(), capacity: z.number().int() }),
-  }),
-});
+export const statusOutput = z
+  .object({
+    status: z.enum(['ok', 'degraded']),
+    version: z.string(),
+    uptimeSeconds: z.number(),
+    database: z.object({ reachable: z.boolean() }),
+    memory: z.object({ rssMb: z.number(), heapUsedMb: z.number(), heapTotalMb: z.number(), systemFreeMb: z.number() }),
+    logging: z.object({
+      monitoringEnabled: z.boolean(),
+      requestLoggingEnabled: z.boolean(),
+      errorLoggingEnabled: z.boolean(),
+      logLevel: z.string(),
+      slowRequestMs: z.number(),
+      errorLogRetentionDays: z.number(),
+    }),
+    buffers: z.object({
+      requests: z.object({ size: z.number().int(), capacity: z.number().int() }),
+      errors: z.object({ size: z.number().int(), capacity: z.number().int() }),
+    }),
+  })
+  .meta({ id: 'MonitoringStatus' });
 
-export const summaryOutput = z.object({
-  window: z.object({ requests: z.number().int(), from: isoDate.nullable(), to: isoDate.nullable() }),
-  successRate: z.number().nullable(),
-  statusClasses: z.record(z.string(), z.number().int()),
-  statusCodes: z.record(z.string(), z.number().int()),
-  slowRequests: z.number().int(),
-  errors: z.number().int(),
-  topRoutesByCount: z.array(
-    z.object({ route: z.string(), count: z.number().int(), avgMs: z.number(), p95Ms: z.number() }),
-  ),
-  topRoutesByP95: z.array(
-    z.object({ route: z.string(), count: z.number().int(), avgMs: z.number(), p95Ms: z.number() }),
-  ),
-  timeline: z.array(
-    z.object({ minute: isoDate, requests: z.number().int(), errors: z.number().int(), serverErrors: z.number().int() }),
-  ),
-});
+export const summaryOutput = z
+  .object({
+    window: z.object({ requests: z.number().int(), from: isoDate.nullable(), to: isoDate.nullable() }),
+    successRate: z.number().nullable(),
+    statusClasses: z.record(z.string(), z.number().int()),
+    statusCodes: z.record(z.string(), z.number().int()),
+    slowRequests: z.number().int(),
+    errors: z.number().int(),
+    topRoutesByCount: z.array(
+      z.object({ route: z.string(), count: z.number().int(), avgMs: z.number(), p95Ms: z.number() }),
+    ),
+    topRoutesByP95: z.array(
+      z.object({ route: z.string(), count: z.number().int(), avgMs: z.number(), p95Ms: z.number() }),
+    ),
+    timeline: z.array(
+      z.object({
+        minute: isoDate,
+        requests: z.number().int(),
+        errors: z.number().int(),
+        serverErrors: z.number().int(),
+      }),
+    ),
+  })
+  .meta({ id: 'MonitoringSummary' });

@@ -11,6 +11,7 @@ import type { AppDeps } from '../../server/platform/context.js';
 import { requestMeta } from '../../server/platform/context.js';
 import { randomToken } from '../../server/platform/security/tokens.js';
 import { errorResponse } from '../../openapi/error-response.js';
+import { REQUEST_HEAD_MAX_BYTES } from '../../server/platform/request-body.js';
 import { FLOW_TTL_MS, callbackUrl, enabledProvider, finishFlow, startFlow } from './service.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'identityProviders'>;
@@ -89,14 +90,16 @@ const providerParameter = {
   name: 'provider',
   required: true,
   description: 'An enabled provider: `github`, `google` or `oidc` (GET /auth/providers).',
-  schema: { type: 'string' as const },
+  schema: { type: 'string' as const, maxLength: 64, examples: ['github'] },
 };
 const notEnabled = errorResponse('Unknown provider, or one whose settings are not present', [
   'OAUTH_PROVIDER_NOT_ENABLED',
 ]);
 const location = (description: string) => ({
   description,
-  headers: { Location: { description, schema: { type: 'string' as const, format: 'uri' } } },
+  headers: {
+    Location: { description, schema: { type: 'string' as const, format: 'uri', maxLength: REQUEST_HEAD_MAX_BYTES } },
+  },
 });
 
 export const oauthOpenApiPaths: ZodOpenApiPathsObject = {
@@ -119,7 +122,7 @@ export const oauthOpenApiPaths: ZodOpenApiPathsObject = {
           name: 'redirectTo',
           required: false,
           description: 'A path of the web app to land on after signing in; anything else: /dashboard.',
-          schema: { type: 'string' },
+          schema: { type: 'string', maxLength: REQUEST_HEAD_MAX_BYTES, examples: ['/settings/security'] },
         },
       ],
       responses: {
@@ -129,7 +132,7 @@ export const oauthOpenApiPaths: ZodOpenApiPathsObject = {
             ...location("The provider's authorization URL").headers,
             'Set-Cookie': {
               description: '`oauth_binding`: HttpOnly, SameSite=Lax, 10 minutes, path /auth/oauth/',
-              schema: { type: 'string' },
+              schema: { type: 'string', maxLength: 4096 },
             },
           },
         },
@@ -165,7 +168,7 @@ export const oauthOpenApiPaths: ZodOpenApiPathsObject = {
           name,
           required: false,
           description: 'Set by the provider.',
-          schema: { type: 'string' as const },
+          schema: { type: 'string' as const, maxLength: REQUEST_HEAD_MAX_BYTES },
         })),
       ],
       responses: {

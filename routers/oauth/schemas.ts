@@ -6,14 +6,16 @@ import { loginOutput, messageOutput } from '../auth/schemas.js';
 const isoDate = z.iso.datetime({ offset: true });
 const providerId = z.enum(IDENTITY_PROVIDER_IDS);
 
-export const providersOutput = z.object({
-  items: z.array(
-    z.object({
-      id: providerId.meta({ description: 'Used in the paths /auth/oauth/{provider}/start and .../link/start.' }),
-      name: z.string().meta({ description: 'What the sign-in button says.' }),
-    }),
-  ),
-});
+export const providersOutput = z
+  .object({
+    items: z.array(
+      z.object({
+        id: providerId.meta({ description: 'Used in the paths /auth/oauth/{provider}/start and .../link/start.' }),
+        name: z.string().meta({ description: 'What the sign-in button says.' }),
+      }),
+    ),
+  })
+  .meta({ id: 'IdentityProviders' });
 
 export const exchangeInput = z.object({
   code: z.string({ error: 'Expected the code string of the callback.' }).max(512).meta({
@@ -23,31 +25,35 @@ export const exchangeInput = z.object({
 /** The session result, as login answers it. */
 export const exchangeOutput = loginOutput;
 
-export const identityOutput = z.object({
-  id: z.uuid(),
-  provider: providerId,
-  providerName: z.string(),
-  email: z
-    .string()
-    .nullable()
-    .meta({ description: "The address the provider last gave (may differ from the account's)." }),
-  emailVerified: z.boolean(),
-  createdAt: isoDate,
-  lastUsedAt: isoDate.nullable(),
-});
+export const identityOutput = z
+  .object({
+    id: z.uuid(),
+    provider: providerId,
+    providerName: z.string(),
+    email: z
+      .string()
+      .nullable()
+      .meta({ description: "The address the provider last gave (may differ from the account's)." }),
+    emailVerified: z.boolean(),
+    createdAt: isoDate,
+    lastUsedAt: isoDate.nullable(),
+  })
+  .meta({ id: 'Identity' });
 export const identitiesOutput = z.object({ items: z.array(identityOutput) });
 
 /** Any provider name: one that is unknown or not enabled answers OAUTH_PROVIDER_NOT_ENABLED. */
 const providerParam = z.string().max(64);
 /** Any text: anything but a path of the web app falls back to /dashboard. */
-export const redirectToSchema = z.string().optional().meta({
+export const redirectToSchema = z.string().max(2048).optional().meta({
   description: 'A path of the web app to land on afterwards (e.g. /settings/security); anything else: /dashboard.',
 });
 
 export const linkStartInput = z.object({ provider: providerParam, redirectTo: redirectToSchema });
-export const linkStartOutput = z.object({
-  url: z.string().meta({ description: "The provider's authorization URL: navigate the browser there." }),
-});
+export const linkStartOutput = z
+  .object({
+    url: z.string().meta({ description: "The provider's authorization URL: navigate the browser there." }),
+  })
+  .meta({ id: 'IdentityLinkStart' });
 
 export const unlinkInput = z.object({ identityId: z.uuid() });
 export const unlinkOutput = messageOutput;

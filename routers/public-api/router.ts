@@ -14,6 +14,8 @@ export const publicApiRouter = router({
       openapi: {
         method: 'GET',
         path: '/public-api/me',
+        description:
+          'The API key making the call (id, name, scopes) and its workspace. A first call to check a key works.',
         tags,
         ...security,
         summary: 'The API key making the call, and its workspace',
@@ -49,6 +51,7 @@ export const publicApiRouter = router({
       openapi: {
         method: 'GET',
         path: '/public-api/workspace',
+        description: "The key's workspace: name, status, edition and plan.",
         tags,
         ...security,
         summary: "The key's workspace (scope workspace:read or read)",

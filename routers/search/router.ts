@@ -10,6 +10,8 @@ export const searchRouter = router({
       openapi: {
         method: 'GET',
         path: '/search',
+        description:
+          "Searches the workspace's generations, the prompt templates and the workspace's members for the text given.",
         tags: ['Search'],
         summary: "Search a workspace's generations, the templates and its members",
       },

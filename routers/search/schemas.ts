@@ -6,10 +6,12 @@ export const searchInput = z.object({
   workspaceId: z.uuid().optional(),
 });
 
-const resultOutput = z.object({
-  type: z.enum(['generation', 'template', 'member']),
-  id: z.uuid(),
-  title: z.string(),
-  snippet: z.string(),
-});
+const resultOutput = z
+  .object({
+    type: z.enum(['generation', 'template', 'member']),
+    id: z.uuid(),
+    title: z.string(),
+    snippet: z.string(),
+  })
+  .meta({ id: 'SearchResult' });
 export const searchOutput = z.object({ items: z.array(resultOutput) });

@@ -12,6 +12,7 @@ export const statusRouter = router({
       openapi: {
         method: 'GET',
         path: '/search/status',
+        description: 'Which search engine serves GET /search and what it covers. Never rate-limited.',
         tags,
         protect: false,
         summary: 'Search engine and what it covers',
@@ -31,6 +32,8 @@ export const statusRouter = router({
       openapi: {
         method: 'GET',
         path: '/security/status',
+        description:
+          'The security settings a client may adapt to: rate limiting and its tiers, proxy trust, captcha, the password policy and token lifetimes. No secret is in it.',
         tags,
         protect: false,
         summary: 'Rate limiting, proxy trust, captcha, password policy, token lifetimes',

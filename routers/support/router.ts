@@ -12,6 +12,8 @@ export const supportRouter = router({
       openapi: {
         method: 'POST',
         path: '/contact/messages',
+        description:
+          'Sends a message to the team from the contact form; no account needed. May require a captcha answer when captcha is on.',
         tags: ['Support'],
         protect: false,
         summary: 'Send a message to the team',
@@ -25,7 +27,13 @@ export const supportRouter = router({
   ticket: authedProcedure
     .meta({
       rateLimit: 'contact',
-      openapi: { method: 'POST', path: '/support/tickets', tags: ['Support'], summary: 'Open a support ticket' },
+      openapi: {
+        method: 'POST',
+        path: '/support/tickets',
+        description: 'Opens a support ticket as the signed-in user.',
+        tags: ['Support'],
+        summary: 'Open a support ticket',
+      },
       errors: ['NOT_FOUND'],
       successStatus: 201,
     })
@@ -38,6 +46,7 @@ export const supportRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/contact-messages',
+        description: 'Contact form messages, newest first, paginated.',
         tags: ['Admin'],
         summary: 'Contact messages, newest first',
       },
@@ -51,6 +60,7 @@ export const supportRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/support-tickets',
+        description: 'Support tickets, newest first, paginated.',
         tags: ['Admin'],
         summary: 'Support tickets, newest first',
       },

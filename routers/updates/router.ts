@@ -13,6 +13,8 @@ export const updatesRouter = router({
       openapi: {
         method: 'GET',
         path: '/updates/status',
+        description:
+          'The installed version against the latest release, and whether this installation may download updates.',
         tags,
         summary: 'Installed vs latest version, license and update access',
       },
@@ -22,19 +24,43 @@ export const updatesRouter = router({
     .query(({ ctx }) => updates.updateStatus(ctx.config)),
 
   releases: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/updates/releases', tags, summary: 'Stable releases, newest first' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/updates/releases',
+        description: 'Stable releases, newest first, with their notes.',
+        tags,
+        summary: 'Stable releases, newest first',
+      },
+    })
     .input(z.void())
     .output(listOutput)
     .query(() => updates.listReleases()),
 
   latest: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/updates/releases/latest', tags, summary: 'The latest stable release' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/updates/releases/latest',
+        description: 'The latest stable release.',
+        tags,
+        summary: 'The latest stable release',
+      },
+    })
     .input(z.void())
     .output(releaseOutput)
     .query(() => updates.latestRelease()),
 
   release: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/updates/releases/{version}', tags, summary: 'One release' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/updates/releases/{version}',
+        description: 'One release by its version.',
+        tags,
+        summary: 'One release',
+      },
+    })
     .input(versionInput)
     .output(releaseOutput)
     .query(({ input }) => updates.findRelease(input.version)),
@@ -44,6 +70,7 @@ export const updatesRouter = router({
       openapi: {
         method: 'GET',
         path: '/updates/releases/{version}/download',
+        description: 'Placeholder for release downloads, which are not enabled: always 503.',
         tags,
         summary: 'Placeholder: downloads are not enabled (503)',
       },
@@ -54,14 +81,28 @@ export const updatesRouter = router({
     .query(() => updates.downloadRelease()),
 
   adminReleases: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/releases', tags: ['Admin'], summary: 'The release catalog' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/releases',
+        description: 'The whole release catalog, pre-releases included.',
+        tags: ['Admin'],
+        summary: 'The release catalog',
+      },
+    })
     .input(z.void())
     .output(listOutput)
     .query(() => updates.listReleases()),
 
   adminLatest: adminProcedure
     .meta({
-      openapi: { method: 'GET', path: '/admin/releases/latest', tags: ['Admin'], summary: 'The latest stable release' },
+      openapi: {
+        method: 'GET',
+        path: '/admin/releases/latest',
+        description: 'The latest stable release of the catalog.',
+        tags: ['Admin'],
+        summary: 'The latest stable release',
+      },
     })
     .input(z.void())
     .output(releaseOutput)

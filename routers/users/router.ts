@@ -7,10 +7,10 @@ import * as users from './service.js';
 
 const tags = ['Admin: users'];
 
-const move = (name: 'suspend' | 'activate', summary: string) =>
+const move = (name: 'suspend' | 'activate', summary: string, description: string) =>
   adminWriteProcedure
     .meta({
-      openapi: { method: 'POST', path: `/admin/users/{userId}/${name}`, tags, summary },
+      openapi: { method: 'POST', path: `/admin/users/{userId}/${name}`, tags, summary, description },
       errors: name === 'suspend' ? ['CONFLICT', 'INVALID_STATE'] : ['INVALID_STATE'],
     })
     .input(userIdInput)
@@ -19,7 +19,16 @@ const move = (name: 'suspend' | 'activate', summary: string) =>
 
 export const adminUsersRouter = router({
   list: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/users', tags, summary: 'All users, searchable' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/users',
+        description:
+          'Every user, searchable by e-mail address or name and filtered by status or platform role, paginated.',
+        tags,
+        summary: 'All users, searchable',
+      },
+    })
     .input(listUsersInput)
     .output(listOutput(adminUserOutput))
     .query(({ ctx, input: { page, limit, cursor, ...filters } }) =>
@@ -28,7 +37,13 @@ export const adminUsersRouter = router({
 
   get: adminProcedure
     .meta({
-      openapi: { method: 'GET', path: '/admin/users/{userId}', tags, summary: 'One user with their memberships' },
+      openapi: {
+        method: 'GET',
+        path: '/admin/users/{userId}',
+        description: 'One user with their workspace memberships.',
+        tags,
+        summary: 'One user with their memberships',
+      },
     })
     .input(userIdInput)
     .output(adminUserDetailOutput)
@@ -36,7 +51,14 @@ export const adminUsersRouter = router({
 
   update: adminWriteProcedure
     .meta({
-      openapi: { method: 'PATCH', path: '/admin/users/{userId}', tags, summary: 'Change name or platform role' },
+      openapi: {
+        method: 'PATCH',
+        path: '/admin/users/{userId}',
+        description:
+          "Changes a user's name or platform role. No admin can change their own platform role (409 CONFLICT).",
+        tags,
+        summary: 'Change name or platform role',
+      },
       errors: ['CONFLICT'],
     })
     .input(updateUserInput)
@@ -61,6 +83,10 @@ export const adminUsersRouter = router({
     .output(adminUserDetailOutput)
     .mutation(({ ctx, input }) => users.resetUserMfa(ctx, actorOf(ctx), input.userId)),
 
-  suspend: move('suspend', 'Suspend an ACTIVE user (applies to their very next request)'),
-  activate: move('activate', 'Activate a SUSPENDED user'),
+  suspend: move(
+    'suspend',
+    'Suspend an ACTIVE user (applies to their very next request)',
+    'Suspends an ACTIVE user: from their very next request, every token of theirs is refused (403 USER_SUSPENDED). Their sessions are kept, so activation restores them. No admin can suspend their own account.',
+  ),
+  activate: move('activate', 'Activate a SUSPENDED user', 'Activates a SUSPENDED user again.'),
 });

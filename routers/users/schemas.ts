@@ -7,8 +7,12 @@ import { userOutput, workspaceSummaryOutput } from '../auth/schemas.js';
 
 const isoDate = z.iso.datetime({ offset: true });
 
-export const adminUserOutput = userOutput.extend({ lastLoginAt: isoDate.nullable(), updatedAt: isoDate });
-export const adminUserDetailOutput = adminUserOutput.extend({ memberships: z.array(workspaceSummaryOutput) });
+export const adminUserOutput = userOutput
+  .extend({ lastLoginAt: isoDate.nullable(), updatedAt: isoDate })
+  .meta({ id: 'AdminUser' });
+export const adminUserDetailOutput = adminUserOutput
+  .extend({ memberships: z.array(workspaceSummaryOutput) })
+  .meta({ id: 'AdminUserDetail' });
 
 export const userIdInput = z.object({ userId: z.uuid() });
 

@@ -28,6 +28,7 @@ export const webhooksRouter = router({
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/webhooks',
+        description: 'The webhooks of the workspace: URL, events, whether active. Never their signing secrets.',
         tags,
         summary: 'Webhooks of the workspace (never their secrets)',
       },
@@ -41,6 +42,8 @@ export const webhooksRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/webhooks',
+        description:
+          "Creates a webhook: the workspace's events you subscribe to are POSTed to the URL, signed (see the `webhooks` section of this document for the events, their payloads and how to verify a delivery). The answer carries the signing secret this once. The URL must be public http(s): private and loopback addresses are refused (400 WEBHOOK_URL_NOT_ALLOWED).",
         tags,
         summary: 'Create a webhook; the answer carries the signing secret once',
       },
@@ -56,6 +59,7 @@ export const webhooksRouter = router({
       openapi: {
         method: 'PATCH',
         path: '/workspaces/{workspaceId}/webhooks/{webhookId}',
+        description: 'Changes the name, URL, events or isActive of a webhook (an inactive webhook receives nothing).',
         tags,
         summary: 'Change name, URL, events or isActive',
       },
@@ -72,6 +76,7 @@ export const webhooksRouter = router({
       openapi: {
         method: 'DELETE',
         path: '/workspaces/{workspaceId}/webhooks/{webhookId}',
+        description: 'Deletes a webhook and its delivery log.',
         tags,
         summary: 'Delete a webhook and its delivery log',
       },
@@ -85,6 +90,8 @@ export const webhooksRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/webhooks/{webhookId}/test',
+        description:
+          'Sends a webhook.test delivery to the webhook now and answers the delivery with its outcome (status, HTTP status, duration), so you can check your endpoint and its signature check.',
         tags,
         summary: 'Send a webhook.test delivery',
       },
@@ -98,6 +105,8 @@ export const webhooksRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret',
+        description:
+          'Issues a new signing secret (shown once). During the grace period deliveries carry a signature with each secret, so the receiver can switch over without missing one.',
         tags,
         summary: 'A new signing secret; the old one also signs during the grace period',
       },
@@ -113,6 +122,8 @@ export const webhooksRouter = router({
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/webhook-deliveries',
+        description:
+          "The workspace's webhook deliveries, newest first: event, status, attempts, the endpoint's answer status and the last error.",
         tags,
         summary: 'The delivery log, newest first',
       },
@@ -128,6 +139,8 @@ export const webhooksRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry',
+        description:
+          'Sends a failed delivery again now, with the same id and body (a receiver that deduplicates by id sees it once).',
         tags,
         summary: 'Send a failed delivery again',
       },

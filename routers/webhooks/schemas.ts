@@ -8,7 +8,11 @@ import { MAX_WEBHOOK_URL_LENGTH } from './url-policy.js';
 const isoDate = z.iso.datetime({ offset: true });
 
 // Length and safety of the URL are checked by the URL policy (400 WEBHOOK_URL_NOT_ALLOWED).
-const url = z.string().meta({ description: `Public http(s) URL, at most ${MAX_WEBHOOK_URL_LENGTH} characters.` });
+const url = z.string().meta({
+  description: `Public http(s) URL, at most ${MAX_WEBHOOK_URL_LENGTH} characters.`,
+  maxLength: MAX_WEBHOOK_URL_LENGTH,
+  examples: ['https://example.com/hooks/workspace'],
+});
 const events = z
   .array(z.enum(WEBHOOK_EVENTS, { error: `Unknown event. Known events: ${WEBHOOK_EVENTS.join(', ')}.` }))
   .min(1, { error: 'Subscribe to at least one event.' })
@@ -16,39 +20,45 @@ const events = z
   .transform((e) => [...new Set(e)]);
 const name = displayName(100);
 
-export const webhookOutput = z.object({
-  id: z.uuid(),
-  workspaceId: z.uuid(),
-  name: z.string(),
-  url: z.string(),
-  events: z.array(z.enum(WEBHOOK_EVENTS)),
-  isActive: z.boolean(),
-  disabledReason: z.string().nullable(),
-  consecutiveFailures: z.number().int(),
-  secretRotationEndsAt: isoDate.nullable(),
-  createdAt: isoDate,
-  updatedAt: isoDate,
-});
-export const withSecretOutput = webhookOutput.extend({
-  secret: z.string().meta({ description: 'The whsec_ signing secret: shown this once, never again.' }),
-});
+export const webhookOutput = z
+  .object({
+    id: z.uuid(),
+    workspaceId: z.uuid(),
+    name: z.string(),
+    url: z.string(),
+    events: z.array(z.enum(WEBHOOK_EVENTS)),
+    isActive: z.boolean(),
+    disabledReason: z.string().nullable(),
+    consecutiveFailures: z.number().int(),
+    secretRotationEndsAt: isoDate.nullable(),
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  })
+  .meta({ id: 'Webhook' });
+export const withSecretOutput = webhookOutput
+  .extend({
+    secret: z.string().meta({ description: 'The whsec_ signing secret: shown this once, never again.' }),
+  })
+  .meta({ id: 'WebhookWithSecret' });
 
-export const deliveryOutput = z.object({
-  id: z.uuid(),
-  webhookId: z.uuid(),
-  event: z.string(),
-  status: z.enum(DELIVERY_STATUSES),
-  attempts: z.number().int(),
-  requestHeaders: z.record(z.string(), z.string()).nullable(),
-  payload: z.record(z.string(), z.unknown()),
-  responseStatus: z.number().int().nullable(),
-  responsePreview: z.string().nullable(),
-  durationMs: z.number().int().nullable(),
-  nextRetryAt: isoDate.nullable(),
-  error: z.string().nullable(),
-  createdAt: isoDate,
-  updatedAt: isoDate,
-});
+export const deliveryOutput = z
+  .object({
+    id: z.uuid(),
+    webhookId: z.uuid(),
+    event: z.string(),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int(),
+    requestHeaders: z.record(z.string(), z.string()).nullable(),
+    payload: z.record(z.string(), z.unknown()),
+    responseStatus: z.number().int().nullable(),
+    responsePreview: z.string().nullable(),
+    durationMs: z.number().int().nullable(),
+    nextRetryAt: isoDate.nullable(),
+    error: z.string().nullable(),
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  })
+  .meta({ id: 'WebhookDelivery' });
 
 export const workspaceInput = z.object({ workspaceId: z.uuid() });
 export const webhookInput = workspaceInput.extend({ webhookId: z.uuid() });

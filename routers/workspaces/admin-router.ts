@@ -17,10 +17,10 @@ import type { WorkspaceMove } from './service.js';
 
 const tags = ['Admin: workspaces'];
 
-const move = (name: WorkspaceMove, summary: string) =>
+const move = (name: WorkspaceMove, summary: string, description: string) =>
   adminWriteProcedure
     .meta({
-      openapi: { method: 'POST', path: `/admin/workspaces/{workspaceId}/${name}`, tags, summary },
+      openapi: { method: 'POST', path: `/admin/workspaces/{workspaceId}/${name}`, tags, summary, description },
       errors: ['INVALID_STATE'],
     })
     .input(workspaceIdInput)
@@ -29,7 +29,15 @@ const move = (name: WorkspaceMove, summary: string) =>
 
 export const adminWorkspacesRouter = router({
   list: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/workspaces', tags, summary: 'All workspaces, searchable' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/workspaces',
+        description: 'Every workspace, searchable by name and filtered by status, with its owners, paginated.',
+        tags,
+        summary: 'All workspaces, searchable',
+      },
+    })
     .input(adminWorkspaceListInput)
     .output(adminWorkspacePageOutput)
     .query(({ ctx, input: { page, limit, cursor, ...filters } }) =>
@@ -38,7 +46,13 @@ export const adminWorkspacesRouter = router({
 
   create: adminWriteProcedure
     .meta({
-      openapi: { method: 'POST', path: '/admin/workspaces', tags, summary: 'Create a workspace for an owner' },
+      openapi: {
+        method: 'POST',
+        path: '/admin/workspaces',
+        description: 'Creates a workspace for an existing user, who becomes its OWNER.',
+        tags,
+        summary: 'Create a workspace for an owner',
+      },
       errors: ['NOT_FOUND'],
       successStatus: 201,
     })
@@ -51,6 +65,7 @@ export const adminWorkspacesRouter = router({
       openapi: {
         method: 'GET',
         path: '/admin/workspaces/{workspaceId}',
+        description: 'One workspace with its owners and members.',
         tags,
         summary: 'One workspace with its members',
       },
@@ -61,22 +76,38 @@ export const adminWorkspacesRouter = router({
 
   update: adminWriteProcedure
     .meta({
-      openapi: { method: 'PATCH', path: '/admin/workspaces/{workspaceId}', tags, summary: 'Rename a workspace' },
+      openapi: {
+        method: 'PATCH',
+        path: '/admin/workspaces/{workspaceId}',
+        description: 'Renames a workspace.',
+        tags,
+        summary: 'Rename a workspace',
+      },
     })
     .input(adminUpdateWorkspaceInput)
     .output(adminWorkspaceDetailOutput)
     .mutation(({ ctx, input }) => workspaces.adminRenameWorkspace(ctx.db, actorOf(ctx), input.workspaceId, input.name)),
 
-  suspend: move('suspend', 'Suspend an ACTIVE workspace'),
-  activate: move('activate', 'Activate a SUSPENDED workspace'),
-  archive: move('archive', 'Archive an ACTIVE or SUSPENDED workspace'),
-  restore: move('restore', 'Restore an ARCHIVED workspace to ACTIVE'),
+  suspend: move(
+    'suspend',
+    'Suspend an ACTIVE workspace',
+    'Suspends an ACTIVE workspace: its members, keys and webhooks stop working (403 WORKSPACE_UNAVAILABLE) until it is activated.',
+  ),
+  activate: move('activate', 'Activate a SUSPENDED workspace', 'Activates a SUSPENDED workspace again.'),
+  archive: move(
+    'archive',
+    'Archive an ACTIVE or SUSPENDED workspace',
+    'Archives an ACTIVE or SUSPENDED workspace: read-only history, no access for members.',
+  ),
+  restore: move('restore', 'Restore an ARCHIVED workspace to ACTIVE', 'Restores an ARCHIVED workspace to ACTIVE.'),
 
   transferOwner: adminWriteProcedure
     .meta({
       openapi: {
         method: 'POST',
         path: '/admin/workspaces/{workspaceId}/transfer-owner',
+        description:
+          'Makes a user the only OWNER of the workspace (added as a member if they are not one); the previous owners become ADMIN.',
         tags,
         summary: 'Make a user the only owner',
       },
@@ -92,6 +123,8 @@ export const adminWorkspacesRouter = router({
       openapi: {
         method: 'DELETE',
         path: '/admin/workspaces/{workspaceId}',
+        description:
+          'Deletes a workspace safely: it is hidden everywhere and its members lose access; its records stay for the audit log.',
         tags,
         summary: 'Safe delete (hidden everywhere)',
       },

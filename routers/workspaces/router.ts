@@ -23,14 +23,28 @@ const tags = ['Workspaces'];
 
 export const workspacesRouter = router({
   list: authedProcedure
-    .meta({ openapi: { method: 'GET', path: '/workspaces', tags, summary: 'My workspaces, with my role in each' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces',
+        description: 'The workspaces the caller is a member of, with their role in each.',
+        tags,
+        summary: 'My workspaces, with my role in each',
+      },
+    })
     .input(z.void())
     .output(listOutput(myWorkspaceOutput))
     .query(({ ctx }) => workspaces.listMyWorkspaces(ctx.db, ctx.memberships)),
 
   create: authedProcedure
     .meta({
-      openapi: { method: 'POST', path: '/workspaces', tags, summary: 'Create a workspace I own' },
+      openapi: {
+        method: 'POST',
+        path: '/workspaces',
+        description: 'Creates a workspace with the caller as its OWNER.',
+        tags,
+        summary: 'Create a workspace I own',
+      },
       successStatus: 201,
     })
     .input(createWorkspaceInput)
@@ -42,6 +56,8 @@ export const workspacesRouter = router({
       openapi: {
         method: 'POST',
         path: '/invitations/accept',
+        description:
+          'Joins the workspace of an invitation with its token, in the role the invitation names. The token must be unused and not expired.',
         tags,
         summary: 'Join a workspace with an invitation token',
       },
@@ -52,7 +68,15 @@ export const workspacesRouter = router({
     .mutation(({ ctx, input }) => workspaces.acceptInvitation(ctx.db, actorOf(ctx), ctx.user, input.token)),
 
   get: workspaceProcedure('workspace.read')
-    .meta({ openapi: { method: 'GET', path: '/workspaces/{workspaceId}', tags, summary: 'One workspace' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}',
+        description: 'One workspace the caller is a member of: name, status, edition and dates.',
+        tags,
+        summary: 'One workspace',
+      },
+    })
     .input(workspaceIdInput)
     .output(myWorkspaceOutput)
     .query(({ ctx }) => workspaces.getWorkspace(ctx.db, ctx.workspace)),
@@ -78,7 +102,13 @@ export const workspacesRouter = router({
 
   members: workspaceProcedure('workspace.read')
     .meta({
-      openapi: { method: 'GET', path: '/workspaces/{workspaceId}/members', tags, summary: 'Members of a workspace' },
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/members',
+        description: 'The members of the workspace with their roles.',
+        tags,
+        summary: 'Members of a workspace',
+      },
     })
     .input(workspaceIdInput)
     .output(listOutput(memberOutput))
@@ -90,6 +120,8 @@ export const workspacesRouter = router({
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/invitations',
+        description:
+          'Invites someone by e-mail in a role: mails them a link with a token for POST /invitations/accept. Inviting an OWNER takes ownership.manage (OWNER only).',
         tags,
         summary: 'Invite someone by e-mail',
       },
@@ -105,6 +137,8 @@ export const workspacesRouter = router({
       openapi: {
         method: 'PATCH',
         path: '/workspaces/{workspaceId}/members/{userId}',
+        description:
+          "Changes a member's role. The last OWNER cannot be demoted (409 CONFLICT); making or unmaking an OWNER takes ownership.manage.",
         tags,
         summary: "Change a member's role",
       },
@@ -121,6 +155,8 @@ export const workspacesRouter = router({
       openapi: {
         method: 'DELETE',
         path: '/workspaces/{workspaceId}/members/{userId}',
+        description:
+          'Removes a member from the workspace; the last OWNER cannot be removed (409 CONFLICT). Webhooks subscribed to member.removed are told.',
         tags,
         summary: 'Remove a member',
       },

@@ -23,41 +23,47 @@ export const updateWorkspaceInput = workspaceIdInput
   })
   .refine((i) => i.name !== undefined || i.requireMfa !== undefined, { error: 'Send name, requireMfa or both.' });
 export const inviteInput = workspaceIdInput.extend({ email: emailSchema, role: z.enum(WORKSPACE_ROLES) });
-export const acceptInvitationInput = z.object({ token: z.string({ error: 'Expected a token string.' }) });
+export const acceptInvitationInput = z.object({ token: z.string({ error: 'Expected a token string.' }).max(16_384) });
 export const changeRoleInput = memberInput.extend({ role: z.enum(WORKSPACE_ROLES) });
 
-export const workspaceOutput = z.object({
-  id: z.uuid(),
-  name: z.string(),
-  status: z.enum(WORKSPACE_STATUSES),
-  edition: z.enum(EDITIONS),
-  isPersonal: z.boolean(),
-  /** Members without two-factor sign-in are refused on its routes. */
-  requireMfa: z.boolean(),
-  memberCount: z.number().int(),
-  createdAt: isoDate,
-  updatedAt: isoDate,
-});
+export const workspaceOutput = z
+  .object({
+    id: z.uuid(),
+    name: z.string(),
+    status: z.enum(WORKSPACE_STATUSES),
+    edition: z.enum(EDITIONS),
+    isPersonal: z.boolean(),
+    /** Members without two-factor sign-in are refused on its routes. */
+    requireMfa: z.boolean(),
+    memberCount: z.number().int(),
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  })
+  .meta({ id: 'Workspace' });
 
 /** A workspace as one of its members sees it: with the caller's role. */
-export const myWorkspaceOutput = workspaceOutput.extend({ role: z.enum(WORKSPACE_ROLES) });
+export const myWorkspaceOutput = workspaceOutput.extend({ role: z.enum(WORKSPACE_ROLES) }).meta({ id: 'MyWorkspace' });
 
-export const memberOutput = z.object({
-  userId: z.uuid(),
-  email: z.string(),
-  name: z.string(),
-  role: z.enum(WORKSPACE_ROLES),
-  joinedAt: isoDate,
-});
+export const memberOutput = z
+  .object({
+    userId: z.uuid(),
+    email: z.string(),
+    name: z.string(),
+    role: z.enum(WORKSPACE_ROLES),
+    joinedAt: isoDate,
+  })
+  .meta({ id: 'Member' });
 
-export const invitationOutput = z.object({
-  id: z.uuid(),
-  workspaceId: z.uuid(),
-  email: z.string(),
-  role: z.enum(WORKSPACE_ROLES),
-  expiresAt: isoDate,
-  createdAt: isoDate,
-});
+export const invitationOutput = z
+  .object({
+    id: z.uuid(),
+    workspaceId: z.uuid(),
+    email: z.string(),
+    role: z.enum(WORKSPACE_ROLES),
+    expiresAt: isoDate,
+    createdAt: isoDate,
+  })
+  .meta({ id: 'Invitation' });
 
 export const acceptedInvitationOutput = z.object({ workspace: workspaceSummaryOutput });
 export const listOutput = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item) });
@@ -73,8 +79,12 @@ export const adminCreateWorkspaceInput = z.object({ name: workspaceName, ownerUs
 export const adminUpdateWorkspaceInput = workspaceIdInput.extend({ name: workspaceName });
 export const transferOwnerInput = workspaceIdInput.extend({ newOwnerUserId: z.uuid() });
 
-const ownerOutput = z.object({ id: z.uuid(), email: z.string(), name: z.string() });
+const ownerOutput = z.object({ id: z.uuid(), email: z.string(), name: z.string() }).meta({ id: 'WorkspaceOwner' });
 
-export const adminWorkspaceOutput = workspaceOutput.extend({ owners: z.array(ownerOutput) });
-export const adminWorkspaceDetailOutput = adminWorkspaceOutput.extend({ members: z.array(memberOutput) });
+export const adminWorkspaceOutput = workspaceOutput
+  .extend({ owners: z.array(ownerOutput) })
+  .meta({ id: 'AdminWorkspace' });
+export const adminWorkspaceDetailOutput = adminWorkspaceOutput
+  .extend({ members: z.array(memberOutput) })
+  .meta({ id: 'AdminWorkspaceDetail' });
 export const adminWorkspacePageOutput = pagedListOutput(adminWorkspaceOutput);

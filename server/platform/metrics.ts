@@ -214,7 +214,8 @@ export const metricsOpenApiPaths: ZodOpenApiPathsObject = {
       description:
         'Request counts and durations by route template, method and status; rate-limit rejections by tier; the ' +
         'webhook queue depth in queue mode; Node process metrics. The bearer is the METRICS_TOKEN setting, not an ' +
-        'access token. Never rate limited, never in the monitoring record.',
+        'access token. Never rate limited, never in the monitoring record.\n\n' +
+        '**Who may call it:** a scraper presenting `Authorization: Bearer <METRICS_TOKEN>`.',
       tags: ['Monitoring'],
       security: [{ bearerAuth: [] }],
       responses: {

@@ -24,21 +24,28 @@ const DEPTH_MESSAGE = `page × limit may be at most ${MAX_PAGE_DEPTH.toLocaleStr
 
 // ---------------------------------------------------------------- page-only lists (in memory: monitoring)
 
+/** The last page anyone can ask for (a bound on `page`: deep pages are slow, and nobody reads them). */
+export const MAX_PAGE = 100_000;
+
 export const paginationInput = z.object({
-  page: z.number().int().min(1).default(1).meta({ description: 'Page number, from 1.' }),
+  page: z.number().int().min(1).max(MAX_PAGE).default(1).meta({ description: 'Page number, from 1.' }),
   limit: z.number().int().min(1).max(100).default(20).meta({ description: 'Items per page, 1 to 100 (default 20).' }),
 });
 
 export type Pagination = z.infer<typeof paginationInput>;
 
-export const pageOutput = <T extends z.ZodType>(item: T) =>
-  z.object({
-    items: z.array(item),
-    page: z.number().int(),
-    limit: z.number().int(),
-    total: z.number().int(),
-    totalPages: z.number().int(),
+/** A page of `item`s; named `<Item>Page` in /openapi.json when the item schema has an id. */
+export function pageOutput<T extends z.ZodType>(item: T) {
+  const page = z.object({
+    items: z.array(item).max(100),
+    page: z.number().int().min(1).max(MAX_PAGE),
+    limit: z.number().int().min(1).max(100),
+    total: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+    totalPages: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
   });
+  const id = z.globalRegistry.get(item)?.id;
+  return id ? page.meta({ id: `${id}Page` }) : page;
+}
 
 export const offsetOf = (p: Pagination) => (p.page - 1) * p.limit;
 
@@ -72,30 +79,42 @@ export type ListRequest = z.infer<typeof listInput>;
 /** Picks the list fields out of a route's input (the rest are its filters). */
 export const listRequestOf = ({ page, limit, cursor }: ListRequest): ListRequest => ({ page, limit, cursor });
 
-export const listOutput = <T extends z.ZodType>(item: T) =>
-  z.object({
-    items: z.array(item),
-    page: z.number().int().optional().meta({ description: 'Page mode only.' }),
-    limit: z.number().int(),
+/** A list of `item`s; named `<Item>List` in /openapi.json when the item schema has an id. */
+export function listOutput<T extends z.ZodType>(item: T) {
+  const list = z.object({
+    items: z.array(item).max(100),
+    page: z.number().int().min(1).max(MAX_PAGE_DEPTH).optional().meta({ description: 'Page mode only.' }),
+    limit: z.number().int().min(1).max(100),
     total: z
       .number()
       .int()
+      .min(0)
+      .max(Number.MAX_SAFE_INTEGER)
       .optional()
       .meta({
         description: `Page mode only. Exact for the whole list; with filters, counted up to ${TOTAL_CAP.toLocaleString('en')}.`,
       }),
-    totalPages: z.number().int().optional().meta({ description: 'Page mode only.' }),
+    totalPages: z
+      .number()
+      .int()
+      .min(0)
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional()
+      .meta({ description: 'Page mode only.' }),
     totalCapped: z
       .boolean()
       .optional()
       .meta({
         description: `Page mode only. True when the filtered list holds more than ${TOTAL_CAP.toLocaleString('en')} items and total stops there.`,
       }),
-    nextCursor: z
-      .string()
-      .nullable()
-      .meta({ description: 'Pass as cursor to read the items after these; null on the last page.' }),
+    nextCursor: z.string().nullable().meta({
+      description: 'Pass as cursor to read the items after these; null on the last page.',
+      maxLength: CURSOR_MAX_LENGTH,
+    }),
   });
+  const id = z.globalRegistry.get(item)?.id;
+  return id ? list.meta({ id: `${id}List` }) : list;
+}
 
 export interface ListPage<T> {
   items: T[];

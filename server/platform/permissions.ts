@@ -54,3 +54,14 @@ export const PLATFORM_ROLE_PERMISSIONS: Record<PlatformRole, ReadonlySet<Platfor
 
 export const platformRoleHas = (role: PlatformRole, permission: PlatformPermission) =>
   PLATFORM_ROLE_PERMISSIONS[role].has(permission);
+
+/** The workspace roles holding `permission`, as a list for a sentence ("OWNER, ADMIN or MEMBER"). */
+export const workspaceRolesWith = (permission: WorkspacePermission) =>
+  orList(Object.entries(ROLE_PERMISSIONS).flatMap(([role, set]) => (set.has(permission) ? [role] : [])));
+
+/** The platform roles holding `permission`, as a list for a sentence. */
+export const platformRolesWith = (permission: PlatformPermission) =>
+  orList(Object.entries(PLATFORM_ROLE_PERMISSIONS).flatMap(([role, set]) => (set.has(permission) ? [role] : [])));
+
+const orList = (items: string[]) =>
+  items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;

@@ -121,3 +121,9 @@ function lingerBeforeClosing(req: Request) {
     restartIdle();
   };
 }
+
+/**
+ * The longest a URL parameter or header value can be: Node refuses a request whose line and headers pass
+ * 16 KiB (431), before any route sees it. The bound the document gives such values of the plain routes.
+ */
+export const REQUEST_HEAD_MAX_BYTES = 16 * 1024;

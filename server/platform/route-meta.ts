@@ -15,6 +15,8 @@ export interface RouteMeta {
    * token, an unknown id in its path, the rate limit: openapi/document.ts), listed in /openapi.json.
    */
   errors?: readonly ErrorCode[];
+  /** Who may call it, in a sentence, set by the procedure builders (server/platform/trpc.ts) for /openapi.json. */
+  caller?: string;
   /** The errors of the procedure's access check (who may call it), set by the procedure builders (server/platform/trpc.ts). */
   accessErrors?: readonly ErrorCode[];
   /**

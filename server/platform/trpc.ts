@@ -8,7 +8,13 @@ import type { Meta } from './route-meta.js';
 export type { Meta };
 import { AppError, toApiError, trpcErrorNumber, trpcErrorShape, type ErrorCode } from './errors.js';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
-import { platformRoleHas, type PlatformPermission, type WorkspacePermission } from './permissions.js';
+import {
+  platformRoleHas,
+  platformRolesWith,
+  workspaceRolesWith,
+  type PlatformPermission,
+  type WorkspacePermission,
+} from './permissions.js';
 import { API_KEY_PREFIX, type ApiKeyPrincipal, type Principal } from './principal.js';
 import type { ApiKeyScope } from '../../db/schema.js';
 import { resolveWorkspaceAccess, type AccessOptions } from './access.js';
@@ -123,7 +129,7 @@ export const authedProcedure = publicProcedure
     noteRequest(ctx.req, { userId: user.id });
     return next({ ctx: { user, memberships, sessionId } });
   })
-  .meta({ accessErrors: SIGNED_IN_ERRORS });
+  .meta({ accessErrors: SIGNED_IN_ERRORS, caller: 'Any signed-in user (an access token of an ACTIVE account).' });
 
 const requirePlatform = (permission: PlatformPermission) =>
   authedProcedure
@@ -133,7 +139,10 @@ const requirePlatform = (permission: PlatformPermission) =>
       }
       return next();
     })
-    .meta({ accessErrors: ADMIN_ERRORS });
+    .meta({
+      accessErrors: ADMIN_ERRORS,
+      caller: `A platform role with ${permission}: ${platformRolesWith(permission)}.`,
+    });
 
 /** Platform admin reads; the demo admin passes. */
 export const adminProcedure = requirePlatform('admin.read');
@@ -149,7 +158,10 @@ export const adminWriteProcedure = adminProcedure
     }
     return next();
   })
-  .meta({ accessErrors: [...ADMIN_ERRORS, 'DEMO_READ_ONLY'] });
+  .meta({
+    accessErrors: [...ADMIN_ERRORS, 'DEMO_READ_ONLY'],
+    caller: 'A platform ADMIN (the read-only DEMO_ADMIN is refused with DEMO_READ_ONLY).',
+  });
 
 /**
  * The permission a call needs, by its input as sent (before validation): inviting an OWNER takes
@@ -180,6 +192,10 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
       return next({ ctx: { workspace: access } });
     })
     .meta({
+      caller:
+        typeof permission === 'function'
+          ? 'A member of the workspace whose role grants what the request asks for (see the description).'
+          : `A member of the ACTIVE workspace with ${permission}: ${workspaceRolesWith(permission)}.`,
       accessErrors: [
         ...SIGNED_IN_ERRORS,
         'NOT_FOUND',
@@ -216,6 +232,7 @@ export const apiKeyProcedure = (scopes: ApiKeyScope[] = []) =>
       return next({ ctx: { apiKey } });
     })
     .meta({
+      caller: `A workspace API key${scopes.length ? ` with one of the scopes ${scopes.join(', ')}` : ''} (not an access token).`,
       accessErrors: [
         'UNAUTHORIZED',
         'WORKSPACE_UNAVAILABLE',

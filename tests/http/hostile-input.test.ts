@@ -36,8 +36,22 @@ interface Operation {
 
 beforeAll(async () => {
   app = await startTestApp();
-  doc = (await app.api('GET', '/openapi.json')).body;
+  const body = (await app.api('GET', '/openapi.json')).body as typeof doc & {
+    components: { schemas: Record<string, Schema> };
+  };
+  doc = { paths: inlineRefs(body.paths, body.components.schemas) as typeof doc.paths };
 });
+
+/** `value` with every `$ref` to a component schema replaced by the schema (its own keys kept). */
+function inlineRefs(value: unknown, schemas: Record<string, Schema>, depth = 0): unknown {
+  if (Array.isArray(value)) return value.map((v) => inlineRefs(v, schemas, depth));
+  if (typeof value !== 'object' || value === null || depth > 20) return value;
+  const { $ref, ...own } = value as { $ref?: unknown };
+  const base = typeof $ref === 'string' ? schemas[$ref.split('/').pop()!] : {};
+  return Object.fromEntries(
+    Object.entries({ ...base, ...own }).map(([k, v]) => [k, inlineRefs(v, schemas, depth + (base ? 1 : 0))]),
+  );
+}
 afterAll(() => app?.close());
 
 /** Path values a route does not take. */

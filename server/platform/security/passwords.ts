@@ -29,6 +29,10 @@ export const newPasswordSchema = z
   })
   .meta({
     description: `${PASSWORD_MIN_CHARACTERS} characters to ${PASSWORD_MAX_BYTES} UTF-8 bytes, with at least one letter and one number.`,
+    // The policy's bounds (WEAK_PASSWORD past them): 72 bytes are at most 72 characters.
+    minLength: PASSWORD_MIN_CHARACTERS,
+    maxLength: PASSWORD_MAX_BYTES,
+    examples: ['Correct-horse-42'],
   });
 
 export class PasswordHasher {
