@@ -68,10 +68,15 @@ export function openApiRoutes(appRouter: AnyTRPCRouter, info: DocumentInfo, plai
   routes.get('/openapi.json', (_req, res) => {
     res.json(document());
   });
+  // Groups start closed: with all of them open, Swagger UI 5 stops drawing a document of this size part-way
+  // (two groups shown until the window is resized); closed, every group is listed and opens in full.
   let docsUi: Promise<RequestHandler> | undefined;
   const loadDocsUi = () =>
     (docsUi ??= import('swagger-ui-express').then(({ default: swaggerUi }) =>
-      Router().use(swaggerUi.serve, swaggerUi.setup(document(), { customSiteTitle: API_TITLE })),
+      Router().use(
+        swaggerUi.serve,
+        swaggerUi.setup(document(), { customSiteTitle: API_TITLE, swaggerOptions: { docExpansion: 'none' } }),
+      ),
     ));
   routes.use('/docs', (req, res, next) => {
     loadDocsUi().then((ui) => ui(req, res, next), next);
