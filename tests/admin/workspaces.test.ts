@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
-import { STRONG_PASSWORD, expectError, login, registerAndLogin, type Session } from '../helpers/http.js';
+import { STRONG_PASSWORD, expectError, login, registerAndLogin, type Session, PAGE_KEYS } from '../helpers/http.js';
 import { invite, inviteAndJoin, registerAs, requestIdFor, roleIn } from '../workspaces/helpers.js';
 
 let app: TestApp;
@@ -58,15 +58,7 @@ describe('GET /admin/workspaces', () => {
     const w = await adminWorkspace('listed');
     const res = await asAdmin('GET', '/admin/workspaces');
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual([
-      'items',
-      'limit',
-      'nextCursor',
-      'page',
-      'total',
-      'totalCapped',
-      'totalPages',
-    ]);
+    expect(Object.keys(res.body).sort()).toEqual(PAGE_KEYS);
     expect(res.body).toMatchObject({ page: 1, limit: 20 });
     expect(res.body.totalPages).toBe(Math.ceil(res.body.total / 20));
     const found = await asAdmin('GET', `/admin/workspaces?search=${encodeURIComponent(w.name)}`);

@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
 import { HIDDEN_LINK } from '../../routers/email/service.js';
-import { STRONG_PASSWORD, expectError, login, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
+import {
+  STRONG_PASSWORD,
+  expectError,
+  login,
+  registerAndLogin,
+  uniqueEmail,
+  type Session,
+  PAGE_KEYS,
+} from '../helpers/http.js';
 
 let app: TestApp;
 let admin: Session;
@@ -32,15 +40,7 @@ describe('GET /admin/email-logs', () => {
   it('answers the platform admin a page: { items, page, limit, total, totalPages }', async () => {
     const res = await logs('');
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual([
-      'items',
-      'limit',
-      'nextCursor',
-      'page',
-      'total',
-      'totalCapped',
-      'totalPages',
-    ]);
+    expect(Object.keys(res.body).sort()).toEqual(PAGE_KEYS);
     expect(res.body.page).toBe(1);
     expect(res.body.limit).toBe(20);
     expect(res.body.total).toBeGreaterThanOrEqual(3);

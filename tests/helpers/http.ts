@@ -54,6 +54,9 @@ export const uniqueEmail = (prefix = 'user') => `${prefix}-${crypto.randomBytes(
 
 export const STRONG_PASSWORD = 'Strong-pass-123';
 
+/** The keys of a list's answer in page mode, sorted: what every growing list answers. */
+export const PAGE_KEYS = ['items', 'limit', 'nextCursor', 'page', 'total', 'totalCapped', 'totalPages'];
+
 export interface Session {
   email: string;
   password: string;
