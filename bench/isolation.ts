@@ -10,6 +10,7 @@
 // last receipt) and the p99 of the time from enqueue to receipt. Targets: beside the hanging endpoint, at
 // least 0.8x the rate alone and a p99 under 1 s.
 import net from 'node:net';
+import { eachRequest } from './http-frames.js';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { Config } from '../server/platform/config.js';
@@ -50,22 +51,12 @@ async function receiver(answer: boolean, arrivals: Map<string, number>) {
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
     socket.setNoDelay(true);
-    let buffered = '';
-    socket.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('latin1');
-      for (;;) {
-        const headEnd = buffered.indexOf('\r\n\r\n');
-        if (headEnd < 0) return;
-        const head = buffered.slice(0, headEnd);
-        const length = Number(/\r\ncontent-length:[ \t]*(\d+)/i.exec(head)?.[1] ?? 0);
-        if (buffered.length < headEnd + 4 + length) return;
-        buffered = buffered.slice(headEnd + 4 + length);
-        requests++;
-        if (!answer) continue;
-        const id = /\r\nx-service-delivery:[ \t]*([0-9a-f-]+)/i.exec(head)?.[1];
-        if (id) arrivals.set(id, performance.now());
-        socket.write(OK);
-      }
+    eachRequest(socket, (head) => {
+      requests++;
+      if (!answer) return;
+      const id = /\r\nx-service-delivery:[ \t]*([0-9a-f-]+)/i.exec(head)?.[1];
+      if (id) arrivals.set(id, performance.now());
+      socket.write(OK);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

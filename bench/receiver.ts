@@ -6,6 +6,7 @@
 // It expects what the worker sends: a Content-Length on every request with a body (no chunked bodies).
 // Settings from the environment: PORT, HOST (default 127.0.0.1).
 import net from 'node:net';
+import { eachRequest } from './http-frames.js';
 
 const port = Number(process.env.PORT ?? 3101);
 const host = process.env.HOST ?? '127.0.0.1';
@@ -17,24 +18,12 @@ const answer = (status: string, body: string) =>
   );
 const OK = answer('200 OK', 'ok');
 const NOT_ALLOWED = answer('405 Method Not Allowed', '');
-const CONTENT_LENGTH = /\r\ncontent-length:[ \t]*(\d+)/i;
 
 const server = net.createServer((socket) => {
   socket.setNoDelay(true);
-  let buffered = '';
-  socket.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('latin1');
-    for (;;) {
-      const headEnd = buffered.indexOf('\r\n\r\n');
-      if (headEnd < 0) return;
-      const head = buffered.slice(0, headEnd);
-      const length = Number(CONTENT_LENGTH.exec(head)?.[1] ?? 0);
-      const end = headEnd + 4 + length;
-      if (buffered.length < end) return;
-      buffered = buffered.slice(end);
-      socket.write(head.startsWith('POST ') || head.startsWith('GET /ready ') ? OK : NOT_ALLOWED);
-    }
-  });
+  eachRequest(socket, (head) =>
+    socket.write(head.startsWith('POST ') || head.startsWith('GET /ready ') ? OK : NOT_ALLOWED),
+  );
   socket.on('error', () => socket.destroy());
 });
 
