@@ -6,10 +6,10 @@
 // (untimed), then times the worker from the queue's resume until none is left waiting or running: the
 // worker's throughput, not the producer's; bench/run.ts alternates the two benchmarks' runs over its
 // rounds, as it does the HTTP scenarios, so a slow minute of the machine weighs on both alike.
-import fs from 'node:fs/promises';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { cpuSecondsBetween, cpuSecondsByPid, cpuSecondsOf } from './cpu.js';
 
 export interface QueueMeasurement {
   jobs: number;
@@ -30,36 +30,6 @@ export interface StartedWorker {
   pid: number;
   stop: () => Promise<void>;
 }
-
-/** User + system CPU seconds of a process so far (Linux), or undefined. */
-async function cpuSecondsOf(pid: number): Promise<number | undefined> {
-  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  if (!stat) return undefined;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
-/** User + system CPU seconds of each process named `command`, by pid (Linux), or undefined. */
-async function cpuSecondsByPid(command: string): Promise<Map<number, number> | undefined> {
-  const pids = await fs.readdir('/proc').catch(() => undefined);
-  if (!pids) return undefined;
-  const seconds = new Map<number, number>();
-  for (const pid of pids.filter((p) => /^\d+$/.test(p)).map(Number)) {
-    const comm = await fs.readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '');
-    const cpu = comm.trim() === command ? await cpuSecondsOf(pid) : undefined;
-    if (cpu !== undefined) seconds.set(pid, cpu);
-  }
-  return seconds;
-}
-/** CPU seconds such processes spent between two readings: those started meanwhile count from zero, those
- * that ended meanwhile (a closed connection's backend) are left out. */
-function cpuSecondsBetween(before?: Map<number, number>, after?: Map<number, number>): number | undefined {
-  if (!before || !after) return undefined;
-  let total = 0;
-  for (const [pid, cpu] of after) total += cpu - (before.get(pid) ?? 0);
-  return total;
-}
-/** Linux's USER_HZ, which /proc/<pid>/stat counts in. */
-const CLOCK_TICKS = 100;
 
 type RedisInfo = { info(section: 'cpu'): Promise<string> };
 

@@ -67,6 +67,7 @@ import {
 } from './queue.js';
 import { STARTUP_TARGETS, measureStartup } from './startup.js';
 import { ISOLATION_TARGETS, measureIsolation } from './isolation.js';
+import { cpuSecondsBetween, cpuSecondsByPid, cpuSecondsOf } from './cpu.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
@@ -278,6 +279,12 @@ interface Measurement {
   non2xx: number;
   errors: number;
   timeouts: number;
+  /**
+   * CPU time per request of the server answering (the API or the bare server) and of every Postgres
+   * process of the machine (µs, over the measured runs; undefined where /proc cannot be read).
+   */
+  serverCpuUs?: number;
+  postgresCpuUs?: number;
   /** Why the scenario is not trustworthy (non-2xx answers, connection errors), if it is not. */
   error?: string;
   baseline?: string;
@@ -506,11 +513,23 @@ async function checkAnswer(s: Scenario): Promise<void> {
   if (problem) throw new Error(`${s.method} ${s.url} ${problem}`);
 }
 
-/** One measured run of a scenario (after its warm-up, the first time). */
-async function measureRound(s: Scenario, round: number): Promise<autocannon.Result> {
+interface Round {
+  result: autocannon.Result;
+  /** CPU seconds of the answering server and of Postgres during the run. */
+  serverCpuS?: number;
+  postgresCpuS?: number;
+}
+
+/** One measured run of a scenario (after its warm-up, the first time), with the CPU it cost `serverPid`. */
+async function measureRound(s: Scenario, round: number, serverPid?: number): Promise<Round> {
   if (round === 1) await checkAnswer(s);
   if (s.warmUp && round === 1) await load(s, WARM_UP_S);
-  return load(s, (s.durationS ?? DURATION_S) / ROUNDS);
+  const cpu = () => Promise.all([serverPid ? cpuSecondsOf(serverPid) : undefined, cpuSecondsByPid('postgres')]);
+  const before = await cpu();
+  const result = await load(s, (s.durationS ?? DURATION_S) / ROUNDS);
+  const after = await cpu();
+  const serverCpuS = before[0] !== undefined && after[0] !== undefined ? after[0] - before[0] : undefined;
+  return { result, serverCpuS, postgresCpuS: cpuSecondsBetween(before[1], after[1]) };
 }
 
 /**
@@ -523,8 +542,15 @@ async function measureRound(s: Scenario, round: number): Promise<autocannon.Resu
 const requestsThrough = (r: autocannon.Result) => (r.requests.total + r.requests.sent) / 2;
 
 /** A scenario's rounds as one measurement: requests summed over the rounds, the median p50 and p99. */
-function combine(s: Scenario, rounds: autocannon.Result[]): Measurement {
+function combine(s: Scenario, measuredRounds: Round[]): Measurement {
+  const rounds = measuredRounds.map((r) => r.result);
   const durationS = s.durationS ?? DURATION_S;
+  const answered = rounds.reduce((n, r) => n + r.requests.total, 0);
+  const perRequestUs = (f: (r: Round) => number | undefined) => {
+    const seconds = measuredRounds.map(f);
+    if (answered === 0 || seconds.some((x) => x === undefined)) return undefined;
+    return (seconds.reduce((a = 0, b = 0) => a + b, 0)! * 1e6) / answered;
+  };
   const sum = (f: (r: autocannon.Result) => number) => rounds.reduce((n, r) => n + f(r), 0);
   const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
   const requests = sum((r) => r.requests.total);
@@ -550,6 +576,8 @@ function combine(s: Scenario, rounds: autocannon.Result[]): Measurement {
     non2xx,
     errors,
     timeouts,
+    serverCpuUs: perRequestUs((r) => r.serverCpuS),
+    postgresCpuUs: perRequestUs((r) => r.postgresCpuS),
     error: problems.length ? problems.join(', ') : undefined,
     baseline: s.baseline,
     target: s.target,
@@ -573,12 +601,26 @@ function compare(results: Measurement[]): Measurement[] {
 // ---------------------------------------------------------------- report
 
 function table(results: Measurement[]): string {
-  const header = ['scenario', 'conns', 'req/s', 'p99 ms', 'ratio', 'baseline', 'target', 'verdict'];
+  const header = [
+    'scenario',
+    'conns',
+    'req/s',
+    'p99 ms',
+    'server µs',
+    'pg µs',
+    'ratio',
+    'baseline',
+    'target',
+    'verdict',
+  ];
+  const us = (x?: number) => (x === undefined ? '?' : x.toFixed(0));
   const rows = results.map((m) => [
     m.name,
     String(m.connections),
     m.reqPerSec.toFixed(1),
     m.p99Ms.toFixed(0),
+    us(m.serverCpuUs),
+    us(m.postgresCpuUs),
     m.ratio === undefined ? '(baseline)' : `${m.ratio.toFixed(2)}x`,
     m.baseline ?? '',
     m.target === undefined ? '' : `>= ${m.target.toFixed(2)}x`,
@@ -586,7 +628,7 @@ function table(results: Measurement[]): string {
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) =>
-    cells.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+    cells.map((c, i) => (i === 0 || i === 7 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   const errors = results.filter((m) => m.error).map((m) => `  ERROR ${m.name}: ${m.error}`);
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line), ...errors].join('\n');
 }
@@ -797,23 +839,33 @@ async function ownScenarios(): Promise<void> {
   }
 }
 
+/** Targets of no server: what scenarios() needs to name the scenarios before any server runs. */
+const PLACEHOLDER_TARGETS: Targets = {
+  api: 'http://placeholder',
+  fullStack: 'http://placeholder',
+  bareStack: 'http://placeholder',
+  bare: 'http://placeholder',
+  accessToken: '',
+  apiKey: '',
+  historyWorkspace: '',
+  smallHistoryWorkspace: '',
+  deepCursor: '',
+};
+
 /** Whether BENCH_ONLY selects any scenario of the main list (the HTTP scenarios and the queue runs). */
 function mainListSelected(): boolean {
   if (!ONLY) return true;
-  const placeholder = {
-    api: '',
-    fullStack: '',
-    bareStack: '',
-    bare: '',
-    accessToken: '',
-    apiKey: '',
-    historyWorkspace: '',
-    smallHistoryWorkspace: '',
-    deepCursor: '',
-  };
-  const names = [...scenarios(placeholder).map((s) => s.name), 'raw BullMQ no-op jobs', 'deliver_webhook via BullMQ'];
+  const names = [
+    ...scenarios(PLACEHOLDER_TARGETS).map((s) => s.name),
+    'raw BullMQ no-op jobs',
+    'deliver_webhook via BullMQ',
+  ];
   return names.some((n) => ONLY.test(n));
 }
+
+/** Whether a selected scenario reads AI history (which needs the 1,000,000 generations seeded). */
+const historySelected = () =>
+  selected(scenarios(PLACEHOLDER_TARGETS)).some((s) => s.name.startsWith('GET /ai/history'));
 
 async function main(): Promise<void> {
   await ownScenarios();
@@ -902,7 +954,7 @@ async function main(): Promise<void> {
   const history = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench history' }, 201);
   const smallHistory = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench small' }, 201);
   let deepCursor = '';
-  if (!ONLY || ONLY.test('GET /ai/history')) {
+  if (historySelected()) {
     deepCursor = await seedHistory(db.url, String(history.id), String(smallHistory.id), shared.JWT_ACCESS_SECRET);
   }
 
@@ -923,14 +975,16 @@ async function main(): Promise<void> {
   // Every scenario runs in BENCH_ROUNDS rounds over the whole list, so that a slow minute of a shared
   // machine weighs on every scenario and its baseline alike instead of on whichever ran then.
   const list = selected(scenarios(targets));
-  const rounds = new Map<string, autocannon.Result[]>(list.map((s) => [s.name, []]));
+  const rounds = new Map<string, Round[]>(list.map((s) => [s.name, []]));
+  const pidOf = new Map([...Object.values(apis), bare].map((child) => [child.url, child.process.pid] as const));
   for (let round = 1; round <= ROUNDS; round++) {
     console.log(`  round ${round} of ${ROUNDS}`);
     for (const s of list) {
       process.stdout.write(`    ${s.name} ...`);
-      const r = await measureRound(s, round);
+      const measuredRound = await measureRound(s, round, pidOf.get(new URL(s.url).origin));
       assertAlive(...Object.values(apis), bare);
-      rounds.get(s.name)!.push(r);
+      rounds.get(s.name)!.push(measuredRound);
+      const r = measuredRound.result;
       console.log(
         ` ${(requestsThrough(r) / ((s.durationS ?? DURATION_S) / ROUNDS)).toFixed(1)} req/s, p99 ${r.latency.p99} ms`,
       );

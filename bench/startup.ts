@@ -10,6 +10,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { cpuSecondsOf } from './cpu.js';
 
 export interface StartupRun {
   firstHealthyMs: number;
@@ -38,13 +39,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-async function cpuMsOf(pid: number): Promise<number | undefined> {
-  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  if (!stat) return undefined;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ = 100
 }
 
 async function rssMbOf(pid: number): Promise<number | undefined> {
@@ -79,7 +73,7 @@ async function startOnce(root: string, env: Record<string, string>, settleMs: nu
       await new Promise((r) => setTimeout(r, 20));
     }
     const firstHealthyMs = performance.now() - started;
-    const cpuMsAtFirstHealthy = await cpuMsOf(child.pid!);
+    const cpuMsAtFirstHealthy = await cpuSecondsOf(child.pid!).then((s) => (s === undefined ? undefined : s * 1000));
     if (/built from other sources/.test(stderr)) throw new Error(`the launcher did not run dist/: ${stderr}`);
     await new Promise((r) => setTimeout(r, settleMs));
     const idleRssMb = await rssMbOf(child.pid!);
