@@ -524,7 +524,9 @@ export async function history(
   const showSamples = config.AI_DEMO_SHOW_SAMPLE_HISTORY && isDemoAccount(config, user.email);
   if (showSamples) await ensureSamples(db, workspaceId);
   let query = db.selectFrom('ai_generations').selectAll().where('workspace_id', '=', workspaceId);
-  if (!showSamples) query = query.where('is_sample', '=', false);
+  // A literal, not a parameter: the history index holds only non-sample rows, which Postgres can use for
+  // a page only when the condition is part of the statement's text (pages are batched: db/batched.ts).
+  if (!showSamples) query = query.where(sql<boolean>`not is_sample`);
   const counters = [{ scope: 'ai_generations', id: workspaceId }];
   if (showSamples) counters.push({ scope: 'ai_generations.sample', id: workspaceId });
   const page = await paginate(deps, query, { list: 'ai.history', request: listRequestOf(request), counters });

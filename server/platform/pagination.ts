@@ -11,6 +11,7 @@ import { sql, type InferResult, type Kysely, type SelectQueryBuilder } from 'kys
 import { z } from 'zod';
 import type { Database } from '../../db/schema.js';
 import type { Config } from './config.js';
+import { batchedSelect } from '../../db/batched.js';
 import { AppError } from './errors.js';
 
 /** The deepest row a page may reach (page × limit); deeper rows are read with `cursor`. */
@@ -194,6 +195,11 @@ export function decodeCursor(key: Buffer, list: string, cursor: string): { at: s
   return { at, id };
 }
 
+/** The list order, on the columns paginate() adds: a batched select's rows come back in no set order. */
+const newestFirst = (a: { list_at: string; list_id: string }, b: { list_at: string; list_id: string }) =>
+  a.list_at === b.list_at ? compareText(b.list_id, a.list_id) : compareText(b.list_at, a.list_at);
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 /** Reads the total from list_counters (rows are spread over shards; their sum is the count). */
 const counterQuery = (db: Kysely<Database>, refs: CounterRef[]) =>
   db
@@ -202,12 +208,13 @@ const counterQuery = (db: Kysely<Database>, refs: CounterRef[]) =>
     .where((eb) => eb.or(refs.map((r) => eb.and([eb('scope', '=', r.scope), eb('scope_id', '=', r.id ?? '')]))));
 
 async function counted(db: Kysely<Database>, refs: CounterRef[]): Promise<number> {
-  return Number((await counterQuery(db, refs).executeTakeFirstOrThrow()).n);
+  const [row] = await batchedSelect(db, counterQuery(db, refs).compile());
+  return Number(row.n);
 }
 
 /** Counts the rows of a filtered query, stopping past TOTAL_CAP. */
 async function cappedCount(db: Kysely<Database>, query: AnyQuery) {
-  const row = await db
+  const counting = db
     .selectFrom(
       query
         .clearSelect()
@@ -216,8 +223,10 @@ async function cappedCount(db: Kysely<Database>, query: AnyQuery) {
         .limit(TOTAL_CAP + 1)
         .as('capped'),
     )
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .executeTakeFirstOrThrow();
+    .select((eb) => eb.fn.countAll<string>().as('n'));
+  // Alone, not batched: planned for its filter's values, a count reads the filter's own index, where a
+  // plan for any value (a batch's) may read the whole table.
+  const row = await counting.executeTakeFirstOrThrow();
   const n = Number(row.n);
   return n > TOTAL_CAP ? { total: TOTAL_CAP, totalCapped: true } : { total: n, totalCapped: false };
 }
@@ -274,7 +283,7 @@ export async function paginate<Q extends AnyQuery>(
   if (withCounter) rowsQuery = rowsQuery.select(counterQuery(db, counters).as('list_total'));
   type Row = Record<string, unknown> & { list_at: string; list_id: string; list_total?: string };
   const [rows, capped] = await Promise.all([
-    rowsQuery.execute() as Promise<Row[]>,
+    (batchedSelect(db, rowsQuery.compile()) as Promise<Row[]>).then((page) => page.sort(newestFirst)),
     request.cursor !== undefined || withCounter ? undefined : cappedCount(db, base),
   ]);
   let totals = capped;

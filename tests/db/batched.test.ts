@@ -1,9 +1,11 @@
 // db/batched.ts against the run's real Postgres: lookups that arrive together share one query, every
 // answer comes from a query sent after the lookup was asked for, and the app's authentication built on it
 // still answers each caller with their own account and sees a suspension at once.
-import { sql } from 'kysely';
+import { Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchedLookup } from '../../db/batched.js';
+import { batchedLookup, batchedSelect } from '../../db/batched.js';
+import type { Database } from '../../db/schema.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, registerAndLogin, type Session } from '../helpers/http.js';
 
@@ -123,6 +125,82 @@ describe('batchedLookup', () => {
     expect((results[0] as PromiseRejectedResult).reason.message).toBe('the database went away');
     const { lookup } = lookupWithLog();
     expect((await lookup(app.deps.db, 'k3'))?.v).toBe(3);
+  });
+});
+
+describe('batchedSelect', () => {
+  /** A database of its own that records every statement it sends. */
+  let logged: Kysely<Database>;
+  const sent: CompiledQuery[] = [];
+  beforeAll(() => {
+    logged = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: app.config.DATABASE_URL, max: 4 }) }),
+      log: (event) => void (event.level === 'query' && sent.push(event.query)),
+    });
+  });
+  afterAll(() => logged?.destroy());
+
+  /** The rows of the test table from `from` to `to`, highest first (one shape, other values). */
+  const range = (from: number, to: number) =>
+    logged
+      .selectFrom(sql.table(table).as('t'))
+      .select([sql<string>`k`.as('k'), sql<number>`v`.as('v')])
+      .where(sql`v`, '>=', from)
+      .where(sql`v`, '<=', to)
+      .orderBy(sql`v`, 'desc')
+      .limit(5)
+      .compile() as CompiledQuery<Row>;
+  const values = (rows: Row[]) => rows.map((r) => r.v).sort((a, b) => b - a);
+  const listStatements = () => sent.filter((q) => q.sql.startsWith('select') && q.sql.includes(table));
+
+  it('answers selects of one shape asked together from one statement, each with its own rows', async () => {
+    await batchedSelect(logged, range(1, 2)); // the shape's parameter types, asked of Postgres once
+    sent.length = 0;
+    const answers = await Promise.all(
+      [range(1, 3), range(10, 50), range(40, 45), range(60, 70)].map((q) => batchedSelect(logged, q)),
+    );
+    expect(answers.map(values)).toEqual([[3, 2, 1], [50, 49, 48, 47, 46], [45, 44, 43, 42, 41], []]);
+    expect(listStatements()).toHaveLength(1);
+    expect(listStatements()[0].sql).toContain('cross join lateral');
+  });
+
+  it('keeps to the rows each select asks for: no column of the batch leaks into them', async () => {
+    const [a, b] = await Promise.all([batchedSelect(logged, range(7, 7)), batchedSelect(logged, range(8, 8))]);
+    expect(a).toEqual([{ k: 'k7', v: 7 }]);
+    expect(b).toEqual([{ k: 'k8', v: 8 }]);
+  });
+
+  it('runs alone, and answers, a select whose parameter is an array', async () => {
+    const anyOf = (keys: string[]) =>
+      logged
+        .selectFrom(sql.table(table).as('t'))
+        .select([sql<string>`k`.as('k'), sql<number>`v`.as('v')])
+        .where(sql`k`, '=', sql`any(${keys})`)
+        .compile() as CompiledQuery<Row>;
+    sent.length = 0;
+    const [a, b] = await Promise.all([
+      batchedSelect(logged, anyOf(['k1', 'k2'])),
+      batchedSelect(logged, anyOf(['k3'])),
+    ]);
+    expect(values(a)).toEqual([2, 1]);
+    expect(values(b)).toEqual([3]);
+    expect(listStatements()).toHaveLength(2);
+    expect(listStatements().some((q) => q.sql.includes('lateral'))).toBe(false);
+  });
+
+  it('when the batch fails, runs each select alone: the failing one gets its error, the others their rows', async () => {
+    const ratio = (divisor: number) =>
+      logged
+        .selectFrom(sql.table(table).as('t'))
+        .select([sql<string>`k`.as('k'), sql<number>`v / ${divisor}::int`.as('v')])
+        .where(sql`v`, '=', 12)
+        .compile() as CompiledQuery<Row>;
+    await batchedSelect(logged, ratio(1));
+    const results = await Promise.allSettled([2, 0, 3].map((d) => batchedSelect(logged, ratio(d))));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[0] as PromiseFulfilledResult<Row[]>).value).toEqual([{ k: 'k12', v: 6 }]);
+    expect((results[1] as PromiseRejectedResult).reason.message).toMatch(/division by zero/);
+    expect((results[2] as PromiseFulfilledResult<Row[]>).value).toEqual([{ k: 'k12', v: 4 }]);
   });
 });
 

@@ -482,12 +482,16 @@ describe('query plans', () => {
   });
   afterAll(() => logged?.destroy());
 
-  it('reads every list, on its first page, a deep page and by cursor, without a sequential scan', async () => {
+  type Read = (request: { page?: number; limit: number; cursor?: string }) => Promise<{
+    items: unknown[];
+    nextCursor: string | null;
+  }>;
+  /** [label, the list's own table, a read of the list] for every list, on the logging database. */
+  function listReads(): Array<[string, string, Read]> {
     const deps = { db: logged, config: app.config };
     const owner = { id: ws.userId, email: ws.email };
     const id = ws.workspaceId;
-    type Read = (request: { page?: number; limit: number; cursor?: string }) => Promise<{ nextCursor: string | null }>;
-    const reads: Array<[string, string, Read]> = [
+    return [
       ['ai history', 'ai_generations', (r) => ai.history(deps, id, owner, r)],
       ['workspace audit', 'audit_logs', (r) => audit.listAudit(deps, { workspaceId: id }, r)],
       [
@@ -517,6 +521,24 @@ describe('query plans', () => {
       ['analytics events', 'analytics_events', (r) => analytics.listEvents(deps, {}, r)],
       ['analytics events of one name', 'analytics_events', (r) => analytics.listEvents(deps, { name: 'plan.7' }, r)],
     ];
+  }
+
+  /** EXPLAINs every captured list query; answers the plans. */
+  async function plansOf(label: string, table: string): Promise<string[]> {
+    const plans: string[] = [];
+    // The type probe of a batched shape (PREPARE, its catalog read, DEALLOCATE) is not a list query.
+    const listQueries = captured.filter((q) => q.sql.startsWith('select') && !q.sql.includes('pg_prepared_statements'));
+    for (const query of listQueries) {
+      const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`explain ${query.sql}`, [...query.parameters]);
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      plans.push(plan);
+      expect(plan, `${label}:\n${query.sql}\n${plan}`).not.toMatch(new RegExp(`Seq Scan on ${table}\\b`));
+    }
+    return plans;
+  }
+
+  it('reads every list, on its first page, a deep page and by cursor, without a sequential scan', async () => {
+    const reads = listReads();
     const plans: string[] = [];
     // The list's own table: the page, its count and, for AI history, its rows by id. (The owners of a page
     // of workspaces are then read by workspace id, a lookup the size of the page.)
@@ -526,13 +548,26 @@ describe('query plans', () => {
       await read({ page: 5, limit: 20 });
       if (first.nextCursor) await read({ limit: 20, cursor: first.nextCursor });
       expect(captured.length, label).toBeGreaterThan(0);
-      for (const query of captured) {
-        const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`explain ${query.sql}`, [...query.parameters]);
-        const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-        plans.push(plan);
-        expect(plan, `${label}:\n${query.sql}\n${plan}`).not.toMatch(new RegExp(`Seq Scan on ${table}\\b`));
-      }
+      plans.push(...(await plansOf(label, table)));
     }
     expect(plans.length).toBeGreaterThan(reads.length * 3);
+  });
+
+  it('answers pages asked together from one batched statement, each as if asked alone, without a sequential scan', async () => {
+    for (const [label, table, read] of listReads()) {
+      const first = await read({ limit: 20 });
+      // Page 1, a deep page and a cursor's page (a list of one page, as one name's events, has no cursor).
+      const shapes: Array<Parameters<Read>[0]> = [{ limit: 20 }, { page: 5, limit: 20 }];
+      if (first.nextCursor) shapes.push({ limit: 20, cursor: first.nextCursor });
+      const alone: Array<Awaited<ReturnType<Read>>> = [];
+      for (const shape of shapes) alone.push(await read(shape));
+      captured.length = 0;
+      // Three of each shape at once (db/batched.ts, batchedSelect).
+      const together = await Promise.all([0, 1, 2].flatMap(() => shapes.map((shape) => read(shape))));
+      together.forEach((page, i) => expect(page, `${label} #${i}`).toEqual(alone[i % shapes.length]));
+      const batched = captured.filter((q) => q.sql.includes('cross join lateral'));
+      expect(batched.length, label).toBeGreaterThanOrEqual(shapes.length);
+      await plansOf(label, table);
+    }
   });
 });
