@@ -16,6 +16,7 @@ import * as m0010 from './migrations/0010_identity_providers.js';
 import * as m0011 from './migrations/0011_mfa_sessions.js';
 import * as m0012 from './migrations/0012_idempotency_keys.js';
 import * as m0013 from './migrations/0013_list_scale.js';
+import * as m0014 from './migrations/0014_list_changes.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -31,6 +32,7 @@ export const migrations: Record<string, Migration> = {
   '0011_mfa_sessions': m0011,
   '0012_idempotency_keys': m0012,
   '0013_list_scale': m0013,
+  '0014_list_changes': m0014,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

@@ -532,6 +532,8 @@ export interface ListCountersTable {
   scope_id: string;
   shard: number;
   n: ColumnType<string, number | string, number | string>;
+  /** Rows inserted and deleted in the scope, ever: moves with every change of the list (0014). */
+  changes: ColumnType<string, number | string | undefined, number | string>;
 }
 
 export interface Database {

@@ -51,15 +51,15 @@ const REPLACED: Array<[string, string, string]> = [
   ['analytics_events_name_idx', 'analytics_events', 'name, created_at'],
 ];
 
-const TABLES = [...new Set(COUNTERS.map((c) => c.table))];
-const OPS = [
+export const TABLES = [...new Set(COUNTERS.map((c) => c.table))];
+export const OPS = [
   { op: 'ins', event: 'insert', rows: 'list_counter_rows_new', referencing: 'new table', sign: 1 },
   { op: 'del', event: 'delete', rows: 'list_counter_rows_old', referencing: 'old table', sign: -1 },
 ] as const;
-const functionName = (table: string, op: string) => `list_counters_${table}_${op}`;
+export const functionName = (table: string, op: string) => `list_counters_${table}_${op}`;
 
 /** One row per scope (and scope id) of the statement's rows, with their count; none for a scope not touched. */
-function countsOf(table: string, rows: string, sign: number) {
+export function countsOf(table: string, rows: string, sign: number) {
   const selects = COUNTERS.filter((c) => c.table === table).map((c) => {
     const id = c.idColumn ? `${c.idColumn}::text` : `''`;
     const groupBy = c.idColumn ? `group by ${c.idColumn}` : '';

@@ -425,6 +425,81 @@ describe('totals', () => {
   });
 });
 
+describe('deep pages', () => {
+  let owner: Session;
+  let logged: Kysely<Database>;
+  let pool: pg.Pool;
+  const captured: CompiledQuery[] = [];
+  beforeAll(async () => {
+    owner = await registerAndLogin(app.api, { prefix: 'lists-anchor' });
+    pool = new pg.Pool({ connectionString: app.config.DATABASE_URL, max: 2 });
+    logged = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool }),
+      log: (event) => void (event.level === 'query' && captured.push(event.query)),
+    });
+    await addGenerations(500, SEEDED_AT);
+  });
+  afterAll(() => logged?.destroy());
+
+  function addGenerations(n: number, at: RawBuilder<unknown> | null) {
+    const s = series(n, at);
+    return sql`insert into ai_generations (workspace_id, provider, model, prompt, output, status, created_at)
+      select ${owner.workspaceId}::uuid, 'MOCK', 'seed', 'p', 'o', 'SUCCEEDED', ${s.at} ${s.from}`.execute(app.deps.db);
+  }
+  /** Page `page` of 20, by the service, and as Postgres walks it. */
+  const servicePage = async (page: number) =>
+    (
+      await ai.history(
+        { db: logged, config: app.config },
+        owner.workspaceId,
+        { id: owner.userId, email: owner.email },
+        {
+          page,
+          limit: 20,
+        },
+      )
+    ).items.map((i) => i.id);
+  const walkedPage = async (page: number) =>
+    (
+      await sql<{
+        id: string;
+      }>`select id from ai_generations where workspace_id = ${owner.workspaceId} and not is_sample
+        order by created_at desc, id desc offset ${(page - 1) * 20} limit 20`.execute(app.deps.db)
+    ).rows.map((r) => r.id);
+
+  it('read again, start at their first row without walking the offset', async () => {
+    expect(await servicePage(20)).toEqual(await walkedPage(20));
+    captured.length = 0;
+    expect(await servicePage(20)).toEqual(await walkedPage(20));
+    const [statement] = captured.filter((q) => q.sql.includes('union all'));
+    expect(statement, 'the second read starts at the anchor').toBeDefined();
+    const { rows } = await pool.query<{ 'QUERY PLAN': string }>(
+      `explain (analyze, costs off, timing off) ${statement.sql}`,
+      [...statement.parameters],
+    );
+    const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+    // The walk (the offset, on a second scan of the history index) is in the plan, and never runs.
+    expect(plan).toMatch(/Scan Backward using ai_generations_history_idx on ai_generations \w+ \(never executed\)/);
+  });
+
+  it('follow every insert and delete of the list, page by page', async () => {
+    const pages = [2, 7, 20];
+    for (const page of pages) expect(await servicePage(page)).toEqual(await walkedPage(page));
+    await addGenerations(3, null); // newest: every page shifts by three
+    for (const page of pages)
+      expect(await servicePage(page), `after inserts, page ${page}`).toEqual(await walkedPage(page));
+    await sql`delete from ai_generations where id in (
+      select id from ai_generations where workspace_id = ${owner.workspaceId} order by created_at desc offset 100 limit 7)`.execute(
+      app.deps.db,
+    ); // between pages 2 and 7
+    for (const page of pages)
+      expect(await servicePage(page), `after deletes, page ${page}`).toEqual(await walkedPage(page));
+    await addGenerations(2, sql`'2000-01-01'::timestamptz + g * interval '1 second'`); // oldest: no page moves
+    for (const page of pages)
+      expect(await servicePage(page), `after old rows, page ${page}`).toEqual(await walkedPage(page));
+  });
+});
+
 describe('query plans', () => {
   /** Every list query the services ran through this database, as sent. */
   const captured: CompiledQuery[] = [];
