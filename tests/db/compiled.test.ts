@@ -41,3 +41,15 @@ describe('compiledOnce statements', () => {
     expect(Number(rows[0].custom_plans)).toBe(12);
   });
 });
+
+describe('connections of the pool', () => {
+  it('never JIT-compile a statement: a batched list page, estimated as costly, ran 20 times slower compiled', async () => {
+    // The batch's estimate knows no parameter value; with JIT on, its cost crossed jit_above_cost.
+    const { rows } = await sql<{ jit: string }>`select current_setting('jit') as jit`.execute(db);
+    expect(rows[0].jit).toBe('off');
+    // Planned, not run: an estimate far above jit_above_cost, which EXPLAIN would show with a JIT section.
+    const plan = await sql<{ 'QUERY PLAN': string }>`explain
+      select sum(v) from ${sql.table(table)} cross join generate_series(1, 2000000) as g`.execute(db);
+    expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).not.toMatch(/JIT/);
+  });
+});
