@@ -12,6 +12,7 @@ import { z } from 'zod';
 import type { Database } from '../../db/schema.js';
 import type { Config } from './config.js';
 import { batchedSelect } from '../../db/batched.js';
+import { remember } from './bounded-cache.js';
 import { AppError } from './errors.js';
 
 /** The deepest row a page may reach (page × limit); deeper rows are read with `cursor`. */
@@ -251,12 +252,6 @@ function anchorsOf(db: Kysely<Database>): Map<string, Anchor> {
   return anchors;
 }
 
-function remember(anchors: Map<string, Anchor>, key: string, anchor: Anchor): void {
-  anchors.delete(key);
-  anchors.set(key, anchor);
-  if (anchors.size > MAX_ANCHORS) anchors.delete(anchors.keys().next().value!);
-}
-
 async function counted(db: Kysely<Database>, refs: CounterRef[]): Promise<number> {
   const [row] = await batchedSelect(db, counterQuery(db, refs).compile());
   return Number(row.n);
@@ -333,16 +328,17 @@ export async function paginate<Q extends AnyQuery>(
       const compiled = walk.compile();
       anchorKey = `${list}\n${compiled.sql}\n${JSON.stringify(compiled.parameters)}`;
       const anchor = anchorsOf(db).get(anchorKey);
+      const version = versionQuery(db, counters);
       if (anchor) {
         const atAnchor = db
           .selectNoFrom([sql`${anchor.at}::timestamptz`.as('list_at'), sql`${anchor.id}::uuid`.as('list_id')])
-          .where(sql<boolean>`${versionQuery(db, counters)} = ${anchor.version}`);
+          .where(sql<boolean>`${version} = ${anchor.version}`);
         firstOfPage = db
           .selectFrom(atAnchor.unionAll(db.selectFrom(walk.as('walk')).selectAll()).as('start'))
           .selectAll()
           .limit(1);
       }
-      rowsQuery = rowsQuery.select(versionQuery(db, counters).as('list_version'));
+      rowsQuery = rowsQuery.select(version.as('list_version'));
     }
     rowsQuery = rowsQuery.where(sql<boolean>`(${createdAt}, ${id}) <= ${firstOfPage}`);
   }
@@ -363,7 +359,12 @@ export async function paginate<Q extends AnyQuery>(
   }
   if (anchorKey && rows.length > 0) {
     const [first] = rows;
-    remember(anchorsOf(db), anchorKey, { at: first.list_at, id: first.list_id, version: first.list_version! });
+    remember(
+      anchorsOf(db),
+      anchorKey,
+      { at: first.list_at, id: first.list_id, version: first.list_version! },
+      MAX_ANCHORS,
+    );
   }
   const more = rows.length > limit;
   const pageRows = more ? rows.slice(0, limit) : rows;
