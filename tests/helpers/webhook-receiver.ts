@@ -22,6 +22,8 @@ export interface ReceivedRequest {
   /** The exact bytes received, as UTF-8 text. */
   body: string;
   receivedAt: number;
+  /** The sender's TCP port (its local port): which process sent it, see tests/instances/processes.ts. */
+  remotePort: number;
 }
 
 /** How the receiver answers one request: a status (and body, headers; after `delayMs`), or 'hang' (never answer). */
@@ -32,6 +34,8 @@ export class WebhookReceiver {
   readonly requests: ReceivedRequest[] = [];
   /** When the answer to request i was written (undefined: not answered). */
   readonly answeredAt: Array<number | undefined> = [];
+  /** Requests whose sender closed the connection before an answer was written (it gave up waiting, or died). */
+  readonly abandoned = new Set<number>();
   private responder: Responder = () => ({ status: 200, body: 'ok' });
   private readonly hanging = new Set<http.ServerResponse>();
   private readonly waiters = new Set<() => void>();
@@ -123,6 +127,7 @@ export class WebhookReceiver {
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         receivedAt: Date.now(),
+        remotePort: req.socket.remotePort ?? 0,
       };
       const index = this.requests.push(received) - 1;
       for (const w of this.waiters) w();
@@ -131,7 +136,12 @@ export class WebhookReceiver {
       const reply = this.responder(received, index);
       // Unanswered requests (hanging or waiting out a delay) are dropped by releaseHanging() and close().
       this.hanging.add(res);
-      res.on('close', () => this.hanging.delete(res));
+      res.on('close', () => {
+        // Still in `hanging` when 'close' comes (asynchronously): not dropped by releaseHanging().
+        if (this.hanging.delete(res) && this.answeredAt[index] === undefined) {
+          this.abandoned.add(index);
+        }
+      });
       if (reply === 'hang') return;
       const answer = () => {
         if (res.destroyed) return;

@@ -2,6 +2,7 @@
 // and workers (`npm run worker`: jobs/worker.ts), each a child of the test with its output kept, and a
 // way to look at its JSON log lines, wait for one, and stop it with a signal.
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { testEnv } from '../helpers/app.js';
@@ -205,4 +206,31 @@ export async function waitFor<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(everyMs);
   }
+}
+
+/**
+ * The local ports of the TCP sockets process `pid` holds open (Linux: its /proc/<pid>/fd links to socket
+ * inodes, /proc/net/tcp{,6} the inodes' addresses): on the far side, the remote ports of its connections.
+ */
+export function tcpPortsOf(pid: number): Set<number> {
+  const inodes = new Set<string>();
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    let link: string;
+    try {
+      link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'utf8' });
+    } catch {
+      continue; // closed since the listing
+    }
+    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
+    if (inode) inodes.add(inode);
+  }
+  const ports = new Set<number>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
+    for (const line of fs.readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length > 9 && inodes.has(cols[9])) ports.add(parseInt(cols[1].split(':')[1], 16));
+    }
+  }
+  return ports;
 }
