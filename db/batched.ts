@@ -168,6 +168,11 @@ const BRANCH = 'batch_branch';
  * it is prepared once per connection. Answers each select's rows, in the order Postgres gives them, which
  * SQL does not promise: a caller that needs an order sorts them (paginate() does).
  *
+ * Each row keeps the statement's own column, batch_branch (its select's position, from 1), beside the
+ * select's: callers read the columns they selected. Deleting it cost more than the rest of a batch's
+ * sorting out: pg makes each row as a copy of a template object, and V8 deletes a property of such a
+ * copy slowly (about 0.6 µs a row here, against 0.02 µs for an object built key by key).
+ *
  * The statement is planned without the values (they are rows of the arrays): a condition that must match a
  * partial index is written as a literal in the select (`not is_sample`), never as a parameter.
  */
@@ -186,12 +191,7 @@ async function selectTogether(
   const parameters = types.map((_, k) => queries.map((query) => query.parameters[k]));
   const { rows } = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, parameters));
   const answers: unknown[][] = queries.map(() => []);
-  for (const row of rows) {
-    const branch = Number(row[BRANCH]) - 1;
-    // The last column: V8 deletes an object's newest property without slowing the object down.
-    delete row[BRANCH];
-    answers[branch].push(row);
-  }
+  for (const row of rows) answers[Number(row[BRANCH]) - 1].push(row);
   return answers;
 }
 

@@ -33,8 +33,16 @@ export async function listEmailLogs(
     counters: filters.to ? undefined : { scope: 'email_logs' },
   });
   const readOnly = !platformRoleHas(reader.platformRole, 'admin.write');
-  return mapItems(page, ({ created_at, ...r }) => {
-    const mail = { ...r, createdAt: created_at.toISOString() };
+  return mapItems(page, (r) => {
+    const mail = {
+      id: r.id,
+      to: r.to,
+      subject: r.subject,
+      template: r.template,
+      text: r.text,
+      link: r.link,
+      createdAt: r.created_at.toISOString(),
+    };
     return readOnly ? withoutLink(mail) : mail;
   });
 }

