@@ -4,14 +4,17 @@
 //   POST /bcrypt  {password} -> one bcrypt.compare against a hash made at start-up at BCRYPT_COST: the
 //                 ceiling of POST /auth/login. 200 when the password matches, 401 otherwise.
 //   GET  /page    ?workspaceId= -> the first 20 AI generations of the workspace, newest first, read with
-//                 pg (one prepared statement on the history index), named as the API names them, as JSON:
-//                 the floor of a list page, without authentication, validation, totals or signed cursors.
+//                 pg (one prepared statement on the history index), mapped by the API's toGeneration, as
+//                 JSON: the floor of a list page, without authentication, validation, totals or signed cursors.
 //                 Only with BENCH_DATABASE_URL.
 // Settings from the environment: PORT, HOST (default 127.0.0.1), BCRYPT_COST (default 12),
 // BENCH_PASSWORD (the password the hash is made of) and BENCH_DATABASE_URL.
 import express from 'express';
 import bcrypt from 'bcrypt';
+import type { Selectable } from 'kysely';
 import pg from 'pg';
+import type { AiGenerationsTable } from '../db/schema.js';
+import { toGeneration } from '../routers/ai/service.js';
 
 const port = Number(process.env.PORT ?? 3100);
 const host = process.env.HOST ?? '127.0.0.1';
@@ -42,46 +45,10 @@ if (databaseUrl) {
     text: `select * from ai_generations where workspace_id = $1 and not is_sample
            order by created_at desc, id desc limit 21`,
   };
-  interface Generation {
-    id: string;
-    workspace_id: string;
-    user_id: string | null;
-    template_id: string | null;
-    provider: string;
-    model: string;
-    prompt: string;
-    system_prompt: string | null;
-    temperature: number | null;
-    output: string;
-    status: string;
-    prompt_tokens: number;
-    completion_tokens: number;
-    duration_ms: number;
-    is_sample: boolean;
-    created_at: Date;
-  }
   app.get('/page', async (req, res) => {
     const workspaceId = typeof req.query.workspaceId === 'string' ? req.query.workspaceId : '';
-    const { rows } = await pool.query<Generation>({ ...PAGE, values: [workspaceId] });
-    const items = rows.slice(0, 20).map((g) => ({
-      id: g.id,
-      workspaceId: g.workspace_id,
-      userId: g.user_id,
-      templateId: g.template_id,
-      provider: g.provider,
-      model: g.model,
-      prompt: g.prompt,
-      systemPrompt: g.system_prompt,
-      temperature: g.temperature,
-      output: g.output,
-      status: g.status,
-      promptTokens: g.prompt_tokens,
-      completionTokens: g.completion_tokens,
-      totalTokens: g.prompt_tokens + g.completion_tokens,
-      durationMs: g.duration_ms,
-      isSample: g.is_sample,
-      createdAt: g.created_at.toISOString(),
-    }));
+    const { rows } = await pool.query<Selectable<AiGenerationsTable>>({ ...PAGE, values: [workspaceId] });
+    const items = rows.slice(0, 20).map(toGeneration);
     const last = items.at(-1);
     res.json({ items, limit: 20, nextCursor: rows.length > 20 && last ? `${last.createdAt}.${last.id}` : null });
   });

@@ -313,7 +313,8 @@ const recordSucceeded = batched<NewGeneration, Stored>(async (db, inputs) => {
 
 type Caller = { id: string; email: string };
 
-const toGeneration = (g: Selectable<AiGenerationsTable>) => ({
+/** A stored generation as the API shows it (also bench/bare-server.ts's page). */
+export const toGeneration = (g: Selectable<AiGenerationsTable>) => ({
   id: g.id,
   workspaceId: g.workspace_id,
   userId: g.user_id,
