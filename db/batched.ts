@@ -14,6 +14,7 @@
 // the load instead of one statement per request.
 import DataLoader from 'dataloader';
 import { CompiledQuery, type Kysely } from 'kysely';
+import { mapPerOwner } from '../server/platform/bounded-cache.js';
 import { preparedStatements } from './compiled.js';
 import type { Database } from './schema.js';
 
@@ -111,23 +112,39 @@ const PLACEHOLDER = /\$(\d+)/g;
 /** Shapes (SQL texts) whose parameter types are kept, per database; selects of further shapes run alone. */
 const MAX_SHAPES = 500;
 
-const shapes = new WeakMap<Kysely<Database>, Map<string, Promise<string[] | null>>>();
+/**
+ * A batchable SQL text: its parameters' Postgres types, and the statement that runs selects of it together
+ * (selectTogether), registered as a prepared statement.
+ */
+interface Shape {
+  types: string[];
+  text: string;
+}
+
+const shapesOf = mapPerOwner<Kysely<Database>, string, Promise<Shape | null>>();
 let probes = 0;
 
+/** The alias of a batch's parameters in selectTogether's statement, and its column naming each select. */
+const PARAMS = 'batch_params';
+const BRANCH = 'batch_branch';
+
 /**
- * The Postgres types of a select's parameters, asked of Postgres once per SQL text (PREPARE, then
- * pg_prepared_statements), or null when the select cannot be batched: its text holds a `$<digits>` that is
- * not one of its parameters in order, a parameter is an array, or Postgres cannot tell a type.
+ * The shape of a select's SQL text, made once per text: its parameters' types are asked of Postgres
+ * (PREPARE, then pg_prepared_statements). Null when the select cannot be batched: its text holds a
+ * `$<digits>` that is not one of its parameters in order, a parameter is an array, or Postgres cannot tell
+ * a type.
  */
-function parameterTypes(db: Kysely<Database>, query: CompiledQuery): Promise<string[] | null> {
-  let known = shapes.get(db);
-  if (!known) shapes.set(db, (known = new Map<string, Promise<string[] | null>>()));
-  let types = known.get(query.sql);
-  if (types) return types;
+function shapeOf(db: Kysely<Database>, query: CompiledQuery): Promise<Shape | null> {
+  const known = shapesOf(db);
+  let shape = known.get(query.sql);
+  if (shape) return shape;
   if (known.size >= MAX_SHAPES) return Promise.resolve(null);
-  types = probeTypes(db, query).catch(() => null);
-  known.set(query.sql, types);
-  return types;
+  shape = probeTypes(db, query).then(
+    (types) => (types ? { types, text: batchStatement(query.sql, types) } : null),
+    () => null,
+  );
+  known.set(query.sql, shape);
+  return shape;
 }
 
 async function probeTypes(db: Kysely<Database>, query: CompiledQuery): Promise<string[] | null> {
@@ -154,9 +171,17 @@ async function probeTypes(db: Kysely<Database>, query: CompiledQuery): Promise<s
   return batchable ? types : null;
 }
 
-/** The alias of a batch's parameters in selectTogether's statement, and its column naming each select. */
-const PARAMS = 'batch_params';
-const BRANCH = 'batch_branch';
+/** selectTogether's statement for selects of the SQL text `select` (below), registered as prepared. */
+function batchStatement(select: string, types: string[]): string {
+  const columns = types.map((_, k) => `p${k + 1}`);
+  const arrays = types.map((type, k) => `$${k + 1}::${type}[]`);
+  const lateral = select.replace(PLACEHOLDER, (_, n: string) => `${PARAMS}.p${n}`);
+  const text =
+    `select q.*, ${PARAMS}.${BRANCH} from unnest(${arrays.join(', ')}) with ordinality ` +
+    `as ${PARAMS}(${columns.join(', ')}, ${BRANCH}) cross join lateral (${lateral}) as q`;
+  if (!preparedStatements.has(text)) preparedStatements.set(text, `batch_${preparedStatements.size + 1}`);
+  return text;
+}
 
 /**
  * Runs selects of one shape (the same SQL text, other parameter values) as ONE statement: each parameter
@@ -179,15 +204,8 @@ const BRANCH = 'batch_branch';
 async function selectTogether(
   db: Kysely<Database>,
   queries: readonly CompiledQuery[],
-  types: string[],
+  { types, text }: Shape,
 ): Promise<unknown[][]> {
-  const columns = types.map((_, k) => `p${k + 1}`);
-  const arrays = types.map((type, k) => `$${k + 1}::${type}[]`);
-  const select = queries[0].sql.replace(PLACEHOLDER, (_, n: string) => `${PARAMS}.p${n}`);
-  const text =
-    `select q.*, ${PARAMS}.${BRANCH} from unnest(${arrays.join(', ')}) with ordinality ` +
-    `as ${PARAMS}(${columns.join(', ')}, ${BRANCH}) cross join lateral (${select}) as q`;
-  if (!preparedStatements.has(text)) preparedStatements.set(text, `batch_${preparedStatements.size + 1}`);
   const parameters = types.map((_, k) => queries.map((query) => query.parameters[k]));
   const { rows } = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, parameters));
   const answers: unknown[][] = queries.map(() => []);
@@ -210,13 +228,13 @@ export const batchedSelect = batched<CompiledQuery, unknown[]>(async (db, querie
     );
   await Promise.all(
     groupPositions(queries, (query) => query.sql).map(async (group) => {
-      const types = group.length > 1 ? await parameterTypes(db, queries[group[0]]) : null;
-      if (!types) return Promise.all(group.map(alone));
+      const shape = group.length > 1 ? await shapeOf(db, queries[group[0]]) : null;
+      if (!shape) return Promise.all(group.map(alone));
       try {
         const rows = await selectTogether(
           db,
           group.map((i) => queries[i]),
-          types,
+          shape,
         );
         group.forEach((i, branch) => (answers[i] = rows[branch]));
       } catch {

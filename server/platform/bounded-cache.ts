@@ -8,3 +8,13 @@ export function remember<K, V>(cache: Map<K, V>, key: K, value: V, atMost = 1000
   cache.set(key, value);
   return value;
 }
+
+/** A Map for each owner object (a database, say), made on its first use and gone with the owner. */
+export function mapPerOwner<O extends object, K, V>(): (owner: O) => Map<K, V> {
+  const maps = new WeakMap<O, Map<K, V>>();
+  return (owner) => {
+    let map = maps.get(owner);
+    if (!map) maps.set(owner, (map = new Map<K, V>()));
+    return map;
+  };
+}

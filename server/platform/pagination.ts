@@ -12,7 +12,7 @@ import { z } from 'zod';
 import type { Database } from '../../db/schema.js';
 import type { Config } from './config.js';
 import { batchedSelect } from '../../db/batched.js';
-import { remember } from './bounded-cache.js';
+import { mapPerOwner, remember } from './bounded-cache.js';
 import { AppError } from './errors.js';
 
 /** The deepest row a page may reach (page × limit); deeper rows are read with `cursor`. */
@@ -231,13 +231,7 @@ interface Anchor {
   version: string;
 }
 const MAX_ANCHORS = 10_000;
-const anchorsByDb = new WeakMap<Kysely<Database>, Map<string, Anchor>>();
-
-function anchorsOf(db: Kysely<Database>): Map<string, Anchor> {
-  let anchors = anchorsByDb.get(db);
-  if (!anchors) anchorsByDb.set(db, (anchors = new Map<string, Anchor>()));
-  return anchors;
-}
+const anchorsOf = mapPerOwner<Kysely<Database>, string, Anchor>();
 
 async function counted(db: Kysely<Database>, refs: CounterRef[]): Promise<number> {
   const [row] = await batchedSelect(db, counterQuery(db, refs).compile());
