@@ -404,27 +404,13 @@ export interface ApiKeysTable {
   updated_at: UpdatedAt;
 }
 
-export const WEBHOOK_EVENTS = [
-  'webhook.test',
-  'billing.updated',
-  'subscription.created',
-  'subscription.canceled',
-  'payment.succeeded',
-  'payment.failed',
-  'member.added',
-  'member.removed',
-  'api_key.created',
-  'api_key.revoked',
-  'ai.generation.completed',
-] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
-
 export interface WebhooksTable {
   id: Generated<string>;
   workspace_id: string;
   name: string;
   url: string;
-  events: Json<WebhookEvent[]>;
+  /** Names of the event catalogue (routers/events/catalog.ts). */
+  events: Json<string[]>;
   secret_encrypted: string;
   previous_secret_encrypted: string | null;
   previous_secret_expires_at: NullableTimestamp;

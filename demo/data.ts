@@ -3,7 +3,8 @@
 // deliveries. Every row has a fixed id (DEMO_IDS) and tenant rows hang off the demo workspace's id: that is
 // how seed (seed.ts) and reset (reset.ts) find the demo data, and why they never touch anything else.
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database, DeliveryStatus, PlanLimits, PlatformRole, WebhookEvent, WorkspaceRole } from '../db/schema.js';
+import type { Database, DeliveryStatus, PlanLimits, PlatformRole, WorkspaceRole } from '../db/schema.js';
+import type { EventName } from '../routers/events/catalog.js';
 import { ConfigError, type Config } from '../server/platform/config.js';
 import { passwordPolicyViolation, type PasswordHasher } from '../server/platform/security/passwords.js';
 import type { SecretBox } from '../server/platform/security/secret-box.js';
@@ -59,7 +60,7 @@ const MEMBER_SLOTS: Array<{ role: WorkspaceRole; name: string }> = [
 const WEBHOOK = {
   name: 'Demo endpoint',
   url: 'https://example.com/webhooks/demo',
-  events: ['member.added', 'ai.generation.completed', 'billing.updated'] satisfies WebhookEvent[],
+  events: ['member.added', 'ai.generation.completed', 'billing.updated'] satisfies EventName[],
 };
 
 const SAMPLES = [
@@ -279,7 +280,7 @@ export function webhookValues(secrets: SecretBox, owner: ResolvedAccount | undef
 /** Final statuses only, so no sweep ever picks a demo delivery up. */
 export function deliveryRows(config: DemoDeps['config'], members: ResolvedAccount[], now: Date) {
   const specs: Array<{
-    event: WebhookEvent;
+    event: EventName;
     data: Record<string, unknown>;
     status: DeliveryStatus;
     attempts: number;

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { TestProject } from 'vitest/node';
 import { migrateToLatest } from '../db/migrate.js';
+import { eventsOutsideTheCatalogue } from './helpers/event-check.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -48,5 +49,27 @@ export default async function setup(project: TestProject) {
 
   project.provide('databaseUrl', databaseUrl);
   project.provide('redisUrl', process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
-  return dropDatabase;
+  return async () => {
+    const problems = await checkEmittedEvents(databaseUrl).finally(dropDatabase);
+    if (problems.length === 0) return;
+    // Vitest prints an error thrown here but still exits 0: the exit code is set by hand.
+    process.exitCode = 1;
+    throw new Error(
+      `domain events outside the catalogue:\n${problems.map((p) => `${p.type}: ${p.problem}`).join('\n')}`,
+    );
+  };
+}
+
+/** Every event the run wrote parses against the catalogue (tests/helpers/event-check.ts). */
+async function checkEmittedEvents(databaseUrl: string) {
+  const db = new Kysely<any>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: 1 }) }),
+  });
+  try {
+    const { checked, problems } = await eventsOutsideTheCatalogue(db);
+    console.log(`domain events checked against the catalogue: ${checked}`);
+    return problems;
+  } finally {
+    await db.destroy();
+  }
 }

@@ -12,6 +12,7 @@ import { AppError, ERROR_STATUS } from '../../server/platform/errors.js';
 import type { Logger } from '../../server/platform/logger.js';
 import { listRequestOf, mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
+import { eventsOfRows } from '../events/emit.js';
 import { estimateTokens } from './providers/mock.js';
 import type { GenerationResult, TextProvider } from './providers/types.js';
 import type { GenerateInput } from './schemas.js';
@@ -186,13 +187,17 @@ function insertGenerations(items: readonly NewGeneration[], whenReserved = false
         prompt_tokens int, completion_tokens int, duration_ms int)
       ${whenReserved ? sql`where exists (select 1 from reserved)` : sql``}
       returning id, workspace_id, model, provider, prompt_tokens, completion_tokens, temperature, created_at
-    ), event as (
-      insert into domain_events (workspace_id, type, payload)
-      select g.workspace_id, 'ai.generation.completed',
-        jsonb_build_object('generationId', g.id, 'model', g.model, 'provider', g.provider, 'totalTokens', g.prompt_tokens + g.completion_tokens)
-      from generation g
-      where exists (select 1 from webhooks h where h.workspace_id = g.workspace_id and h.is_active and h.events ? 'ai.generation.completed')
-    )`;
+    ), event as (${eventsOfRows('ai.generation.completed', {
+      workspaceId: sql`g.workspace_id`,
+      data: {
+        generationId: sql`g.id`,
+        model: sql`g.model`,
+        provider: sql`g.provider`,
+        totalTokens: sql`g.prompt_tokens + g.completion_tokens`,
+      },
+      source: sql`from generation g
+        where exists (select 1 from webhooks h where h.workspace_id = g.workspace_id and h.is_active and h.events ? 'ai.generation.completed')`,
+    })})`;
 }
 
 /**

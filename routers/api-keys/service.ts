@@ -9,6 +9,7 @@ import { compiledOnce } from '../../db/compiled.js';
 import { batchedLookup } from '../../db/batched.js';
 import { AppError } from '../../server/platform/errors.js';
 import { recordAudit, type Actor } from '../audit/service.js';
+import { emitEvent } from '../events/emit.js';
 
 type Db = Kysely<Database>;
 
@@ -78,21 +79,12 @@ export async function listKeys(db: Db, workspaceId: string) {
   return { items: rows.map(toApiKey) };
 }
 
-async function emit(
+const emit = (
   db: Db,
   workspaceId: string,
-  type: 'api_key.created' | 'api_key.revoked',
+  event: 'api_key.created' | 'api_key.revoked',
   key: Selectable<ApiKeysTable>,
-) {
-  await db
-    .insertInto('domain_events')
-    .values({
-      workspace_id: workspaceId,
-      type,
-      payload: JSON.stringify({ apiKeyId: key.id, name: key.name, prefix: key.prefix, scopes: key.scopes }),
-    })
-    .execute();
-}
+) => emitEvent(db, workspaceId, event, { apiKeyId: key.id, name: key.name, prefix: key.prefix, scopes: key.scopes });
 
 async function insertKey(
   db: Db,

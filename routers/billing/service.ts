@@ -17,6 +17,7 @@ import { AppError } from '../../server/platform/errors.js';
 import type { Logger } from '../../server/platform/logger.js';
 import { listRequestOf, mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import { recordAudit, type Actor } from '../audit/service.js';
+import { emitEvent } from '../events/emit.js';
 import type {
   BillingChange,
   PaymentChange,
@@ -229,13 +230,6 @@ export async function defaultPlan(db: Db) {
   return db.selectFrom('plans').select(['id', 'edition', 'limits']).where('is_default', '=', true).executeTakeFirst();
 }
 
-async function emit(trx: Trx, workspaceId: string, type: string, payload: Record<string, unknown>) {
-  await trx
-    .insertInto('domain_events')
-    .values({ workspace_id: workspaceId, type, payload: JSON.stringify(payload) })
-    .execute();
-}
-
 /**
  * How far along its life a status is. Processors stamp events in whole seconds, so two events of one
  * subscription often share a time (Stripe's created-as-incomplete and updated-to-active): at equal times the
@@ -378,7 +372,7 @@ async function applySubscription(run: EventRun, change: SubscriptionChange): Pro
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    await emit(trx, sub.workspace_id, 'subscription.created', {
+    await emitEvent(trx, sub.workspace_id, 'subscription.created', {
       subscriptionId: sub.id,
       planId: sub.plan_id,
       provider,
@@ -395,7 +389,7 @@ async function applySubscription(run: EventRun, change: SubscriptionChange): Pro
   }
   await syncWorkspacePlan(trx, sub);
   if (sub.status === 'CANCELED' && existing && existing.status !== 'CANCELED') {
-    await emit(trx, sub.workspace_id, 'subscription.canceled', {
+    await emitEvent(trx, sub.workspace_id, 'subscription.canceled', {
       subscriptionId: sub.id,
       planId: sub.plan_id,
       provider,
@@ -464,7 +458,7 @@ async function applyPayment(trx: Trx, provider: BillingProvider, change: Payment
     .executeTakeFirst();
   if (!inserted) return 'duplicate';
   const type = change.status === 'FAILED' ? 'payment.failed' : 'payment.succeeded';
-  await emit(trx, workspaceId, type, {
+  await emitEvent(trx, workspaceId, type, {
     paymentId: inserted.id,
     amountCents: change.amountCents,
     currency: change.currency.toUpperCase(),
@@ -509,7 +503,7 @@ export async function applyProviderEvent(
         .select(['edition', 'plan_id'])
         .where('id', '=', workspaceId)
         .executeTakeFirst();
-      await emit(trx, workspaceId, 'billing.updated', {
+      await emitEvent(trx, workspaceId, 'billing.updated', {
         provider,
         eventType: event.type,
         edition: current?.edition,

@@ -1,102 +1,9 @@
-// The outbound webhook events as /openapi.json's `webhooks` section (OpenAPI 3.1): for each event, the
-// envelope every delivery carries (service.ts, `envelope`), its `data` as the emitting domain writes it,
-// and the headers of a delivery (delivery.ts). WEBHOOK_EVENT_DATA has an entry per event of WEBHOOK_EVENTS
-// (the type says so), so a new event cannot go undocumented.
+// The outbound webhook events as /openapi.json's `webhooks` section (OpenAPI 3.1): for each event of the
+// catalogue (routers/events/catalog.ts), the envelope every delivery carries (service.ts, `envelope`), its
+// `data` as the catalogue describes it, and the headers of a delivery (delivery.ts).
 import { z } from 'zod';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import {
-  API_KEY_SCOPES,
-  BILLING_PROVIDERS,
-  EDITIONS,
-  SUBSCRIPTION_STATUSES,
-  WEBHOOK_EVENTS,
-  WORKSPACE_ROLES,
-  type WebhookEvent,
-} from '../../db/schema.js';
-
-const provider = z.enum(BILLING_PROVIDERS);
-const member = z.object({
-  userId: z.uuid(),
-  role: z.enum(WORKSPACE_ROLES),
-});
-const apiKey = z.object({
-  apiKeyId: z.uuid(),
-  name: z
-    .string()
-    .max(100)
-    .meta({ examples: ['CI deploys'] }),
-  prefix: z.string().max(32).meta({ description: 'The first characters of the key, to recognise it.' }),
-  scopes: z.array(z.enum(API_KEY_SCOPES)).max(API_KEY_SCOPES.length),
-});
-const payment = z.object({
-  paymentId: z.uuid(),
-  amountCents: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-  currency: z
-    .string()
-    .max(3)
-    .meta({ description: 'ISO 4217, upper case.', examples: ['USD'] }),
-  provider,
-});
-
-/** What each event's `data` holds, and when it is sent. */
-export const WEBHOOK_EVENT_DATA = {
-  'webhook.test': {
-    when: 'A test delivery, sent by POST /workspaces/{workspaceId}/webhooks/{webhookId}/test.',
-    data: z.object({
-      message: z
-        .string()
-        .max(300)
-        .meta({ examples: ['This is a test delivery of the webhook "CI".'] }),
-      webhookId: z.uuid(),
-    }),
-  },
-  'billing.updated': {
-    when: "A payment provider's event changed the workspace's billing (plan, edition or status).",
-    data: z.object({
-      provider,
-      eventType: z
-        .string()
-        .max(200)
-        .meta({ description: "The provider's event type.", examples: ['invoice.paid'] }),
-      edition: z.enum(EDITIONS).optional(),
-      planId: z.uuid().nullable().optional(),
-    }),
-  },
-  'subscription.created': {
-    when: 'The workspace has a new subscription (a checkout completed).',
-    data: z.object({
-      subscriptionId: z.uuid(),
-      planId: z.uuid().nullable(),
-      provider,
-      status: z.enum(SUBSCRIPTION_STATUSES),
-    }),
-  },
-  'subscription.canceled': {
-    when: "The workspace's subscription was canceled.",
-    data: z.object({ subscriptionId: z.uuid(), planId: z.uuid().nullable(), provider }),
-  },
-  'payment.succeeded': { when: 'A payment of the workspace went through.', data: payment },
-  'payment.failed': { when: 'A payment of the workspace failed.', data: payment },
-  'member.added': { when: 'Someone joined the workspace (an invitation accepted).', data: member },
-  'member.removed': { when: 'A member left or was removed; `role` is the one they had.', data: member },
-  'api_key.created': { when: 'An API key was created or rotated (the key itself is never sent).', data: apiKey },
-  'api_key.revoked': { when: 'An API key was revoked.', data: apiKey },
-  'ai.generation.completed': {
-    when: 'A text generation of the workspace completed.',
-    data: z.object({
-      generationId: z.uuid(),
-      model: z
-        .string()
-        .max(100)
-        .meta({ examples: ['gpt-4o-mini'] }),
-      provider: z
-        .string()
-        .max(32)
-        .meta({ examples: ['OPENAI'] }),
-      totalTokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-    }),
-  },
-} satisfies Record<WebhookEvent, { when: string; data: z.ZodType }>;
+import { EVENTS, EVENT_NAMES, type EventName } from '../events/catalog.js';
 
 /** 'member.added' -> 'MemberAdded'. */
 const pascal = (event: string) =>
@@ -106,13 +13,13 @@ const pascal = (event: string) =>
     .join('');
 
 /** The body of a delivery of `event`. */
-export const eventEnvelope = (event: WebhookEvent) =>
+export const eventEnvelope = (event: EventName) =>
   z
     .object({
       event: z.literal(event),
       createdAt: z.iso.datetime({ offset: true }).meta({ description: 'When the event happened.' }),
       workspaceId: z.uuid(),
-      data: WEBHOOK_EVENT_DATA[event].data,
+      data: EVENTS[event].data,
     })
     .meta({ id: `${pascal(event)}Event` });
 
@@ -159,14 +66,14 @@ const DELIVERY_HEADERS = [
 
 /** The `webhooks` section: one POST per event, as the receiver sees it. */
 export const webhookEventsOpenApi: ZodOpenApiPathsObject = Object.fromEntries(
-  WEBHOOK_EVENTS.map((event) => [
+  EVENT_NAMES.map((event) => [
     event,
     {
       post: {
         operationId: `webhook-${event.replace(/[._]/g, '-')}`,
-        summary: `${event}: ${WEBHOOK_EVENT_DATA[event].when}`,
+        summary: `${event}: ${EVENTS[event].when}`,
         description:
-          `${WEBHOOK_EVENT_DATA[event].when} Sent to every active webhook of the workspace subscribed to ` +
+          `${EVENTS[event].when} Sent to every active webhook of the workspace subscribed to ` +
           `\`${event}\`, as a POST with a JSON body. Verify the signature over the raw body before parsing it. ` +
           'Answer any 2xx within the timeout to acknowledge; any other answer, a redirect or no answer is ' +
           'retried later with the same delivery id and body, and 410 Gone stops the retries.',

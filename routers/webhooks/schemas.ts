@@ -1,6 +1,7 @@
 // Inputs and outputs of the outbound webhook routes.
 import { z } from 'zod';
-import { DELIVERY_STATUSES, WEBHOOK_EVENTS } from '../../db/schema.js';
+import { DELIVERY_STATUSES } from '../../db/schema.js';
+import { EVENT_NAMES } from '../events/catalog.js';
 import { listInput } from '../../server/platform/pagination.js';
 import { displayName, exact } from '../../server/platform/validation.js';
 import { MAX_WEBHOOK_URL_LENGTH } from './url-policy.js';
@@ -14,9 +15,9 @@ const url = z.string().meta({
   examples: ['https://example.com/hooks/workspace'],
 });
 const events = z
-  .array(z.enum(WEBHOOK_EVENTS, { error: `Unknown event. Known events: ${WEBHOOK_EVENTS.join(', ')}.` }))
+  .array(z.enum(EVENT_NAMES, { error: `Unknown event. Known events: ${EVENT_NAMES.join(', ')}.` }))
   .min(1, { error: 'Subscribe to at least one event.' })
-  .max(WEBHOOK_EVENTS.length)
+  .max(EVENT_NAMES.length)
   .transform((e) => [...new Set(e)]);
 const name = displayName(100);
 
@@ -26,7 +27,7 @@ export const webhookOutput = z
     workspaceId: z.uuid(),
     name: z.string(),
     url: z.string(),
-    events: z.array(z.enum(WEBHOOK_EVENTS)),
+    events: z.array(z.enum(EVENT_NAMES)),
     isActive: z.boolean(),
     disabledReason: z.string().nullable(),
     consecutiveFailures: z.number().int(),

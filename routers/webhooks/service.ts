@@ -3,7 +3,8 @@
 // made by jobs/webhook-runner.ts (directly or through BullMQ) with routers/webhooks/delivery.ts.
 import crypto from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import type { Database, DeliveryStatus, WebhookDeliveriesTable, WebhookEvent, WebhooksTable } from '../../db/schema.js';
+import type { Database, DeliveryStatus, WebhookDeliveriesTable, WebhooksTable } from '../../db/schema.js';
+import { isEventName, type EventName } from '../events/catalog.js';
 import type { Config } from '../../server/platform/config.js';
 import { AppError } from '../../server/platform/errors.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
@@ -47,7 +48,8 @@ export function toWebhook(h: Selectable<WebhooksTable>) {
     workspaceId: h.workspace_id,
     name: h.name,
     url: h.url,
-    events: h.events,
+    // A name dropped from the catalogue since the webhook subscribed is no longer answered.
+    events: h.events.filter(isEventName),
     isActive: h.is_active,
     disabledReason: h.disabled_reason,
     consecutiveFailures: h.consecutive_failures,
@@ -99,7 +101,7 @@ export async function createWebhook(
   deps: WebhookDeps,
   actor: Actor,
   workspaceId: string,
-  input: { name: string; url: string; events: WebhookEvent[] },
+  input: { name: string; url: string; events: EventName[] },
 ) {
   checkUrl(deps, input.url);
   const secret = newSecret();
@@ -145,7 +147,7 @@ export async function updateWebhook(
   actor: Actor,
   workspaceId: string,
   webhookId: string,
-  changes: { name?: string; url?: string; events?: WebhookEvent[]; isActive?: boolean },
+  changes: { name?: string; url?: string; events?: EventName[]; isActive?: boolean },
 ) {
   if (changes.url !== undefined) checkUrl(deps, changes.url);
   return deps.db.transaction().execute(async (trx) => {

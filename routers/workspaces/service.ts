@@ -16,6 +16,7 @@ import type { Config } from '../../server/platform/config.js';
 import { roleHas } from '../../server/platform/permissions.js';
 import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js';
 import { recordAudit, type Actor } from '../audit/service.js';
+import { emitEvent } from '../events/emit.js';
 import type { WorkspaceAccess } from './access.js';
 
 type Db = Kysely<Database>;
@@ -354,10 +355,7 @@ export async function acceptInvitation(db: Db, actor: Actor, user: { id: string;
       .executeTakeFirst();
     if (!joined) return { workspace: { ...workspace, role: (await memberRole())! } };
     const { role } = joined;
-    await trx
-      .insertInto('domain_events')
-      .values({ workspace_id: workspace.id, type: 'member.added', payload: JSON.stringify({ userId: user.id, role }) })
-      .execute();
+    await emitEvent(trx, workspace.id, 'member.added', { userId: user.id, role });
     await recordAudit(trx, actor, {
       action: 'member.joined',
       targetType: 'member',
@@ -489,14 +487,7 @@ export async function removeMember(db: Db, actor: Actor, access: WorkspaceAccess
       .where('workspace_id', '=', access.id)
       .where('user_id', '=', userId)
       .execute();
-    await trx
-      .insertInto('domain_events')
-      .values({
-        workspace_id: access.id,
-        type: 'member.removed',
-        payload: JSON.stringify({ userId, role: target.role }),
-      })
-      .execute();
+    await emitEvent(trx, access.id, 'member.removed', { userId, role: target.role });
     await recordAudit(trx, actor, {
       action: 'member.removed',
       targetType: 'member',
