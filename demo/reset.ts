@@ -13,6 +13,7 @@ import {
   type DemoDeps,
 } from './data.js';
 import { accountSummary, ignoredNotes, noRows, type DemoSummary } from './summary.js';
+import { SYSTEM_ACTOR } from '../server/platform/actor.js';
 
 const count = (r: { numDeletedRows: bigint } | undefined) => Number(r?.numDeletedRows ?? 0);
 
@@ -181,7 +182,7 @@ export async function resetDemo(deps: DemoDeps, opts: { via?: 'command' | 'sched
     const removedTotal = Object.values(removed).reduce((a, b) => a + b, 0);
     await recordAudit(
       trx,
-      { userId: null, email: null, requestId: null, ip: null },
+      SYSTEM_ACTOR,
       {
         action: 'demo.reset',
         targetType: 'workspace',

@@ -1,7 +1,7 @@
 // Workspace API keys (api_keys.manage). Demo accounts are refused every change.
 import { z } from 'zod';
 import { router, workspaceProcedure } from '../../server/platform/trpc.js';
-import { actorOf } from '../audit/service.js';
+import { actorOf } from '../../server/platform/actor.js';
 import {
   apiKeyOutput,
   createKeyInput,

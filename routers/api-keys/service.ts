@@ -8,7 +8,8 @@ import type { ApiKeysTable, ApiKeyScope, Database, Edition, PlanLimits } from '.
 import { compiledOnce } from '../../db/compiled.js';
 import { batchedLookup } from '../../db/batched.js';
 import { AppError } from '../../server/platform/errors.js';
-import { recordAudit, type Actor } from '../audit/service.js';
+import type { Actor } from '../../server/platform/actor.js';
+import { recordAudit } from '../audit/service.js';
 import { emitEvent } from '../events/emit.js';
 
 type Db = Kysely<Database>;

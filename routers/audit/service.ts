@@ -2,7 +2,7 @@
 // Metadata holds facts about the change (ids, states, roles), never a secret.
 import type { Kysely } from 'kysely';
 import type { AuditMetadata, Database } from '../../db/schema.js';
-import type { RequestMeta } from '../../server/platform/context.js';
+import type { Actor } from '../../server/platform/actor.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import type { Config } from '../../server/platform/config.js';
 
@@ -56,20 +56,6 @@ export type AuditAction =
   | 'webhook.secret_rotated'
   | 'webhook.disabled'
   | 'demo.reset';
-
-/** Who acted, and from where. `userId` is null for anonymous events (a failed sign-in). */
-export interface Actor {
-  userId: string | null;
-  email: string | null;
-  requestId: string | null;
-  ip: string | null;
-}
-
-export function actorOf(
-  ctx: Pick<RequestMeta, 'requestId' | 'ip'> & { user?: { id: string; email: string } | null },
-): Actor {
-  return { userId: ctx.user?.id ?? null, email: ctx.user?.email ?? null, requestId: ctx.requestId, ip: ctx.ip };
-}
 
 export interface AuditEntry {
   action: AuditAction;

@@ -13,7 +13,8 @@ import { AppError } from '../../server/platform/errors.js';
 import { sendAfterCommit } from '../../server/platform/email/mailer.js';
 import { mfaDisabledMail, mfaEnabledMail } from '../../server/platform/email/templates.js';
 import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js';
-import { recordAudit, type Actor } from '../audit/service.js';
+import { actorOf, type Actor } from '../../server/platform/actor.js';
+import { recordAudit } from '../audit/service.js';
 import { USER_COLUMNS, type UserRow } from './schemas.js';
 import { lockSessionsOf, passwordStill } from './sessions.js';
 
@@ -139,13 +140,6 @@ async function lockUser(trx: Transaction<Database>, userId: string) {
     .executeTakeFirstOrThrow();
 }
 
-const actorOfUser = (user: { id: string; email: string }, meta: Pick<RequestMeta, 'requestId' | 'ip'>): Actor => ({
-  userId: user.id,
-  email: user.email,
-  requestId: meta.requestId,
-  ip: meta.ip,
-});
-
 // ---------------------------------------------------------------------------------------------------
 // Setting up, confirming, turning off
 
@@ -190,7 +184,7 @@ export async function confirmTotp(deps: Deps, user: UserRow, code: string, meta:
     await trx.updateTable('user_totp').set({ confirmed_at: now }).where('user_id', '=', user.id).execute();
     await trx.updateTable('users').set({ mfa_enabled: true, updated_at: now }).where('id', '=', user.id).execute();
     const codes = await replaceBackupCodes(trx, user.id);
-    await recordAudit(trx, actorOfUser(user, meta), {
+    await recordAudit(trx, actorOf(meta, user), {
       action: 'auth.mfa_enabled',
       targetType: 'user',
       targetId: user.id,
@@ -223,7 +217,7 @@ export async function disableMfa(
       throw new AppError('INVALID_CREDENTIALS', 'The password is not right.');
     if (!(await acceptSecondFactor(deps, trx, user.id, input.code))) throw invalidCode();
     await clearMfa(trx, user.id);
-    await recordAudit(trx, actorOfUser(user, meta), {
+    await recordAudit(trx, actorOf(meta, user), {
       action: 'auth.mfa_disabled',
       targetType: 'user',
       targetId: user.id,
@@ -240,7 +234,7 @@ export async function regenerateBackupCodes(deps: Deps, user: UserRow, code: str
     if (!locked.mfa_enabled) throw notEnabled();
     if (!(await acceptSecondFactor(deps, trx, user.id, code))) throw invalidCode();
     const codes = await replaceBackupCodes(trx, user.id);
-    await recordAudit(trx, actorOfUser(user, meta), {
+    await recordAudit(trx, actorOf(meta, user), {
       action: 'auth.mfa_backup_codes_regenerated',
       targetType: 'user',
       targetId: user.id,
@@ -403,7 +397,7 @@ export async function verifyMfaChallenge(
     attempt?.settle(true);
     await recordAudit(
       deps.db,
-      { userId: null, email: null, requestId: meta.requestId, ip: meta.ip },
+      actorOf(meta, null),
       { action: 'auth.mfa_failed', targetType: 'user', targetId: user.id, metadata: { method } },
     );
     throw invalidCode();

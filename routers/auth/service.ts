@@ -26,6 +26,7 @@ import {
 } from './sessions.js';
 import { recordAudit } from '../audit/service.js';
 import { endMfaChallenges, startMfaChallenge, verifyMfaChallenge, type MfaAttempts, type MfaChallenge } from './mfa.js';
+import { actorOf } from '../../server/platform/actor.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'passwords'>;
 
@@ -147,7 +148,7 @@ export async function login(deps: Deps, input: { email: string; password: string
     const reason = !user ? 'unknown_email' : user.password_hash ? 'wrong_password' : 'no_password';
     await recordAudit(
       deps.db,
-      { userId: null, email: null, requestId: meta.requestId, ip: meta.ip },
+      actorOf(meta, null),
       {
         action: 'auth.login_failed',
         targetType: 'user',
@@ -357,7 +358,7 @@ export async function resetPassword(deps: Deps, input: { token: string; newPassw
       .execute();
     await recordAudit(
       trx,
-      { userId: used.user_id, email: null, requestId: meta.requestId, ip: meta.ip },
+      actorOf(meta, { id: used.user_id }),
       {
         action: 'auth.password_reset',
         targetType: 'user',
@@ -433,7 +434,7 @@ export async function changePassword(
     await endMfaChallenges(trx, userId);
     await recordAudit(
       trx,
-      { userId, email: principal.user.email, requestId: meta.requestId, ip: meta.ip },
+      actorOf(meta, principal.user),
       { action: 'auth.password_changed', targetType: 'user', targetId: userId, metadata: { sessionsEnded: n } },
     );
     return n;
@@ -489,7 +490,7 @@ export async function endSession(
     await revokeFamily(trx, userId, sessionId, 'ended_by_user');
     await recordAudit(
       trx,
-      { userId, email: principal.user.email, requestId: meta.requestId, ip: meta.ip },
+      actorOf(meta, principal.user),
       { action: 'auth.session_revoked', targetType: 'user', targetId: userId, metadata: { sessionId } },
     );
   });
@@ -507,7 +508,7 @@ export async function endOtherSessions(
     const n = await revokeAllSessions(trx, userId, 'ended_by_user', principal.sessionId);
     await recordAudit(
       trx,
-      { userId, email: principal.user.email, requestId: meta.requestId, ip: meta.ip },
+      actorOf(meta, principal.user),
       { action: 'auth.sessions_revoked', targetType: 'user', targetId: userId, metadata: { revoked: n } },
     );
     return n;

@@ -18,6 +18,7 @@ import type { Principal } from '../../server/platform/principal.js';
 
 export type { Principal };
 import { USER_COLUMNS } from './schemas.js';
+import { actorOf } from '../../server/platform/actor.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db'>;
 
@@ -262,7 +263,7 @@ export async function rotateRefreshToken(
         await revokeFamily(trx, row.user_id, row.family_id, 'reuse');
         await recordAudit(
           trx,
-          { userId: null, email: null, requestId: meta.requestId, ip: meta.ip },
+          actorOf(meta, null),
           {
             action: 'auth.session_reuse_detected',
             targetType: 'user',

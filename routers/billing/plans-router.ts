@@ -1,7 +1,7 @@
 // The public plan catalog and the admin plan routes, with the read-only billing settings.
 import { z } from 'zod';
 import { adminProcedure, adminWriteProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
-import { actorOf } from '../audit/service.js';
+import { actorOf } from '../../server/platform/actor.js';
 import * as plans from './plans.js';
 import {
   billingSettingsOutput,

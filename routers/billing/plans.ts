@@ -8,7 +8,8 @@ import { isUniqueViolation } from '../../db/errors.js';
 import { AppError } from '../../server/platform/errors.js';
 import { settlesWithin } from '../../server/platform/in-flight.js';
 import type { Logger } from '../../server/platform/logger.js';
-import { recordAudit, type Actor } from '../audit/service.js';
+import type { Actor } from '../../server/platform/actor.js';
+import { recordAudit } from '../audit/service.js';
 import { toPlanOutput, type CreatePlanInput, type PlanOutput, type UpdatePlanInput } from './schemas.js';
 
 type Db = Kysely<Database>;

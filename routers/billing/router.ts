@@ -2,7 +2,7 @@
 // workspace billing routes the spec keeps for compatibility (same services, workspace in the path).
 import { z } from 'zod';
 import { publicProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
-import { actorOf } from '../audit/service.js';
+import { actorOf } from '../../server/platform/actor.js';
 import {
   checkoutInput,
   checkoutOutput,

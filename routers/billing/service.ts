@@ -16,7 +16,8 @@ import type { Config } from '../../server/platform/config.js';
 import { AppError } from '../../server/platform/errors.js';
 import type { Logger } from '../../server/platform/logger.js';
 import { listRequestOf, mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
-import { recordAudit, type Actor } from '../audit/service.js';
+import type { Actor } from '../../server/platform/actor.js';
+import { recordAudit } from '../audit/service.js';
 import { emitEvent } from '../events/emit.js';
 import type {
   BillingChange,

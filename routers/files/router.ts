@@ -1,7 +1,7 @@
 // Storage status and workspace branding (the logo upload itself is a plain multipart route: uploads.ts).
 import { z } from 'zod';
 import { authedProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
-import { actorOf } from '../audit/service.js';
+import { actorOf } from '../../server/platform/actor.js';
 import { brandingInput, brandingOutput, providerStatusOutput, updateBrandingInput } from './schemas.js';
 import * as files from './service.js';
 

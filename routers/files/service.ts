@@ -11,7 +11,8 @@ import { AppError } from '../../server/platform/errors.js';
 import { platformRoleHas } from '../../server/platform/permissions.js';
 import type { Storage } from '../../server/platform/storage.js';
 import { isUuid } from '../../server/platform/validation.js';
-import { recordAudit, type Actor } from '../audit/service.js';
+import type { Actor } from '../../server/platform/actor.js';
+import { recordAudit } from '../audit/service.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import type { BrandingChanges } from './schemas.js';
 

@@ -3,7 +3,7 @@
 // (start, callback) are plain Express routes: redirects.ts.
 import { z } from 'zod';
 import { authedProcedure, authenticateRequest, publicProcedure, router } from '../../server/platform/trpc.js';
-import { actorOf } from '../audit/service.js';
+import { actorOf } from '../../server/platform/actor.js';
 import {
   exchangeInput,
   exchangeOutput,

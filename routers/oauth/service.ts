@@ -10,7 +10,8 @@ import { AppError } from '../../server/platform/errors.js';
 import type { Principal } from '../../server/platform/principal.js';
 import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js';
 import { withoutInvisibleCharacters } from '../../server/platform/validation.js';
-import { recordAudit, type Actor } from '../audit/service.js';
+import { actorOf, type Actor } from '../../server/platform/actor.js';
+import { recordAudit } from '../audit/service.js';
 import { createSessionResult, insertAccount, sendVerificationMail } from '../auth/service.js';
 import { USER_COLUMNS, type UserRow } from '../auth/schemas.js';
 import { ProviderUnavailable } from './providers/errors.js';
@@ -366,7 +367,7 @@ async function signIn(deps: Deps, provider: IdentityProvider, profile: ProviderP
         const account = await accountOf(deps, trx, provider, profile);
         const { user } = account;
         if (account.kind !== 'identity') {
-          const actor: Actor = { userId: user.id, email: user.email, requestId: meta.requestId, ip: meta.ip };
+          const actor = actorOf(meta, user);
           await recordAudit(trx, actor, {
             action: account.kind === 'created' ? 'auth.oauth_account_created' : 'auth.identity_linked',
             targetType: 'user',
@@ -461,7 +462,7 @@ async function recordRefusal(deps: Deps, provider: IdentityProvider, flow: Flow,
   );
   await recordAudit(
     deps.db,
-    { userId: flow.user_id, email: null, requestId: meta.requestId, ip: meta.ip },
+    actorOf(meta, flow.user_id ? { id: flow.user_id } : null),
     {
       action: flow.purpose === 'LINK' ? 'auth.identity_link_failed' : 'auth.oauth_login_failed',
       targetType: flow.user_id ? 'user' : undefined,
@@ -518,7 +519,7 @@ export async function exchangeCode(
   const result = await createSessionResult(deps, user, meta);
   await recordAudit(
     deps.db,
-    { userId: user.id, email: user.email, requestId: meta.requestId, ip: meta.ip },
+    actorOf(meta, user),
     { action: 'auth.oauth_login', targetType: 'user', targetId: user.id, metadata: { provider: pending.provider } },
   );
   return result;
@@ -570,7 +571,7 @@ async function linkIdentity(
   if (!row) throw alreadyLinked(name);
   await recordAudit(
     trx,
-    { userId: user.id, email: user.email, requestId: meta.requestId, ip: meta.ip },
+    actorOf(meta, user),
     {
       action: 'auth.identity_linked',
       targetType: 'user',

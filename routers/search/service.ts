@@ -2,7 +2,7 @@
 // name/e-mail match over its members: ten of each at most.
 import { sql } from 'kysely';
 import type { Db } from '../../db/index.js';
-import { escapeLike } from '../workspaces/service.js';
+import { escapeLike } from '../../db/text.js';
 
 export async function search(db: Db, workspaceId: string, q: string) {
   const query = sql`plainto_tsquery('simple', ${q})`;

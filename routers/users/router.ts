@@ -1,7 +1,7 @@
 // Platform administration of users. Reads for admin and demo admin; writes through adminWriteProcedure.
 import { listOutput } from '../../server/platform/pagination.js';
 import { adminProcedure, adminWriteProcedure, router } from '../../server/platform/trpc.js';
-import { actorOf } from '../audit/service.js';
+import { actorOf } from '../../server/platform/actor.js';
 import { adminUserDetailOutput, adminUserOutput, listUsersInput, updateUserInput, userIdInput } from './schemas.js';
 import * as users from './service.js';
 

@@ -4,12 +4,13 @@ import type { Database, PlatformRole, User, UserStatus } from '../../db/schema.j
 import type { Config } from '../../server/platform/config.js';
 import { AppError } from '../../server/platform/errors.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
-import { recordAudit, type Actor } from '../audit/service.js';
+import type { Actor } from '../../server/platform/actor.js';
+import { recordAudit } from '../audit/service.js';
 import { toUserOutput } from '../auth/schemas.js';
 import { membershipsOf } from '../workspaces/access.js';
 import { adminResetMfa } from '../auth/mfa.js';
 import type { AppDeps } from '../../server/platform/context.js';
-import { escapeLike } from '../workspaces/service.js';
+import { escapeLike } from '../../db/text.js';
 
 type Db = Kysely<Database>;
 

@@ -19,6 +19,7 @@ import type { Mailer } from '../../server/platform/email/mailer.js';
 import type { SecretBox } from '../../server/platform/security/secret-box.js';
 import { recordAudit } from '../audit/service.js';
 import { checkWebhookUrl, resolveDeliveryAddress, type CheckedUrl } from './url-policy.js';
+import { SYSTEM_ACTOR } from '../../server/platform/actor.js';
 
 export interface DeliveryDeps {
   db: Kysely<Database>;
@@ -425,7 +426,7 @@ async function trackEndpointHealth(
       .execute();
     await recordAudit(
       trx,
-      { userId: null, email: null, requestId: null, ip: null },
+      SYSTEM_ACTOR,
       {
         action: 'webhook.disabled',
         targetType: 'webhook',

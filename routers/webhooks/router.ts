@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { listOutput } from '../../server/platform/pagination.js';
 import { router, workspaceProcedure } from '../../server/platform/trpc.js';
-import { actorOf } from '../audit/service.js';
+import { actorOf } from '../../server/platform/actor.js';
 import {
   createWebhookInput,
   deliveriesInput,

@@ -9,7 +9,8 @@ import type { Config } from '../../server/platform/config.js';
 import { AppError } from '../../server/platform/errors.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import type { SecretBox } from '../../server/platform/security/secret-box.js';
-import { recordAudit, type Actor } from '../audit/service.js';
+import type { Actor } from '../../server/platform/actor.js';
+import { recordAudit } from '../audit/service.js';
 import { checkWebhookUrl } from './url-policy.js';
 
 type Db = Kysely<Database>;

@@ -2,7 +2,7 @@
 // ownership transfer. Reads for admin and demo admin; writes through adminWriteProcedure.
 import { z } from 'zod';
 import { adminProcedure, adminWriteProcedure, router } from '../../server/platform/trpc.js';
-import { actorOf } from '../audit/service.js';
+import { actorOf } from '../../server/platform/actor.js';
 import {
   adminCreateWorkspaceInput,
   adminUpdateWorkspaceInput,
@@ -12,8 +12,8 @@ import {
   transferOwnerInput,
   workspaceIdInput,
 } from './schemas.js';
-import * as workspaces from './service.js';
-import type { WorkspaceMove } from './service.js';
+import * as workspaces from './admin.js';
+import type { WorkspaceMove } from './admin.js';
 
 const tags = ['Admin: workspaces'];
 
@@ -25,7 +25,7 @@ const move = (name: WorkspaceMove, summary: string, description: string) =>
     })
     .input(workspaceIdInput)
     .output(adminWorkspaceDetailOutput)
-    .mutation(({ ctx, input }) => workspaces.moveWorkspace(ctx.db, actorOf(ctx), input.workspaceId, name));
+    .mutation(({ ctx, input }) => workspaces.moveWorkspace(ctx, actorOf(ctx), { ...input, move: name }));
 
 export const adminWorkspacesRouter = router({
   list: adminProcedure
@@ -40,9 +40,7 @@ export const adminWorkspacesRouter = router({
     })
     .input(adminWorkspaceListInput)
     .output(adminWorkspacePageOutput)
-    .query(({ ctx, input: { page, limit, cursor, ...filters } }) =>
-      workspaces.adminListWorkspaces(ctx, filters, { page, limit, cursor }),
-    ),
+    .query(({ ctx, input }) => workspaces.adminListWorkspaces(ctx, input)),
 
   create: adminWriteProcedure
     .meta({
@@ -58,7 +56,7 @@ export const adminWorkspacesRouter = router({
     })
     .input(adminCreateWorkspaceInput)
     .output(adminWorkspaceDetailOutput)
-    .mutation(({ ctx, input }) => workspaces.adminCreateWorkspace(ctx.db, actorOf(ctx), input)),
+    .mutation(({ ctx, input }) => workspaces.adminCreateWorkspace(ctx, actorOf(ctx), input)),
 
   get: adminProcedure
     .meta({
@@ -72,7 +70,7 @@ export const adminWorkspacesRouter = router({
     })
     .input(workspaceIdInput)
     .output(adminWorkspaceDetailOutput)
-    .query(({ ctx, input }) => workspaces.adminGetWorkspace(ctx.db, input.workspaceId)),
+    .query(({ ctx, input }) => workspaces.adminGetWorkspace(ctx, input)),
 
   update: adminWriteProcedure
     .meta({
@@ -86,7 +84,7 @@ export const adminWorkspacesRouter = router({
     })
     .input(adminUpdateWorkspaceInput)
     .output(adminWorkspaceDetailOutput)
-    .mutation(({ ctx, input }) => workspaces.adminRenameWorkspace(ctx.db, actorOf(ctx), input.workspaceId, input.name)),
+    .mutation(({ ctx, input }) => workspaces.adminRenameWorkspace(ctx, actorOf(ctx), input)),
 
   suspend: move(
     'suspend',
@@ -114,9 +112,7 @@ export const adminWorkspacesRouter = router({
     })
     .input(transferOwnerInput)
     .output(adminWorkspaceDetailOutput)
-    .mutation(({ ctx, input }) =>
-      workspaces.transferOwnership(ctx.db, actorOf(ctx), input.workspaceId, input.newOwnerUserId),
-    ),
+    .mutation(({ ctx, input }) => workspaces.transferOwnership(ctx, actorOf(ctx), input)),
 
   delete: adminWriteProcedure
     .meta({
@@ -132,5 +128,5 @@ export const adminWorkspacesRouter = router({
     })
     .input(workspaceIdInput)
     .output(z.object({ message: z.string() }))
-    .mutation(({ ctx, input }) => workspaces.deleteWorkspace(ctx.db, actorOf(ctx), input.workspaceId)),
+    .mutation(({ ctx, input }) => workspaces.deleteWorkspace(ctx, actorOf(ctx), input)),
 });

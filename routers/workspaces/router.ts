@@ -1,7 +1,7 @@
 // Workspaces as their members see them: list, create, read, rename; members, invitations and roles.
 import { z } from 'zod';
 import { authedProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
-import { actorOf } from '../audit/service.js';
+import { actorOf } from '../../server/platform/actor.js';
 import {
   acceptInvitationInput,
   acceptedInvitationOutput,
@@ -18,6 +18,7 @@ import {
   workspaceOutput,
 } from './schemas.js';
 import * as workspaces from './service.js';
+import * as members from './members.js';
 
 const tags = ['Workspaces'];
 
@@ -34,7 +35,7 @@ export const workspacesRouter = router({
     })
     .input(z.void())
     .output(listOutput(myWorkspaceOutput))
-    .query(({ ctx }) => workspaces.listMyWorkspaces(ctx.db, ctx.memberships)),
+    .query(({ ctx }) => workspaces.listMyWorkspaces(ctx, { memberships: ctx.memberships })),
 
   create: authedProcedure
     .meta({
@@ -49,7 +50,7 @@ export const workspacesRouter = router({
     })
     .input(createWorkspaceInput)
     .output(myWorkspaceOutput)
-    .mutation(({ ctx, input }) => workspaces.createWorkspace(ctx.db, { ...actorOf(ctx), userId: ctx.user.id }, input)),
+    .mutation(({ ctx, input }) => workspaces.createWorkspace(ctx, actorOf(ctx), input)),
 
   acceptInvitation: authedProcedure
     .meta({
@@ -65,7 +66,7 @@ export const workspacesRouter = router({
     })
     .input(acceptInvitationInput)
     .output(acceptedInvitationOutput)
-    .mutation(({ ctx, input }) => workspaces.acceptInvitation(ctx.db, actorOf(ctx), ctx.user, input.token)),
+    .mutation(({ ctx, input }) => members.acceptInvitation(ctx, actorOf(ctx), input)),
 
   get: workspaceProcedure('workspace.read')
     .meta({
@@ -79,7 +80,7 @@ export const workspacesRouter = router({
     })
     .input(workspaceIdInput)
     .output(myWorkspaceOutput)
-    .query(({ ctx }) => workspaces.getWorkspace(ctx.db, ctx.workspace)),
+    .query(({ ctx }) => workspaces.getWorkspace(ctx, { workspace: ctx.workspace })),
 
   update: workspaceProcedure('workspace.update')
     .meta({
@@ -96,8 +97,8 @@ export const workspacesRouter = router({
     })
     .input(updateWorkspaceInput)
     .output(workspaceOutput)
-    .mutation(({ ctx, input: { workspaceId: _, ...changes } }) =>
-      workspaces.updateWorkspace(ctx.db, actorOf(ctx), ctx.workspace.id, changes, ctx.user.mfa_enabled),
+    .mutation(({ ctx, input }) =>
+      workspaces.updateWorkspace(ctx, actorOf(ctx), { ...input, callerMfaEnabled: ctx.user.mfa_enabled }),
     ),
 
   members: workspaceProcedure('workspace.read')
@@ -112,7 +113,7 @@ export const workspacesRouter = router({
     })
     .input(workspaceIdInput)
     .output(listOutput(memberOutput))
-    .query(async ({ ctx }) => ({ items: await workspaces.listMembers(ctx.db, ctx.workspace.id) })),
+    .query(async ({ ctx, input }) => ({ items: await workspaces.listMembers(ctx, input) })),
 
   // Only a role that may make owners (ownership.manage) may invite one.
   invite: workspaceProcedure((input) => (input.role === 'OWNER' ? 'ownership.manage' : 'members.manage'))
@@ -130,7 +131,9 @@ export const workspacesRouter = router({
     })
     .input(inviteInput)
     .output(invitationOutput)
-    .mutation(({ ctx, input }) => workspaces.invite(ctx, actorOf(ctx), ctx.workspace, input, ctx.user.name)),
+    .mutation(({ ctx, input }) =>
+      members.invite(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace, inviterName: ctx.user.name }),
+    ),
 
   changeRole: workspaceProcedure('members.manage')
     .meta({
@@ -146,9 +149,7 @@ export const workspacesRouter = router({
     })
     .input(changeRoleInput)
     .output(memberOutput)
-    .mutation(({ ctx, input }) =>
-      workspaces.changeMemberRole(ctx.db, actorOf(ctx), ctx.workspace, input.userId, input.role),
-    ),
+    .mutation(({ ctx, input }) => members.changeMemberRole(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace })),
 
   removeMember: workspaceProcedure('members.manage')
     .meta({
@@ -164,5 +165,5 @@ export const workspacesRouter = router({
     })
     .input(memberInput)
     .output(z.object({ message: z.string() }))
-    .mutation(({ ctx, input }) => workspaces.removeMember(ctx.db, actorOf(ctx), ctx.workspace, input.userId)),
+    .mutation(({ ctx, input }) => members.removeMember(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace })),
 });

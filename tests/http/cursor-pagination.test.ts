@@ -17,7 +17,7 @@ import * as email from '../../routers/email/service.js';
 import * as support from '../../routers/support/service.js';
 import * as users from '../../routers/users/service.js';
 import * as webhooks from '../../routers/webhooks/service.js';
-import * as workspaces from '../../routers/workspaces/service.js';
+import * as workspaces from '../../routers/workspaces/admin.js';
 
 let app: TestApp;
 let admin: Session;
@@ -586,7 +586,7 @@ describe('query plans', () => {
       ],
       ['deliveries by webhook', 'webhook_deliveries', (r) => webhooks.listDeliveries(deps, id, { webhookId: hook }, r)],
       ['admin users', 'users', (r) => users.listUsers(deps, {}, r)],
-      ['admin workspaces', 'workspaces', (r) => workspaces.adminListWorkspaces(deps, {}, r)],
+      ['admin workspaces', 'workspaces', (r) => workspaces.adminListWorkspaces(deps, r)],
       ['contact messages', 'contact_messages', (r) => support.listContactMessages(deps, r)],
       ['support tickets', 'support_tickets', (r) => support.listTickets(deps, r)],
       ['e-mail logs', 'email_logs', (r) => email.listEmailLogs(deps, { platformRole: 'ADMIN' }, {}, r)],
