@@ -1,5 +1,5 @@
 // Deliveries that isolate endpoints (bench/run.ts, scenario "deliveries beside a hanging endpoint"): the
-// real worker (jobs/worker.ts, WEBHOOK_TIMEOUT_MS 10 s) and the API's producer (jobs/queue.ts, which reads
+// real worker (server/worker.ts, WEBHOOK_TIMEOUT_MS 10 s) and the API's producer (jobs/queue.ts, which reads
 // the endpoints' slow marks), against loopback receivers in this process: BENCH_ISOLATION_HEALTHY healthy
 // endpoints (each a webhook of a workspace of its own, on a port of its own, answering 200 at once) and one
 // that accepts connections and never answers. Deliveries are queued at a steady rate (open loop, as events

@@ -1,5 +1,5 @@
 // Queue throughput, measured in the same run: raw BullMQ jobs that do nothing (bench/raw-worker.ts)
-// against `deliver_webhook` jobs of the webhook worker (jobs/worker.ts) delivering signed webhooks to a
+// against `deliver_webhook` jobs of the webhook worker (server/worker.ts) delivering signed webhooks to a
 // loopback receiver (bench/receiver.ts). Both workers run in child processes at the same concurrency;
 // with a worker ready, a warm-up batch of jobs runs untimed (as the HTTP scenarios' warm-up: a long-lived
 // worker's code is compiled, its connections open). A timed run fills the paused queue with its jobs

@@ -1,5 +1,5 @@
 // The baseline of the queue benchmark (bench/queue.ts starts it as a child process): a BullMQ worker
-// whose jobs do nothing, at the same concurrency as the webhook worker (jobs/worker.ts).
+// whose jobs do nothing, at the same concurrency as the webhook worker (server/worker.ts).
 // Settings from the environment: REDIS_URL, BENCH_QUEUE, BENCH_CONCURRENCY.
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';

@@ -841,7 +841,7 @@ async function ownScenarios(): Promise<void> {
         deliveries: ISOLATION_DELIVERIES,
         ratePerSec: ISOLATION_RATE,
         healthyEndpoints: ISOLATION_HEALTHY,
-        startWorker: (workerEnv) => startWorker('webhook worker (lanes)', 'jobs/worker.ts', workerEnv, /worker ready/),
+        startWorker: (workerEnv) => startWorker('webhook worker (lanes)', 'server/worker.ts', workerEnv, /worker ready/),
       });
       const line = (label: string, r: typeof f.alone) =>
         `    ${label}: ${r.delivered} of ${r.healthy} healthy deliveries, ${r.ratePerSec.toFixed(0)}/s, enqueue to receipt p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms`;
@@ -1056,7 +1056,7 @@ async function main(): Promise<void> {
         })),
       );
     },
-    startWorker: () => startWorker('webhook worker', 'jobs/worker.ts', workerEnv, /worker ready/),
+    startWorker: () => startWorker('webhook worker', 'server/worker.ts', workerEnv, /worker ready/),
   });
   // The two alternate over the rounds, as the HTTP scenarios do.
   const rawRuns: QueueMeasurement[] = [];

@@ -3,7 +3,7 @@
 // id, so a delivery is queued once. The producer's Redis connection fails fast: if Redis is away or answers
 // nothing for REDIS_COMMAND_TIMEOUT_MS, the delivery stays `pending` and a sweep enqueues it later.
 // `maintenance` holds the repeatable jobs the worker schedules (maintenanceSchedulers). The processors are
-// in jobs/processors/, registered by the worker (jobs/worker.ts).
+// in jobs/processors/, registered by the worker (server/worker.ts).
 import type { RepeatOptions } from 'bullmq';
 import type { Config } from '../server/platform/config.js';
 import { settlesWithin } from '../server/platform/in-flight.js';

@@ -10,7 +10,7 @@ import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { createDocument, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { tierOf, tierOfOperation, type Meta, type Tier } from '../server/platform/route-meta.js';
 import { ERROR_STATUS, type ErrorCode } from '../server/platform/errors.js';
-import { codesOf, errorSchema } from './error-response.js';
+import { codesOf, errorSchema } from '../server/platform/error-response.js';
 import { finishDocument } from './finish.js';
 
 const ERROR_SCHEMA = {

@@ -4,7 +4,7 @@
 import type { PlanCatalog } from './billing/plans.js';
 import type { Processors } from './billing/processors/index.js';
 import type { TextProvider } from './ai/providers/types.js';
-import type { WebhookRunner } from '../jobs/webhook-runner.js';
+import type { WebhookRunner } from './webhooks/runner.js';
 import type { IdentityProviders } from './oauth/providers/types.js';
 
 declare module '../server/platform/context.js' {

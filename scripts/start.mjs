@@ -8,7 +8,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DIST, ROOT, sourcesHash } from './sources.mjs';
 
-const ENTRIES = { server: 'server/index', worker: 'jobs/worker' };
+const ENTRIES = { server: 'server/index', worker: 'server/worker' };
 const entry = ENTRIES[process.argv[2]];
 if (!entry) {
   console.error(`usage: node scripts/start.mjs ${Object.keys(ENTRIES).join('|')}`);

@@ -20,7 +20,7 @@ import { PlanCatalog } from '../routers/billing/plans.js';
 import { createProcessors } from '../routers/billing/processors/index.js';
 import { createTextProvider } from '../routers/ai/providers/index.js';
 import { createIdentityProviders } from '../routers/oauth/providers/index.js';
-import { WebhookRunner } from '../jobs/webhook-runner.js';
+import { WebhookRunner } from '../routers/webhooks/runner.js';
 import { webhookQueueEnabled } from '../jobs/queue.js';
 
 export async function createDeps(config: Config, logger: Logger): Promise<AppDeps> {

@@ -1,15 +1,25 @@
-// Processor of the maintenance queue's `demo-reset` job (DEMO_RESET_CRON): demo/reset.ts's resetDemo on a
-// schedule. A job queued before the setting was emptied does nothing.
+// Processor of the maintenance queue's `demo-reset` job (DEMO_RESET_CRON): the demo reset on a schedule
+// (demo/reset.ts, handed in by the worker's composition root). A job queued before the setting was emptied
+// does nothing.
 import type { Config } from '../../server/platform/config.js';
 import type { Logger } from '../../server/platform/logger.js';
-import type { DemoDeps } from '../../demo/data.js';
-import { resetDemo } from '../../demo/reset.js';
 
-export function demoReset(deps: { demo: DemoDeps; config: Pick<Config, 'DEMO_RESET_CRON'>; logger: Logger }) {
+/** What a reset did. */
+export interface DemoResetSummary {
+  removed: Record<string, number>;
+  written: Record<string, number>;
+  accounts: Array<{ email: string }>;
+}
+
+export function demoReset(deps: {
+  reset: () => Promise<DemoResetSummary>;
+  config: Pick<Config, 'DEMO_RESET_CRON'>;
+  logger: Logger;
+}) {
   const { logger } = deps;
   return async () => {
     if (!deps.config.DEMO_RESET_CRON) return undefined;
-    const summary = await resetDemo(deps.demo, { via: 'schedule' }).catch((err: unknown) => {
+    const summary = await deps.reset().catch((err: unknown) => {
       logger.error({ err }, 'demo reset failed');
       throw err;
     });

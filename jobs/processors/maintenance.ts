@@ -3,7 +3,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/platform/config.js';
-import type { WebhookRunner } from '../webhook-runner.js';
+import type { WebhookRunner } from '../../routers/webhooks/runner.js';
 
 type MaintenanceConfig = Pick<Config, 'MAINTENANCE_SCHEDULER_ENABLED'>;
 type Sweeper = Pick<WebhookRunner, 'dispatchPending' | 'sweep'>;

@@ -9,7 +9,7 @@ import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { applyMockEvent, applyProviderEvent } from './service.js';
 import { mockEventInput } from './schemas.js';
 import type { ProcessorName } from './processors/types.js';
-import { errorResponse } from '../../openapi/error-response.js';
+import { errorResponse } from '../../server/platform/error-response.js';
 import { UnstorableText, refuseUnstorableText } from '../../server/platform/unstorable-text.js';
 import {
   JSON_BODY_LIMIT_BYTES,

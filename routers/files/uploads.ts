@@ -13,7 +13,7 @@ import { noteRequest } from '../../server/platform/monitoring.js';
 import { authenticateRequest } from '../../server/platform/trpc.js';
 import type { Principal } from '../auth/sessions.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
-import { errorResponse } from '../../openapi/error-response.js';
+import { errorResponse } from '../../server/platform/error-response.js';
 import { refuseContentEncoding, refuseDeclaredLength } from '../../server/platform/request-body.js';
 import {
   MiB,

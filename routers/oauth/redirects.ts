@@ -10,7 +10,7 @@ import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import type { AppDeps } from '../../server/platform/context.js';
 import { requestMeta } from '../../server/platform/context.js';
 import { randomToken } from '../../server/platform/security/tokens.js';
-import { errorResponse } from '../../openapi/error-response.js';
+import { errorResponse } from '../../server/platform/error-response.js';
 import { REQUEST_HEAD_MAX_BYTES } from '../../server/platform/request-body.js';
 import { FLOW_TTL_MS, callbackUrl, enabledProvider, finishFlow, startFlow } from './service.js';
 

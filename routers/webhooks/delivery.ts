@@ -424,17 +424,13 @@ async function trackEndpointHealth(
       .set({ is_active: false, disabled_reason: reason, updated_at: new Date() })
       .where('id', '=', webhookId)
       .execute();
-    await recordAudit(
-      trx,
-      SYSTEM_ACTOR,
-      {
-        action: 'webhook.disabled',
-        targetType: 'webhook',
-        targetId: webhookId,
-        workspaceId,
-        metadata: { consecutiveFailures: hook.consecutive_failures },
-      },
-    );
+    await recordAudit(trx, SYSTEM_ACTOR, {
+      action: 'webhook.disabled',
+      targetType: 'webhook',
+      targetId: webhookId,
+      workspaceId,
+      metadata: { consecutiveFailures: hook.consecutive_failures },
+    });
   });
   const owners = await db
     .selectFrom('workspace_members as m')

@@ -1,6 +1,6 @@
 // Outbound webhooks of a workspace: endpoints (the `whsec_` signing secret is shown once and kept
 // encrypted), secret rotation, test deliveries, the delivery log and retries. Deliveries themselves are
-// made by jobs/webhook-runner.ts (directly or through BullMQ) with routers/webhooks/delivery.ts.
+// made by runner.ts (directly or through BullMQ) with routers/webhooks/delivery.ts.
 import crypto from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, DeliveryStatus, WebhookDeliveriesTable, WebhooksTable } from '../../db/schema.js';
@@ -21,7 +21,7 @@ export interface WebhookDeps {
   secrets: SecretBox;
 }
 
-/** Starts the first attempt of new deliveries (jobs/webhook-runner.ts). */
+/** Starts the first attempt of new deliveries (runner.ts). */
 export interface DeliveryStarter {
   start(deliveryIds: string[], opts?: { wait?: boolean }): Promise<void>;
 }

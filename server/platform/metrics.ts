@@ -12,7 +12,7 @@ import type { ZodOpenApiPathsObject } from 'zod-openapi';
 import { errorBody, httpError } from './errors.js';
 import type { Tier } from './route-meta.js';
 import { bearerToken } from './security/jwt.js';
-import { errorResponse } from '../../openapi/error-response.js';
+import { errorResponse } from './error-response.js';
 
 export const METRICS_PATH = '/metrics';
 

@@ -2,7 +2,7 @@
 // HTTP, audit rows, polling, and databases of their own for the delivery tests.
 //
 // Why a database of its own: every running app sweeps and dispatches webhook deliveries of the WHOLE
-// database (jobs/webhook-runner.ts: by design, several instances share the work). Other test files run
+// database (routers/webhooks/runner.ts: by design, several instances share the work). Other test files run
 // apps at the same time with other settings (WEBHOOK_ALLOW_PRIVATE_URLS off, for one), and their sweeps
 // would take our retries and domain events and record them as refused. Delivery tests therefore run
 // against a database created for the file (migrated by the app at start-up) and dropped afterwards.

@@ -1,4 +1,4 @@
-// Fixtures of the queue-mode tests (queue.test.ts): the real worker (`jobs/worker.ts`) as a child process
+// Fixtures of the queue-mode tests (queue.test.ts): the real worker (`server/worker.ts`) as a child process
 // with its output captured, a webhook receiver whose answers may wait or never come, a TCP proxy in front
 // of Redis that the test can cut and restore (tests/helpers/tcp-proxy.ts), and dumps of the Redis keys
 // under a prefix.
@@ -24,7 +24,7 @@ export function workerEnvOf(settings: Record<string, string | undefined>): Recor
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
-/** `node --import tsx jobs/worker.ts`, as `npm run worker` runs it, with stdout and stderr kept. */
+/** `node --import tsx server/worker.ts`, as `npm run worker` runs it, with stdout and stderr kept. */
 export class WorkerProcess {
   /** stdout and stderr, in arrival order. */
   private readonly chunks: string[] = [];
@@ -53,7 +53,7 @@ export class WorkerProcess {
   }
 
   static start(label: string, env: Record<string, string>): WorkerProcess {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/worker.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'server/worker.ts'], {
       cwd: REPO_ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,5 @@
 // Queue mode: with QUEUES_ENABLED + WEBHOOK_QUEUE_ENABLED + REDIS_URL the API queues `deliver_webhook` jobs
-// (BullMQ) and the worker (`jobs/worker.ts`, run here as a real child process, as `npm run worker` runs
+// (BullMQ) and the worker (`server/worker.ts`, run here as a real child process, as `npm run worker` runs
 // it) delivers them. What a receiver gets and what the delivery log says; BullMQ's backoff retries and
 // the 410 that is final; what the jobs in Redis carry; a worker killed mid-delivery (stalled-job
 // recovery) and one stopped with SIGTERM (the job in flight finishes first); Redis away when the API

@@ -1,4 +1,4 @@
-// The worker process (`jobs/worker.ts`, run as `npm run worker` runs it) and its maintenance queue: SIGTERM
+// The worker process (`server/worker.ts`, run as `npm run worker` runs it) and its maintenance queue: SIGTERM
 // while Redis is away still ends the process, within SHUTDOWN_TIMEOUT_MS and a margin; switching
 // MAINTENANCE_SCHEDULER_ENABLED off removes the schedulers an earlier run left in Redis (also while
 // DEMO_RESET_CRON keeps the maintenance queue on); finished maintenance jobs do not pile up in Redis.

@@ -4,7 +4,7 @@
 // So the document lists the errors clients really get, and a new error path cannot go undocumented.
 // One ledger per test file (vitest isolates the module graph of each file).
 import fs from 'node:fs';
-import { codesOf } from '../../openapi/error-response.js';
+import { codesOf } from '../../server/platform/error-response.js';
 
 interface ErrorAnswer {
   method: string;

@@ -1,5 +1,5 @@
 // The service as separate processes, as production runs it: API instances (`npm start`: server/index.ts)
-// and workers (`npm run worker`: jobs/worker.ts), each a child of the test with its output kept, and a
+// and workers (`npm run worker`: server/worker.ts), each a child of the test with its output kept, and a
 // way to look at its JSON log lines, wait for one, and stop it with a signal.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -64,7 +64,7 @@ export class ServiceProcess {
   }
 
   /** `node --import tsx <script>`, as the npm scripts run it. */
-  static start(label: string, script: 'server/index.ts' | 'jobs/worker.ts', env: Record<string, string>) {
+  static start(label: string, script: 'server/index.ts' | 'server/worker.ts', env: Record<string, string>) {
     const child = spawn(process.execPath, ['--import', 'tsx', script], {
       cwd: REPO_ROOT,
       env,
@@ -165,7 +165,7 @@ export async function startApi(label: string, env: Record<string, string>): Prom
 }
 
 export async function startWorker(label: string, env: Record<string, string>): Promise<ServiceProcess> {
-  const proc = ServiceProcess.start(label, 'jobs/worker.ts', env);
+  const proc = ServiceProcess.start(label, 'server/worker.ts', env);
   await proc.waitForLog('worker ready', 45_000);
   return proc;
 }

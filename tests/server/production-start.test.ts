@@ -49,7 +49,7 @@ afterAll(() => {
 describe('npm start and npm run worker (scripts/start.mjs)', () => {
   it('npm run build writes every entry point and the hash of the sources it was built from', () => {
     expect(fs.existsSync(path.join(built, 'server/index.js'))).toBe(true);
-    expect(fs.existsSync(path.join(built, 'jobs/worker.js'))).toBe(true);
+    expect(fs.existsSync(path.join(built, 'server/worker.js'))).toBe(true);
     expect(fs.readFileSync(path.join(built, '.sources-hash'), 'utf8')).toMatch(/^[0-9a-f]{64}\n$/);
   });
 
@@ -75,7 +75,7 @@ describe('npm start and npm run worker (scripts/start.mjs)', () => {
   it('runs what dist/ holds when its hash matches (a stub stands in for the compiled worker here)', async () => {
     const dir = tempDir();
     fs.cpSync(built, dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, 'jobs/worker.js'), 'console.log("the compiled worker ran");\n');
+    fs.writeFileSync(path.join(dir, 'server/worker.js'), 'console.log("the compiled worker ran");\n');
     const run = launch('worker', { START_DIST_DIR: dir });
     expect(await run.exited).toBe(0);
     expect(run.stdout()).toContain('the compiled worker ran');
@@ -84,7 +84,7 @@ describe('npm start and npm run worker (scripts/start.mjs)', () => {
   it('never runs a dist/ built from other sources: the TypeScript sources run, and it says so', async () => {
     const dir = tempDir();
     fs.cpSync(built, dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, 'jobs/worker.js'), 'console.log("stale code ran");\n');
+    fs.writeFileSync(path.join(dir, 'server/worker.js'), 'console.log("stale code ran");\n');
     fs.writeFileSync(path.join(dir, '.sources-hash'), `${'0'.repeat(64)}\n`);
     // The worker of the sources, with the queue off: it says so and exits 0.
     const run = launch('worker', { START_DIST_DIR: dir, QUEUES_ENABLED: 'false' });

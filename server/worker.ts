@@ -1,12 +1,12 @@
-// Entry point of `npm run worker`: the one place that runs the queues' processors (jobs/processors/, one
-// file each). It runs when QUEUES_ENABLED and WEBHOOK_QUEUE_ENABLED are on and REDIS_URL is set, and owns
+// Entry point of `npm run worker`, the worker's composition root: the one place that runs the queues'
+// processors (jobs/processors/, one file each). It runs when QUEUES_ENABLED and WEBHOOK_QUEUE_ENABLED are on and REDIS_URL is set, and owns
 // what the processors share: the settings, the database, the Redis connections (each worker its own; the
 // blocking ones need maxRetriesPerRequest: null), the workers' logs, the schedulers of the maintenance queue
 // and the shutdown.
-// - webhooks: `deliver_webhook` (processors/deliver-webhook.ts), in two lanes (lanes.ts): the `webhooks`
+// - webhooks: `deliver_webhook` (jobs/processors/deliver-webhook.ts), in two lanes (jobs/lanes.ts): the `webhooks`
 //   queue, and `webhooks-slow` for endpoints that do not answer promptly.
 // - maintenance, with MAINTENANCE_SCHEDULER_ENABLED or DEMO_RESET_CRON: the delivery sweep and the clean-up
-//   of expired tokens (processors/maintenance.ts), the demo reset (processors/demo-reset.ts), as
+//   of expired tokens (jobs/processors/maintenance.ts), the demo reset (jobs/processors/demo-reset.ts), as
 //   repeatable jobs (their schedules: maintenanceSchedulers in jobs/queue.ts).
 // SIGTERM closes the workers first (jobs in flight finish, within SHUTDOWN_TIMEOUT_MS), then Redis and the
 // database pool, and exits 0. A job whose worker died is found stalled and run again; the delivery row
@@ -14,14 +14,14 @@
 // when the connection is ready again.
 import { Queue, Worker, type Job, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
-import { loadConfigOrExit } from '../server/platform/config.js';
-import { createLogger, exitAfterLogs } from '../server/platform/logger.js';
-import { settlesWithin } from '../server/platform/in-flight.js';
-import { createMailer } from '../server/platform/email/mailer.js';
-import { SecretBox } from '../server/platform/security/secret-box.js';
-import { PasswordHasher } from '../server/platform/security/passwords.js';
-import { reconnectDelay } from '../server/platform/redis.js';
-import { createStorage } from '../server/platform/storage.js';
+import { loadConfigOrExit } from './platform/config.js';
+import { createLogger, exitAfterLogs } from './platform/logger.js';
+import { settlesWithin } from './platform/in-flight.js';
+import { createMailer } from './platform/email/mailer.js';
+import { SecretBox } from './platform/security/secret-box.js';
+import { PasswordHasher } from './platform/security/passwords.js';
+import { reconnectDelay } from './platform/redis.js';
+import { createStorage } from './platform/storage.js';
 import { createDb } from '../db/index.js';
 import { migrateToLatest } from '../db/migrate.js';
 import {
@@ -41,12 +41,13 @@ import {
   webhookQueueEnabled,
   type DeliverWebhookJob,
   type WebhookQueue,
-} from './queue.js';
-import { WebhookRunner } from './webhook-runner.js';
-import { EndpointLanes, slowMarkKey } from './lanes.js';
-import { deliverWebhook } from './processors/deliver-webhook.js';
-import { cleanUpTokens, sweepDeliveries } from './processors/maintenance.js';
-import { demoReset } from './processors/demo-reset.js';
+} from '../jobs/queue.js';
+import { WebhookRunner } from '../routers/webhooks/runner.js';
+import { EndpointLanes, slowMarkKey } from '../jobs/lanes.js';
+import { deliverWebhook } from '../jobs/processors/deliver-webhook.js';
+import { cleanUpTokens, sweepDeliveries } from '../jobs/processors/maintenance.js';
+import { demoReset } from '../jobs/processors/demo-reset.js';
+import { resetDemo } from '../demo/reset.js';
 
 const { config } = loadConfigOrExit();
 const logger = createLogger(config);
@@ -205,7 +206,7 @@ if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
       {
         [SWEEP_DELIVERIES]: sweepDeliveries({ config, runner }),
         [CLEAN_UP_TOKENS]: cleanUpTokens({ config, db }),
-        [DEMO_RESET]: demoReset({ demo: demoDeps, config, logger }),
+        [DEMO_RESET]: demoReset({ reset: () => resetDemo(demoDeps, { via: 'schedule' }), config, logger }),
       },
       { ...KEEP_MAINTENANCE_JOBS, concurrency: 1 },
     );

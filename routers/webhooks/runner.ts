@@ -4,13 +4,23 @@
 // deliveries whose enqueue failed (queue mode). Several instances may run this side by side: rows are
 // claimed with FOR UPDATE SKIP LOCKED.
 // Both processes run it: the API (server/server.ts: first attempts, and in direct mode the timers) and the
-// worker (its sweep job, processors/maintenance.ts). It sits beside the queue it produces to; the webhooks
-// domain knows only its DeliveryStarter interface, so no domain imports a job.
+// worker (its sweep job, jobs/processors/maintenance.ts). In queue mode it sends first attempts to a
+// DeliveryQueue, which the composition root hands in (the deliver_webhook queue of jobs/queue.ts), so the
+// domain imports no job.
 import { sql } from 'kysely';
-import type { Logger } from '../server/platform/logger.js';
-import { attemptDelivery, type DeliveryDeps } from '../routers/webhooks/delivery.js';
-import { envelope, leaseEnd, type DeliveryStarter } from '../routers/webhooks/service.js';
-import type { WebhookQueue } from './queue.js';
+import type { Logger } from '../../server/platform/logger.js';
+import { attemptDelivery, type DeliveryDeps } from './delivery.js';
+import { envelope, leaseEnd, type DeliveryStarter } from './service.js';
+
+/** Queue mode's way to a delivery's first attempt: a deliver_webhook job per delivery (jobs/queue.ts). */
+export interface DeliveryQueue {
+  /** Queues the deliveries; answers those that could not be queued (the sweep takes them later). */
+  enqueueAll(
+    entries: Array<{ deliveryId: string; retry?: number; webhookId: string }>,
+    opts?: { swept?: boolean },
+  ): Promise<Array<{ deliveryId: string; error: Error }>>;
+  close(): Promise<void>;
+}
 
 /** Domain events one dispatch statement takes, and the batches one run takes at most (a run a second). */
 const DISPATCH_BATCH = 500;
@@ -25,7 +35,7 @@ export class WebhookRunner implements DeliveryStarter {
 
   constructor(
     private readonly deps: DeliveryDeps & { logger: Logger },
-    private readonly queue?: WebhookQueue,
+    private readonly queue?: DeliveryQueue,
   ) {}
 
   /**
@@ -108,7 +118,7 @@ export class WebhookRunner implements DeliveryStarter {
         .map((e) => ({
           e,
           subscribers: hooks.filter(
-            (h) => h.workspace_id === e.workspace_id && (h.events as string[]).includes(e.type),
+            (h) => h.workspace_id === e.workspace_id && (h.events).includes(e.type),
           ),
         }))
         .filter((w) => w.subscribers.length > 0);

@@ -1,7 +1,7 @@
-// The OpenAPI response entry of an error answer: the shared `Error` schema (openapi/document.ts), with the
-// codes this answer can carry as the enum of its `code`. For the plain Express routes that document
+// The OpenAPI response entry of an error answer: the shared `Error` schema (defined by openapi/document.ts),
+// with the codes this answer can carry as the enum of its `code`. For the plain Express routes that document
 // themselves by hand (webhooks, uploads, metrics); openapi/document.ts adds what every route can answer.
-import type { ErrorCode } from '../server/platform/errors.js';
+import type { ErrorCode } from './errors.js';
 
 export const ERROR_SCHEMA_REF = '#/components/schemas/Error';
 
