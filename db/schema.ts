@@ -10,7 +10,7 @@ export const USER_STATUSES = ['ACTIVE', 'SUSPENDED'] as const;
 export type UserStatus = (typeof USER_STATUSES)[number];
 export const PLATFORM_ROLES = ['USER', 'ADMIN', 'DEMO_ADMIN'] as const;
 export type PlatformRole = (typeof PLATFORM_ROLES)[number];
-export const WORKSPACE_STATUSES = ['ACTIVE', 'SUSPENDED', 'ARCHIVED'] as const;
+export const WORKSPACE_STATUSES = ['ACTIVE', 'SUSPENDED', 'ARCHIVED', 'PENDING_DELETION'] as const;
 export type WorkspaceStatus = (typeof WORKSPACE_STATUSES)[number];
 export const EDITIONS = ['LITE', 'PRO', 'ENTERPRISE', 'CUSTOM'] as const;
 export type Edition = (typeof EDITIONS)[number];
@@ -59,6 +59,8 @@ export interface UsersTable {
   avatar_updated_at: NullableTimestamp;
   /** Two-factor sign-in is on (a confirmed row in user_totp). */
   mfa_enabled: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Erased by its owner: the address is a tombstone (`deleted+<id>@invalid`), the name `Deleted user`. */
+  deleted_at: NullableTimestamp;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -79,6 +81,11 @@ export interface WorkspacesTable {
   /** Members without two-factor sign-in are refused on the workspace's routes (MFA_REQUIRED). */
   require_mfa: ColumnType<boolean, boolean | undefined, boolean>;
   deleted_at: NullableTimestamp;
+  /** An owner's deletion (status PENDING_DELETION): when it was asked, and when the purge may run. */
+  deletion_requested_at: NullableTimestamp;
+  purge_at: NullableTimestamp;
+  /** The purge removed its content; the row stays for its payments and audit entries. */
+  purged_at: NullableTimestamp;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -522,6 +529,32 @@ export interface ListCountersTable {
   changes: ColumnType<string, number | string | undefined, number | string>;
 }
 
+/** A change of address waiting for its confirmation link (sent to the new address). */
+export interface EmailChangesTable {
+  id: Generated<string>;
+  user_id: string;
+  new_email: string;
+  token_hash: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+export const EXPORT_STATUSES = ['PENDING', 'READY', 'FAILED'] as const;
+export type ExportStatus = (typeof EXPORT_STATUSES)[number];
+
+/** A user's export of their data: built in the background, kept in storage until `expires_at`. */
+export interface UserExportsTable {
+  id: Generated<string>;
+  user_id: string;
+  status: ColumnType<ExportStatus, ExportStatus | undefined, ExportStatus>;
+  storage_key: string | null;
+  size_bytes: number | null;
+  created_at: CreatedAt;
+  ready_at: NullableTimestamp;
+  expires_at: NullableTimestamp;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -556,6 +589,8 @@ export interface Database {
   oauth_exchange_codes: OAuthExchangeCodesTable;
   idempotency_keys: IdempotencyKeysTable;
   list_counters: ListCountersTable;
+  email_changes: EmailChangesTable;
+  user_exports: UserExportsTable;
 }
 
 export type Plan = Selectable<PlansTable>;

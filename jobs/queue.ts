@@ -55,15 +55,18 @@ export const KEEP_MAINTENANCE_JOBS = { removeOnComplete: { count: 100 }, removeO
 /**
  * The schedulers of the maintenance queue, with their repeat options and whether the settings want them
  * (MAINTENANCE_SCHEDULER_ENABLED: the sweep every minute and a daily clean-up; DEMO_RESET_CRON: the demo
- * reset). The worker removes the ones not wanted, so switching a setting off takes effect.
+ * reset), and the periodic tasks of the domains (always: server/tasks.ts). The worker removes the ones not
+ * wanted, so switching a setting off takes effect.
  */
 export function maintenanceSchedulers(
   config: Pick<Config, 'MAINTENANCE_SCHEDULER_ENABLED' | 'DEMO_RESET_CRON'>,
+  tasks: ReadonlyArray<{ name: string; everyMs: number }> = [],
 ): Array<{ id: string; repeat: RepeatOptions; wanted: boolean }> {
   return [
     { id: SWEEP_DELIVERIES, repeat: { every: 60_000 }, wanted: config.MAINTENANCE_SCHEDULER_ENABLED },
     { id: CLEAN_UP_TOKENS, repeat: { pattern: '17 3 * * *' }, wanted: config.MAINTENANCE_SCHEDULER_ENABLED },
     { id: DEMO_RESET, repeat: { pattern: config.DEMO_RESET_CRON ?? '' }, wanted: Boolean(config.DEMO_RESET_CRON) },
+    ...tasks.map((task) => ({ id: task.name, repeat: { every: task.everyMs }, wanted: true })),
   ];
 }
 

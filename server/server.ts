@@ -12,6 +12,9 @@ import { createApp } from './app.js';
 import { errorBody, httpError, type ApiError } from './platform/errors.js';
 import { databaseKind } from '../db/index.js';
 import { createDeps } from './deps.js';
+import { PeriodicTimers } from './platform/periodic.js';
+import { periodicTasks } from './tasks.js';
+import { webhookQueueEnabled } from '../jobs/queue.js';
 
 export interface RunningServer {
   /** The URL this machine reaches the server at (loopback when it listens on every interface). */
@@ -96,6 +99,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const deps = await createDeps(config, logger);
   const app = createApp(deps);
   deps.webhooks.startTimers();
+  // With the queues off there is no worker: the API runs the periodic tasks itself.
+  const periodic = webhookQueueEnabled(config) ? undefined : new PeriodicTimers(periodicTasks(deps), logger);
+  periodic?.start();
   let closing: Promise<void> | undefined;
   // From the drain on, every answer ends its keep-alive connection, those of requests already running
   // included: a client's next request opens a new one, which the load balancer sends to an instance that
@@ -155,6 +161,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         );
       }
       await deps.webhooks.stop();
+      await periodic?.stop();
       await deps.mailer.close();
       await deps.redis?.close();
       await deps.db.destroy();

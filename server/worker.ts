@@ -48,6 +48,7 @@ import { deliverWebhook } from '../jobs/processors/deliver-webhook.js';
 import { cleanUpTokens, sweepDeliveries } from '../jobs/processors/maintenance.js';
 import { demoReset } from '../jobs/processors/demo-reset.js';
 import { resetDemo } from '../demo/reset.js';
+import { periodicTasks } from './tasks.js';
 
 const { config } = loadConfigOrExit();
 const logger = createLogger(config);
@@ -176,9 +177,12 @@ process.once('SIGINT', () => void shutdown('SIGINT'));
 // ---------------------------------------------------------------- maintenance
 
 const passwords = new PasswordHasher(config.BCRYPT_COST);
-const demoDeps = { db, config, passwords, secrets, storage: createStorage(config) };
+const storage = createStorage(config);
+const demoDeps = { db, config, passwords, secrets, storage };
+// The domains' periodic tasks run here when the queues are on (the API runs them otherwise).
+const tasks = periodicTasks({ db, config, storage, logger });
 
-if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
+{
   // The sweep queues deliveries through the webhooks queue, with a producer of its own.
   const runnerQueue: WebhookQueue = await createWebhookQueue(config);
   const runner = new WebhookRunner(deliveryDeps, runnerQueue);
@@ -207,6 +211,7 @@ if (config.MAINTENANCE_SCHEDULER_ENABLED || config.DEMO_RESET_CRON) {
         [SWEEP_DELIVERIES]: sweepDeliveries({ config, runner }),
         [CLEAN_UP_TOKENS]: cleanUpTokens({ config, db }),
         [DEMO_RESET]: demoReset({ reset: () => resetDemo(demoDeps, { via: 'schedule' }), config, logger }),
+        ...Object.fromEntries(tasks.map((task) => [task.name, () => task.run()])),
       },
       { ...KEEP_MAINTENANCE_JOBS, concurrency: 1 },
     );
@@ -224,7 +229,7 @@ if (!stopping) {
  * runs, so one whose setting is now off is removed, or its jobs would go on being queued.
  */
 async function scheduleMaintenance(queue: Queue) {
-  for (const { id, repeat, wanted } of maintenanceSchedulers(config)) {
+  for (const { id, repeat, wanted } of maintenanceSchedulers(config, tasks)) {
     if (wanted) await queue.upsertJobScheduler(id, repeat, { name: id });
     else await queue.removeJobScheduler(id);
   }
@@ -232,7 +237,7 @@ async function scheduleMaintenance(queue: Queue) {
 
 /** Puts back the wanted schedulers that Redis no longer holds (the others are left as they are). */
 async function restoreSchedulers(queue: Queue) {
-  for (const { id, repeat, wanted } of maintenanceSchedulers(config)) {
+  for (const { id, repeat, wanted } of maintenanceSchedulers(config, tasks)) {
     if (!wanted || (await queue.getJobScheduler(id))) continue;
     await queue.upsertJobScheduler(id, repeat, { name: id });
     logger.warn({ scheduler: id }, 'maintenance scheduler was missing from Redis (lost data?): put back');

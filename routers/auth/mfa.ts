@@ -395,11 +395,12 @@ export async function verifyMfaChallenge(
     });
   if (outcome === 'wrong') {
     attempt?.settle(true);
-    await recordAudit(
-      deps.db,
-      actorOf(meta, null),
-      { action: 'auth.mfa_failed', targetType: 'user', targetId: user.id, metadata: { method } },
-    );
+    await recordAudit(deps.db, actorOf(meta, null), {
+      action: 'auth.mfa_failed',
+      targetType: 'user',
+      targetId: user.id,
+      metadata: { method },
+    });
     throw invalidCode();
   }
   attempt?.settle(false);

@@ -66,7 +66,9 @@ export const workspaceContextOutput = z
   .object({
     activeWorkspace: workspaceSummaryOutput.nullable(),
     hasActiveWorkspace: z.boolean(),
-    workspaceUnavailableReason: z.enum(['WORKSPACE_SUSPENDED', 'WORKSPACE_ARCHIVED', 'NO_WORKSPACE']).optional(),
+    workspaceUnavailableReason: z
+      .enum(['WORKSPACE_SUSPENDED', 'WORKSPACE_ARCHIVED', 'WORKSPACE_PENDING_DELETION', 'NO_WORKSPACE'])
+      .optional(),
   })
   .meta({ id: 'WorkspaceContext' });
 

@@ -146,16 +146,12 @@ export async function login(deps: Deps, input: { email: string; password: string
   if (!user?.password_hash || !passwordOk) {
     // Anonymous: the address tried is a fact about the attempt, not an actor.
     const reason = !user ? 'unknown_email' : user.password_hash ? 'wrong_password' : 'no_password';
-    await recordAudit(
-      deps.db,
-      actorOf(meta, null),
-      {
-        action: 'auth.login_failed',
-        targetType: 'user',
-        targetId: user?.id,
-        metadata: { email: normalizeEmail(input.email), reason },
-      },
-    );
+    await recordAudit(deps.db, actorOf(meta, null), {
+      action: 'auth.login_failed',
+      targetType: 'user',
+      targetId: user?.id,
+      metadata: { email: normalizeEmail(input.email), reason },
+    });
     throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
   }
   return createSessionResult(deps, user, meta, { passwordHash: user.password_hash });
@@ -356,15 +352,11 @@ export async function resetPassword(deps: Deps, input: { token: string; newPassw
       .where('kind', '=', 'PASSWORD_RESET')
       .where('used_at', 'is', null)
       .execute();
-    await recordAudit(
-      trx,
-      actorOf(meta, { id: used.user_id }),
-      {
-        action: 'auth.password_reset',
-        targetType: 'user',
-        targetId: used.user_id,
-      },
-    );
+    await recordAudit(trx, actorOf(meta, { id: used.user_id }), {
+      action: 'auth.password_reset',
+      targetType: 'user',
+      targetId: used.user_id,
+    });
   });
   return { message: 'Your password has been reset. Sign in with the new password.' };
 }
@@ -432,11 +424,12 @@ export async function changePassword(
     if (!changed) throw new AppError('INVALID_CREDENTIALS', 'The current password is not right.');
     const n = await revokeAllSessions(trx, userId, 'password_changed', principal.sessionId);
     await endMfaChallenges(trx, userId);
-    await recordAudit(
-      trx,
-      actorOf(meta, principal.user),
-      { action: 'auth.password_changed', targetType: 'user', targetId: userId, metadata: { sessionsEnded: n } },
-    );
+    await recordAudit(trx, actorOf(meta, principal.user), {
+      action: 'auth.password_changed',
+      targetType: 'user',
+      targetId: userId,
+      metadata: { sessionsEnded: n },
+    });
     return n;
   });
   return { message: 'Your password has been changed.', revoked: ended };
@@ -488,11 +481,12 @@ export async function endSession(
       .executeTakeFirst();
     if (!session) throw new AppError('NOT_FOUND', 'Session not found.');
     await revokeFamily(trx, userId, sessionId, 'ended_by_user');
-    await recordAudit(
-      trx,
-      actorOf(meta, principal.user),
-      { action: 'auth.session_revoked', targetType: 'user', targetId: userId, metadata: { sessionId } },
-    );
+    await recordAudit(trx, actorOf(meta, principal.user), {
+      action: 'auth.session_revoked',
+      targetType: 'user',
+      targetId: userId,
+      metadata: { sessionId },
+    });
   });
   return { message: 'The session has ended.' };
 }
@@ -506,11 +500,12 @@ export async function endOtherSessions(
   const userId = principal.user.id;
   const revoked = await deps.db.transaction().execute(async (trx) => {
     const n = await revokeAllSessions(trx, userId, 'ended_by_user', principal.sessionId);
-    await recordAudit(
-      trx,
-      actorOf(meta, principal.user),
-      { action: 'auth.sessions_revoked', targetType: 'user', targetId: userId, metadata: { revoked: n } },
-    );
+    await recordAudit(trx, actorOf(meta, principal.user), {
+      action: 'auth.sessions_revoked',
+      targetType: 'user',
+      targetId: userId,
+      metadata: { revoked: n },
+    });
     return n;
   });
   return { revoked };

@@ -261,16 +261,12 @@ export async function rotateRefreshToken(
     } else {
       if (!(await withinReuseGrace(deps, trx, row.id, row.superseded_at, now))) {
         await revokeFamily(trx, row.user_id, row.family_id, 'reuse');
-        await recordAudit(
-          trx,
-          actorOf(meta, null),
-          {
-            action: 'auth.session_reuse_detected',
-            targetType: 'user',
-            targetId: row.user_id,
-            metadata: { familyId: row.family_id },
-          },
-        );
+        await recordAudit(trx, actorOf(meta, null), {
+          action: 'auth.session_reuse_detected',
+          targetType: 'user',
+          targetId: row.user_id,
+          metadata: { familyId: row.family_id },
+        });
         return { kind: 'reuse', userId: row.user_id, familyId: row.family_id };
       }
       if (!row.rotated_at) {

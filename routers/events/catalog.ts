@@ -78,7 +78,20 @@ export const EVENTS = {
   'payment.succeeded': { when: 'A payment of the workspace went through.', data: payment },
   'payment.failed': { when: 'A payment of the workspace failed.', data: payment },
   'member.added': { when: 'Someone joined the workspace (an invitation accepted).', data: member },
-  'member.removed': { when: 'A member left or was removed; `role` is the one they had.', data: member },
+  'member.removed': { when: 'A member was removed by another member; `role` is the one they had.', data: member },
+  'member.left': { when: 'A member left the workspace on their own; `role` is the one they had.', data: member },
+  'user.deleted': {
+    when: 'A member deleted their account: they are no longer a member, and their name and address are erased.',
+    data: z.object({ userId: z.uuid(), role: z.enum(WORKSPACE_ROLES) }),
+  },
+  'workspace.deleted': {
+    when: 'An owner deleted the workspace: it is purged at `purgeAt` unless restored before. The last event delivered until then.',
+    data: z.object({ purgeAt: z.iso.datetime({ offset: true }) }),
+  },
+  'workspace.restored': {
+    when: 'An owner restored the workspace before its purge; it is ACTIVE again, on the default plan.',
+    data: z.object({ planId: z.uuid().nullable() }),
+  },
   'api_key.created': { when: 'An API key was created or rotated (the key itself is never sent).', data: apiKey },
   'api_key.revoked': { when: 'An API key was revoked.', data: apiKey },
   'ai.generation.completed': {

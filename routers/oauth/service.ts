@@ -460,16 +460,12 @@ async function recordRefusal(deps: Deps, provider: IdentityProvider, flow: Flow,
     },
     'identity provider callback refused',
   );
-  await recordAudit(
-    deps.db,
-    actorOf(meta, flow.user_id ? { id: flow.user_id } : null),
-    {
-      action: flow.purpose === 'LINK' ? 'auth.identity_link_failed' : 'auth.oauth_login_failed',
-      targetType: flow.user_id ? 'user' : undefined,
-      targetId: flow.user_id ?? undefined,
-      metadata: { provider: provider.id, reason: err.code },
-    },
-  );
+  await recordAudit(deps.db, actorOf(meta, flow.user_id ? { id: flow.user_id } : null), {
+    action: flow.purpose === 'LINK' ? 'auth.identity_link_failed' : 'auth.oauth_login_failed',
+    targetType: flow.user_id ? 'user' : undefined,
+    targetId: flow.user_id ?? undefined,
+    metadata: { provider: provider.id, reason: err.code },
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -517,11 +513,12 @@ export async function exchangeCode(
     return userById(trx, pending.user_id);
   });
   const result = await createSessionResult(deps, user, meta);
-  await recordAudit(
-    deps.db,
-    actorOf(meta, user),
-    { action: 'auth.oauth_login', targetType: 'user', targetId: user.id, metadata: { provider: pending.provider } },
-  );
+  await recordAudit(deps.db, actorOf(meta, user), {
+    action: 'auth.oauth_login',
+    targetType: 'user',
+    targetId: user.id,
+    metadata: { provider: pending.provider },
+  });
   return result;
 }
 
@@ -569,16 +566,12 @@ async function linkIdentity(
     .returning('id')
     .executeTakeFirst();
   if (!row) throw alreadyLinked(name);
-  await recordAudit(
-    trx,
-    actorOf(meta, user),
-    {
-      action: 'auth.identity_linked',
-      targetType: 'user',
-      targetId: user.id,
-      metadata: { provider: code.provider, identityId: row.id, via: 'settings' },
-    },
-  );
+  await recordAudit(trx, actorOf(meta, user), {
+    action: 'auth.identity_linked',
+    targetType: 'user',
+    targetId: user.id,
+    metadata: { provider: code.provider, identityId: row.id, via: 'settings' },
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -238,6 +238,9 @@ const deliveryRoundTrip = compiledOnce((db, ids: string[], demoEmails: string[],
       'h.consecutive_failures',
       sql<boolean>`d.workspace_id = any(array(select m.workspace_id from users u join workspace_members m on m.user_id = u.id
         where u.email = any(${demoEmails}) and m.role = 'OWNER'))`.as('demo_workspace'),
+      // A workspace waiting for its purge hears only of its deletion (routers/workspaces/lifecycle.ts).
+      sql<boolean>`exists (select 1 from workspaces w where w.id = d.workspace_id and w.status = 'PENDING_DELETION')
+        and d.event <> 'workspace.deleted'`.as('workspace_deleted'),
     ])
     .where(sql<boolean>`d.id = any(${ids})`),
 );
@@ -290,7 +293,9 @@ export async function attemptDelivery(
       ? 'The webhook is disabled.'
       : row.demo_workspace
         ? 'Deliveries of demo workspaces are disabled (WEBHOOK_DEMO_DELIVERY_DISABLED).'
-        : undefined;
+        : row.workspace_deleted
+          ? 'The workspace is deleted.'
+          : undefined;
   if (reasonDisabled) {
     await db
       .updateTable('webhook_deliveries')

@@ -117,9 +117,7 @@ export class WebhookRunner implements DeliveryStarter {
       const wanted = events
         .map((e) => ({
           e,
-          subscribers: hooks.filter(
-            (h) => h.workspace_id === e.workspace_id && (h.events).includes(e.type),
-          ),
+          subscribers: hooks.filter((h) => h.workspace_id === e.workspace_id && h.events.includes(e.type)),
         }))
         .filter((w) => w.subscribers.length > 0);
       const payloads = new Map<string, Record<string, unknown>>();

@@ -8,7 +8,7 @@ import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import { recordAudit } from '../audit/service.js';
-import { lockMembers } from './members.js';
+import { handOver } from './members.js';
 import {
   insertWorkspace,
   listMembers,
@@ -183,45 +183,13 @@ export async function deleteWorkspace({ db }: Deps, actor: Actor, { workspaceId 
   return { message: 'Workspace deleted.' };
 }
 
-/**
- * Makes `newOwnerUserId` the only OWNER (joining the workspace if needed); previous owners become ADMIN.
- * The workspace row is locked (lockMembers), so two transfers at once apply one after the other and leave one owner.
- */
+/** Makes `newOwnerUserId` the OWNER, joining the workspace if needed; previous owners become ADMIN. */
 export async function transferOwnership(
   deps: Deps,
   actor: Actor,
-  { workspaceId, newOwnerUserId }: { workspaceId: string; newOwnerUserId: string },
+  input: { workspaceId: string; newOwnerUserId: string },
 ) {
-  const { db } = deps;
-  await assertUserExists(db, newOwnerUserId);
-  await db.transaction().execute(async (trx) => {
-    const previous = (await lockMembers(trx, workspaceId)).filter(
-      (m) => m.role === 'OWNER' && m.user_id !== newOwnerUserId,
-    );
-    await trx
-      .insertInto('workspace_members')
-      .values({ workspace_id: workspaceId, user_id: newOwnerUserId, role: 'OWNER' })
-      .onConflict((oc) => oc.columns(['workspace_id', 'user_id']).doUpdateSet({ role: 'OWNER' }))
-      .execute();
-    if (previous.length) {
-      await trx
-        .updateTable('workspace_members')
-        .set({ role: 'ADMIN' })
-        .where('workspace_id', '=', workspaceId)
-        .where(
-          'user_id',
-          'in',
-          previous.map((p) => p.user_id),
-        )
-        .execute();
-    }
-    await recordAudit(trx, actor, {
-      action: 'workspace.owner_transferred',
-      targetType: 'workspace',
-      targetId: workspaceId,
-      workspaceId,
-      metadata: { newOwnerUserId, previousOwnerUserIds: previous.map((p) => p.user_id) },
-    });
-  });
-  return adminGetWorkspace(deps, { workspaceId });
+  await assertUserExists(deps.db, input.newOwnerUserId);
+  await deps.db.transaction().execute((trx) => handOver(trx, actor, { ...input, joinIfNeeded: true }));
+  return adminGetWorkspace(deps, input);
 }

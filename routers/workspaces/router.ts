@@ -1,10 +1,18 @@
 // Workspaces as their members see them: list, create, read, rename; members, invitations and roles.
 import { z } from 'zod';
+import type { Context } from '../../server/platform/context.js';
+import type { Actor } from '../../server/platform/actor.js';
+import { messageOutput } from '../auth/schemas.js';
 import { authedProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { actorOf } from '../../server/platform/actor.js';
 import {
   acceptInvitationInput,
   acceptedInvitationOutput,
+  deleteWorkspaceInput,
+  deletionOutput,
+  invitationIdInput,
+  pendingInvitationOutput,
+  transferOwnershipInput,
   changeRoleInput,
   createWorkspaceInput,
   invitationOutput,
@@ -18,9 +26,20 @@ import {
   workspaceOutput,
 } from './schemas.js';
 import * as workspaces from './service.js';
+import * as lifecycle from './lifecycle.js';
+import { cancel as cancelSubscription } from '../billing/service.js';
+import { AppError } from '../../server/platform/errors.js';
 import * as members from './members.js';
+import * as invitations from './invitations.js';
 
 const tags = ['Workspaces'];
+
+/** A deleted workspace's live subscription is canceled at its processor; having none is fine. */
+const endSubscription = (ctx: Context, actor: Actor) => async (workspaceId: string) => {
+  await cancelSubscription(ctx, actor, workspaceId).catch((err: unknown) => {
+    if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
+  });
+};
 
 export const workspacesRouter = router({
   list: authedProcedure
@@ -66,7 +85,7 @@ export const workspacesRouter = router({
     })
     .input(acceptInvitationInput)
     .output(acceptedInvitationOutput)
-    .mutation(({ ctx, input }) => members.acceptInvitation(ctx, actorOf(ctx), input)),
+    .mutation(({ ctx, input }) => invitations.acceptInvitation(ctx, actorOf(ctx), input)),
 
   get: workspaceProcedure('workspace.read')
     .meta({
@@ -132,7 +151,7 @@ export const workspacesRouter = router({
     .input(inviteInput)
     .output(invitationOutput)
     .mutation(({ ctx, input }) =>
-      members.invite(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace, inviterName: ctx.user.name }),
+      invitations.invite(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace, inviterName: ctx.user.name }),
     ),
 
   changeRole: workspaceProcedure('members.manage')
@@ -166,4 +185,120 @@ export const workspacesRouter = router({
     .input(memberInput)
     .output(z.object({ message: z.string() }))
     .mutation(({ ctx, input }) => members.removeMember(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace })),
+
+  invitations: workspaceProcedure('members.manage')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/workspaces/{workspaceId}/invitations',
+        description: 'The invitations not yet accepted, revoked or expired, newest first, with who sent each.',
+        tags,
+        summary: 'Pending invitations',
+      },
+    })
+    .input(workspaceIdInput)
+    .output(listOutput(pendingInvitationOutput))
+    .query(({ ctx, input }) => invitations.listInvitations(ctx, input)),
+
+  revokeInvitation: workspaceProcedure('members.manage')
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/workspaces/{workspaceId}/invitations/{invitationId}',
+        description:
+          'Revokes a pending invitation: its link then answers as an unknown token (400 INVALID_TOKEN). An invitation already accepted or revoked is 404.',
+        tags,
+        summary: 'Revoke an invitation',
+      },
+    })
+    .input(invitationIdInput)
+    .output(messageOutput)
+    .mutation(({ ctx, input }) => invitations.revokeInvitation(ctx, actorOf(ctx), input)),
+
+  resendInvitation: workspaceProcedure('members.manage')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/invitations/{invitationId}/resend',
+        description:
+          'Mails a pending (or expired) invitation again with a new link, valid for another 7 days; the previous link stops working. Resending an invitation as OWNER takes ownership.manage.',
+        tags,
+        summary: 'Send an invitation again',
+      },
+    })
+    .input(invitationIdInput)
+    .output(invitationOutput)
+    .mutation(({ ctx, input }) =>
+      invitations.resendInvitation(ctx, actorOf(ctx), {
+        ...input,
+        workspace: ctx.workspace,
+        inviterName: ctx.user.name,
+      }),
+    ),
+
+  leave: workspaceProcedure('workspace.read')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/leave',
+        description:
+          'The caller stops being a member. The last OWNER cannot leave (409 CONFLICT): hand the workspace over first, or delete it. Webhooks subscribed to member.left are told.',
+        tags,
+        summary: 'Leave a workspace',
+      },
+      errors: ['CONFLICT'],
+    })
+    .input(workspaceIdInput)
+    .output(messageOutput)
+    .mutation(({ ctx, input }) => members.leaveWorkspace(ctx, actorOf(ctx), input)),
+
+  transferOwnership: workspaceProcedure('ownership.manage')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/transfer-ownership',
+        description:
+          'Hands the workspace to another member: they become its OWNER, and every other owner (the caller included) an ADMIN. Someone who is not a member is 404.',
+        tags,
+        summary: 'Hand the workspace over to another member',
+      },
+    })
+    .input(transferOwnershipInput)
+    .output(listOutput(memberOutput))
+    .mutation(async ({ ctx, input }) => ({ items: await members.transferOwnership(ctx, actorOf(ctx), input) })),
+
+  delete: workspaceProcedure('ownership.manage')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/delete',
+        description:
+          'Deletes the workspace after a grace period (WORKSPACE_DELETION_GRACE_DAYS, 30 by default): `confirmName` must be its name, typed back. Until `purgeAt` its members get 403 WORKSPACE_UNAVAILABLE, its API keys are refused, its webhooks hear only `workspace.deleted`, its subscription is canceled at the processor, and an owner can restore it; then its content is purged.',
+        tags,
+        summary: 'Delete a workspace (restorable until its purge)',
+      },
+      errors: ['INVALID_STATE'],
+    })
+    .input(deleteWorkspaceInput)
+    .output(deletionOutput)
+    .mutation(({ ctx, input }) => {
+      const actor = actorOf(ctx);
+      return lifecycle.requestDeletion({ ...ctx, endSubscription: endSubscription(ctx, actor) }, actor, input);
+    }),
+
+  restore: workspaceProcedure('ownership.manage', { whilePendingDeletion: true })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/workspaces/{workspaceId}/restore',
+        description:
+          'Undoes a deletion before its purge: the workspace is ACTIVE again, on the default plan (subscribe again to a paid one). After `purgeAt`, or for a workspace that is not deleted, 409 INVALID_STATE.',
+        tags,
+        summary: 'Restore a deleted workspace',
+      },
+      errors: ['INVALID_STATE'],
+    })
+    .input(workspaceIdInput)
+    .output(myWorkspaceOutput)
+    .mutation(({ ctx }) => lifecycle.restoreWorkspace(ctx, actorOf(ctx), { workspace: ctx.workspace })),
 });

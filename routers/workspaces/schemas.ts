@@ -65,6 +65,30 @@ export const invitationOutput = z
   })
   .meta({ id: 'Invitation' });
 
+/** A pending invitation as the workspace's managers see it: who sent it, too. */
+export const pendingInvitationOutput = invitationOutput
+  .extend({
+    invitedBy: z
+      .object({ id: z.uuid(), name: z.string() })
+      .nullable()
+      .meta({ description: 'Who sent it; null when their account is gone.' }),
+  })
+  .meta({ id: 'PendingInvitation' });
+export const invitationIdInput = workspaceIdInput.extend({ invitationId: z.uuid() });
+export const transferOwnershipInput = workspaceIdInput.extend({
+  newOwnerUserId: z.uuid().meta({ description: 'A member of the workspace: its new OWNER.' }),
+});
+export const deleteWorkspaceInput = workspaceIdInput.extend({
+  confirmName: z.string().max(200).meta({ description: "The workspace's name, typed back exactly, to confirm." }),
+});
+export const deletionOutput = z
+  .object({
+    message: z.string(),
+    status: z.literal('PENDING_DELETION'),
+    purgeAt: isoDate.meta({ description: 'When its content is purged; an owner can restore it until then.' }),
+  })
+  .meta({ id: 'WorkspaceDeletion' });
+
 export const acceptedInvitationOutput = z.object({ workspace: workspaceSummaryOutput });
 export const listOutput = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item) });
 

@@ -77,7 +77,7 @@ export async function listMyWorkspaces({ db }: Deps, { memberships }: { membersh
   };
 }
 
-export async function getWorkspace({ db }: Deps, { workspace }: { workspace: WorkspaceAccess }) {
+export async function getWorkspace({ db }: Deps, { workspace }: { workspace: Pick<WorkspaceAccess, 'id' | 'role'> }) {
   return { ...(await loadWorkspace(db, workspace.id)), role: workspace.role };
 }
 

@@ -14,6 +14,8 @@ export interface AccessOptions {
   orActiveWorkspace?: boolean;
   /** Refuse demo accounts (AI_DEMO_RESTRICTED_EMAILS) with DEMO_READ_ONLY: API key and webhook changes. */
   refuseDemoAccounts?: boolean;
+  /** Let the request through while the workspace waits for its purge (restoring it, the one route open then). */
+  whilePendingDeletion?: boolean;
 }
 
 /**
@@ -45,10 +47,12 @@ export function resolveWorkspaceAccess(
     access = caller.memberships.find((m) => m.id === parsed.data);
   }
   if (!access) throw new AppError('NOT_FOUND', 'Workspace not found.');
-  if (access.status !== 'ACTIVE') {
+  if (access.status !== 'ACTIVE' && !(opts.whilePendingDeletion && access.status === 'PENDING_DELETION')) {
     throw new AppError(
       'WORKSPACE_UNAVAILABLE',
-      `This workspace is ${access.status.toLowerCase()}. Contact support to restore access.`,
+      access.status === 'PENDING_DELETION'
+        ? 'This workspace is deleted and waits for its purge; an owner can restore it until then.'
+        : `This workspace is ${access.status.toLowerCase()}. Contact support to restore access.`,
     );
   }
   // Before the role: a member without 2FA may do nothing here, whatever their role allows.
@@ -64,10 +68,14 @@ export function resolveWorkspaceAccess(
   if (opts.refuseDemoAccounts && isDemoAccount(opts.config, caller.email)) {
     throw new AppError('DEMO_READ_ONLY', 'Demo accounts cannot change API keys or webhooks.');
   }
+  // Restoring: the route is open only while the workspace waits for its purge.
+  if (opts.whilePendingDeletion && access.status !== 'PENDING_DELETION')
+    throw new AppError('INVALID_STATE', `The workspace is ${access.status}: there is no deletion to undo.`);
   return access;
 }
 
-export type WorkspaceUnavailableReason = 'WORKSPACE_SUSPENDED' | 'WORKSPACE_ARCHIVED' | 'NO_WORKSPACE';
+export type WorkspaceUnavailableReason =
+  'WORKSPACE_SUSPENDED' | 'WORKSPACE_ARCHIVED' | 'WORKSPACE_PENDING_DELETION' | 'NO_WORKSPACE';
 
 export interface WorkspaceContext {
   activeWorkspace: WorkspaceAccess | null;

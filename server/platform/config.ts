@@ -351,6 +351,10 @@ export const configSchema = z.object({
   WEBHOOK_SECRET_ENCRYPTION_KEY: optionalStr(),
   MAINTENANCE_SCHEDULER_ENABLED: bool(false),
 
+  // ---- workspace lifecycle (routers/workspaces/lifecycle.ts)
+  WORKSPACE_DELETION_GRACE_DAYS: int(30, 0, 365),
+  PURGE_BATCH_SIZE: int(2000, 10, 100_000),
+
   // ---- demo data (npm run demo:seed / demo:reset, demo/)
   DEMO_PASSWORD: optionalStr(),
   DEMO_RESET_CRON: cronPattern(),

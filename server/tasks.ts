@@ -1,0 +1,9 @@
+// The periodic maintenance tasks of the domains, in one list (server/platform/periodic.ts runs them): the
+// API process on timers when the queues are off, the worker (server/worker.ts) as repeatable jobs otherwise.
+import type { AppDeps } from './platform/context.js';
+import type { PeriodicTask } from './platform/periodic.js';
+import { purgeDeletedWorkspaces } from '../routers/workspaces/lifecycle.js';
+
+export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger'>): PeriodicTask[] {
+  return [{ name: 'purge-deleted-workspaces', everyMs: 60_000, run: () => purgeDeletedWorkspaces(deps) }];
+}
