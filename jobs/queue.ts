@@ -24,10 +24,6 @@ export interface DeliverWebhookJob {
   deliveryId: string;
 }
 
-/** Queue mode: QUEUES_ENABLED and WEBHOOK_QUEUE_ENABLED, with a Redis to queue in. */
-export const webhookQueueEnabled = (config: Pick<Config, 'QUEUES_ENABLED' | 'WEBHOOK_QUEUE_ENABLED' | 'REDIS_URL'>) =>
-  config.QUEUES_ENABLED && config.WEBHOOK_QUEUE_ENABLED && Boolean(config.REDIS_URL);
-
 /** How a deliver_webhook job is queued: its id is the delivery id (a manual retry gets its own). */
 export function deliverJobOptions(
   config: Pick<Config, 'WEBHOOK_MAX_RETRIES' | 'WEBHOOK_RETRY_BACKOFF_SECONDS'>,

@@ -17,6 +17,7 @@ import { auditRouter } from './audit/router.js';
 import { billingRouter } from './billing/router.js';
 import { plansRouter } from './billing/plans-router.js';
 import { authRouter } from './auth/router.js';
+import { accountRouter } from './account/router.js';
 import { oauthRouter } from './oauth/router.js';
 import { demoRouter } from './demo/router.js';
 import { emailRouter } from './email/router.js';
@@ -30,6 +31,7 @@ export const appRouter = router({
   status: statusRouter,
   demo: demoRouter,
   auth: authRouter,
+  account: accountRouter,
   oauth: oauthRouter,
   workspaces: workspacesRouter,
   audit: auditRouter,

@@ -21,7 +21,7 @@ import { createProcessors } from '../routers/billing/processors/index.js';
 import { createTextProvider } from '../routers/ai/providers/index.js';
 import { createIdentityProviders } from '../routers/oauth/providers/index.js';
 import { WebhookRunner } from '../routers/webhooks/runner.js';
-import { webhookQueueEnabled } from '../jobs/queue.js';
+import { webhookQueueEnabled } from './platform/queue-mode.js';
 
 export async function createDeps(config: Config, logger: Logger): Promise<AppDeps> {
   const db = await createDb(config, (err) => logger.error({ err }, 'idle database client failed'));

@@ -14,7 +14,7 @@ import { databaseKind } from '../db/index.js';
 import { createDeps } from './deps.js';
 import { PeriodicTimers } from './platform/periodic.js';
 import { periodicTasks } from './tasks.js';
-import { webhookQueueEnabled } from '../jobs/queue.js';
+import { webhookQueueEnabled } from './platform/queue-mode.js';
 
 export interface RunningServer {
   /** The URL this machine reaches the server at (loopback when it listens on every interface). */

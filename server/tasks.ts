@@ -3,7 +3,13 @@
 import type { AppDeps } from './platform/context.js';
 import type { PeriodicTask } from './platform/periodic.js';
 import { purgeDeletedWorkspaces } from '../routers/workspaces/lifecycle.js';
+import { runDataExports } from '../routers/account/exports.js';
 
-export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger'>): PeriodicTask[] {
-  return [{ name: 'purge-deleted-workspaces', everyMs: 60_000, run: () => purgeDeletedWorkspaces(deps) }];
+export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'mailer'>): PeriodicTask[] {
+  return [
+    { name: 'purge-deleted-workspaces', everyMs: 60_000, run: () => purgeDeletedWorkspaces(deps) },
+    // Builds the exports waiting (in queue mode nothing else does: a few seconds is the wait) and deletes
+    // the expired archives.
+    { name: 'data-exports', everyMs: 5_000, run: () => runDataExports(deps) },
+  ];
 }

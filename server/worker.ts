@@ -38,7 +38,6 @@ import {
   deliverJobOptions,
   maintenanceSchedulers,
   stalledIntervalOf,
-  webhookQueueEnabled,
   type DeliverWebhookJob,
   type WebhookQueue,
 } from '../jobs/queue.js';
@@ -49,6 +48,7 @@ import { cleanUpTokens, sweepDeliveries } from '../jobs/processors/maintenance.j
 import { demoReset } from '../jobs/processors/demo-reset.js';
 import { resetDemo } from '../demo/reset.js';
 import { periodicTasks } from './tasks.js';
+import { webhookQueueEnabled } from './platform/queue-mode.js';
 
 const { config } = loadConfigOrExit();
 const logger = createLogger(config);
@@ -180,7 +180,7 @@ const passwords = new PasswordHasher(config.BCRYPT_COST);
 const storage = createStorage(config);
 const demoDeps = { db, config, passwords, secrets, storage };
 // The domains' periodic tasks run here when the queues are on (the API runs them otherwise).
-const tasks = periodicTasks({ db, config, storage, logger });
+const tasks = periodicTasks({ db, config, storage, logger, mailer });
 
 {
   // The sweep queues deliveries through the webhooks queue, with a producer of its own.

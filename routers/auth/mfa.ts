@@ -121,7 +121,7 @@ async function acceptBackupCode(trx: Kysely<Database>, userId: string, code: str
 }
 
 /** A second factor: a TOTP code (6 digits) or, otherwise, a backup code. */
-async function acceptSecondFactor(
+export async function acceptSecondFactor(
   deps: Pick<Deps, 'config' | 'secrets'>,
   trx: Kysely<Database>,
   userId: string,

@@ -1,7 +1,5 @@
 // Workspaces as their members see them: list, create, read, rename; members, invitations and roles.
 import { z } from 'zod';
-import type { Context } from '../../server/platform/context.js';
-import type { Actor } from '../../server/platform/actor.js';
 import { messageOutput } from '../auth/schemas.js';
 import { authedProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { actorOf } from '../../server/platform/actor.js';
@@ -27,19 +25,11 @@ import {
 } from './schemas.js';
 import * as workspaces from './service.js';
 import * as lifecycle from './lifecycle.js';
-import { cancel as cancelSubscription } from '../billing/service.js';
-import { AppError } from '../../server/platform/errors.js';
+import { subscriptionEnder } from '../billing/end-subscription.js';
 import * as members from './members.js';
 import * as invitations from './invitations.js';
 
 const tags = ['Workspaces'];
-
-/** A deleted workspace's live subscription is canceled at its processor; having none is fine. */
-const endSubscription = (ctx: Context, actor: Actor) => async (workspaceId: string) => {
-  await cancelSubscription(ctx, actor, workspaceId).catch((err: unknown) => {
-    if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
-  });
-};
 
 export const workspacesRouter = router({
   list: authedProcedure
@@ -283,7 +273,7 @@ export const workspacesRouter = router({
     .output(deletionOutput)
     .mutation(({ ctx, input }) => {
       const actor = actorOf(ctx);
-      return lifecycle.requestDeletion({ ...ctx, endSubscription: endSubscription(ctx, actor) }, actor, input);
+      return lifecycle.requestDeletion({ ...ctx, endSubscription: subscriptionEnder(ctx, actor) }, actor, input);
     }),
 
   restore: workspaceProcedure('ownership.manage', { whilePendingDeletion: true })

@@ -48,3 +48,10 @@ export function signedInUser(actor: Actor): { id: string; email: string } {
   if (!actor.userId || !actor.email) throw new AppError('UNAUTHORIZED', 'Sign in first.');
   return { id: actor.userId, email: actor.email };
 }
+
+/** The same request's actor, acting as `user`: for a use case that has just established who it is. */
+export const actingAs = (actor: Actor, user: { id: string; email?: string | null }): Actor =>
+  actorOf(
+    { requestId: actor.requestId ?? undefined, ip: actor.ip ?? undefined, userAgent: actor.userAgent ?? undefined },
+    user,
+  );

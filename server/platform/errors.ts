@@ -71,6 +71,11 @@ export const ERROR_STATUS = {
   MFA_NOT_ENABLED: 409,
   INVALID_MFA_CODE: 400,
   MFA_REQUIRED: 403,
+  // Account self-service and the workspace lifecycle
+  REAUTHENTICATION_REQUIRED: 403,
+  MANAGED_BY_SSO: 403,
+  OWNERSHIP_TRANSFER_REQUIRED: 409,
+  EXPORT_IN_PROGRESS: 409,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -37,6 +37,15 @@ export class RingBuffer<T> {
     return out;
   }
 
+  /** Replaces, in place, the entries `change` answers a new value for (erasing a person). */
+  rewrite(change: (item: T) => T | undefined): void {
+    for (let i = 0; i < this.items.length; i++) {
+      const item = this.items[i];
+      const changed = item === undefined ? undefined : change(item);
+      if (changed !== undefined) this.items[i] = changed;
+    }
+  }
+
   clear(): void {
     this.items = new Array<T | undefined>(this.capacity);
     this.next = 0;
@@ -155,6 +164,20 @@ export class Monitor {
       });
       next();
     };
+  }
+
+  /**
+   * Erases a person from this instance's record: error messages that quote one of `texts` (an address, a
+   * name) get `replacement` instead. Entries hold user ids, not names; other instances erase their own as
+   * their buffers turn over.
+   */
+  erase(texts: string[], replacement: string): void {
+    const wanted = texts.filter((t) => t.length > 0);
+    this.errors.rewrite((entry) =>
+      wanted.some((t) => entry.message.includes(t))
+        ? { ...entry, message: wanted.reduce((m, t) => m.split(t).join(replacement), entry.message) }
+        : undefined,
+    );
   }
 
   clear(): void {

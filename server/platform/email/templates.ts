@@ -131,3 +131,71 @@ export function newSignInMail(opts: {
     link: securityLink(opts.appUrl),
   });
 }
+
+/** A web app page (APP_URL + path). */
+const appPage = (appUrl: string, path: string) => `${appUrl.replace(/\/+$/, '')}${path}`;
+
+export function emailChangeConfirmationMail(opts: { to: string; name: string; link: string; validMinutes: number }) {
+  return actionMail({
+    to: opts.to,
+    subject: 'Confirm your new e-mail address',
+    template: 'email-change-confirmation',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      `You asked to sign in with this address from now on. Confirm it within ${opts.validMinutes} minutes; the link works once.`,
+      'If you did not ask for this, ignore this mail: nothing changes.',
+    ],
+    action: 'Confirm the new address',
+    link: opts.link,
+  });
+}
+
+export function emailChangeNoticeMail(opts: { to: string; name: string; appUrl: string }) {
+  return actionMail({
+    to: opts.to,
+    subject: 'Your e-mail address is about to change',
+    template: 'email-change-notice',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      'Someone signed in to your account asked to move it to another e-mail address; it changes once the new address confirms.',
+      'If it was not you, change your password and end your other sessions now.',
+    ],
+    action: 'Review your security settings',
+    link: securityLink(opts.appUrl),
+  });
+}
+
+export function accountDeletedMail(opts: { to: string; name: string; appUrl: string }) {
+  return actionMail({
+    to: opts.to,
+    subject: 'Your account is deleted',
+    template: 'account-deleted',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      'Your account and the workspaces only you belonged to are deleted, as you asked. This address can register again.',
+      'This is the last mail we send to this address about the account.',
+    ],
+    action: 'Visit the service',
+    link: appPage(opts.appUrl, '/'),
+  });
+}
+
+export function dataExportReadyMail(opts: {
+  to: string;
+  name: string;
+  appUrl: string;
+  exportId: string;
+  hours: number;
+}) {
+  return actionMail({
+    to: opts.to,
+    subject: 'Your data export is ready',
+    template: 'data-export-ready',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      `The export of your data you asked for is ready. Download it from your account settings within ${opts.hours} hours; it is deleted afterwards.`,
+    ],
+    action: 'Download your data',
+    link: appPage(opts.appUrl, `/settings/account?export=${encodeURIComponent(opts.exportId)}`),
+  });
+}

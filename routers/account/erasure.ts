@@ -1,0 +1,231 @@
+// Deleting one's own account (GDPR article 17): re-authentication, the ownership guard, then the person is
+// erased in one transaction. The user row stays with a tombstone address and name, so the rows others need
+// (audit entries, a workspace's generations, payments) keep its id without naming anyone; the workspaces
+// only they belonged to go with them. docs/api.md ("Deleting an account") lists what goes and what stays.
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { actingAs, signedInUser, type Actor } from '../../server/platform/actor.js';
+import type { AppDeps } from '../../server/platform/context.js';
+import { accountDeletedMail } from '../../server/platform/email/templates.js';
+import { AppError } from '../../server/platform/errors.js';
+import { recordAudit } from '../audit/service.js';
+import { acceptSecondFactor } from '../auth/mfa.js';
+import { emitEvent } from '../events/emit.js';
+import { accountOf, reauthenticate, refuseDemoAccount } from './service.js';
+
+type Trx = Transaction<Database>;
+type Deps = Pick<AppDeps, 'db' | 'config' | 'mailer' | 'logger' | 'passwords' | 'secrets' | 'storage' | 'monitor'>;
+
+export const DELETED_NAME = 'Deleted user';
+export const DELETED_WORKSPACE_NAME = 'Deleted workspace';
+/** The address an erased account keeps: unique, and not deliverable anywhere (`.invalid`, RFC 2606). */
+export const tombstoneEmail = (userId: string) => `deleted+${userId}@invalid`;
+
+/** What ends a workspace's subscription at its processor (the billing domain's cancel, handed in). */
+export type EndSubscription = (workspaceId: string) => Promise<void>;
+
+/**
+ * Deletes the caller's account. Refused while they are the only OWNER of a workspace that has other members
+ * (409 OWNERSHIP_TRANSFER_REQUIRED, the workspaces in `issues`). The confirmation mail goes to the address
+ * before it is erased (its log row is then erased with the others).
+ */
+export async function deleteAccount(
+  deps: Deps & { endSubscription: EndSubscription },
+  actor: Actor,
+  input: { password?: string; code?: string },
+) {
+  const { id: userId } = signedInUser(actor);
+  const account = await accountOf(deps.db, userId);
+  refuseDemoAccount(deps.config, account, 'delete their account');
+  await reauthenticate(deps, actor, account, input.password);
+  if (account.mfa_enabled && input.code === undefined)
+    throw new AppError('REAUTHENTICATION_REQUIRED', 'Enter a code of your authenticator app (or a backup code).');
+
+  const person = { email: account.email, name: account.name };
+  const { soleWorkspaces, avatarKey, exportKeys } = await deps.db.transaction().execute(async (trx) => {
+    // Locked and checked again: of two deletions at once, the second finds the account gone.
+    const locked = await trx
+      .selectFrom('users')
+      .select(['id', 'avatar_key', 'mfa_enabled'])
+      .where('id', '=', userId)
+      .where('deleted_at', 'is', null)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!locked) throw new AppError('UNAUTHORIZED', 'This account no longer exists.');
+    if (locked.mfa_enabled && !(await acceptSecondFactor(deps, trx, userId, input.code ?? '')))
+      throw new AppError('INVALID_MFA_CODE', 'The code is not right.');
+    const memberships = await membershipsToEnd(trx, userId);
+    const blocking = memberships.filter((m) => m.role === 'OWNER' && m.owners === 1 && m.members > 1);
+    if (blocking.length > 0)
+      throw new AppError(
+        'OWNERSHIP_TRANSFER_REQUIRED',
+        'You are the only owner of workspaces that have other members: hand them over or delete them first.',
+        blocking.map((w) => ({ path: w.workspace_id, message: w.name, code: 'ownership_transfer_required' })),
+      );
+    // The last mail to the address, sent before it is erased (its log row is erased below with the rest).
+    await deps.mailer.send(accountDeletedMail({ to: person.email, name: person.name, appUrl: deps.config.APP_URL }));
+    const sole = memberships.filter((m) => m.members === 1).map((m) => m.workspace_id);
+    await leaveSharedWorkspaces(
+      trx,
+      userId,
+      memberships.filter((m) => m.members > 1),
+    );
+    await scheduleImmediatePurge(trx, sole);
+    const exports = await trx.selectFrom('user_exports').select('storage_key').where('user_id', '=', userId).execute();
+    await eraseThePerson(trx, userId, person, sole);
+    await recordAudit(trx, actingAs(actor, { id: userId, email: tombstoneEmail(userId) }), {
+      action: 'auth.account_deleted',
+      targetType: 'user',
+      targetId: userId,
+      metadata: { workspacesDeleted: sole.length },
+    });
+    return {
+      soleWorkspaces: sole,
+      avatarKey: locked.avatar_key,
+      exportKeys: exports.flatMap((e) => (e.storage_key ? [e.storage_key] : [])),
+    };
+  });
+
+  // After the commit: what lives outside the database.
+  deps.monitor.erase([person.email, person.name], '[deleted]');
+  for (const key of [avatarKey, ...exportKeys]) if (key) await deps.storage.delete(key).catch(() => undefined);
+  for (const workspaceId of soleWorkspaces) {
+    await deps.endSubscription(workspaceId).catch((err: unknown) => {
+      deps.logger.error({ err, workspaceId }, 'canceling the subscription of a deleted workspace failed');
+    });
+  }
+  return { message: 'Your account is deleted.' };
+}
+
+/** Every workspace the user is a member of, with its owners and members counted, locked. */
+async function membershipsToEnd(trx: Trx, userId: string) {
+  const rows = await trx
+    .selectFrom('workspace_members as m')
+    .innerJoin('workspaces as w', 'w.id', 'm.workspace_id')
+    .select((eb) => [
+      'm.workspace_id',
+      'm.role',
+      'w.name',
+      eb
+        .selectFrom('workspace_members as o')
+        .select((e) => e.fn.countAll<string>().as('n'))
+        .whereRef('o.workspace_id', '=', 'm.workspace_id')
+        .where('o.role', '=', 'OWNER')
+        .as('owners'),
+      eb
+        .selectFrom('workspace_members as a')
+        .select((e) => e.fn.countAll<string>().as('n'))
+        .whereRef('a.workspace_id', '=', 'm.workspace_id')
+        .as('members'),
+    ])
+    .where('m.user_id', '=', userId)
+    .where('w.deleted_at', 'is', null)
+    .orderBy('m.created_at')
+    .forUpdate()
+    .execute();
+  return rows.map((r) => ({ ...r, owners: Number(r.owners), members: Number(r.members) }));
+}
+
+/** The user leaves the workspaces others remain in; each hears of it (user.deleted). */
+async function leaveSharedWorkspaces(
+  trx: Trx,
+  userId: string,
+  shared: Array<{ workspace_id: string; role: Database['workspace_members']['role'] }>,
+) {
+  for (const { workspace_id, role } of shared) {
+    await trx
+      .deleteFrom('workspace_members')
+      .where('workspace_id', '=', workspace_id)
+      .where('user_id', '=', userId)
+      .execute();
+    await emitEvent(trx, workspace_id, 'user.deleted', { userId, role });
+  }
+}
+
+/** The workspaces only the user belonged to go with the account: purged by the next run of the task. */
+async function scheduleImmediatePurge(trx: Trx, workspaceIds: string[]) {
+  if (workspaceIds.length === 0) return;
+  const now = new Date();
+  await trx
+    .updateTable('workspaces')
+    .set({ status: 'PENDING_DELETION', deletion_requested_at: now, purge_at: now, updated_at: now })
+    .where('id', 'in', workspaceIds)
+    .execute();
+  await trx.deleteFrom('workspace_members').where('workspace_id', 'in', workspaceIds).execute();
+}
+
+/**
+ * Removes what names or identifies the person: the account's address and name become tombstones; its
+ * password, second factor, identities, sessions, tokens and pending changes go; the address and the name
+ * are replaced in the audit log and the mail log (rows kept); invitations sent to the address and contact
+ * messages from it lose it. The user id stays where others' rows need it.
+ */
+async function eraseThePerson(trx: Trx, userId: string, person: { email: string; name: string }, sole: string[]) {
+  const tombstone = tombstoneEmail(userId);
+  await trx
+    .updateTable('users')
+    .set({
+      email: tombstone,
+      name: DELETED_NAME,
+      password_hash: null,
+      mfa_enabled: false,
+      email_verified_at: null,
+      avatar_key: null,
+      avatar_updated_at: null,
+      last_login_at: null,
+      tokens_valid_after: new Date(),
+      deleted_at: new Date(),
+      updated_at: new Date(),
+    })
+    .where('id', '=', userId)
+    .execute();
+  for (const table of [
+    'refresh_tokens',
+    'sessions',
+    'user_identities',
+    'user_totp',
+    'mfa_backup_codes',
+    'mfa_challenges',
+    'user_tokens',
+    'email_changes',
+    'oauth_states',
+    'oauth_exchange_codes',
+    'user_exports',
+    'ai_user_usage_counters',
+  ] as const) {
+    await trx.deleteFrom(table).where('user_id', '=', userId).execute();
+  }
+  await trx.deleteFrom('idempotency_keys').where('scope', '=', `user:${userId}`).execute();
+  await trx
+    .updateTable('workspace_invitations')
+    .set({ email: tombstone, revoked_at: sql`coalesce(revoked_at, now())` })
+    .where('email', '=', person.email)
+    .execute();
+  await trx
+    .updateTable('contact_messages')
+    .set({ email: tombstone, name: DELETED_NAME })
+    .where('email', '=', person.email)
+    .execute();
+  await trx.updateTable('files').set({ original_name: null }).where('uploaded_by', '=', userId).execute();
+  if (sole.length)
+    await trx.updateTable('workspaces').set({ name: DELETED_WORKSPACE_NAME }).where('id', 'in', sole).execute();
+
+  // The audit log: the address as actor, and the address or the name inside the metadata of the entries
+  // about the person (theirs, on them, or on their own workspaces).
+  await trx.updateTable('audit_logs').set({ actor_email: tombstone }).where('actor_email', '=', person.email).execute();
+  const inJson = (text: string) => JSON.stringify(text).slice(1, -1);
+  await sql`update audit_logs set metadata = replace(replace(metadata::text, ${inJson(person.email)}, ${tombstone}),
+      ${inJson(person.name)}, ${DELETED_NAME})::jsonb
+    where strpos(metadata::text, ${inJson(person.email)}) > 0
+      or ((actor_user_id = ${userId} or target_id = ${userId} or workspace_id = any(${sole}::uuid[]))
+        and strpos(metadata::text, ${inJson(person.name)}) > 0)`.execute(trx);
+  // The mail log: the mails to the address, and the invitations that name the person as their sender.
+  // The HTML of these mails is a rendering of their text: dropped rather than rewritten.
+  await sql`update email_logs set "to" = ${tombstone}, html = null,
+      subject = replace(replace(subject, ${person.email}, ${tombstone}), ${person.name}, ${DELETED_NAME}),
+      text = replace(replace(text, ${person.email}, ${tombstone}), ${person.name}, ${DELETED_NAME})
+    where "to" = ${person.email}`.execute(trx);
+  await sql`update email_logs set html = null,
+      text = replace(text, ${`${person.name} invited you`}, ${`${DELETED_NAME} invited you`})
+    where template = 'workspace-invitation' and strpos(text, ${`${person.name} invited you`}) > 0`.execute(trx);
+}
