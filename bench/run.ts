@@ -31,7 +31,10 @@
 //   deliver_webhook via BullMQ            ratio to raw BullMQ no-op jobs, target >= 0.5x
 //   production start                      bench/startup.ts: first 200 on /health <= 2 s, idle RSS <= 150 MB
 //   deliveries beside a hanging endpoint  bench/isolation.ts: healthy rate >= 0.8x of alone, p99 < 1 s
-// (the last two run first, each on a database of its own; BENCH_STARTUP_RUNS, BENCH_STARTUP_SETTLE_MS,
+//   purge beside GET /auth/me             bench/purge.ts: a deleted workspace of BENCH_PURGE_ROWS (1,000,000)
+//                                         generations purged while GET /auth/me is loaded: its rate >= 0.8x
+//                                         of alone, the purge finished (rows per second printed)
+// (the last three run first, each on a database of its own; BENCH_STARTUP_RUNS, BENCH_STARTUP_SETTLE_MS,
 // BENCH_ISOLATION_DELIVERIES, BENCH_ISOLATION_RATE, BENCH_ISOLATION_HEALTHY: docs/performance.md)
 // The exit code is non-zero only when the run itself crashes; a missed target or a scenario with errors
 // is reported in the table, not in the exit code.
@@ -70,6 +73,7 @@ import {
 } from './queue.js';
 import { STARTUP_TARGETS, measureStartup } from './startup.js';
 import { ISOLATION_TARGETS, measureIsolation } from './isolation.js';
+import { PURGE_TARGETS, measurePurge } from './purge.js';
 import { cpuSecondsBetween, cpuSecondsByPid, cpuSecondsOf } from './cpu.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -96,6 +100,8 @@ const READY_TIMEOUT_MS = 60_000;
 /** The scenarios of their own (bench/startup.ts, bench/isolation.ts), run first when selected. */
 const STARTUP_SCENARIO = 'production start';
 const ISOLATION_SCENARIO = 'deliveries beside a hanging endpoint';
+const PURGE_SCENARIO = 'purge beside GET /auth/me';
+const PURGE_ROWS = positiveInt('BENCH_PURGE_ROWS', 1_000_000);
 const STARTUP_RUNS = positiveInt('BENCH_STARTUP_RUNS', 3);
 const STARTUP_SETTLE_MS = positiveInt('BENCH_STARTUP_SETTLE_MS', 5_000);
 const ISOLATION_DELIVERIES = positiveInt('BENCH_ISOLATION_DELIVERIES', 20_000);
@@ -841,7 +847,8 @@ async function ownScenarios(): Promise<void> {
         deliveries: ISOLATION_DELIVERIES,
         ratePerSec: ISOLATION_RATE,
         healthyEndpoints: ISOLATION_HEALTHY,
-        startWorker: (workerEnv) => startWorker('webhook worker (lanes)', 'server/worker.ts', workerEnv, /worker ready/),
+        startWorker: (workerEnv) =>
+          startWorker('webhook worker (lanes)', 'server/worker.ts', workerEnv, /worker ready/),
       });
       const line = (label: string, r: typeof f.alone) =>
         `    ${label}: ${r.delivered} of ${r.healthy} healthy deliveries, ${r.ratePerSec.toFixed(0)}/s, enqueue to receipt p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms`;
@@ -854,6 +861,43 @@ async function ownScenarios(): Promise<void> {
           `p99 ${f.beside.p99Ms.toFixed(0)} ms, target < ${t.p99Ms} ms: ${verdict('isolation p99', f.beside.p99Ms < t.p99Ms)}; the hanging endpoint got ${f.hangingRequests} requests`,
       );
     } finally {
+      await dropDatabase(db);
+    }
+  }
+  if (!ONLY || ONLY.test(PURGE_SCENARIO)) {
+    const db = await createDatabase();
+    const api = await startChild('api (purge)', 'server/index.ts', { ...env, DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
+    try {
+      await waitUntilReady(api, '/health');
+      const accessToken = await signIn(api.url);
+      const created = await fetch(`${api.url}/workspaces`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },
+        body: JSON.stringify({ name: 'Purged' }),
+      });
+      const workspaceId = ((await created.json()) as { id: string }).id;
+      console.log(
+        `  ${PURGE_SCENARIO}: ${PURGE_ROWS.toLocaleString('en')} generations of a deleted workspace, purged as the worker does`,
+      );
+      const f = await measurePurge({
+        databaseUrl: db.url,
+        apiUrl: api.url,
+        accessToken,
+        workspaceId,
+        rows: PURGE_ROWS,
+        durationS: DURATION_S,
+        connections: JSON_CONNECTIONS,
+        env: { ...env, DATABASE_URL: db.url },
+      });
+      console.log(
+        `    seeded in ${f.seedSeconds.toFixed(0)} s; GET /auth/me alone ${f.aloneRate.toFixed(0)}/s, during the purge ${f.duringRate.toFixed(0)}/s`,
+      );
+      console.log(
+        `  ${PURGE_SCENARIO}: load ${f.ratio.toFixed(2)}x of alone, target >= ${PURGE_TARGETS.ratio}x: ${verdict('purge load', f.ratio >= PURGE_TARGETS.ratio)}; ` +
+          `purge ${f.purgeSeconds.toFixed(1)} s, ${f.rowsPerSecond.toFixed(0)} rows/s, ${f.left} left: ${verdict('purge finished', f.left === 0)}`,
+      );
+    } finally {
+      await stopChild(api);
       await dropDatabase(db);
     }
   }
