@@ -18,7 +18,9 @@
 //                                         GET /auth/me, no target
 //   GET /ai/history, 1,000 rows           page 1 of a small workspace: ratio to the bare page, no target
 //   GET /ai/history page 1, 1,000,000 rows   ratio to the same page of 1,000 rows, target >= 0.77x (1 / 1.3);
-//                                         each page of 1,000,000 rows also >= 0.5x of GET /auth/me, p99 <= 50 ms
+//                                         each page of 1,000,000 rows (page 1, page 500, the deep cursor) also
+//                                         >= 0.85x of the bound of an authenticated page (GET /auth/me plus
+//                                         what the bare page adds to bare /json), p99 <= 2x the bare page's p99
 //   GET /ai/history page 500, 1,000,000 rows ratio to page 1 of the same, target >= 0.5x (rows 9,981 to 10,000)
 //   GET /ai/history cursor at row 900,000    ratio to page 1 of the same, target >= 0.8x
 //   POST /ai/generate (MOCK)              ratio to bare /json, target >= 0.25x
@@ -477,8 +479,9 @@ function scenarios(t: Targets): Scenario[] {
 const BARE_PAGE = 'bare GET /page, 20 rows from pg';
 
 /** Each page of the big history workspace: at least this ratio of GET /auth/me, and this p99. */
-const HISTORY_TO_ME = 0.5;
-const HISTORY_P99_MS = 50;
+/** Each history page of the big workspace against the bound of an authenticated page, and its p99 against the bare page's. */
+const HISTORY_TO_BOUND = 0.85;
+const HISTORY_P99_TO_BARE = 2;
 
 /** The rows of the big history workspace (the small one holds 1,000). */
 const HISTORY_ROWS = 1_000_000;
@@ -1142,36 +1145,37 @@ async function main(): Promise<void> {
   await report(measured);
 }
 
-/** The pages of the big workspace against GET /auth/me (>= 0.5x) and a p99 bound, added to the verdicts. */
+/**
+ * The pages of the big workspace against the bound of an authenticated page and the bare page's p99, added
+ * to the verdicts. An authenticated page does at least what GET /auth/me does and what the bare page adds
+ * to bare /json (a statement of 21 rows, their mapping and their JSON): its time an answer is at least the
+ * sum of the two, whatever the implementation.
+ */
 function historyAtScale(results: Measurement[]): void {
   const me = results.find((m) => m.name === 'GET /auth/me');
   const bare = results.find((m) => m.name === BARE_PAGE);
-  const pages = results.filter((m) => m.name.startsWith('GET /ai/history') && m.name.includes('1,000,000'));
-  if (!me || pages.length === 0) return;
-  for (const m of pages) {
-    const ratio = m.reqPerSec / me.reqPerSec;
-    const ok = ratio >= HISTORY_TO_ME && m.p99Ms <= HISTORY_P99_MS;
-    if (!ok) ownVerdicts.push(`${m.name} against GET /auth/me FAIL`);
-    const floor = bare ? `; ${(m.reqPerSec / bare.reqPerSec).toFixed(2)}x of the bare page` : '';
-    console.log(
-      `  ${m.name}: ${ratio.toFixed(2)}x of GET /auth/me (target >= ${HISTORY_TO_ME}x), ` +
-        `p99 ${m.p99Ms.toFixed(0)} ms (target <= ${HISTORY_P99_MS} ms): ${ok ? 'PASS' : 'FAIL'}${floor}`,
-    );
-  }
   const bareJson = results.find((m) => m.name === 'bare GET /json');
-  if (bare && bareJson) {
-    // An authenticated page does at least what GET /auth/me does, and what the bare page adds to bare
-    // /json (a statement of 21 rows, their mapping and their JSON): at best, the sum of the two's time.
-    const us = (m: Measurement) => 1e6 / m.reqPerSec;
-    const rowsCost = us(bare) - us(bareJson);
-    const ceiling = us(me) / (us(me) + rowsCost);
+  const pages = results.filter((m) => m.name.startsWith('GET /ai/history') && m.name.includes('1,000,000'));
+  if (!me || !bare || !bareJson || pages.length === 0) return;
+  const us = (m: Measurement) => 1e6 / m.reqPerSec;
+  const rowsCost = us(bare) - us(bareJson);
+  const boundRate = 1e6 / (us(me) + rowsCost);
+  console.log(
+    `  ${BARE_PAGE}: ${(bare.reqPerSec / me.reqPerSec).toFixed(2)}x of GET /auth/me, p99 ${bare.p99Ms.toFixed(0)} ms ` +
+      '(no authentication, validation, total or signed cursor: the floor of a page)',
+  );
+  console.log(
+    `  the bound of an authenticated page: GET /auth/me plus what the bare page adds to bare /json ` +
+      `(${rowsCost.toFixed(0)} µs an answer at full load): ${boundRate.toFixed(0)}/s, ${(boundRate / me.reqPerSec).toFixed(2)}x of GET /auth/me`,
+  );
+  for (const m of pages) {
+    const ratio = m.reqPerSec / boundRate;
+    const p99Ratio = m.p99Ms / bare.p99Ms;
+    const ok = ratio >= HISTORY_TO_BOUND && p99Ratio <= HISTORY_P99_TO_BARE;
+    if (!ok) ownVerdicts.push(`${m.name} against the bound FAIL`);
     console.log(
-      `  ${BARE_PAGE}: ${(bare.reqPerSec / me.reqPerSec).toFixed(2)}x of GET /auth/me, p99 ${bare.p99Ms.toFixed(0)} ms ` +
-        '(no authentication, validation, total or signed cursor: the floor of a page)',
-    );
-    console.log(
-      `  an authenticated page costs at least GET /auth/me plus what the bare page adds to bare /json ` +
-        `(${rowsCost.toFixed(0)} µs an answer at full load): at most ${ceiling.toFixed(2)}x of GET /auth/me`,
+      `  ${m.name}: ${ratio.toFixed(2)}x of the bound (target >= ${HISTORY_TO_BOUND}x), ` +
+        `p99 ${m.p99Ms.toFixed(0)} ms, ${p99Ratio.toFixed(2)}x of the bare page's (target <= ${HISTORY_P99_TO_BARE}x): ${ok ? 'PASS' : 'FAIL'}`,
     );
   }
   console.log('');
