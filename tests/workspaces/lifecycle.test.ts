@@ -675,6 +675,54 @@ describe('purgeDeletedWorkspaces', () => {
     expect((await workspaceRow(wsId)).purged_at).toEqual(row.purged_at);
   });
 
+  it('purges a row updated while its batch waits for it (a new row version), before setting purged_at', async () => {
+    const owner = await registerAndLogin(app.api, { prefix: 'purge-race' });
+    const wsId = owner.workspaceId;
+    // Fewer than one batch: the batch that skips the updated row is also the last one seen.
+    await sql`insert into ai_generations (workspace_id, provider, model, prompt, output, status)
+      select ${wsId}, 'MOCK', 'mock-1', 'seeded ' || i, 'out', 'SUCCEEDED' from generate_series(1, 5) as i`.execute(
+      app.deps.db,
+    );
+    const del = await post(owner.accessToken, `/workspaces/${wsId}/delete`, {
+      confirmName: (await workspaceRow(wsId)).name,
+    });
+    expect(del.status, del.text).toBe(200);
+    await app.deps.db
+      .updateTable('workspaces')
+      .set({ purge_at: new Date(Date.now() - 1000) })
+      .where('id', '=', wsId)
+      .execute();
+
+    // A transaction updates one of the rows and holds its lock while the purge's delete waits for it.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let updated!: () => void;
+    const rowLocked = new Promise<void>((resolve) => (updated = resolve));
+    const holder = app.deps.db.transaction().execute(async (trx) => {
+      await sql`update ai_generations set output = 'changed meanwhile'
+        where id = (select id from ai_generations where workspace_id = ${wsId} limit 1)`.execute(trx);
+      updated();
+      await released;
+    });
+    await rowLocked;
+    const purge = purgeDeletedWorkspaces(app.deps);
+    try {
+      await waitFor('the purge to wait for the locked row', async () => {
+        const waiting = await sql<{ n: string }>`select count(*) as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'
+          and query like 'delete from "ai_generations"%'`.execute(app.deps.db);
+        return Number(waiting.rows[0].n) > 0;
+      });
+    } finally {
+      release();
+      await holder;
+    }
+    await purge;
+
+    expect(await count('ai_generations', wsId)).toBe(0);
+    expect((await workspaceRow(wsId)).purged_at).toBeInstanceOf(Date);
+  });
+
   it('leaves a workspace alone until its purge_at, and an ACTIVE one always', async () => {
     const t = await team('purge-not-yet');
     const active = await team('purge-active');
