@@ -203,7 +203,10 @@ async function purgeContent(deps: Pick<AppDeps, 'db' | 'config' | 'storage'>, wo
     for (;;) {
       const n = await deleteBatch(db, table, workspaceId, batch);
       rows += n;
-      if (n < batch) break;
+      // Until a batch finds nothing, not merely fewer than `batch`: a row updated meanwhile (an event
+      // marked dispatched, a delivery recorded) has a new ctid and is skipped by the batch that saw the
+      // old one, and two runs at once share a batch. Once purged_at is set, no run comes back for it.
+      if (n === 0) break;
       // Other statements get their turn between batches.
       await new Promise((resolve) => setImmediate(resolve));
     }

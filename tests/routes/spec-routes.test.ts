@@ -450,6 +450,71 @@ describe('every spec route answers a correct request', () => {
       json(ownerToken, { role: 'VIEWER' }),
     );
 
+    // ------------------------------------------------ workspace lifecycle (a workspace of its own)
+    const lifecycleName = `Routes lifecycle ${hex()}`;
+    const L: string = await setup(
+      'lifecycle workspace',
+      async () => {
+        const created = await app.api('POST', '/workspaces', json(ownerToken, { name: lifecycleName }));
+        if (created.status !== 201) throw new Error(`${created.status} ${created.text}`);
+        return created.body.id as string;
+      },
+      NO_ID,
+    );
+    /** A new account that joins L as MEMBER through an invitation (not a call under test). */
+    const joinL = async (prefix: string) => {
+      const person = await registerAndLogin(app.api, { prefix, name: 'Route Joiner' });
+      await setup(
+        `${prefix} joins`,
+        async () => {
+          const sent = await app.api(
+            'POST',
+            `/workspaces/${L}/invitations`,
+            json(ownerToken, { email: person.email, role: 'MEMBER' }),
+          );
+          if (sent.status !== 201) throw new Error(`${sent.status} ${sent.text}`);
+          const token = await latestMailToken(app, person.email, INVITATION_TEMPLATE);
+          const accepted = await app.api('POST', '/invitations/accept', json(person.accessToken, { token }));
+          if (accepted.status !== 200) throw new Error(`${accepted.status} ${accepted.text}`);
+        },
+        undefined,
+      );
+      return person;
+    };
+    const pending = await app.api(
+      'POST',
+      `/workspaces/${L}/invitations`,
+      json(ownerToken, { email: uniqueEmail('routes-pending'), role: 'VIEWER' }),
+    );
+    const invitationId: string = pending.body?.id ?? NO_ID;
+    await hit('GET /workspaces/{workspaceId}/invitations', `/workspaces/${L}/invitations`, { token: ownerToken });
+    await hit(
+      'POST /workspaces/{workspaceId}/invitations/{invitationId}/resend',
+      `/workspaces/${L}/invitations/${invitationId}/resend`,
+      json(ownerToken, {}),
+    );
+    await hit(
+      'DELETE /workspaces/{workspaceId}/invitations/{invitationId}',
+      `/workspaces/${L}/invitations/${invitationId}`,
+      {
+        token: ownerToken,
+      },
+    );
+    const leaver = await joinL('routes-leaver');
+    await hit('POST /workspaces/{workspaceId}/leave', `/workspaces/${L}/leave`, json(leaver.accessToken, {}));
+    const heir = await joinL('routes-heir');
+    await hit(
+      'POST /workspaces/{workspaceId}/transfer-ownership',
+      `/workspaces/${L}/transfer-ownership`,
+      json(ownerToken, { newOwnerUserId: heir.userId }),
+    );
+    await hit(
+      'POST /workspaces/{workspaceId}/delete',
+      `/workspaces/${L}/delete`,
+      json(heir.accessToken, { confirmName: lifecycleName }),
+    );
+    await hit('POST /workspaces/{workspaceId}/restore', `/workspaces/${L}/restore`, json(heir.accessToken, {}));
+
     // ------------------------------------------------ platform admin
     const admin = await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password);
     const adminToken = admin.accessToken;

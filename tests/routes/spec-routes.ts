@@ -3,7 +3,7 @@
 // Copied by hand from the product's route tables (authentication, AI, billing with the admin plan routes and
 // the legacy workspace billing routes, developer, public API, monitoring, product updates and other named
 // routes) and from the routes the product's design decisions name where those tables leave them open
-// (GET /admin/email-logs; the workspace, team and admin routes). docs/api.md describes them; the list is
+// (GET /admin/email-logs; the workspace, team, lifecycle and admin routes). docs/api.md describes them; the list is
 // kept here so that a route the product promises cannot disappear unnoticed.
 //
 // Paths are written the way /openapi.json writes them (`{name}` parameters). Rows that name several paths
@@ -33,6 +33,7 @@ const OTHER = 'Product routes: Other named routes';
 const DESIGN_ACCOUNTS = 'Product decisions: Accounts and sessions';
 const DESIGN_WORKSPACES = 'Product decisions: Workspaces, roles, admin (workspace routes)';
 const DESIGN_ADMIN = 'Product decisions: Workspaces, roles, admin (admin routes)';
+const DESIGN_LIFECYCLE = 'Product decisions: Workspace lifecycle';
 
 const r = (method: HttpMethod, path: string, source: string): SpecRoute => ({ method, path, source });
 
@@ -150,6 +151,15 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   r('POST', '/invitations/accept', DESIGN_WORKSPACES),
   r('PATCH', '/workspaces/{workspaceId}/members/{userId}', DESIGN_WORKSPACES),
   r('DELETE', '/workspaces/{workspaceId}/members/{userId}', DESIGN_WORKSPACES),
+
+  // ---- workspace lifecycle: invitations managed, leaving, hand-over, deletion
+  r('GET', '/workspaces/{workspaceId}/invitations', DESIGN_LIFECYCLE),
+  r('DELETE', '/workspaces/{workspaceId}/invitations/{invitationId}', DESIGN_LIFECYCLE),
+  r('POST', '/workspaces/{workspaceId}/invitations/{invitationId}/resend', DESIGN_LIFECYCLE),
+  r('POST', '/workspaces/{workspaceId}/leave', DESIGN_LIFECYCLE),
+  r('POST', '/workspaces/{workspaceId}/transfer-ownership', DESIGN_LIFECYCLE),
+  r('POST', '/workspaces/{workspaceId}/delete', DESIGN_LIFECYCLE),
+  r('POST', '/workspaces/{workspaceId}/restore', DESIGN_LIFECYCLE),
 
   // ---- admin routes
   r('GET', '/admin/users', DESIGN_ADMIN),

@@ -1,7 +1,9 @@
 // The permission matrix: every workspace route x every role, a member of another workspace and an
-// anonymous caller on one ACTIVE fixture workspace, plus the owner and a member of a SUSPENDED and of an
-// ARCHIVED workspace. Each cell is its own test; the expected outcomes are written out by hand below (not
-// derived from server/platform/permissions.ts), so a change of the role table shows up here as a failing cell.
+// anonymous caller on one ACTIVE fixture workspace, plus the owner and a member of a SUSPENDED, of an
+// ARCHIVED and of a PENDING_DELETION workspace. Each cell is its own test; the expected outcomes are written
+// out by hand below (not derived from server/platform/permissions.ts), so a change of the role table shows
+// up here as a failing cell. Cells that succeed on a destructive route (leave, hand-over, delete, restore)
+// put the fixture back through the API in their `after`, so the later cells see the same workspaces.
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
@@ -23,6 +25,8 @@ let sessions: Record<Role, Session>;
 let outsider: Session;
 let suspended: Ws & { member: Session };
 let archived: Ws & { member: Session };
+/** Deleted by its owner (restorable): every route but restore is closed. */
+let pendingDeletion: Ws & { member: Session };
 
 beforeAll(async () => {
   app = await startTestApp({ RATE_LIMIT_ENABLED: 'false' });
@@ -58,6 +62,13 @@ beforeAll(async () => {
   }
   suspended = await unavailable('suspend', 'suspended');
   archived = await unavailable('archive', 'archived');
+
+  const pdOwner = await registerAndLogin(app.api, { prefix: 'mx-pending-owner' });
+  const pdName = `Matrix pending ${crypto.randomBytes(4).toString('hex')}`;
+  const pdId = await createWorkspace(app, pdOwner.accessToken, pdName);
+  const pdMember = await inviteAndJoin(app, pdOwner.accessToken, pdId, 'MEMBER', 'mx-pending-member');
+  pendingDeletion = { id: pdId, name: pdName, owner: pdOwner, member: pdMember };
+  await deleteAsOwner(pendingDeletion);
 });
 afterAll(() => app?.close());
 
@@ -119,12 +130,59 @@ function logoForm() {
 
 /** A member row for a user created just for one cell, so 2xx role changes and removals touch nobody else. */
 async function disposableMember(workspaceId: string, role: Role = 'MEMBER') {
+  return (await disposableMemberSession(workspaceId, role)).userId;
+}
+
+/** disposableMember, signed in: a hand-over to them is undone by them. */
+async function disposableMemberSession(workspaceId: string, role: Role = 'MEMBER') {
   const target = await registerAndLogin(app.api, { prefix: 'mx-target' });
   await app.deps.db
     .insertInto('workspace_members')
     .values({ workspace_id: workspaceId, user_id: target.userId, role })
     .execute();
-  return target.userId;
+  return target;
+}
+
+/** An invitation of the workspace made just for one cell (straight in the database: any workspace state). */
+async function disposableInvitation(ws: Ws) {
+  const row = await app.deps.db
+    .insertInto('workspace_invitations')
+    .values({
+      workspace_id: ws.id,
+      email: uniqueEmail('mx-pending-invitee'),
+      role: 'VIEWER',
+      token_hash: crypto.randomBytes(32).toString('hex'),
+      invited_by: ws.owner.userId,
+      expires_at: new Date(Date.now() + 86_400_000),
+    })
+    .returning(['id', 'token_hash'])
+    .executeTakeFirstOrThrow();
+  return row;
+}
+
+const invitationRow = (id: string) =>
+  app.deps.db
+    .selectFrom('workspace_invitations')
+    .select(['token_hash', 'revoked_at'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+const statusOf = async (workspaceId: string) =>
+  (await app.deps.db.selectFrom('workspaces').select('status').where('id', '=', workspaceId).executeTakeFirstOrThrow())
+    .status;
+
+/** POST .../delete as the workspace's owner, with its name typed back. */
+async function deleteAsOwner(ws: Ws) {
+  const res = await app.api('POST', `/workspaces/${ws.id}/delete`, {
+    token: ws.owner.accessToken,
+    body: { confirmName: ws.name },
+  });
+  if (res.status !== 200) throw new Error(`delete failed: ${res.status} ${res.text}`);
+}
+
+/** POST .../restore as the workspace's owner. */
+async function restoreAsOwner(ws: Ws) {
+  const res = await app.api('POST', `/workspaces/${ws.id}/restore`, { token: ws.owner.accessToken });
+  if (res.status !== 200) throw new Error(`restore failed: ${res.status} ${res.text}`);
 }
 
 interface Call {
@@ -140,7 +198,8 @@ interface Route {
   method: 'GET' | 'PATCH' | 'POST' | 'DELETE';
   /** As it appears in /openapi.json. */
   openapi: string;
-  call(ws: Ws): Promise<Call>;
+  /** The request of one cell on `ws`, made by `caller` (undefined: anonymous). */
+  call(ws: Ws, caller: Session | undefined): Promise<Call>;
   /** What a 2xx answer must contain. */
   check(res: ApiResponse, ws: Ws): void;
 }
@@ -423,6 +482,144 @@ const ROUTES: Route[] = [
       for (const item of res.body.items) expect(item.workspaceId).toBe(ws.id);
     },
   },
+  {
+    label: 'GET /workspaces/{id}/invitations',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/invitations',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/invitations` }),
+    check: (res, ws) => {
+      expect(Array.isArray(res.body.items)).toBe(true);
+      for (const item of res.body.items) expect(item.workspaceId).toBe(ws.id);
+    },
+  },
+  {
+    label: 'DELETE /workspaces/{id}/invitations/{invitationId}',
+    method: 'DELETE',
+    openapi: '/workspaces/{workspaceId}/invitations/{invitationId}',
+    call: async (ws) => {
+      const invitation = await disposableInvitation(ws);
+      return {
+        path: `/workspaces/${ws.id}/invitations/${invitation.id}`,
+        after: async (res) => expect((await invitationRow(invitation.id)).revoked_at !== null).toBe(is2xx(res.status)),
+      };
+    },
+    check: (res) => expect(res.body).toEqual({ message: expect.any(String) }),
+  },
+  {
+    label: 'POST /workspaces/{id}/invitations/{invitationId}/resend',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/invitations/{invitationId}/resend',
+    call: async (ws) => {
+      const invitation = await disposableInvitation(ws);
+      return {
+        path: `/workspaces/${ws.id}/invitations/${invitation.id}/resend`,
+        body: {},
+        after: async (res) =>
+          expect((await invitationRow(invitation.id)).token_hash !== invitation.token_hash).toBe(is2xx(res.status)),
+      };
+    },
+    check: (res, ws) => expect(res.body).toMatchObject({ workspaceId: ws.id, role: 'VIEWER' }),
+  },
+  {
+    label: 'POST /workspaces/{id}/leave',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/leave',
+    call: async (ws, caller) => {
+      const role = caller && (await roleIn(app, ws.id, caller.userId));
+      return {
+        path: `/workspaces/${ws.id}/leave`,
+        body: {},
+        after: async (res) => {
+          if (!caller) return;
+          expect(await roleIn(app, ws.id, caller.userId)).toBe(is2xx(res.status) ? undefined : role);
+          // The member who left is put back as they were, for the later cells.
+          if (is2xx(res.status) && role)
+            await app.deps.db
+              .insertInto('workspace_members')
+              .values({ workspace_id: ws.id, user_id: caller.userId, role })
+              .execute();
+        },
+      };
+    },
+    check: (res) => expect(res.body).toEqual({ message: expect.any(String) }),
+  },
+  {
+    label: 'POST /workspaces/{id}/transfer-ownership',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/transfer-ownership',
+    call: async (ws) => {
+      const target = await disposableMemberSession(ws.id);
+      return {
+        path: `/workspaces/${ws.id}/transfer-ownership`,
+        body: { newOwnerUserId: target.userId },
+        after: async (res) => {
+          if (!is2xx(res.status)) {
+            expect(await roleIn(app, ws.id, target.userId)).toBe('MEMBER');
+            expect(await roleIn(app, ws.id, ws.owner.userId)).toBe('OWNER');
+            return;
+          }
+          expect(await roleIn(app, ws.id, target.userId)).toBe('OWNER');
+          expect(await roleIn(app, ws.id, ws.owner.userId)).toBe('ADMIN');
+          // Handed back by the new owner, who is then removed.
+          const back = await app.api('POST', `/workspaces/${ws.id}/transfer-ownership`, {
+            token: target.accessToken,
+            body: { newOwnerUserId: ws.owner.userId },
+          });
+          expect(back.status, back.text).toBe(200);
+          const removed = await app.api('DELETE', `/workspaces/${ws.id}/members/${target.userId}`, {
+            token: ws.owner.accessToken,
+          });
+          expect(removed.status, removed.text).toBe(200);
+        },
+      };
+    },
+    check: (res) =>
+      expect(res.body.items).toEqual(expect.arrayContaining([expect.objectContaining({ role: 'OWNER' })])),
+  },
+  {
+    label: 'POST /workspaces/{id}/delete',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/delete',
+    call: async (ws) => {
+      const before = await statusOf(ws.id);
+      return {
+        path: `/workspaces/${ws.id}/delete`,
+        body: { confirmName: ws.name },
+        after: async (res) => {
+          expect(await statusOf(ws.id)).toBe(is2xx(res.status) ? 'PENDING_DELETION' : before);
+          // Restored, and on Enterprise again (the deletion canceled its subscription), for the later cells.
+          if (is2xx(res.status)) {
+            await restoreAsOwner(ws);
+            await upgradeWorkspace(app, ws.owner.accessToken, ws.id);
+          }
+        },
+      };
+    },
+    check: (res) =>
+      expect(res.body).toEqual({
+        message: expect.any(String),
+        status: 'PENDING_DELETION',
+        purgeAt: expect.any(String),
+      }),
+  },
+  {
+    label: 'POST /workspaces/{id}/restore',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/restore',
+    call: async (ws) => {
+      const before = await statusOf(ws.id);
+      return {
+        path: `/workspaces/${ws.id}/restore`,
+        body: {},
+        after: async (res) => {
+          expect(await statusOf(ws.id)).toBe(is2xx(res.status) ? 'ACTIVE' : before);
+          // Deleted again, for the later cells.
+          if (is2xx(res.status)) await deleteAsOwner(ws);
+        },
+      };
+    },
+    check: (res, ws) => expect(res.body).toMatchObject({ id: ws.id, status: 'ACTIVE' }),
+  },
 ];
 
 // ------------------------------------------------------------------ expectations, written out
@@ -467,19 +664,41 @@ const ACTIVE_TABLE: Record<string, [string, string, string, string, string, stri
   'PATCH /workspaces/{id}/branding': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/branding/logo': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'GET /workspaces/{id}/audit-logs': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/invitations': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'DELETE /workspaces/{id}/invitations/{invitationId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/invitations/{invitationId}/resend': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  // Any member may leave, but not the fixture's only OWNER.
+  'POST /workspaces/{id}/leave': ['409 CONFLICT', '200', '200', '200', HIDDEN, ANON],
+  'POST /workspaces/{id}/transfer-ownership': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/delete': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  // Open only while the workspace waits for its purge: an ACTIVE one has no deletion to undo.
+  'POST /workspaces/{id}/restore': ['409 INVALID_STATE', DENIED, DENIED, DENIED, HIDDEN, ANON],
 };
 
 type Unavailable =
   | 'OWNER of a SUSPENDED workspace'
   | 'MEMBER of a SUSPENDED workspace'
   | 'OWNER of an ARCHIVED workspace'
-  | 'MEMBER of an ARCHIVED workspace';
+  | 'MEMBER of an ARCHIVED workspace'
+  | 'OWNER of a PENDING_DELETION workspace'
+  | 'MEMBER of a PENDING_DELETION workspace';
 const UNAVAILABLE_PRINCIPALS: Unavailable[] = [
   'OWNER of a SUSPENDED workspace',
   'MEMBER of a SUSPENDED workspace',
   'OWNER of an ARCHIVED workspace',
   'MEMBER of an ARCHIVED workspace',
+  'OWNER of a PENDING_DELETION workspace',
+  'MEMBER of a PENDING_DELETION workspace',
 ];
+const UNAVAILABLE = '403 WORKSPACE_UNAVAILABLE';
+/** The cells of a workspace that is not ACTIVE that answer otherwise than 403 WORKSPACE_UNAVAILABLE. */
+const UNAVAILABLE_EXCEPTIONS: Record<string, Partial<Record<Unavailable, string>>> = {
+  // The one route open while a deletion waits for the purge, and only to an owner.
+  'POST /workspaces/{id}/restore': {
+    'OWNER of a PENDING_DELETION workspace': '200',
+    'MEMBER of a PENDING_DELETION workspace': DENIED,
+  },
+};
 
 interface Cell {
   label: string;
@@ -497,29 +716,33 @@ const cells: Cell[] = [
   ),
   ...ROUTES.flatMap((route) =>
     UNAVAILABLE_PRINCIPALS.map((principal) => {
-      const expected = '403 WORKSPACE_UNAVAILABLE';
+      const expected = UNAVAILABLE_EXCEPTIONS[route.label]?.[principal] ?? UNAVAILABLE;
       return { label: `${principal} on ${route.label} → ${expected}`, route, principal, expected };
     }),
   ),
 ];
 
-/** The workspace a principal is tested against, and their token (none for anonymous). */
-function subject(principal: Cell['principal']): { ws: Ws; token?: string } {
+/** The workspace a principal is tested against, and their session (none for anonymous). */
+function subject(principal: Cell['principal']): { ws: Ws; caller?: Session } {
   switch (principal) {
     case 'outsider':
-      return { ws: fixture, token: outsider.accessToken };
+      return { ws: fixture, caller: outsider };
     case 'anonymous':
       return { ws: fixture };
     case 'OWNER of a SUSPENDED workspace':
-      return { ws: suspended, token: suspended.owner.accessToken };
+      return { ws: suspended, caller: suspended.owner };
     case 'MEMBER of a SUSPENDED workspace':
-      return { ws: suspended, token: suspended.member.accessToken };
+      return { ws: suspended, caller: suspended.member };
     case 'OWNER of an ARCHIVED workspace':
-      return { ws: archived, token: archived.owner.accessToken };
+      return { ws: archived, caller: archived.owner };
     case 'MEMBER of an ARCHIVED workspace':
-      return { ws: archived, token: archived.member.accessToken };
+      return { ws: archived, caller: archived.member };
+    case 'OWNER of a PENDING_DELETION workspace':
+      return { ws: pendingDeletion, caller: pendingDeletion.owner };
+    case 'MEMBER of a PENDING_DELETION workspace':
+      return { ws: pendingDeletion, caller: pendingDeletion.member };
     default:
-      return { ws: fixture, token: sessions[principal].accessToken };
+      return { ws: fixture, caller: sessions[principal] };
   }
 }
 
@@ -527,8 +750,9 @@ function subject(principal: Cell['principal']): { ws: Ws; token?: string } {
 
 describe('permission matrix', () => {
   it.each(cells.map((cell) => [cell.label, cell] as const))('%s', async (_label, { route, principal, expected }) => {
-    const { ws, token } = subject(principal);
-    const call = await route.call(ws);
+    const { ws, caller } = subject(principal);
+    const token = caller?.accessToken;
+    const call = await route.call(ws, caller);
     const res = await app.api(route.method, call.path, {
       ...(token ? { token } : {}),
       ...(call.body !== undefined ? { body: call.body } : {}),
@@ -549,11 +773,12 @@ describe('permission matrix', () => {
     await call.after?.(res);
   });
 
-  it(`covers 300 cells: 30 routes x (OWNER, ADMIN, MEMBER, VIEWER, outsider, anonymous) + 30 routes x 4 members of SUSPENDED/ARCHIVED workspaces`, () => {
-    expect(ROUTES).toHaveLength(30);
-    expect(cells).toHaveLength(300);
-    expect(new Set(cells.map((c) => c.label)).size).toBe(300);
+  it(`covers 444 cells: 37 routes x (OWNER, ADMIN, MEMBER, VIEWER, outsider, anonymous) + 37 routes x 6 members of SUSPENDED/ARCHIVED/PENDING_DELETION workspaces`, () => {
+    expect(ROUTES).toHaveLength(37);
+    expect(cells).toHaveLength(444);
+    expect(new Set(cells.map((c) => c.label)).size).toBe(444);
     expect(Object.keys(ACTIVE_TABLE).sort()).toEqual(ROUTES.map((r) => r.label).sort());
+    for (const label of Object.keys(UNAVAILABLE_EXCEPTIONS)) expect(ACTIVE_TABLE).toHaveProperty([label]);
   });
 
   it('lists every /workspaces/{workspaceId} route of /openapi.json (a new workspace route needs its row here)', async () => {
@@ -579,5 +804,17 @@ describe('permission matrix', () => {
       .where('id', '=', fixture.id)
       .executeTakeFirstOrThrow();
     expect(ws).toEqual({ name: fixture.name, status: 'ACTIVE' });
+  });
+
+  it('leaves the other workspaces as they were: their states and their owner and member', async () => {
+    for (const [w, status] of [
+      [suspended, 'SUSPENDED'],
+      [archived, 'ARCHIVED'],
+      [pendingDeletion, 'PENDING_DELETION'],
+    ] as const) {
+      expect(await statusOf(w.id)).toBe(status);
+      expect(await roleIn(app, w.id, w.owner.userId)).toBe('OWNER');
+      expect(await roleIn(app, w.id, w.member.userId)).toBe('MEMBER');
+    }
   });
 });
