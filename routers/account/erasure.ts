@@ -2,7 +2,7 @@
 // erased in one transaction. The user row stays with a tombstone address and name, so the rows others need
 // (audit entries, a workspace's generations, payments) keep its id without naming anyone; the workspaces
 // only they belonged to go with them. docs/api.md ("Deleting an account") lists what goes and what stays.
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { actingAs, signedInUser, type Actor } from '../../server/platform/actor.js';
 import type { AppDeps } from '../../server/platform/context.js';
@@ -42,26 +42,31 @@ export async function deleteAccount(
     throw new AppError('REAUTHENTICATION_REQUIRED', 'Enter a code of your authenticator app (or a backup code).');
 
   const person = { email: account.email, name: account.name };
-  const { soleWorkspaces, avatarKey, exportKeys } = await deps.db.transaction().execute(async (trx) => {
+  // Everything that can refuse the deletion comes before anything is canceled or erased.
+  refuseSoleOwnership(await membershipsToEnd(deps.db, userId));
+  if (account.mfa_enabled) {
+    const accepted = await deps.db
+      .transaction()
+      .execute((trx) => acceptSecondFactor(deps, trx, userId, input.code ?? ''));
+    if (!accepted) throw new AppError('INVALID_MFA_CODE', 'The code is not right.');
+  }
+  // The subscriptions of the workspaces that go are canceled first: a processor that cannot be reached
+  // leaves the account as it was, and the request answers that error.
+  for (const m of await membershipsToEnd(deps.db, userId))
+    if (m.members === 1) await deps.endSubscription(m.workspace_id);
+
+  const { avatarKey, exportKeys } = await deps.db.transaction().execute(async (trx) => {
     // Locked and checked again: of two deletions at once, the second finds the account gone.
     const locked = await trx
       .selectFrom('users')
-      .select(['id', 'avatar_key', 'mfa_enabled'])
+      .select(['id', 'avatar_key'])
       .where('id', '=', userId)
       .where('deleted_at', 'is', null)
       .forUpdate()
       .executeTakeFirst();
     if (!locked) throw new AppError('UNAUTHORIZED', 'This account no longer exists.');
-    if (locked.mfa_enabled && !(await acceptSecondFactor(deps, trx, userId, input.code ?? '')))
-      throw new AppError('INVALID_MFA_CODE', 'The code is not right.');
-    const memberships = await membershipsToEnd(trx, userId);
-    const blocking = memberships.filter((m) => m.role === 'OWNER' && m.owners === 1 && m.members > 1);
-    if (blocking.length > 0)
-      throw new AppError(
-        'OWNERSHIP_TRANSFER_REQUIRED',
-        'You are the only owner of workspaces that have other members: hand them over or delete them first.',
-        blocking.map((w) => ({ path: w.workspace_id, message: w.name, code: 'ownership_transfer_required' })),
-      );
+    const memberships = await membershipsToEnd(trx, userId, { lock: true });
+    refuseSoleOwnership(memberships);
     // The last mail to the address, sent before it is erased (its log row is erased below with the rest).
     await deps.mailer.send(accountDeletedMail({ to: person.email, name: person.name, appUrl: deps.config.APP_URL }));
     const sole = memberships.filter((m) => m.members === 1).map((m) => m.workspace_id);
@@ -80,7 +85,6 @@ export async function deleteAccount(
       metadata: { workspacesDeleted: sole.length },
     });
     return {
-      soleWorkspaces: sole,
       avatarKey: locked.avatar_key,
       exportKeys: exports.flatMap((e) => (e.storage_key ? [e.storage_key] : [])),
     };
@@ -89,17 +93,23 @@ export async function deleteAccount(
   // After the commit: what lives outside the database.
   deps.monitor.erase([person.email, person.name], '[deleted]');
   for (const key of [avatarKey, ...exportKeys]) if (key) await deps.storage.delete(key).catch(() => undefined);
-  for (const workspaceId of soleWorkspaces) {
-    await deps.endSubscription(workspaceId).catch((err: unknown) => {
-      deps.logger.error({ err, workspaceId }, 'canceling the subscription of a deleted workspace failed');
-    });
-  }
   return { message: 'Your account is deleted.' };
 }
 
-/** Every workspace the user is a member of, with its owners and members counted, locked. */
-async function membershipsToEnd(trx: Trx, userId: string) {
-  const rows = await trx
+/** 409 OWNERSHIP_TRANSFER_REQUIRED while the user is the only owner of a workspace others belong to. */
+function refuseSoleOwnership(memberships: Awaited<ReturnType<typeof membershipsToEnd>>) {
+  const blocking = memberships.filter((m) => m.role === 'OWNER' && m.owners === 1 && m.members > 1);
+  if (blocking.length > 0)
+    throw new AppError(
+      'OWNERSHIP_TRANSFER_REQUIRED',
+      'You are the only owner of workspaces that have other members: hand them over or delete them first.',
+      blocking.map((w) => ({ path: w.workspace_id, message: w.name, code: 'ownership_transfer_required' })),
+    );
+}
+
+/** Every workspace the user is a member of, with its owners and members counted (locked with `lock`). */
+async function membershipsToEnd(db: Kysely<Database>, userId: string, opts: { lock?: boolean } = {}) {
+  const query = db
     .selectFrom('workspace_members as m')
     .innerJoin('workspaces as w', 'w.id', 'm.workspace_id')
     .select((eb) => [
@@ -120,9 +130,8 @@ async function membershipsToEnd(trx: Trx, userId: string) {
     ])
     .where('m.user_id', '=', userId)
     .where('w.deleted_at', 'is', null)
-    .orderBy('m.created_at')
-    .forUpdate()
-    .execute();
+    .orderBy('m.created_at');
+  const rows = await (opts.lock ? query.forUpdate() : query).execute();
   return rows.map((r) => ({ ...r, owners: Number(r.owners), members: Number(r.members) }));
 }
 

@@ -21,7 +21,8 @@ export type EndSubscription = (workspaceId: string) => Promise<void>;
 
 /**
  * Schedules the deletion of a workspace: PENDING_DELETION with its purge time. `confirmName` must be the
- * workspace's name, typed back. Its subscription is canceled at the processor afterwards.
+ * workspace's name, typed back. Its subscription is canceled at the processor first: when the processor
+ * cannot be reached, nothing changes and the request answers that error (try again later).
  */
 export async function requestDeletion(
   deps: Deps & { endSubscription: EndSubscription },
@@ -31,6 +32,8 @@ export async function requestDeletion(
   const { db, config } = deps;
   const { workspaceId } = input;
   const purgeAt = new Date(Date.now() + config.WORKSPACE_DELETION_GRACE_DAYS * 86_400_000);
+  await assertDeletable(db, input);
+  await deps.endSubscription(workspaceId);
   await db.transaction().execute(async (trx) => {
     const workspace = await trx
       .selectFrom('workspaces')
@@ -40,11 +43,9 @@ export async function requestDeletion(
       .forUpdate()
       .executeTakeFirst();
     if (!workspace) throw notFound();
-    if (input.confirmName !== workspace.name) {
-      throw new AppError('BAD_REQUEST', 'Type the workspace name exactly as it is to confirm the deletion.', [
-        { path: 'confirmName', message: 'Does not match the workspace name.', code: 'custom' },
-      ]);
-    }
+    // Checked again under the lock: a rename or a state move may have come in between.
+    if (input.confirmName !== workspace.name)
+      throw new AppError('CONFLICT', 'The workspace changed meanwhile: look at it again before deleting it.');
     if (workspace.status !== 'ACTIVE')
       throw new AppError('INVALID_STATE', `The workspace is ${workspace.status}; only an ACTIVE one can be deleted.`);
     await trx
@@ -61,12 +62,29 @@ export async function requestDeletion(
       metadata: { purgeAt: purgeAt.toISOString() },
     });
   });
-  await deps.endSubscription(workspaceId);
   return {
     message: `The workspace will be purged at ${purgeAt.toISOString()}; until then an owner can restore it.`,
     status: 'PENDING_DELETION' as const,
     purgeAt: purgeAt.toISOString(),
   };
+}
+
+/** The checks of a deletion, before anything is canceled: the name typed back, an ACTIVE workspace. */
+async function assertDeletable(db: Db, { workspaceId, confirmName }: { workspaceId: string; confirmName: string }) {
+  const workspace = await db
+    .selectFrom('workspaces')
+    .select(['name', 'status'])
+    .where('id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!workspace) throw notFound();
+  if (confirmName !== workspace.name) {
+    throw new AppError('BAD_REQUEST', 'Type the workspace name exactly as it is to confirm the deletion.', [
+      { path: 'confirmName', message: 'Does not match the workspace name.', code: 'custom' },
+    ]);
+  }
+  if (workspace.status !== 'ACTIVE')
+    throw new AppError('INVALID_STATE', `The workspace is ${workspace.status}; only an ACTIVE one can be deleted.`);
 }
 
 /** Brings a workspace back from PENDING_DELETION before its purge: ACTIVE again, on the default plan. */
@@ -122,7 +140,7 @@ export async function restoreWorkspace(
 /**
  * The tables a purge empties for a workspace, children before parents. What stays: the workspace row
  * itself (deleted, for the records below), its subscriptions, payments, billing events and audit entries,
- * which an operator keeps for its books (docs/decisions.md, "Workspace lifecycle").
+ * which an operator keeps for its books (docs/decisions.md, "Workspaces and administration").
  */
 const PURGED_TABLES = [
   'webhook_deliveries',
