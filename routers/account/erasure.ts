@@ -97,8 +97,22 @@ export async function deleteAccount(
   return { message: 'Your account is deleted.' };
 }
 
-/** Every workspace the user is a member of, with its owners and members counted, locked. */
+/**
+ * Every workspace the user is a member of, with its owners and members counted, locked. The workspace rows
+ * are locked first (in id order: two members deleting their accounts at once lock them alike), and counted
+ * by a later statement, whose snapshot then sees what another deletion committed while this one waited:
+ * counted in the locking statement, each of the last two members would see the other and leave, and the
+ * workspace would stay ACTIVE with nobody in it.
+ */
 async function membershipsToEnd(trx: Trx, userId: string) {
+  await trx
+    .selectFrom('workspaces')
+    .select('id')
+    .where('id', 'in', (eb) => eb.selectFrom('workspace_members').select('workspace_id').where('user_id', '=', userId))
+    .where('deleted_at', 'is', null)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
   const rows = await trx
     .selectFrom('workspace_members as m')
     .innerJoin('workspaces as w', 'w.id', 'm.workspace_id')

@@ -273,6 +273,22 @@ describe('a successful deletion', () => {
     expect(still.workspaceId).toBe(shared);
   });
 
+  it('the last two members deleting their accounts at once: the workspace goes with them, not left empty', async () => {
+    for (let i = 0; i < 3; i++) {
+      const a = await registerAndLogin(app.api, { prefix: 'del-pair-a' });
+      const shared = await createWorkspace(app, a.accessToken, `Pair ${hex()}`);
+      const b = await inviteAndJoin(app, a.accessToken, shared, 'OWNER', 'del-pair-b');
+      const answers = await Promise.all([
+        deleteMe(app, a, { password: a.password }),
+        deleteMe(app, b, { password: b.password }),
+      ]);
+      expect(answers.map((r) => r.status)).toEqual([200, 200]);
+      // Whichever went second was its only member by then: the workspace is deleted, not ACTIVE and empty.
+      expect(await membersOf(shared)).toEqual([]);
+      expect((await workspaceRow(shared)).status).toBe('PENDING_DELETION');
+    }
+  });
+
   it('two deletions at once: one 200, the other refused; erased once', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'del-twice' });
     const answers = await Promise.all([
