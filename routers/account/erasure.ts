@@ -2,7 +2,7 @@
 // erased in one transaction. The user row stays with a tombstone address and name, so the rows others need
 // (audit entries, a workspace's generations, payments) keep its id without naming anyone; the workspaces
 // only they belonged to go with them. docs/api.md ("Deleting an account") lists what goes and what stays.
-import { sql, type Transaction } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { actingAs, signedInUser, type Actor } from '../../server/platform/actor.js';
 import type { AppDeps } from '../../server/platform/context.js';
@@ -176,6 +176,22 @@ async function scheduleImmediatePurge(trx: Trx, workspaceIds: string[]) {
  */
 async function eraseThePerson(trx: Trx, userId: string, person: { email: string; name: string }, sole: string[]) {
   const tombstone = tombstoneEmail(userId);
+  // The names the person went by that the database knows: the current one and those given in contact
+  // messages from the address (longest first, so that no shorter one splits a longer one). Names used
+  // before a rename are found in the mails below by where the templates put them.
+  const given = await trx.selectFrom('contact_messages').select('name').where('email', '=', person.email).execute();
+  const names = [...new Set([person.name, ...given.map((g) => g.name)])]
+    .filter((n) => n.length > 0)
+    .sort((a, b) => b.length - a.length);
+  /** `column` with the address and those names replaced by the tombstones. */
+  const scrubbed = (column: string) =>
+    names.reduce(
+      (text, name) => sql<string>`replace(${text}, ${name}, ${DELETED_NAME})`,
+      sql<string>`replace(${sql.ref(column)}, ${person.email}, ${tombstone})`,
+    );
+  const soleNames = sole.length
+    ? (await trx.selectFrom('workspaces').select('name').where('id', 'in', sole).execute()).map((w) => w.name)
+    : [];
   await trx
     .updateTable('users')
     .set({
@@ -217,7 +233,7 @@ async function eraseThePerson(trx: Trx, userId: string, person: { email: string;
     .execute();
   await trx
     .updateTable('contact_messages')
-    .set({ email: tombstone, name: DELETED_NAME })
+    .set({ email: tombstone, name: DELETED_NAME, subject: scrubbed('subject'), message: scrubbed('message') })
     .where('email', '=', person.email)
     .execute();
   await trx.updateTable('files').set({ original_name: null }).where('uploaded_by', '=', userId).execute();
@@ -233,13 +249,24 @@ async function eraseThePerson(trx: Trx, userId: string, person: { email: string;
     where strpos(metadata::text, ${inJson(person.email)}) > 0
       or ((actor_user_id = ${userId} or target_id = ${userId} or workspace_id = any(${sole}::uuid[]))
         and strpos(metadata::text, ${inJson(person.name)}) > 0)`.execute(trx);
-  // The mail log: the mails to the address, and the invitations that name the person as their sender.
-  // The HTML of these mails is a rendering of their text: dropped rather than rewritten.
-  await sql`update email_logs set "to" = ${tombstone}, html = null,
-      subject = replace(replace(subject, ${person.email}, ${tombstone}), ${person.name}, ${DELETED_NAME}),
-      text = replace(replace(text, ${person.email}, ${tombstone}), ${person.name}, ${DELETED_NAME})
+  // The mail log, rows kept, the HTML of these mails (a rendering of their text) dropped rather than rewritten:
+  // - the mails to the address, greeted by whatever name the person had then ("Hi <name>,");
+  await sql`update email_logs set "to" = ${tombstone}, html = null, subject = ${scrubbed('subject')},
+      text = regexp_replace(${scrubbed('text')}, '^Hi .*,$', ${`Hi ${DELETED_NAME},`}, 'n')
     where "to" = ${person.email}`.execute(trx);
-  await sql`update email_logs set html = null,
-      text = replace(text, ${`${person.name} invited you`}, ${`${DELETED_NAME} invited you`})
-    where template = 'workspace-invitation' and strpos(text, ${`${person.name} invited you`}) > 0`.execute(trx);
+  // - the mails that quote the address, to support: "From <name> <address>";
+  await sql`update email_logs set html = null, subject = ${scrubbed('subject')},
+      text = regexp_replace(${scrubbed('text')}, '^From [^<]*<', ${`From ${DELETED_NAME} <`}, 'n')
+    where strpos(text, ${person.email}) > 0 or strpos(subject, ${person.email}) > 0`.execute(trx);
+  // - the invitations the person sent ("<name> invited you to the workspace ..."), known by their link's
+  //   token (not by the name: others may share it); the workspaces that go with the account are named as
+  //   they are now.
+  const workspaceScrubbed = (text: RawBuilder<string>) =>
+    soleNames.reduce((t, name) => sql<string>`replace(${t}, ${name}, ${DELETED_WORKSPACE_NAME})`, text);
+  const sentBy = sql`encode(sha256(convert_to(substring(link from 'token=([^&]+)'), 'UTF8')), 'hex') in
+    (select token_hash from workspace_invitations where invited_by = ${userId})`;
+  await sql`update email_logs set html = null, subject = ${workspaceScrubbed(scrubbed('subject'))},
+      text = regexp_replace(${workspaceScrubbed(scrubbed('text'))}, '^.*? invited you to the workspace',
+        ${`${DELETED_NAME} invited you to the workspace`}, 'n')
+    where template = 'workspace-invitation' and ${sentBy}`.execute(trx);
 }
