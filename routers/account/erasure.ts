@@ -73,6 +73,7 @@ export async function deleteAccount(
     await scheduleImmediatePurge(trx, sole);
     const exports = await trx.selectFrom('user_exports').select('storage_key').where('user_id', '=', userId).execute();
     await eraseThePerson(trx, userId, person, sole);
+    await forgetAnonymousAnswersNaming(trx, deps.secrets, person.email);
     await recordAudit(trx, actingAs(actor, { id: userId, email: tombstoneEmail(userId) }), {
       action: 'auth.account_deleted',
       targetType: 'user',
@@ -95,6 +96,31 @@ export async function deleteAccount(
     });
   }
   return { message: 'Your account is deleted.' };
+}
+
+/**
+ * The answers kept for the idempotency keys of requests sent without an account (a registration, a
+ * sign-in) can name the person, and are sealed, so no query finds them: opened here, those that quote the
+ * address go. The person's own keys (scope `user:<id>`) go in eraseThePerson.
+ */
+async function forgetAnonymousAnswersNaming(trx: Trx, secrets: AppDeps['secrets'], email: string) {
+  const kept = await trx
+    .selectFrom('idempotency_keys')
+    .select(['scope', 'key', 'body'])
+    .where('scope', 'like', 'anonymous:%')
+    .where('body', 'is not', null)
+    .execute();
+  const opened = (body: string) => {
+    try {
+      return secrets.open(body);
+    } catch {
+      return ''; // Sealed with another key: nobody can read it, nor replay it.
+    }
+  };
+  for (const { scope, key, body } of kept) {
+    if (!opened(body!).toLowerCase().includes(email)) continue;
+    await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
+  }
 }
 
 /**
