@@ -1,6 +1,7 @@
 // Fixtures of the account self-service tests (routers/account): reads of the rows an account owns, the
 // calls of the account routes, and a session made old (or an account made passwordless) in the database.
 import crypto from 'node:crypto';
+import { sql } from 'kysely';
 import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
@@ -33,11 +34,9 @@ export const userRow = (app: TestApp, userId: string) =>
 
 /** Moves the creation of every session of the user `minutes` into the past (a sign-in that long ago). */
 export async function ageSessions(app: TestApp, userId: string, minutes: number) {
-  await app.deps.db
-    .updateTable('sessions')
-    .set({ created_at: new Date(Date.now() - minutes * 60_000) })
-    .where('user_id', '=', userId)
-    .execute();
+  await sql`update sessions set created_at = ${new Date(Date.now() - minutes * 60_000)} where user_id = ${userId}`.execute(
+    app.deps.db,
+  );
 }
 
 /** The audit entries on a user (target) of one action. */
