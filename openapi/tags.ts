@@ -6,6 +6,8 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
     'Health and status of the service and its providers. Public and never rate-limited, for load balancers and status pages.',
   Auth: 'Accounts and sessions: register, sign in (password or identity provider), refresh and revoke tokens, verify the e-mail address, reset the password.',
   Profile: "The signed-in user's own profile and avatar, and other users' avatars.",
+  Account:
+    "The signed-in user's account settings: display name, change of e-mail address, account deletion and data export.",
   Workspaces:
     'Workspaces, their members, invitations and branding. Every call acts as a member of the workspace and needs the role the operation names.',
   Billing:

@@ -1,8 +1,8 @@
 // Deleting one's own account (GDPR article 17): re-authentication, the ownership guard, then the person is
 // erased in one transaction. The user row stays with a tombstone address and name, so the rows others need
 // (audit entries, a workspace's generations, payments) keep its id without naming anyone; the workspaces
-// only they belonged to go with them. docs/api.md ("Deleting an account") lists what goes and what stays.
-import { sql, type Kysely, type Transaction } from 'kysely';
+// only they belonged to go with them. docs/api.md ("Account settings") lists what goes and what stays.
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { actingAs, signedInUser, type Actor } from '../../server/platform/actor.js';
 import type { AppDeps } from '../../server/platform/context.js';
@@ -78,6 +78,7 @@ export async function deleteAccount(
     await scheduleImmediatePurge(trx, sole);
     const exports = await trx.selectFrom('user_exports').select('storage_key').where('user_id', '=', userId).execute();
     await eraseThePerson(trx, userId, person, sole);
+    await forgetAnonymousAnswersNaming(trx, deps.secrets, person.email);
     await recordAudit(trx, actingAs(actor, { id: userId, email: tombstoneEmail(userId) }), {
       action: 'auth.account_deleted',
       targetType: 'user',
@@ -107,9 +108,51 @@ function refuseSoleOwnership(memberships: Awaited<ReturnType<typeof membershipsT
     );
 }
 
-/** Every workspace the user is a member of, with its owners and members counted (locked with `lock`). */
+/**
+ * The answers kept for the idempotency keys of requests sent without an account (a registration, a
+ * sign-in) can name the person, and are sealed, so no query finds them: opened here, those that quote the
+ * address go. The person's own keys (scope `user:<id>`) go in eraseThePerson.
+ */
+async function forgetAnonymousAnswersNaming(trx: Trx, secrets: AppDeps['secrets'], email: string) {
+  const kept = await trx
+    .selectFrom('idempotency_keys')
+    .select(['scope', 'key', 'body'])
+    .where('scope', 'like', 'anonymous:%')
+    .where('body', 'is not', null)
+    .execute();
+  const opened = (body: string) => {
+    try {
+      return secrets.open(body);
+    } catch {
+      return ''; // Sealed with another key: nobody can read it, nor replay it.
+    }
+  };
+  for (const { scope, key, body } of kept) {
+    if (!opened(body!).toLowerCase().includes(email)) continue;
+    await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
+  }
+}
+
+/**
+ * Every workspace the user is a member of, with its owners and members counted. With `lock` (inside the
+ * erasure's transaction) the workspace rows are locked first (in id order: two members deleting their
+ * accounts at once lock them alike), and counted by a later statement, whose snapshot then sees what
+ * another deletion committed while this one waited: counted in the locking statement, each of the last two
+ * members would see the other and leave, and the workspace would stay ACTIVE with nobody in it.
+ */
 async function membershipsToEnd(db: Kysely<Database>, userId: string, opts: { lock?: boolean } = {}) {
-  const query = db
+  if (opts.lock)
+    await db
+      .selectFrom('workspaces')
+      .select('id')
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('workspace_members').select('workspace_id').where('user_id', '=', userId),
+      )
+      .where('deleted_at', 'is', null)
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+  const rows = await db
     .selectFrom('workspace_members as m')
     .innerJoin('workspaces as w', 'w.id', 'm.workspace_id')
     .select((eb) => [
@@ -130,8 +173,8 @@ async function membershipsToEnd(db: Kysely<Database>, userId: string, opts: { lo
     ])
     .where('m.user_id', '=', userId)
     .where('w.deleted_at', 'is', null)
-    .orderBy('m.created_at');
-  const rows = await (opts.lock ? query.forUpdate() : query).execute();
+    .orderBy('m.created_at')
+    .execute();
   return rows.map((r) => ({ ...r, owners: Number(r.owners), members: Number(r.members) }));
 }
 
@@ -171,6 +214,22 @@ async function scheduleImmediatePurge(trx: Trx, workspaceIds: string[]) {
  */
 async function eraseThePerson(trx: Trx, userId: string, person: { email: string; name: string }, sole: string[]) {
   const tombstone = tombstoneEmail(userId);
+  // The names the person went by that the database knows: the current one and those given in contact
+  // messages from the address (longest first, so that no shorter one splits a longer one). Names used
+  // before a rename are found in the mails below by where the templates put them.
+  const given = await trx.selectFrom('contact_messages').select('name').where('email', '=', person.email).execute();
+  const names = [...new Set([person.name, ...given.map((g) => g.name)])]
+    .filter((n) => n.length > 0)
+    .sort((a, b) => b.length - a.length);
+  /** `column` with the address and those names replaced by the tombstones. */
+  const scrubbed = (column: string) =>
+    names.reduce(
+      (text, name) => sql<string>`replace(${text}, ${name}, ${DELETED_NAME})`,
+      sql<string>`replace(${sql.ref(column)}, ${person.email}, ${tombstone})`,
+    );
+  const soleNames = sole.length
+    ? (await trx.selectFrom('workspaces').select('name').where('id', 'in', sole).execute()).map((w) => w.name)
+    : [];
   await trx
     .updateTable('users')
     .set({
@@ -212,7 +271,7 @@ async function eraseThePerson(trx: Trx, userId: string, person: { email: string;
     .execute();
   await trx
     .updateTable('contact_messages')
-    .set({ email: tombstone, name: DELETED_NAME })
+    .set({ email: tombstone, name: DELETED_NAME, subject: scrubbed('subject'), message: scrubbed('message') })
     .where('email', '=', person.email)
     .execute();
   await trx.updateTable('files').set({ original_name: null }).where('uploaded_by', '=', userId).execute();
@@ -228,13 +287,24 @@ async function eraseThePerson(trx: Trx, userId: string, person: { email: string;
     where strpos(metadata::text, ${inJson(person.email)}) > 0
       or ((actor_user_id = ${userId} or target_id = ${userId} or workspace_id = any(${sole}::uuid[]))
         and strpos(metadata::text, ${inJson(person.name)}) > 0)`.execute(trx);
-  // The mail log: the mails to the address, and the invitations that name the person as their sender.
-  // The HTML of these mails is a rendering of their text: dropped rather than rewritten.
-  await sql`update email_logs set "to" = ${tombstone}, html = null,
-      subject = replace(replace(subject, ${person.email}, ${tombstone}), ${person.name}, ${DELETED_NAME}),
-      text = replace(replace(text, ${person.email}, ${tombstone}), ${person.name}, ${DELETED_NAME})
+  // The mail log, rows kept, the HTML of these mails (a rendering of their text) dropped rather than rewritten:
+  // - the mails to the address, greeted by whatever name the person had then ("Hi <name>,");
+  await sql`update email_logs set "to" = ${tombstone}, html = null, subject = ${scrubbed('subject')},
+      text = regexp_replace(${scrubbed('text')}, '^Hi .*,$', ${`Hi ${DELETED_NAME},`}, 'n')
     where "to" = ${person.email}`.execute(trx);
-  await sql`update email_logs set html = null,
-      text = replace(text, ${`${person.name} invited you`}, ${`${DELETED_NAME} invited you`})
-    where template = 'workspace-invitation' and strpos(text, ${`${person.name} invited you`}) > 0`.execute(trx);
+  // - the mails that quote the address, to support: "From <name> <address>";
+  await sql`update email_logs set html = null, subject = ${scrubbed('subject')},
+      text = regexp_replace(${scrubbed('text')}, '^From [^<]*<', ${`From ${DELETED_NAME} <`}, 'n')
+    where strpos(text, ${person.email}) > 0 or strpos(subject, ${person.email}) > 0`.execute(trx);
+  // - the invitations the person sent ("<name> invited you to the workspace ..."), known by their link's
+  //   token (not by the name: others may share it); the workspaces that go with the account are named as
+  //   they are now.
+  const workspaceScrubbed = (text: RawBuilder<string>) =>
+    soleNames.reduce((t, name) => sql<string>`replace(${t}, ${name}, ${DELETED_WORKSPACE_NAME})`, text);
+  const sentBy = sql`encode(sha256(convert_to(substring(link from 'token=([^&]+)'), 'UTF8')), 'hex') in
+    (select token_hash from workspace_invitations where invited_by = ${userId})`;
+  await sql`update email_logs set html = null, subject = ${workspaceScrubbed(scrubbed('subject'))},
+      text = regexp_replace(${workspaceScrubbed(scrubbed('text'))}, '^.*? invited you to the workspace',
+        ${`${DELETED_NAME} invited you to the workspace`}, 'n')
+    where template = 'workspace-invitation' and ${sentBy}`.execute(trx);
 }

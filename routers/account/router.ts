@@ -1,12 +1,12 @@
 // The account settings of the signed-in user: profile, e-mail change, deletion and data export. Paths sit
 // under /auth beside the other routes of one's own account.
 import { authedProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
-import { actorOf } from '../../server/platform/actor.js';
+import { actingAs, actorOf } from '../../server/platform/actor.js';
 import { webhookQueueEnabled } from '../../server/platform/queue-mode.js';
 import { messageOutput } from '../auth/schemas.js';
 import { subscriptionEnder } from '../billing/end-subscription.js';
 import * as account from './service.js';
-import { deleteAccount } from './erasure.js';
+import { deleteAccount, tombstoneEmail } from './erasure.js';
 import * as dataExports from './exports.js';
 import {
   changeEmailInput,
@@ -94,7 +94,9 @@ export const accountRouter = router({
     .output(messageOutput)
     .mutation(({ ctx, input }) => {
       const actor = actorOf(ctx);
-      return deleteAccount({ ...ctx, endSubscription: subscriptionEnder(ctx, actor) }, actor, input);
+      // The subscriptions end after the erasure: their audit entries name the tombstone, not the address.
+      const erased = actingAs(actor, { id: ctx.user.id, email: tombstoneEmail(ctx.user.id) });
+      return deleteAccount({ ...ctx, endSubscription: subscriptionEnder(ctx, erased) }, actor, input);
     }),
 
   requestExport: authedProcedure

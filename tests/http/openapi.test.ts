@@ -53,7 +53,7 @@ describe('GET /openapi.json', () => {
     expect(documented.sort()).toEqual([...DECLARED_ROUTES, 'GET /metrics'].sort());
   });
 
-  /** The POST /auth routes of a signed-in user: two-factor set-up, password change, sessions. */
+  /** The POST /auth routes of a signed-in user: two-factor set-up, password change, sessions, account. */
   const SIGNED_IN_AUTH_POSTS = new Set([
     'POST /auth/mfa/totp/setup',
     'POST /auth/mfa/totp/confirm',
@@ -61,6 +61,9 @@ describe('GET /openapi.json', () => {
     'POST /auth/mfa/backup-codes',
     'POST /auth/change-password',
     'POST /auth/sessions/revoke-others',
+    'POST /auth/change-email',
+    'POST /auth/me/delete',
+    'POST /auth/me/exports',
   ]);
 
   it('gives every operation a summary and tags; public ones carry security: []', () => {
