@@ -78,7 +78,7 @@ export const accountRouter = router({
         method: 'POST',
         path: '/auth/me/delete',
         description:
-          'Deletes the account at once: the person is erased (docs/api.md, "Deleting an account"), the workspaces only they belong to go with it (subscriptions canceled), and a last mail goes to the address. Send the `password` when the account has one, and a `code` (TOTP or backup) when two-factor sign-in is on; an account without a password needs a sign-in within the last 10 minutes. Refused with 409 OWNERSHIP_TRANSFER_REQUIRED while the caller is the only owner of a workspace with other members (`issues` names them).',
+          'Deletes the account at once: the person is erased (what goes and what stays: docs/api.md, "Account settings"), the workspaces only they belong to go with it (subscriptions canceled), and a last mail goes to the address. Send the `password` when the account has one, and a `code` (TOTP or backup) when two-factor sign-in is on; an account without a password needs a sign-in within the last 10 minutes. Refused with 409 OWNERSHIP_TRANSFER_REQUIRED while the caller is the only owner of a workspace with other members (`issues` names them).',
         tags,
         summary: 'Delete my account',
       },
