@@ -18,6 +18,7 @@ import * as m0012 from './migrations/0012_idempotency_keys.js';
 import * as m0013 from './migrations/0013_list_scale.js';
 import * as m0014 from './migrations/0014_list_changes.js';
 import * as m0016 from './migrations/0016_self_service.js';
+import * as m0017 from './migrations/0017_sso_domains.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -35,6 +36,7 @@ export const migrations: Record<string, Migration> = {
   '0013_list_scale': m0013,
   '0014_list_changes': m0014,
   '0016_self_service': m0016,
+  '0017_sso_domains': m0017,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

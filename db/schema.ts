@@ -555,6 +555,24 @@ export interface UserExportsTable {
   expires_at: NullableTimestamp;
 }
 
+export const DOMAIN_STATUSES = ['PENDING', 'VERIFIED'] as const;
+export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
+
+/** A domain a workspace claims; VERIFIED by one workspace at most, through a TXT record. */
+export interface WorkspaceDomainsTable {
+  id: Generated<string>;
+  workspace_id: string;
+  domain: string;
+  status: ColumnType<DomainStatus, DomainStatus | undefined, DomainStatus>;
+  verification_token: string;
+  created_at: CreatedAt;
+  verified_at: NullableTimestamp;
+  /** The last re-check of a VERIFIED domain's record. */
+  checked_at: NullableTimestamp;
+  /** Since when the record of a VERIFIED domain has been missing (back to PENDING after 7 days). */
+  missing_since: NullableTimestamp;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -591,6 +609,7 @@ export interface Database {
   list_counters: ListCountersTable;
   email_changes: EmailChangesTable;
   user_exports: UserExportsTable;
+  workspace_domains: WorkspaceDomainsTable;
 }
 
 export type Plan = Selectable<PlansTable>;

@@ -4,6 +4,8 @@
 export const TAG_DESCRIPTIONS: Record<string, string> = {
   Status:
     'Health and status of the service and its providers. Public and never rate-limited, for load balancers and status pages.',
+  'Single sign-on':
+    "A workspace's enterprise sign-in: the domains it has verified (a TXT record), its SAML and OpenID Connect connections, and the policy that requires them. Owners only.",
   Auth: 'Accounts and sessions: register, sign in (password or identity provider), refresh and revoke tokens, verify the e-mail address, reset the password.',
   Profile: "The signed-in user's own profile and avatar, and other users' avatars.",
   Account:

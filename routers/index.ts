@@ -25,6 +25,7 @@ import { healthRouter } from './health/router.js';
 import { adminUsersRouter } from './users/router.js';
 import { adminWorkspacesRouter } from './workspaces/admin-router.js';
 import { workspacesRouter } from './workspaces/router.js';
+import { ssoRouter } from './sso/router.js';
 
 export const appRouter = router({
   health: healthRouter,
@@ -34,6 +35,7 @@ export const appRouter = router({
   account: accountRouter,
   oauth: oauthRouter,
   workspaces: workspacesRouter,
+  sso: ssoRouter,
   audit: auditRouter,
   billing: billingRouter,
   ai: aiRouter,

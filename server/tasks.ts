@@ -4,6 +4,7 @@ import type { AppDeps } from './platform/context.js';
 import type { PeriodicTask } from './platform/periodic.js';
 import { purgeDeletedWorkspaces } from '../routers/workspaces/lifecycle.js';
 import { runDataExports } from '../routers/account/exports.js';
+import { recheckDomains } from '../routers/sso/domains.js';
 
 export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'mailer'>): PeriodicTask[] {
   return [
@@ -11,5 +12,7 @@ export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 
     // Builds the exports waiting (in queue mode nothing else does: a few seconds is the wait) and deletes
     // the expired archives.
     { name: 'data-exports', everyMs: 5_000, run: () => runDataExports(deps) },
+    // Each verified domain's record is looked up about once an hour (the task takes the longest unchecked).
+    { name: 'recheck-domains', everyMs: 600_000, run: () => recheckDomains(deps) },
   ];
 }

@@ -64,11 +64,16 @@ export type AuditAction =
   | 'webhook.deleted'
   | 'webhook.secret_rotated'
   | 'webhook.disabled'
-  | 'demo.reset';
+  | 'demo.reset'
+  | 'sso.domain_added'
+  | 'sso.domain_verified'
+  | 'sso.domain_removed'
+  | 'sso.domain_unverified';
 
 export interface AuditEntry {
   action: AuditAction;
-  targetType?: 'user' | 'workspace' | 'invitation' | 'member' | 'plan' | 'subscription' | 'api_key' | 'webhook';
+  targetType?:
+    'user' | 'workspace' | 'invitation' | 'member' | 'plan' | 'subscription' | 'api_key' | 'webhook' | 'domain';
   targetId?: string;
   workspaceId?: string | null;
   metadata?: AuditMetadata;

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
+import { Resolver } from 'node:dns/promises';
 import { z } from 'zod';
 import { newPasswordSchema } from './security/passwords.js';
 
@@ -350,6 +351,12 @@ export const configSchema = z.object({
   WEBHOOK_DNS_CACHE_SECONDS: int(30, 0, 3600),
   WEBHOOK_SECRET_ENCRYPTION_KEY: optionalStr(),
   MAINTENANCE_SCHEDULER_ENABLED: bool(false),
+
+  // ---- verified domains (routers/sso/domains.ts): DNS servers for the TXT look-ups, `host` or `host:port`,
+  // comma-separated; empty: the system's.
+  DNS_SERVERS: stringList('').refine((servers) => succeeds(() => new Resolver().setServers(servers)), {
+    error: 'must be a comma-separated list of IP addresses, each with an optional :port',
+  }),
 
   // ---- workspace lifecycle (routers/workspaces/lifecycle.ts)
   WORKSPACE_DELETION_GRACE_DAYS: int(30, 0, 365),

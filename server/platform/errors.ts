@@ -76,6 +76,9 @@ export const ERROR_STATUS = {
   MANAGED_BY_SSO: 403,
   OWNERSHIP_TRANSFER_REQUIRED: 409,
   EXPORT_IN_PROGRESS: 409,
+  // Enterprise single sign-on and directory sync
+  DOMAIN_NOT_VERIFIED: 409,
+  DOMAIN_TAKEN: 409,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -133,14 +133,20 @@ it('MAINTENANCE_SCHEDULER_ENABLED switched off (DEMO_RESET_CRON still set): the 
 
   await stopGracefully(await startWorker('maintenance on', prefix, { MAINTENANCE_SCHEDULER_ENABLED: 'true' }));
   // The domains' periodic tasks (server/tasks.ts) are scheduled whatever the setting.
-  expect(await schedulers()).toEqual(['clean-up-tokens', 'purge-deleted-workspaces', 'sweep-deliveries']);
+  expect(await schedulers()).toEqual([
+    'clean-up-tokens',
+    'data-exports',
+    'purge-deleted-workspaces',
+    'recheck-domains',
+    'sweep-deliveries',
+  ]);
 
   // Once a year: the demo reset never runs during the test.
   await startWorker('maintenance off', prefix, {
     MAINTENANCE_SCHEDULER_ENABLED: 'false',
     DEMO_RESET_CRON: '0 0 1 1 *',
   });
-  expect(await schedulers()).toEqual(['demo-reset', 'purge-deleted-workspaces']);
+  expect(await schedulers()).toEqual(['data-exports', 'demo-reset', 'purge-deleted-workspaces', 'recheck-domains']);
 
   // A sweep job queued while the setting was on is taken, and ends without sweeping.
   const leftOver = await queue.add('sweep-deliveries', {});
@@ -182,7 +188,14 @@ it('Redis restarted without its data: the worker puts the maintenance schedulers
   const worker = await startWorker('schedulers back', prefix, settings);
   const queue = maintenanceQueue(prefix, redis.url);
   const schedulers = async () => (await queue.getJobSchedulers()).map((s) => s.key).sort();
-  const all = ['clean-up-tokens', 'demo-reset', 'purge-deleted-workspaces', 'sweep-deliveries'];
+  const all = [
+    'clean-up-tokens',
+    'data-exports',
+    'demo-reset',
+    'purge-deleted-workspaces',
+    'recheck-domains',
+    'sweep-deliveries',
+  ];
   expect(await schedulers()).toEqual(all);
 
   await redis.restart();

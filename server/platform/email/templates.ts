@@ -199,3 +199,19 @@ export function dataExportReadyMail(opts: {
     link: appPage(opts.appUrl, `/settings/account?export=${encodeURIComponent(opts.exportId)}`),
   });
 }
+
+/** A change of a workspace's sign-in set-up (domains, SSO connections, SCIM tokens), mailed to its owners. */
+export function signInSetupChangedMail(opts: { to: string; workspaceName: string; change: string; appUrl: string }) {
+  return actionMail({
+    to: opts.to,
+    subject: `Sign-in settings of ${opts.workspaceName} changed`,
+    template: 'sign-in-setup-changed',
+    greeting: 'Hello,',
+    lines: [
+      `${opts.change} (workspace "${opts.workspaceName}").`,
+      'Owners of the workspace get this mail for every change of its domains, single sign-on and directory sync. If nobody of you made it, review the settings now.',
+    ],
+    action: 'Review the settings',
+    link: appPage(opts.appUrl, '/settings/workspace/security'),
+  });
+}
