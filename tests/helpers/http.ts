@@ -39,6 +39,8 @@ export function apiClient(baseUrl: string): Api {
     const res = await fetch(baseUrl + path, { method, headers, body: payload, redirect: 'manual' });
     const text = await res.text();
     ledger.observe(`${method} ${path.split('?')[0]}`, text);
+    // The one header that echoes what a client sent: a secret sent as X-Request-Id must not come back.
+    ledger.observe(`${method} ${path.split('?')[0]} (X-Request-Id)`, res.headers.get('x-request-id') ?? '');
     let body: unknown = text;
     try {
       body = text ? JSON.parse(text) : undefined;
