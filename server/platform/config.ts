@@ -216,6 +216,8 @@ export const configSchema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: int(30_000, 1_000, 600_000),
   HTTP_REQUEST_TIMEOUT_MS: int(60_000, 1_000, 3_600_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(65_000, 1_000, 600_000),
+  // The most calls one /trpc batch may carry; the body (1 MiB) and URL (16 KiB) limits bound it anyway.
+  TRPC_MAX_BATCH_SIZE: int(100, 1, 1_000),
   SHUTDOWN_DRAIN_DELAY_MS: int(5_000, 0),
 
   // ---- data

@@ -181,9 +181,6 @@ function successStatus(router: AnyTRPCRouter, path: string | undefined): number 
   return (procedure?._def.meta as Meta | undefined)?.successStatus ?? 200;
 }
 
-/** The most calls one `/trpc` batch may carry (set the client's `maxItems` to this or less). */
-export const TRPC_MAX_BATCH_SIZE = 10;
-
 /** The same router for the first-party TypeScript client, with the same error mapping. */
 export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandler {
   const adapter = trpcAdapter(router, deps);
@@ -193,7 +190,8 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
   // query. The requests it does not take (streamed batches, form data...) go to the adapter.
   const plain = trpcHttpHandler<Context>({
     router,
-    maxBatchSize: TRPC_MAX_BATCH_SIZE,
+    // The most calls one batch may carry (TRPC_MAX_BATCH_SIZE): each is charged by the rate limiter.
+    maxBatchSize: deps.config.TRPC_MAX_BATCH_SIZE,
     createContext: (req, res) => makeContext({ req, res }),
     responseMeta: trpcResponseMeta,
     onError: ({ error, req }) => onTrpcError(deps, error, req),
@@ -224,7 +222,7 @@ function trpcAdapter(router: AnyTRPCRouter, deps: AppDeps): RequestHandler {
     router,
     createContext: contextFactory(deps),
     // A batch is charged per call by the rate limiter; this bounds how much one request can carry.
-    maxBatchSize: TRPC_MAX_BATCH_SIZE,
+    maxBatchSize: deps.config.TRPC_MAX_BATCH_SIZE,
     responseMeta: trpcResponseMeta,
     onError: ({ error, req }) => onTrpcError(deps, error, req),
   });
