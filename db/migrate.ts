@@ -17,6 +17,7 @@ import * as m0011 from './migrations/0011_mfa_sessions.js';
 import * as m0012 from './migrations/0012_idempotency_keys.js';
 import * as m0013 from './migrations/0013_list_scale.js';
 import * as m0014 from './migrations/0014_list_changes.js';
+import * as m0015 from './migrations/0015_second_factor_failures.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -33,6 +34,7 @@ export const migrations: Record<string, Migration> = {
   '0012_idempotency_keys': m0012,
   '0013_list_scale': m0013,
   '0014_list_changes': m0014,
+  '0015_second_factor_failures': m0015,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

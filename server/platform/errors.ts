@@ -86,7 +86,7 @@ export interface ApiError {
   code: string;
   message: string;
   issues?: ApiIssue[];
-  /** Sent as `Retry-After` (seconds): when to try again, for an outage that should pass. */
+  /** Sent as `Retry-After` (seconds): when to try again (an outage that should pass, a lock that ends). */
   retryAfterSeconds?: number;
 }
 
@@ -109,6 +109,8 @@ export interface ErrorBody {
 export class AppError extends Error {
   override name = 'AppError';
   readonly status: number;
+  /** Sent as `Retry-After` (seconds): when the refused request may succeed (a lock that ends). */
+  retryAfterSeconds?: number;
   constructor(
     readonly code: ErrorCode,
     message: string,
@@ -170,7 +172,13 @@ export function httpError(status: number, message?: string): ApiError {
 }
 
 export function fromAppError(e: AppError): ApiError {
-  return { status: e.status, code: e.code, message: e.message, ...(e.issues ? { issues: e.issues } : {}) };
+  return {
+    status: e.status,
+    code: e.code,
+    message: e.message,
+    ...(e.issues ? { issues: e.issues } : {}),
+    ...(e.retryAfterSeconds !== undefined ? { retryAfterSeconds: e.retryAfterSeconds } : {}),
+  };
 }
 
 /**
