@@ -371,6 +371,10 @@ export const configSchema = z.object({
   // ---- storage
   STORAGE_PROVIDER: oneOf(['LOCAL', 'S3'] as const, 'LOCAL'),
   STORAGE_LOCAL_DIR: str('./data/uploads'),
+  // Uploaded images worked at once (in the image process, routers/files/images.ts), and uploads that may
+  // wait for a turn (503 with Retry-After past them).
+  IMAGE_WORK_CONCURRENCY: int(1, 1, 64),
+  IMAGE_WORK_QUEUE: int(16, 0, 10_000),
   // S3 settings may be missing: the provider then reports configured: false and uploads answer 503.
   S3_ENDPOINT: optionalUrl(),
   S3_REGION: str('us-east-1'),

@@ -174,9 +174,15 @@ describe('GET /openapi.json', () => {
     // The database away, on every route.
     expect(codes('get', '/billing/plans', 503)).toEqual(['SERVICE_UNAVAILABLE']);
     // A plain route's own list, with what every route of its kind adds named in its description.
+    expect(codes('post', '/profile/avatar', 400)).toEqual(['BAD_REQUEST']);
+    expect(codes('get', '/storage/files/{fileId}', 503)).toEqual(['SERVICE_UNAVAILABLE', 'STORAGE_NOT_CONFIGURED']);
+    expect(doc.paths['/storage/files/{fileId}'].get.responses['503'].description).toMatch(
+      /; also SERVICE_UNAVAILABLE \(the database is away, with Retry-After\)$/,
+    );
+    // The uploads name it themselves: image work has its queue too.
     expect(codes('post', '/storage/upload', 503)).toEqual(['SERVICE_UNAVAILABLE', 'STORAGE_NOT_CONFIGURED']);
     expect(doc.paths['/storage/upload'].post.responses['503'].description).toBe(
-      'The selected storage provider lacks its settings; also SERVICE_UNAVAILABLE (the database is away, with Retry-After)',
+      'The selected storage provider lacks its settings, or too many images are being processed (with Retry-After)',
     );
     expect(doc.paths['/storage/upload'].post.responses['415'].description).toBe(
       'Not multipart, sent with a Content-Encoding, or a type not accepted (checked by content)',
