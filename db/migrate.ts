@@ -17,6 +17,7 @@ import * as m0011 from './migrations/0011_mfa_sessions.js';
 import * as m0012 from './migrations/0012_idempotency_keys.js';
 import * as m0013 from './migrations/0013_list_scale.js';
 import * as m0014 from './migrations/0014_list_changes.js';
+import * as m0015 from './migrations/0015_second_factor_failures.js';
 import * as m0016 from './migrations/0016_self_service.js';
 import * as m0017 from './migrations/0017_sso_domains.js';
 
@@ -35,6 +36,7 @@ export const migrations: Record<string, Migration> = {
   '0012_idempotency_keys': m0012,
   '0013_list_scale': m0013,
   '0014_list_changes': m0014,
+  '0015_second_factor_failures': m0015,
   '0016_self_service': m0016,
   '0017_sso_domains': m0017,
 };

@@ -159,6 +159,13 @@ export interface MfaChallengesTable {
   created_at: CreatedAt;
 }
 
+/** Failed second-factor checks of an account in its current window (routers/auth/second-factor-cap.ts). */
+export interface SecondFactorFailuresTable {
+  user_id: string;
+  window_started_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  failures: ColumnType<number, number | undefined, number>;
+}
+
 export interface UserTokensTable {
   id: Generated<string>;
   user_id: string;
@@ -582,6 +589,7 @@ export interface Database {
   user_totp: UserTotpTable;
   mfa_backup_codes: MfaBackupCodesTable;
   mfa_challenges: MfaChallengesTable;
+  second_factor_failures: SecondFactorFailuresTable;
   user_tokens: UserTokensTable;
   email_logs: EmailLogsTable;
   workspace_invitations: WorkspaceInvitationsTable;

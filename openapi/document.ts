@@ -159,6 +159,29 @@ function errorsOfKind(method: string, path: string, tier: Tier | undefined): Err
   return codes;
 }
 
+/** Whether a JSON request body's schema (its $ref followed) names a required field, in any part of an allOf. */
+function bodyRequiresAField(requestBody: unknown, schemas: Record<string, unknown>): boolean {
+  const content = (requestBody as { content?: Record<string, { schema?: unknown }> }).content ?? {};
+  const requires = (schema: unknown, depth = 0): boolean => {
+    if (!schema || typeof schema !== 'object' || depth > 10) return false;
+    const s = schema as {
+      $ref?: string;
+      required?: unknown[];
+      allOf?: unknown[];
+      anyOf?: unknown[];
+      oneOf?: unknown[];
+    };
+    if (s.$ref) return requires(schemas[s.$ref.split('/').pop()!], depth + 1);
+    if (s.required?.length) return true;
+    if (s.allOf?.some((part) => requires(part, depth + 1))) return true;
+    const alternatives = s.anyOf ?? s.oneOf;
+    return alternatives !== undefined && alternatives.every((part) => requires(part, depth + 1));
+  };
+  // Only a JSON body can be left out (read as `{}`); any other kind is required as declared.
+  const kinds = Object.keys(content);
+  return !(kinds.length === 1 && kinds[0] === 'application/json') || requires(content['application/json'].schema);
+}
+
 /** Sets the operation's error responses: each status once, with every code it can carry. */
 function documentErrors(op: Operation, codes: Iterable<string>) {
   const responses = (op.responses ??= {});
@@ -302,6 +325,9 @@ export function buildOpenApiDocument(
           : 'anyone, without authentication.';
         op.description = [op.description, `${WHO} ${who}`].filter(Boolean).join('\n\n');
       }
+      // A procedure reads a missing body as `{}`: a body with no required field may be left out.
+      if (own && op.requestBody && !bodyRequiresAField(op.requestBody, doc.components?.schemas ?? {}))
+        (op.requestBody as { required?: boolean }).required = false;
       const tier = own ? own.tier : tierOfOperation(op);
       // A procedure's POST or PATCH takes an Idempotency-Key (the plain Express routes do not).
       const keyed = own !== undefined && (method === 'post' || method === 'patch');

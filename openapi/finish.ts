@@ -1,6 +1,7 @@
 // The last pass over the generated document, by rules that hold for any route added later: shared schemas
 // for the values every resource carries (Uuid, Timestamp), integer formats from their bounds, the headers
-// the rate limiter and CORS add to answers, the top-level tags list, and no component left unreferenced.
+// the rate limiter and CORS add to answers, no answer that is never given, the top-level tags list, and
+// no component left unreferenced.
 import { TAG_DESCRIPTIONS } from './tags.js';
 
 type Json = Record<string, unknown>;
@@ -118,6 +119,18 @@ function declareHeaders(op: Operation, limited: boolean) {
 }
 
 /**
+ * An answer whose schema is `{ not: {} }` (a procedure whose output is `z.never()`: it always fails) is
+ * never given, so it is not declared: a generator would type it `unknown`.
+ */
+function dropAnswersNeverGiven(op: Operation) {
+  for (const [status, response] of Object.entries(op.responses ?? {})) {
+    const content = Object.values((response.content ?? {}) as Record<string, { schema?: unknown }>);
+    const never = (schema: unknown) => isObject(schema) && isObject(schema.not) && !Object.keys(schema.not).length;
+    if (content.length && content.every((c) => never(c.schema))) delete op.responses![status];
+  }
+}
+
+/**
  * An operation that answers no 2xx (a browser redirect) gets a `default` answer: any status it does not
  * list (e.g. 408 for a request not sent in time) is an error in the Error shape.
  */
@@ -190,6 +203,7 @@ export function finishDocument(doc: Json, isLimited: (method: string, path: stri
   components.schemas = { ...components.schemas, ...SHARED_SCHEMAS };
   components.headers = { ...components.headers, ...RESPONSE_HEADERS };
   for (const { path, method, op } of operationsOf(doc)) {
+    dropAnswersNeverGiven(op);
     declareHeaders(op, isLimited(method, path, op));
     defaultAnswer(op);
   }

@@ -6,6 +6,7 @@ import type { Processors } from './billing/processors/index.js';
 import type { TextProvider } from './ai/providers/types.js';
 import type { WebhookRunner } from './webhooks/runner.js';
 import type { IdentityProviders } from './oauth/providers/types.js';
+import type { ImageWork } from './files/images.js';
 
 declare module '../server/platform/context.js' {
   interface DomainServices {
@@ -17,5 +18,7 @@ declare module '../server/platform/context.js' {
     webhooks: WebhookRunner;
     /** The identity providers whose settings are present (sign-in with GitHub, Google, OpenID Connect). */
     identityProviders: IdentityProviders;
+    /** Uploaded images, worked in the image process, a few at a time (IMAGE_WORK_CONCURRENCY, IMAGE_WORK_QUEUE). */
+    imageWork: ImageWork;
   }
 }

@@ -36,7 +36,12 @@ import { webhookQueueEnabled } from './platform/queue-mode.js';
 import { startAuthentication } from './platform/trpc.js';
 import { idempotencyKeys } from './platform/idempotency.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
-import { JSON_BODY_LIMIT_BYTES, closeUnreadBody, refuseJsonBodyHeaders } from './platform/request-body.js';
+import {
+  JSON_BODY_LIMIT_BYTES,
+  closeUnreadBody,
+  refuseJsonBodyHeaders,
+  refuseTrailingBytes,
+} from './platform/request-body.js';
 
 /**
  * The plain Express routes (GET /, inbound provider webhooks, uploads, the browser redirects of identity-provider
@@ -141,7 +146,8 @@ export function createApp(deps: AppDeps): express.Express {
       (req as express.Request).rawBody = buf;
     },
   });
-  app.use(only(takesBody, json));
+  // A compressed body with bytes after its end is a 400, as one that does not decode.
+  app.use(only(takesBody, refuseTrailingBytes(json)));
   // Past authentication and the limiter, with the body as it came: a REST POST or PATCH with an
   // Idempotency-Key runs once, and its answer is replayed to the same request again.
   app.use(idempotencyKeys(deps, appRouter, routes));

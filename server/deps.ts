@@ -21,6 +21,7 @@ import { createProcessors } from '../routers/billing/processors/index.js';
 import { createTextProvider } from '../routers/ai/providers/index.js';
 import { createIdentityProviders } from '../routers/oauth/providers/index.js';
 import { WebhookRunner } from '../routers/webhooks/runner.js';
+import { ImageWork } from '../routers/files/images.js';
 import { webhookQueueEnabled } from './platform/queue-mode.js';
 
 export async function createDeps(config: Config, logger: Logger): Promise<AppDeps> {
@@ -63,6 +64,7 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
       webhooks: new WebhookRunner({ db, config, logger, secrets, mailer }, queue),
       monitor: new Monitor(config),
       storage: createStorage(config),
+      imageWork: new ImageWork({ concurrency: config.IMAGE_WORK_CONCURRENCY, queue: config.IMAGE_WORK_QUEUE }),
       inFlight: new InFlight(),
       lifecycle: { draining: false },
       startedAt: new Date(),

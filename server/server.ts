@@ -162,6 +162,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       }
       await deps.webhooks.stop();
       await periodic?.stop();
+      await deps.imageWork.close();
       await deps.mailer.close();
       await deps.redis?.close();
       await deps.db.destroy();

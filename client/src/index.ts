@@ -34,8 +34,11 @@ export function isMfaChallenge(result: SignedIn | MfaChallenge): result is MfaCh
   return (result as { mfaRequired?: unknown }).mfaRequired === true;
 }
 
-/** The most calls one batched request carries: the service refuses bigger batches (TRPC_MAX_BATCH_SIZE). */
-export const MAX_BATCH_ITEMS = 10;
+/**
+ * The most calls one batched request carries by default: what the service accepts by default
+ * (TRPC_MAX_BATCH_SIZE). `batch: { maxItems }` sets another, for a service configured otherwise.
+ */
+export const MAX_BATCH_ITEMS = 100;
 /** Longer GET URLs are split into more requests: Node's servers refuse request heads over 16 KiB. */
 const MAX_URL_LENGTH = 8_000;
 
@@ -214,8 +217,9 @@ export interface ApiClientOptions {
    */
   onSessionEnd?: (reason: ApiError) => void;
   /**
-   * Calls made together go in one request (httpBatchLink, at most MAX_BATCH_ITEMS calls); `false` sends
-   * each call alone (httpLink).
+   * Calls made together go in one request (httpBatchLink, at most `maxItems` calls: MAX_BATCH_ITEMS, 100,
+   * unless set; keep it at or under the service's TRPC_MAX_BATCH_SIZE); `false` sends each call alone
+   * (httpLink).
    */
   batch?: boolean | { maxItems?: number };
 }
@@ -282,10 +286,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   );
 
   const batch = options.batch ?? true;
-  const maxItems = Math.max(
-    1,
-    Math.min(MAX_BATCH_ITEMS, (typeof batch === 'object' && batch.maxItems) || MAX_BATCH_ITEMS),
-  );
+  const maxItems = Math.max(1, Math.floor((typeof batch === 'object' && batch.maxItems) || MAX_BATCH_ITEMS));
   const transport =
     batch === false
       ? httpLink({ url, fetch: fetchFn, headers: ({ op }) => bearer(op.context[ACCESS_TOKEN]) })

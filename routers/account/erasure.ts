@@ -10,6 +10,7 @@ import { accountDeletedMail } from '../../server/platform/email/templates.js';
 import { AppError } from '../../server/platform/errors.js';
 import { recordAudit } from '../audit/service.js';
 import { acceptSecondFactor } from '../auth/mfa.js';
+import { WRONG_CODE, cappedSecondFactorCheck } from '../auth/second-factor-cap.js';
 import { emitEvent } from '../events/emit.js';
 import { accountOf, reauthenticate, refuseDemoAccount } from './service.js';
 
@@ -45,10 +46,11 @@ export async function deleteAccount(
   // Everything that can refuse the deletion comes before anything is canceled or erased.
   refuseSoleOwnership(await membershipsToEnd(deps.db, userId));
   if (account.mfa_enabled) {
-    const accepted = await deps.db
-      .transaction()
-      .execute((trx) => acceptSecondFactor(deps, trx, userId, input.code ?? ''));
-    if (!accepted) throw new AppError('INVALID_MFA_CODE', 'The code is not right.');
+    // Counted by the account's cap on wrong codes, as every second-factor check is.
+    const outcome = await cappedSecondFactorCheck(deps, account, actor, async (trx) =>
+      (await acceptSecondFactor(deps, trx, userId, input.code ?? '')) ? true : WRONG_CODE,
+    );
+    if (outcome === WRONG_CODE) throw new AppError('INVALID_MFA_CODE', 'The code is not right.');
   }
   // The subscriptions of the workspaces that go are canceled first: a processor that cannot be reached
   // leaves the account as it was, and the request answers that error.

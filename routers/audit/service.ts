@@ -20,6 +20,7 @@ export type AuditAction =
   | 'auth.mfa_disabled'
   | 'auth.mfa_backup_codes_regenerated'
   | 'auth.mfa_failed'
+  | 'auth.mfa_locked'
   | 'auth.password_changed'
   | 'auth.session_revoked'
   | 'auth.sessions_revoked'

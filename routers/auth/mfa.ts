@@ -17,6 +17,7 @@ import { actorOf, type Actor } from '../../server/platform/actor.js';
 import { recordAudit } from '../audit/service.js';
 import { USER_COLUMNS, type UserRow } from './schemas.js';
 import { lockSessionsOf, passwordStill } from './sessions.js';
+import { WRONG_CODE, cappedSecondFactorCheck } from './second-factor-cap.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'passwords' | 'secrets'>;
 
@@ -209,30 +210,32 @@ export async function disableMfa(
     .executeTakeFirst();
   if (!(await deps.passwords.verify(input.password, current?.password_hash)) || !current?.password_hash)
     throw new AppError('INVALID_CREDENTIALS', 'The password is not right.');
-  await deps.db.transaction().execute(async (trx) => {
+  const outcome = await cappedSecondFactorCheck(deps, user, meta, async (trx) => {
     const locked = await lockUser(trx, user.id);
     if (!locked.mfa_enabled) throw notEnabled();
     // The password checked is still the password (a change while bcrypt ran would void it).
     if (locked.password_hash !== current.password_hash)
       throw new AppError('INVALID_CREDENTIALS', 'The password is not right.');
-    if (!(await acceptSecondFactor(deps, trx, user.id, input.code))) throw invalidCode();
+    if (!(await acceptSecondFactor(deps, trx, user.id, input.code))) return WRONG_CODE;
     await clearMfa(trx, user.id);
     await recordAudit(trx, actorOf(meta, user), {
       action: 'auth.mfa_disabled',
       targetType: 'user',
       targetId: user.id,
     });
+    return 'off' as const;
   });
+  if (outcome === WRONG_CODE) throw invalidCode();
   await sendAfterCommit(deps, mfaDisabledMail({ to: user.email, name: user.name, appUrl: deps.config.APP_URL }));
   return { message: 'Two-factor sign-in is off.' };
 }
 
 /** A new set of backup codes (the old ones stop working), with a code (TOTP or backup). */
 export async function regenerateBackupCodes(deps: Deps, user: UserRow, code: string, meta: RequestMeta) {
-  const backupCodes = await deps.db.transaction().execute(async (trx) => {
+  const backupCodes = await cappedSecondFactorCheck(deps, user, meta, async (trx) => {
     const locked = await lockUser(trx, user.id);
     if (!locked.mfa_enabled) throw notEnabled();
-    if (!(await acceptSecondFactor(deps, trx, user.id, code))) throw invalidCode();
+    if (!(await acceptSecondFactor(deps, trx, user.id, code))) return WRONG_CODE;
     const codes = await replaceBackupCodes(trx, user.id);
     await recordAudit(trx, actorOf(meta, user), {
       action: 'auth.mfa_backup_codes_regenerated',
@@ -241,6 +244,7 @@ export async function regenerateBackupCodes(deps: Deps, user: UserRow, code: str
     });
     return codes;
   });
+  if (backupCodes === WRONG_CODE) throw invalidCode();
   return { backupCodes };
 }
 
@@ -335,10 +339,11 @@ export interface MfaAttempts {
  * The second step: the token of the first and a TOTP code or a backup code. Each try spends one of the
  * token's MFA_MAX_ATTEMPTS; the right code spends the token. Answers the user, whose session the caller
  * opens. An unknown, used, expired or spent token: UNAUTHORIZED; a suspended user: USER_SUSPENDED; a wrong
- * code: INVALID_MFA_CODE (audited, and counted against the account).
+ * code: INVALID_MFA_CODE (audited, and counted against the account: by the auth tier while rate limiting is
+ * on, and always by the cap of second-factor-cap.ts, whose lock answers RATE_LIMITED).
  */
 export async function verifyMfaChallenge(
-  deps: Pick<Deps, 'config' | 'db' | 'secrets'>,
+  deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer' | 'secrets'>,
   input: { mfaToken: string; code?: string; backupCode?: string },
   meta: RequestMeta,
   attempts: MfaAttempts | undefined,
@@ -370,30 +375,27 @@ export async function verifyMfaChallenge(
     throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
   }
   const method = input.code !== undefined ? 'totp' : 'backup_code';
-  const outcome = await deps.db
-    .transaction()
-    .execute(async (trx) => {
-      const ok =
-        method === 'totp'
-          ? await acceptTotp(deps, trx, user.id, input.code!)
-          : await acceptBackupCode(trx, user.id, input.backupCode!);
-      if (!ok) return 'wrong' as const;
-      const taken = await trx
-        .updateTable('mfa_challenges')
-        .set({ used_at: new Date() })
-        .where('id', '=', challenge.id)
-        .where('used_at', 'is', null)
-        .returning('id')
-        .executeTakeFirst();
-      // Used by a concurrent request with the same token: roll back, so this code stays unused.
-      if (!taken) throw stepInvalid();
-      return 'ok' as const;
-    })
-    .catch((err: unknown) => {
-      attempt?.settle(false);
-      throw err;
-    });
-  if (outcome === 'wrong') {
+  const outcome = await cappedSecondFactorCheck(deps, user, meta, async (trx) => {
+    const ok =
+      method === 'totp'
+        ? await acceptTotp(deps, trx, user.id, input.code!)
+        : await acceptBackupCode(trx, user.id, input.backupCode!);
+    if (!ok) return WRONG_CODE;
+    const taken = await trx
+      .updateTable('mfa_challenges')
+      .set({ used_at: new Date() })
+      .where('id', '=', challenge.id)
+      .where('used_at', 'is', null)
+      .returning('id')
+      .executeTakeFirst();
+    // Used by a concurrent request with the same token: roll back, so this code stays unused.
+    if (!taken) throw stepInvalid();
+    return 'ok' as const;
+  }).catch((err: unknown) => {
+    attempt?.settle(false);
+    throw err;
+  });
+  if (outcome === WRONG_CODE) {
     attempt?.settle(true);
     await recordAudit(deps.db, actorOf(meta, null), {
       action: 'auth.mfa_failed',

@@ -212,7 +212,8 @@ export const authRouter = router({
           'answered `mfaRequired`: the `mfaToken` with either `code` (the authenticator app) or `backupCode`. ' +
           'Answers the session, as login does. The token is single use, lives `MFA_TOKEN_TTL` and allows 5 ' +
           'codes; unknown, used, expired or spent: 401 `UNAUTHORIZED` (sign in again). A wrong code: 400 ' +
-          '`INVALID_MFA_CODE`.',
+          '`INVALID_MFA_CODE`. 10 wrong codes for the account within 10 minutes (through any token) lock its ' +
+          'codes for the rest of those minutes: 429 `RATE_LIMITED` with `Retry-After`, whatever the code.',
       },
       // RATE_LIMITED: the address's auth tier, or too many wrong codes for this account.
       errors: ['UNAUTHORIZED', 'USER_SUSPENDED', 'INVALID_MFA_CODE', 'RATE_LIMITED'],

@@ -112,7 +112,26 @@ export function createPersonalWorkspace(
   db: Kysely<Database>,
   user: Pick<UserRow, 'id' | 'name'>,
 ): Promise<WorkspaceAccess> {
-  return insertWorkspace(db, { name: `${user.name}'s workspace`, ownerId: user.id, isPersonal: true });
+  return insertWorkspace(db, { name: personalWorkspaceName(user.name), ownerId: user.id, isPersonal: true });
+}
+
+/** The longest workspace name, as its inputs take it and its outputs declare it. */
+const WORKSPACE_NAME_MAX = 100;
+const PERSONAL_SUFFIX = "'s workspace";
+
+/**
+ * `<name>'s workspace`, within the 100 characters of a workspace name: a user name too long for it (89 to
+ * 100 characters) is cut, whole characters only, and ends with `…`.
+ */
+export function personalWorkspaceName(userName: string): string {
+  const room = WORKSPACE_NAME_MAX - PERSONAL_SUFFIX.length;
+  if (userName.length <= room) return `${userName}${PERSONAL_SUFFIX}`;
+  let head = '';
+  for (const char of userName) {
+    if (head.length + char.length > room - 1) break;
+    head += char;
+  }
+  return `${head.trimEnd()}…${PERSONAL_SUFFIX}`;
 }
 
 export function sendVerificationMail(

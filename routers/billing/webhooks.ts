@@ -15,6 +15,7 @@ import {
   JSON_BODY_LIMIT_BYTES,
   REQUEST_HEAD_MAX_BYTES,
   refuseJsonBodyHeaders,
+  refuseTrailingBytes,
 } from '../../server/platform/request-body.js';
 
 /**
@@ -22,7 +23,10 @@ import {
  * provider signs the payload, not its transfer encoding, so the signature is checked over the decoded
  * bytes. 1 MiB decoded, like JSON routes; refused earlier by its headers alone when they say more.
  */
-const rawJson = [refuseJsonBodyHeaders, express.raw({ type: () => true, limit: JSON_BODY_LIMIT_BYTES })];
+const rawJson = [
+  refuseJsonBodyHeaders,
+  refuseTrailingBytes(express.raw({ type: () => true, limit: JSON_BODY_LIMIT_BYTES })),
+];
 
 type Deps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger'>;
 

@@ -15,12 +15,12 @@ import type { Actor } from '../../server/platform/actor.js';
 import { recordAudit } from '../audit/service.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import type { BrandingChanges } from './schemas.js';
+import { MAX_FRAMES, MAX_TOTAL_PIXELS, type ImageJob } from './image-jobs.js';
 
 /**
- * sharp (native, with its own libvips) and file-type are loaded by the first upload, not at start-up: most
- * processes serve none.
+ * file-type is loaded by the first upload, not at start-up: most processes serve none. Images are worked in
+ * the image process (images.ts), which loads sharp: this process never does.
  */
-const loadSharp = () => import('sharp').then((m) => m.default);
 const fileTypeFromBuffer = async (buffer: Buffer) => (await import('file-type')).fileTypeFromBuffer(buffer);
 
 export const MiB = 1024 * 1024;
@@ -31,10 +31,8 @@ const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp']);
 /** Workspace files: images (re-encoded in their own format, GIF animation kept) and PDF (as sent). */
 const REENCODED_UPLOAD_TYPES = new Set([...IMAGE_TYPES, 'image/gif']);
 const UPLOAD_TYPES = new Set([...REENCODED_UPLOAD_TYPES, 'application/pdf']);
-/** About 40 megapixels: a real photo passes, a header claiming 50,000 x 50,000 does not. */
-const MAX_PIXELS = 40_000_000;
 
-type Deps = Pick<AppDeps, 'db' | 'storage' | 'logger'>;
+type Deps = Pick<AppDeps, 'db' | 'storage' | 'logger' | 'imageWork'>;
 
 /** A file as the multipart form brought it. */
 export interface Upload {
@@ -72,18 +70,37 @@ async function checkedFile(file: Upload, allowed: Set<string>) {
   return { file, mime: type.mime, ext: type.ext };
 }
 
-/** Decodes and re-encodes an image; anything that does not decode as one is refused. */
-async function reencode(buffer: Buffer, resize: ResizeOptions & { width: number; height: number }) {
-  try {
-    const sharp = await loadSharp();
-    return await sharp(buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error' })
-      .rotate()
-      .resize(resize)
-      .webp({ quality: 85 })
-      .toBuffer();
-  } catch {
-    throw new AppError('BAD_REQUEST', 'The image could not be read, or its dimensions are too large.');
-  }
+const unreadable = () => new AppError('BAD_REQUEST', 'The image could not be read, or its dimensions are too large.');
+
+/**
+ * An image's job done in the image process (deps.imageWork: a few at a time per process, 503 past the
+ * queue): the re-encoded bytes, or the 400 that says why the image is refused.
+ */
+async function imageWork(deps: Pick<Deps, 'imageWork' | 'logger'>, job: ImageJob): Promise<Buffer> {
+  const outcome = await deps.imageWork.run(job).catch((err: unknown) => {
+    if (err instanceof AppError) throw err;
+    // The image process died on this image (or could not start): refused as an image that does not decode.
+    deps.logger.warn({ err }, 'the image process failed');
+    throw unreadable();
+  });
+  if ('data' in outcome) return Buffer.from(outcome.data.buffer, outcome.data.byteOffset, outcome.data.byteLength);
+  if (outcome.refused === 'frames')
+    throw new AppError('BAD_REQUEST', `The image has ${outcome.frames} frames: at most ${MAX_FRAMES} are accepted.`);
+  if (outcome.refused === 'pixels')
+    throw new AppError(
+      'BAD_REQUEST',
+      `The image has too many pixels across its frames: at most ${MAX_TOTAL_PIXELS / 1_000_000} megapixels.`,
+    );
+  throw unreadable();
+}
+
+/** Decodes and re-encodes an image to WebP; anything that does not decode as one is refused. */
+function reencode(
+  deps: Pick<Deps, 'imageWork' | 'logger'>,
+  buffer: Buffer,
+  resize: ResizeOptions & { width: number; height: number },
+) {
+  return imageWork(deps, { kind: 'webp', data: buffer, resize });
 }
 
 /**
@@ -135,14 +152,7 @@ export function providerStatus(storage: Storage) {
 export async function storeUpload(deps: Deps, uploader: Uploader, upload: Upload) {
   const { file, mime, ext } = await checkedFile(upload, UPLOAD_TYPES);
   const data = REENCODED_UPLOAD_TYPES.has(mime)
-    ? await (
-        await loadSharp()
-      )(file.buffer, { limitInputPixels: MAX_PIXELS, failOn: 'error', animated: mime === 'image/gif' })
-        .rotate()
-        .toBuffer()
-        .catch(() => {
-          throw new AppError('BAD_REQUEST', 'The image could not be read, or its dimensions are too large.');
-        })
+    ? await imageWork(deps, { kind: 'same-format', data: file.buffer, animated: mime === 'image/gif' })
     : file.buffer;
   const key = newKey('files', ext);
   const row = await storeThenSave(deps, key, data, mime, () =>
@@ -193,7 +203,7 @@ export async function readFile(storage: Storage, file: { storage_key: string; co
 export async function setAvatar(deps: Deps, userId: string, upload: Upload) {
   const { file } = await checkedFile(upload, IMAGE_TYPES);
   // The client crops to a square; the server makes sure.
-  const data = await reencode(file.buffer, { width: 512, height: 512, fit: 'cover' });
+  const data = await reencode(deps, file.buffer, { width: 512, height: 512, fit: 'cover' });
   const key = newKey('avatars', 'webp');
   // The row lock makes concurrent uploads take turns, so each one removes the avatar it replaced.
   const previous = await storeThenSave(deps, key, data, 'image/webp', () =>
@@ -261,7 +271,12 @@ export async function avatarOf(
 /** Sets a workspace's logo: at most 1024 x 1024, re-encoded to WebP. The logo it replaces is removed. */
 export async function setLogo(deps: Deps, uploader: Uploader, upload: Upload) {
   const { file } = await checkedFile(upload, IMAGE_TYPES);
-  const data = await reencode(file.buffer, { width: 1024, height: 1024, fit: 'inside', withoutEnlargement: true });
+  const data = await reencode(deps, file.buffer, {
+    width: 1024,
+    height: 1024,
+    fit: 'inside',
+    withoutEnlargement: true,
+  });
   const key = newKey('logos', 'webp');
   const { workspaceId } = uploader;
   const { row, replaced } = await storeThenSave(deps, key, data, 'image/webp', () =>

@@ -28,7 +28,7 @@ import {
 } from './service.js';
 import { avatarOutput, logoOutput, storedFileOutput } from './schemas.js';
 
-type Deps = Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'auth'>;
+type Deps = Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'auth' | 'imageWork'>;
 
 /**
  * What a form may add to its file's bytes: the multipart framing and the form fields (at most 10 of 1 KiB).
@@ -281,12 +281,19 @@ const storageFailures = {
 };
 const refusals = {
   ...signedInRefusals,
-  400: errorResponse('Missing or unreadable file', ['BAD_REQUEST']),
+  400: errorResponse(
+    'Missing or unreadable file, or an image too large to decode (over 40 megapixels a frame, 1,000 frames or 100 megapixels in all)',
+    ['BAD_REQUEST'],
+  ),
   413: errorResponse('File too large', ['PAYLOAD_TOO_LARGE']),
   415: errorResponse('Not multipart, sent with a Content-Encoding, or a type not accepted (checked by content)', [
     'UNSUPPORTED_MEDIA_TYPE',
   ]),
   ...storageFailures,
+  503: errorResponse(
+    'The selected storage provider lacks its settings, or too many images are being processed (with Retry-After)',
+    ['SERVICE_UNAVAILABLE', 'STORAGE_NOT_CONFIGURED'],
+  ),
 };
 
 export const uploadOpenApiPaths: ZodOpenApiPathsObject = {

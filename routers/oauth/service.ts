@@ -58,16 +58,48 @@ export function enabledProvider(providers: IdentityProviders, id: string): Ident
 
 /**
  * `redirectTo` when it is a path of the web app (`/settings?tab=1`), else /dashboard: never another origin
- * (`//evil.example`, `https://...`), a backslash (read as `/` by browsers) or invisible characters.
+ * (`//evil.example`, `https://...`), a backslash (read as `/` by browsers) or invisible characters. The
+ * checks hold for the value as given and for what URL normalisation makes of it: `/.//evil.example` or
+ * `/%2e%2e//evil.example` normalise to `//evil.example`, another host to a browser.
  */
 export function safeRedirectPath(redirectTo: unknown): string {
-  if (typeof redirectTo !== 'string' || redirectTo.length > MAX_REDIRECT_LENGTH) return DEFAULT_REDIRECT;
-  // eslint-disable-next-line no-control-regex -- control characters are what it refuses
-  if (!/^\/(?![/\\])/.test(redirectTo) || /[\\\s\u0000-\u001f\u007f]/.test(redirectTo)) return DEFAULT_REDIRECT;
+  if (typeof redirectTo !== 'string' || !isAppPath(redirectTo)) return DEFAULT_REDIRECT;
   const base = 'http://app.invalid';
   const url = new URL(redirectTo, base);
   if (url.origin !== base) return DEFAULT_REDIRECT;
-  return url.pathname + url.search + url.hash;
+  const path = url.pathname + url.search + url.hash;
+  if (!isAppPath(path) || opensAnotherHostOnceDecoded(url.pathname)) return DEFAULT_REDIRECT;
+  return path;
+}
+
+/**
+ * `/%2F%2Fevil.example`, `/%5C...` or `/%252e%252e//...`: a web app that decodes the path before navigating
+ * would leave the app. Decodes a few rounds, normalising each, and refuses what keeps changing.
+ */
+function opensAnotherHostOnceDecoded(pathname: string): boolean {
+  let current = pathname;
+  for (let round = 0; round < 3; round++) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(current);
+    } catch {
+      return false; // not decodable, so read as it is: checked above
+    }
+    if (decoded === current) return false;
+    if (/^\/[/\\]/.test(decoded)) return true;
+    const normalised = new URL(decoded, 'http://app.invalid').pathname;
+    if (/^\/[/\\]/.test(normalised)) return true;
+    if (normalised === current) return false; // `/a%20b`: decoding and encoding again gives it back
+    current = normalised;
+  }
+  return true;
+}
+
+/** One leading `/` not followed by `/` or `\`, no backslash, space or control character, not too long. */
+function isAppPath(value: string): boolean {
+  if (value.length > MAX_REDIRECT_LENGTH) return false;
+  // eslint-disable-next-line no-control-regex -- control characters are what it refuses
+  return /^\/(?![/\\])/.test(value) && !/[\\\s\u0000-\u001f\u007f]/.test(value);
 }
 
 /** This API's callback of a provider, under API_URL or else the base of the request (`https://host`). */

@@ -217,6 +217,8 @@ export const configSchema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: int(30_000, 1_000, 600_000),
   HTTP_REQUEST_TIMEOUT_MS: int(60_000, 1_000, 3_600_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(65_000, 1_000, 600_000),
+  // The most calls one /trpc batch may carry; the body (1 MiB) and URL (16 KiB) limits bound it anyway.
+  TRPC_MAX_BATCH_SIZE: int(100, 1, 1_000),
   SHUTDOWN_DRAIN_DELAY_MS: int(5_000, 0),
 
   // ---- data
@@ -380,6 +382,10 @@ export const configSchema = z.object({
   // ---- storage
   STORAGE_PROVIDER: oneOf(['LOCAL', 'S3'] as const, 'LOCAL'),
   STORAGE_LOCAL_DIR: str('./data/uploads'),
+  // Uploaded images worked at once (in the image process, routers/files/images.ts), and uploads that may
+  // wait for a turn (503 with Retry-After past them).
+  IMAGE_WORK_CONCURRENCY: int(1, 1, 64),
+  IMAGE_WORK_QUEUE: int(16, 0, 10_000),
   // S3 settings may be missing: the provider then reports configured: false and uploads answer 503.
   S3_ENDPOINT: optionalUrl(),
   S3_REGION: str('us-east-1'),

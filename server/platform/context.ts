@@ -12,6 +12,7 @@ import type { Storage } from './storage.js';
 import type { InFlight } from './in-flight.js';
 import type { FailureLimiter } from './rate-limit.js';
 import type { Authenticator } from './principal.js';
+import { clientAddress } from './client-address.js';
 
 /**
  * The domains' long-lived services (the plan catalog, payment processors, the AI provider, webhook
@@ -64,7 +65,7 @@ export interface Context extends AppDeps, RequestMeta {
 export function requestMeta(req: Request): RequestMeta {
   return {
     requestId: req.id,
-    ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+    ip: clientAddress(req) ?? 'unknown',
     userAgent: req.get('user-agent')?.slice(0, 512),
   };
 }

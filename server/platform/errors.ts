@@ -94,7 +94,7 @@ export interface ApiError {
   code: string;
   message: string;
   issues?: ApiIssue[];
-  /** Sent as `Retry-After` (seconds): when to try again, for an outage that should pass. */
+  /** Sent as `Retry-After` (seconds): when to try again (an outage that should pass, a lock that ends). */
   retryAfterSeconds?: number;
 }
 
@@ -117,6 +117,8 @@ export interface ErrorBody {
 export class AppError extends Error {
   override name = 'AppError';
   readonly status: number;
+  /** Sent as `Retry-After` (seconds): when the refused request may succeed (a lock that ends). */
+  retryAfterSeconds?: number;
   constructor(
     readonly code: ErrorCode,
     message: string,
@@ -178,7 +180,13 @@ export function httpError(status: number, message?: string): ApiError {
 }
 
 export function fromAppError(e: AppError): ApiError {
-  return { status: e.status, code: e.code, message: e.message, ...(e.issues ? { issues: e.issues } : {}) };
+  return {
+    status: e.status,
+    code: e.code,
+    message: e.message,
+    ...(e.issues ? { issues: e.issues } : {}),
+    ...(e.retryAfterSeconds !== undefined ? { retryAfterSeconds: e.retryAfterSeconds } : {}),
+  };
 }
 
 /**

@@ -10,6 +10,7 @@ import type { AnyProcedure, AnyTRPCRouter } from '@trpc/server';
 import { requestIdOfError } from './trpc.js';
 import type { Meta } from './route-meta.js';
 import { contextFactory, type AppDeps, type Context } from './context.js';
+import { clientAddress } from './client-address.js';
 import {
   AppError,
   errorBody,
@@ -20,17 +21,25 @@ import {
   trpcErrorShape,
   type ApiError,
 } from './errors.js';
-import { safeUrl, type Logger } from './logger.js';
+import { looksSecret, safeUrl, type Logger } from './logger.js';
 import { UnstorableText } from './unstorable-text.js';
 import { notedErrorCode, noteRequest } from './monitoring.js';
 import type { RouteTemplates } from './route-templates.js';
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * The client's request id when it is short and plain (`[A-Za-z0-9._:-]`, at most 128 characters) and not
+ * shaped like a secret (`wsk_...`, `rt_...`, `whsec_...`, `scim_...`, a JWT, a long random token): it is
+ * echoed, logged and kept by monitoring, so a key sent there by mistake must not be.
+ */
+export function clientRequestId(incoming: string | undefined): string | undefined {
+  return incoming && SAFE_REQUEST_ID.test(incoming) && !looksSecret(incoming) ? incoming : undefined;
+}
+
 /** X-Request-Id on every response: the client's value when it is safe, else a new UUID. */
 export const requestId: RequestHandler = (req, res, next) => {
-  const incoming = req.get('x-request-id');
-  req.id = incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+  req.id = clientRequestId(req.get('x-request-id')) ?? crypto.randomUUID();
   res.setHeader('X-Request-Id', req.id);
   next();
 };
@@ -76,7 +85,7 @@ export const refuseAmbiguousPath: RequestHandler = (req, _res, next) => {
 /**
  * One log line per finished request: method, URL (secret-shaped path segments and secret query values
  * masked: safeUrl, logger.ts), its route template (the label of metrics and monitoring), status, the error
- * code of an error answer, duration, request id and client address (req.ip, as TRUST_PROXY decides).
+ * code of an error answer, duration, request id and client address (clientAddress: a parsed IP or none).
  * Headers and bodies are never logged. Costs nothing when the level is off.
  */
 export function requestLogger(logger: Logger, routes: RouteTemplates): RequestHandler {
@@ -96,7 +105,7 @@ export function requestLogger(logger: Logger, routes: RouteTemplates): RequestHa
           status: res.statusCode,
           code: res.statusCode >= 400 ? (notedErrorCode(req) ?? null) : undefined,
           durationMs: Math.round((performance.now() - started) * 10) / 10,
-          ip: req.ip,
+          ip: clientAddress(req),
         },
         `${req.method} ${res.statusCode}`,
       );
@@ -172,9 +181,6 @@ function successStatus(router: AnyTRPCRouter, path: string | undefined): number 
   return (procedure?._def.meta as Meta | undefined)?.successStatus ?? 200;
 }
 
-/** The most calls one `/trpc` batch may carry (set the client's `maxItems` to this or less). */
-export const TRPC_MAX_BATCH_SIZE = 10;
-
 /** The same router for the first-party TypeScript client, with the same error mapping. */
 export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandler {
   const adapter = trpcAdapter(router, deps);
@@ -184,7 +190,8 @@ export function trpcHandler(router: AnyTRPCRouter, deps: AppDeps): RequestHandle
   // query. The requests it does not take (streamed batches, form data...) go to the adapter.
   const plain = trpcHttpHandler<Context>({
     router,
-    maxBatchSize: TRPC_MAX_BATCH_SIZE,
+    // The most calls one batch may carry (TRPC_MAX_BATCH_SIZE): each is charged by the rate limiter.
+    maxBatchSize: deps.config.TRPC_MAX_BATCH_SIZE,
     createContext: (req, res) => makeContext({ req, res }),
     responseMeta: trpcResponseMeta,
     onError: ({ error, req }) => onTrpcError(deps, error, req),
@@ -215,7 +222,7 @@ function trpcAdapter(router: AnyTRPCRouter, deps: AppDeps): RequestHandler {
     router,
     createContext: contextFactory(deps),
     // A batch is charged per call by the rate limiter; this bounds how much one request can carry.
-    maxBatchSize: TRPC_MAX_BATCH_SIZE,
+    maxBatchSize: deps.config.TRPC_MAX_BATCH_SIZE,
     responseMeta: trpcResponseMeta,
     onError: ({ error, req }) => onTrpcError(deps, error, req),
   });

@@ -13,6 +13,7 @@ import { noteRequest } from './monitoring.js';
 import type { Meta } from './route-meta.js';
 import type { RouteTemplate, RouteTemplates } from './route-templates.js';
 import { callerOfRequest } from './trpc.js';
+import { clientAddress } from './client-address.js';
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -75,7 +76,7 @@ export function idempotencyKeys(deps: Deps, router: AnyTRPCRouter, routes: Route
         let scope: string;
         if (caller.kind === 'user' || caller.kind === 'api-key') scope = `${caller.kind}:${caller.id}`;
         else if (caller.kind === 'anonymous' || isPublic(route))
-          scope = `anonymous:${route.method} ${route.template}:${req.ip ?? req.socket.remoteAddress ?? ''}`;
+          scope = `anonymous:${route.method} ${route.template}:${clientAddress(req) ?? ''}`;
         // Credentials that do not authenticate, on a route that needs them: refused before the caller is
         // known, so the key is left alone.
         else return next();

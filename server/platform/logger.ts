@@ -18,11 +18,11 @@ const OPAQUE_KEY = /^input$/i;
 
 /**
  * This service's secrets and what resembles them: API keys (`wsk_`), refresh tokens (`rt_` + base64url),
- * webhook signing secrets (`whsec_` + base64, or base64url for older ones), processor keys (`sk_live_`, `sk_test_`), each at the start of the
+ * webhook signing secrets (`whsec_` + base64, or base64url for older ones), SCIM tokens (`scim_`), processor keys (`sk_live_`, `sk_test_`), each at the start of the
  * text or after a character that is not a letter or digit; and JWTs (three base64url parts, the first
  * starting `eyJ`, a JSON object).
  */
-const PREFIXED_SECRET = /(?:^|[^A-Za-z0-9])(?:wsk_|rt_|whsec_|sk_live_|sk_test_)[A-Za-z0-9_+/=-]{8,}/;
+const PREFIXED_SECRET = /(?:^|[^A-Za-z0-9])(?:wsk_|rt_|whsec_|scim_|sk_live_|sk_test_)[A-Za-z0-9_+/=-]{8,}/;
 const JWT = /eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/;
 /**
  * A long random token without a prefix (reset and verification links carry 43 base64url characters):

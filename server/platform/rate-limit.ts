@@ -25,6 +25,7 @@ import { trpcProcedures } from './trpc-path.js';
 import { noteRequest } from './monitoring.js';
 import { bearerToken, verifyAccessToken } from './security/jwt.js';
 import { batched, groupPositions } from '../../db/batched.js';
+import { clientAddress } from './client-address.js';
 
 export const RATE_LIMIT_MESSAGE = 'Too many requests. Please try again later.';
 
@@ -64,7 +65,7 @@ function clientOf(
         : undefined;
   const keyId = apiKey && knownApiKeyId?.(apiKey);
   if (keyId) return `key:${keyId}`;
-  return `ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
+  return `ip:${clientAddress(req) ?? 'unknown'}`;
 }
 
 type Limiters = Record<Tier, RateLimiterAbstract>;

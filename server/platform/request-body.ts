@@ -59,6 +59,51 @@ export const refuseJsonBodyHeaders = both(
   refuseDeclaredLength(JSON_BODY_LIMIT_BYTES, 'Request body is too large (limit 1 MiB).'),
 );
 
+/** What zlib and brotli decompressors tell of the input they took: bytes consumed, not merely written. */
+interface Decoder extends NodeJS.WritableStream {
+  bytesWritten: number;
+}
+
+const TRAILING_BYTES =
+  'The request body is not valid gzip, deflate or br data, as its Content-Encoding says it is: bytes follow ' +
+  'the end of the compressed data.';
+
+/**
+ * `parser` (body-parser's json or raw) with one more refusal: a compressed body with bytes after the end
+ * of its compressed data (`garbage`, a second deflate or br stream) is a 400, like a body that does not
+ * decode. body-parser stops at the decoder's end and drops the rest. The decoder's `bytesWritten` is the
+ * input it consumed; every byte of the request is counted here before it is piped on, so a difference is
+ * trailing data. (gzip's decoder reads on past a member's end itself: a second member is decoded, as
+ * RFC 1952 has it; other bytes fail to decode, and the zero padding it skips is left out of
+ * `bytesWritten`, so it is refused here.)
+ */
+export function refuseTrailingBytes(parser: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+    if (!encoding || encoding === 'identity' || !declaresBody(req)) return parser(req, res, next);
+    let received = 0;
+    let decoder: Decoder | undefined;
+    const count = (chunk: Buffer) => {
+      received += chunk.length;
+    };
+    const pipe = req.pipe.bind(req);
+    req.pipe = <T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }) => {
+      // Before pipe's own listener: every chunk is counted before the decoder sees it.
+      req.on('data', count);
+      decoder = destination as unknown as Decoder;
+      return pipe(destination, options);
+    };
+    parser(req, res, (err?: unknown) => {
+      req.pipe = pipe;
+      req.off('data', count);
+      if (err || !decoder) return next(err);
+      // The decoder ends when the body does, or when it is handed bytes past the end of its data: either
+      // way, every byte it did not take is trailing data.
+      next(received > decoder.bytesWritten ? new AppError('BAD_REQUEST', TRAILING_BYTES) : undefined);
+    });
+  };
+}
+
 /** Lingering close of an answered request whose body is still coming (see closeUnreadBody). */
 const LINGER = { idleMs: 500, maxMs: 5_000, maxBytes: 16 * MiB } as const;
 

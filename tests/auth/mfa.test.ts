@@ -303,6 +303,121 @@ describe('wrong codes are rate limited in the auth tier', () => {
   });
 });
 
+describe('the cap on wrong second-factor codes (RATE_LIMIT_ENABLED=false here)', () => {
+  let other: TestApp;
+  beforeAll(async () => {
+    // A second instance on the same database: the count is shared.
+    other = await startTestApp({ RATE_LIMIT_ENABLED: 'false' });
+  });
+  afterAll(() => other?.close());
+
+  const verifyOn = (instance: TestApp, body: Record<string, unknown>) =>
+    instance.api('POST', '/auth/mfa/verify', { body });
+  const tokenOn = async (instance: TestApp, s: Pick<Session, 'email' | 'password'>) => {
+    const res = await instance.api('POST', '/auth/login', { body: { email: s.email, password: s.password } });
+    expect(res.status, res.text).toBe(200);
+    return res.body.mfaToken as string;
+  };
+  /** 429 RATE_LIMITED with a Retry-After within the rest of the 10-minute window. */
+  const expectLocked = (res: Awaited<ReturnType<typeof verify>>) => {
+    expectError(res, 429, 'RATE_LIMITED');
+    const retryAfter = Number(res.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(600);
+  };
+  /** Ends the account's window, as 10 minutes would. */
+  const endWindow = (userId: string) =>
+    app.deps.db
+      .updateTable('second_factor_failures')
+      .set({ window_started_at: new Date(Date.now() - 11 * 60_000) })
+      .where('user_id', '=', userId)
+      .execute();
+
+  it('10 wrong codes through fresh mfaTokens on two instances lock the second step: 429 with Retry-After, a mail', async () => {
+    const u = await withMfa('mfa-cap');
+    for (let i = 0; i < 10; i++) {
+      const instance = i % 2 ? other : app;
+      const res = await verifyOn(instance, { mfaToken: await tokenOn(instance, u), backupCode: `wrong-${i}` });
+      expectError(res, 400, 'INVALID_MFA_CODE');
+    }
+    // Locked for the account, whatever the token, the instance or the code: the right ones too.
+    expectLocked(await verifyOn(app, { mfaToken: await tokenOn(app, u), backupCode: u.backupCodes[0] }));
+    await forgetUsedSteps(app, u.userId);
+    expectLocked(await verifyOn(other, { mfaToken: await tokenOn(other, u), code: codeAt(u.secret) }));
+    const trpc = await other.api('POST', '/trpc/auth.mfaVerify', {
+      body: { mfaToken: await tokenOn(other, u), backupCode: u.backupCodes[0] },
+    });
+    expect(trpc.status).toBe(429);
+    expect(trpc.body.error.data).toMatchObject({ code: 'RATE_LIMITED', httpStatus: 429 });
+    expect(Number(trpc.headers.get('retry-after'))).toBeGreaterThan(0);
+    // And the other checks of a second factor, for a signed-in session.
+    const token = u.accessToken;
+    expectLocked(
+      await app.api('POST', '/auth/mfa/disable', { token, body: { password: u.password, code: u.backupCodes[0] } }),
+    );
+    expectLocked(await other.api('POST', '/auth/mfa/backup-codes', { token, body: { code: u.backupCodes[0] } }));
+    // The owner is told once; the lock is audited.
+    expect((await mailsTo(app, u.email)).filter((m) => m.template === 'mfa-locked')).toHaveLength(1);
+    const audit = await app.deps.db
+      .selectFrom('audit_logs')
+      .select('action')
+      .where('target_id', '=', u.userId)
+      .where('action', '=', 'auth.mfa_locked')
+      .execute();
+    expect(audit).toHaveLength(1);
+
+    // The window over, the right code (never spent by the refusals) signs in.
+    await endWindow(u.userId);
+    const res = await verifyOn(other, { mfaToken: await tokenOn(other, u), backupCode: u.backupCodes[0] });
+    expect(res.status, res.text).toBe(200);
+  });
+
+  it('counts concurrent guesses one at a time: of 20 at once, 10 are judged and 10 refused', async () => {
+    const u = await withMfa('mfa-cap-burst');
+    const tokens = await Promise.all(Array.from({ length: 20 }, (_, i) => tokenOn(i % 2 ? other : app, u)));
+    const answers = await Promise.all(
+      tokens.map((mfaToken, i) => verifyOn(i % 2 ? app : other, { mfaToken, backupCode: `wrong-${i}` })),
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([...Array(10).fill(400), ...Array(10).fill(429)]);
+    expect((await mailsTo(app, u.email)).filter((m) => m.template === 'mfa-locked')).toHaveLength(1);
+  });
+
+  it('counts wrong codes at turning 2FA off and at new backup codes too, in one window from the first', async () => {
+    const u = await withMfa('mfa-cap-signed-in');
+    const token = u.accessToken;
+    for (let i = 0; i < 5; i++) {
+      const off = await app.api('POST', '/auth/mfa/disable', {
+        token,
+        body: { password: u.password, code: `nope-${i}` },
+      });
+      expectError(off, 400, 'INVALID_MFA_CODE');
+      expectError(
+        await other.api('POST', '/auth/mfa/backup-codes', { token, body: { code: `nope-${i}` } }),
+        400,
+        'INVALID_MFA_CODE',
+      );
+    }
+    expectLocked(await verifyOn(app, { mfaToken: await tokenOn(app, u), backupCode: u.backupCodes[0] }));
+    // A wrong password is not a second-factor check: it is refused as before, and counts nothing.
+    const wrongPassword = await app.api('POST', '/auth/mfa/disable', {
+      token,
+      body: { password: 'Wrong-pass-999', code: u.backupCodes[0] },
+    });
+    expectError(wrongPassword, 401, 'INVALID_CREDENTIALS');
+  });
+
+  it('forgets failures of an ended window: 9, then the window ends, then 1 more leaves the account open', async () => {
+    const u = await withMfa('mfa-cap-window');
+    for (let i = 0; i < 9; i++)
+      expectError(await verify({ mfaToken: await mfaToken(u), backupCode: `wrong-${i}` }), 400, 'INVALID_MFA_CODE');
+    await endWindow(u.userId);
+    expectError(await verify({ mfaToken: await mfaToken(u), backupCode: 'wrong-9' }), 400, 'INVALID_MFA_CODE');
+    const res = await verify({ mfaToken: await mfaToken(u), backupCode: u.backupCodes[0] });
+    expect(res.status, res.text).toBe(200);
+    expect((await mailsTo(app, u.email)).filter((m) => m.template === 'mfa-locked')).toEqual([]);
+  });
+});
+
 describe('turning 2FA off, new backup codes', () => {
   it('disable needs the password and a code; then login asks for the password alone, and a mail says so', async () => {
     const u = await withMfa('mfa-disable');

@@ -7,7 +7,7 @@ import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { builtClient, CLIENT_DIR, REPO_DIR } from '../helpers/client-build.js';
 import { ERROR_STATUS } from '../../server/platform/errors.js';
-import { TRPC_MAX_BATCH_SIZE } from '../../server/platform/http.js';
+import { parseConfig } from '../../server/platform/config.js';
 
 const CONSUMER_DIR = path.join(REPO_DIR, 'tests/client-consumer');
 
@@ -71,9 +71,10 @@ describe('npm run build:client', () => {
     expect(codes.sort()).toEqual(Object.keys(ERROR_STATUS).sort());
   });
 
-  it('batches no more calls in one request than the server accepts', async () => {
+  it('batches no more calls in one request than the server accepts by default (TRPC_MAX_BATCH_SIZE)', async () => {
     const client = (await import(path.join(dist, 'index.js'))) as typeof import('../../client/src/index.js');
-    expect(client.MAX_BATCH_ITEMS).toBe(TRPC_MAX_BATCH_SIZE);
+    expect(client.MAX_BATCH_ITEMS).toBe(parseConfig({ DATABASE_URL: 'memory://' }).TRPC_MAX_BATCH_SIZE);
+    expect(client.MAX_BATCH_ITEMS).toBe(100);
   });
 });
 

@@ -1,7 +1,8 @@
 // A small fetch client for the REST contract. It feeds the secret ledger: what it sends (passwords,
-// tokens, keys) and everything it receives.
+// tokens, keys) and everything it receives; and it records every answer (answers.ts).
 import crypto from 'node:crypto';
 import { ledger, trackBody, trackIssued } from './secret-ledger.js';
+import { recordAnswer } from './answers.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -39,6 +40,9 @@ export function apiClient(baseUrl: string): Api {
     const res = await fetch(baseUrl + path, { method, headers, body: payload, redirect: 'manual' });
     const text = await res.text();
     ledger.observe(`${method} ${path.split('?')[0]}`, text);
+    // The one header that echoes what a client sent: a secret sent as X-Request-Id must not come back.
+    ledger.observe(`${method} ${path.split('?')[0]} (X-Request-Id)`, res.headers.get('x-request-id') ?? '');
+    recordAnswer({ method, path, status: res.status, contentType: res.headers.get('content-type'), text });
     let body: unknown = text;
     try {
       body = text ? JSON.parse(text) : undefined;

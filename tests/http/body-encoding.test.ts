@@ -2,12 +2,13 @@
 // and /trpc), the provider webhooks (raw bytes, signed) and the multipart uploads. A body that does not
 // decode is a 400, an encoding the service does not decode a 415, a valid gzip, deflate or br body works
 // as if sent as is, and the size limit is on the decoded body (a small bomb is a 413, never inflated).
+import http from 'node:http';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, registerAndLogin, type ApiResponse, type Session } from '../helpers/http.js';
-import { trackBody } from '../helpers/secret-ledger.js';
+import { ledger, trackBody } from '../helpers/secret-ledger.js';
 import { signStripe, stripeEvent } from '../helpers/fake-stripe.js';
 import { lemonEvent, signLemon } from '../helpers/fake-lemonsqueezy.js';
 import { randomHex } from '../billing/helpers.js';
@@ -65,6 +66,31 @@ function expectTrpcError(res: ApiResponse, status: number, key: keyof typeof TRP
   expect(res.text).not.toMatch(/node_modules|\n\s+at /);
 }
 
+/** POSTs `chunks` as a chunked body (each written on its own, the next once the previous has gone out). */
+function chunkedPost(path: string, chunks: Buffer[], encoding: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${app.url}${path}`, {
+      method: 'POST',
+      headers: { ...json, 'content-encoding': encoding, 'transfer-encoding': 'chunked' },
+    });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(parts).toString();
+        ledger.observe(`POST ${path}`, text);
+        resolve({ status: res.statusCode ?? 0, text });
+      });
+    });
+    const writeFrom = (i: number) => {
+      if (i === chunks.length) return req.end();
+      req.write(chunks[i], () => writeFrom(i + 1));
+    };
+    writeFrom(0);
+  });
+}
+
 /** `size` zero bytes, compressed by `encoding` as a stream (never held whole). */
 async function bomb(encoding: Encoding, size: number): Promise<Buffer> {
   const stream =
@@ -112,6 +138,56 @@ describe('a body that is not valid for its Content-Encoding (was a 500)', () => 
     // The signature of the payload does not make undecodable bytes acceptable.
     const payload = stripeEvent('customer.created', { id: `cus_${randomHex(6)}`, object: 'customer' });
     expectError(await send('POST', A_PATH, NOT_ENCODED, encoding, stripeSigned(payload)), 400, 'BAD_REQUEST');
+  });
+
+  it.each(ENCODINGS)(
+    '%s: a valid stream followed by more bytes is a 400 on REST, /trpc and the webhooks',
+    async (encoding) => {
+      const body = { email: user.email, password: user.password };
+      trackBody(body);
+      const valid = ENCODERS[encoding](Buffer.from(JSON.stringify(body)));
+      const mock = ENCODERS[encoding](
+        Buffer.from(JSON.stringify({ id: `evt_${randomHex(8)}`, type: 'something.else' })),
+      );
+      const event = stripeEvent('customer.created', { id: `cus_${randomHex(6)}`, object: 'customer' });
+      const signedEvent = ENCODERS[encoding](Buffer.from(event));
+      const tails: Array<[string, Buffer]> = [
+        ['garbage', Buffer.from('garbage')],
+        ['one zero byte', Buffer.from([0])],
+      ];
+      // A second gzip member is gzip (RFC 1952: the members' data, one after the other); not so for the others.
+      if (encoding !== 'gzip') tails.push(['a second stream', ENCODERS[encoding](Buffer.from('{"email":"x@y.z"}'))]);
+      for (const [label, tail] of tails) {
+        const rest = await send('POST', '/auth/login', Buffer.concat([valid, tail]), encoding);
+        const err = expectError(rest, 400, 'BAD_REQUEST');
+        expect(err.message, label).toMatch(/Content-Encoding/);
+        const trpc = await send('POST', '/trpc/auth.login', Buffer.concat([valid, tail]), encoding);
+        expectTrpcError(trpc, 400, 'BAD_REQUEST', 'BAD_REQUEST');
+        expectError(await send('POST', MOCK_PATH, Buffer.concat([mock, tail]), encoding), 400, 'BAD_REQUEST');
+        const a = await send('POST', A_PATH, Buffer.concat([signedEvent, tail]), encoding, stripeSigned(event));
+        expectError(a, 400, 'BAD_REQUEST');
+      }
+      // The same streams alone are read.
+      expect((await send('POST', '/auth/login', valid, encoding)).status).toBe(200);
+      if (encoding === 'gzip') {
+        const text = JSON.stringify(body);
+        const members = [text.slice(0, 10), text.slice(10)].map((t) => ENCODERS.gzip(Buffer.from(t)));
+        expect((await send('POST', '/auth/login', Buffer.concat(members), encoding)).status).toBe(200);
+      }
+      expect((await send('POST', MOCK_PATH, mock, encoding)).status).toBe(200);
+      expect((await send('POST', A_PATH, signedEvent, encoding, stripeSigned(event))).status).toBe(200);
+    },
+  );
+
+  it.each(ENCODINGS)('%s: trailing bytes in a later chunk of a chunked body are a 400 too', async (encoding) => {
+    const body = { email: user.email, password: user.password };
+    trackBody(body);
+    const valid = ENCODERS[encoding](Buffer.from(JSON.stringify(body)));
+    const res = await chunkedPost('/auth/login', [valid, Buffer.from('garbage')], encoding);
+    expect(res.status, res.text).toBe(400);
+    expect(JSON.parse(res.text)).toMatchObject({ code: 'BAD_REQUEST' });
+    const alone = await chunkedPost('/auth/login', [valid.subarray(0, 5), valid.subarray(5)], encoding);
+    expect(alone.status, alone.text).toBe(200);
   });
 
   it('an empty body that claims gzip is a 400 too, and the server keeps serving', async () => {

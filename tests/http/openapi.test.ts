@@ -5,6 +5,8 @@ import { plainRoutePaths } from '../../server/app.js';
 import type { Meta } from '../../server/platform/route-meta.js';
 import { ERROR_STATUS, type ErrorCode } from '../../server/platform/errors.js';
 import SwaggerParser from '@apidevtools/swagger-parser';
+import { registerAndLogin } from '../helpers/http.js';
+import { createKey, ownerOn } from '../developer/helpers.js';
 
 let app: TestApp;
 let doc: any;
@@ -175,9 +177,15 @@ describe('GET /openapi.json', () => {
     // The database away, on every route.
     expect(codes('get', '/billing/plans', 503)).toEqual(['SERVICE_UNAVAILABLE']);
     // A plain route's own list, with what every route of its kind adds named in its description.
+    expect(codes('post', '/profile/avatar', 400)).toEqual(['BAD_REQUEST']);
+    expect(codes('get', '/storage/files/{fileId}', 503)).toEqual(['SERVICE_UNAVAILABLE', 'STORAGE_NOT_CONFIGURED']);
+    expect(doc.paths['/storage/files/{fileId}'].get.responses['503'].description).toMatch(
+      /; also SERVICE_UNAVAILABLE \(the database is away, with Retry-After\)$/,
+    );
+    // The uploads name it themselves: image work has its queue too.
     expect(codes('post', '/storage/upload', 503)).toEqual(['SERVICE_UNAVAILABLE', 'STORAGE_NOT_CONFIGURED']);
     expect(doc.paths['/storage/upload'].post.responses['503'].description).toBe(
-      'The selected storage provider lacks its settings; also SERVICE_UNAVAILABLE (the database is away, with Retry-After)',
+      'The selected storage provider lacks its settings, or too many images are being processed (with Retry-After)',
     );
     expect(doc.paths['/storage/upload'].post.responses['415'].description).toBe(
       'Not multipart, sent with a Content-Encoding, or a type not accepted (checked by content)',
@@ -221,5 +229,72 @@ describe('GET /openapi.json', () => {
       }
     });
     expect(shadowed).toEqual([]);
+  });
+
+  /** Whether a request body's schema names a required field (following $refs and allOf). */
+  const requiresAField = (schema: any): boolean => {
+    if (schema?.$ref) return requiresAField(doc.components.schemas[schema.$ref.split('/').pop()]);
+    return Boolean(schema?.required?.length) || (schema?.allOf ?? []).some(requiresAField);
+  };
+
+  it('declares a JSON body required only when it has a required field (a missing body is read as {})', async () => {
+    const optional: string[] = [];
+    for (const { method, path, op } of operations()) {
+      const json = op.requestBody?.content?.['application/json'];
+      if (!json || path.startsWith('/billing/webhooks/')) continue;
+      const key = `${method.toUpperCase()} ${path}`;
+      expect(op.requestBody.required ?? false, key).toBe(requiresAField(json.schema));
+      if (!op.requestBody.required) optional.push(key);
+    }
+    expect(optional.sort()).toEqual(
+      [
+        'POST /auth/identities/{provider}/link/start',
+        'PATCH /workspaces/{workspaceId}',
+        'POST /billing/checkout',
+        'POST /billing/cancel',
+        'POST /billing/portal',
+        'POST /workspaces/{workspaceId}/billing/mock-checkout',
+        'PATCH /workspaces/{workspaceId}/api-keys/{apiKeyId}',
+        'POST /workspaces/{workspaceId}/api-keys/{apiKeyId}/rotate',
+        'PATCH /workspaces/{workspaceId}/webhooks/{webhookId}',
+        'POST /workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret',
+        'PATCH /workspaces/{workspaceId}/branding',
+        'PATCH /admin/billing/plans/{planId}',
+        'PATCH /admin/billing/settings',
+        'PATCH /admin/users/{userId}',
+      ].sort(),
+    );
+    // The payment providers always send a body, which their signature covers.
+    expect(doc.paths['/billing/webhooks/processor-a'].post.requestBody.required).toBe(true);
+    // And the service takes such an operation without a body, as the document now says.
+    const owner = await ownerOn(app, 'pro', 'bodiless');
+    const key = await createKey(app, owner);
+    const rotate = `/workspaces/${owner.workspaceId}/api-keys/${key.id}/rotate`;
+    const res = await app.api('POST', rotate, { token: owner.accessToken });
+    expect(res.status, res.text).toBe(200);
+  });
+
+  it('declares only the answers an operation gives: no `{ not: {} }` schema; the download placeholder no 2xx', async () => {
+    const never: string[] = [];
+    const visit = (value: unknown, where: string) => {
+      if (Array.isArray(value)) return value.forEach((v, i) => visit(v, `${where}/${i}`));
+      if (!value || typeof value !== 'object') return;
+      const not = (value as { not?: unknown }).not;
+      if (not && typeof not === 'object' && !Object.keys(not).length) never.push(where);
+      for (const [k, v] of Object.entries(value)) visit(v, `${where}/${k}`);
+    };
+    visit(doc, '#');
+    expect(never).toEqual([]);
+    const download = doc.paths['/updates/releases/{version}/download'].get;
+    expect(Object.keys(download.responses).filter((status) => /^[23]/.test(status))).toEqual([]);
+    expect(codes('get', '/updates/releases/{version}/download', 503)).toEqual([
+      'DOWNLOADS_DISABLED',
+      'SERVICE_UNAVAILABLE',
+    ]);
+    // What it answers is one of what it declares.
+    const user = await registerAndLogin(app.api, { prefix: 'download' });
+    const res = await app.api('GET', '/updates/releases/1.0.0/download', { token: user.accessToken });
+    expect(res.status).toBe(503);
+    expect(download.responses['503']).toBeDefined();
   });
 });

@@ -186,8 +186,8 @@ describe("/trpc answers as @trpc/server's adapter does", () => {
       ['GET', `/trpc/workspaces.get,auth.me?batch=1&input=${q({ 0: { workspaceId: 'not-a-uuid' } })}`, auth],
       ['GET', `/trpc/workspaces.get?input=${q({ workspaceId: s.workspaceId })}`, auth],
       ['GET', '/trpc/auth.me,auth.me', auth],
-      ['GET', `/trpc/${Array.from({ length: 10 }, () => 'status.search').join(',')}?batch=1`],
-      ['GET', `/trpc/${Array.from({ length: 11 }, () => 'status.search').join(',')}?batch=1`],
+      ['GET', `/trpc/${Array.from({ length: 100 }, () => 'status.search').join(',')}?batch=1`],
+      ['GET', `/trpc/${Array.from({ length: 101 }, () => 'status.search').join(',')}?batch=1`],
       ['GET', `/trpc/auth.me,status.search?batch=1&input=${q([1])}`, auth],
       ['GET', '/trpc/auth.me,status.search?batch=1&input=%5B%5B%5B', auth],
       ['GET', '/trpc/auth.me?batch=0', auth],
@@ -308,6 +308,37 @@ describe("tRPC's own client against /trpc", () => {
     const invalid: ClientError = await client.auth.login.mutate({ email: 'no-email', password: 'x' }).catch((e) => e);
     expect(invalid.data?.code).toBe('BAD_REQUEST');
     expect(invalid.data?.issues?.map((i) => i.path)).toContain('email');
+  });
+
+  it('httpBatchLink as tRPC sets it up (no maxItems): 11, then 100 calls in one request; 101 refused whole', async () => {
+    const counter = counting();
+    const client = createTRPCClient<AppRouter>({
+      links: [httpBatchLink({ url: `${app.url}/trpc`, headers: bearer, fetch: counter.fetch })],
+    });
+    for (const size of [11, 100]) {
+      const answers = await Promise.all(Array.from({ length: size }, () => client.status.search.query()));
+      expect(answers.every((a) => a.enabled)).toBe(true);
+    }
+    expect(counter.sent).toHaveLength(2);
+    const refused = await Promise.allSettled(Array.from({ length: 101 }, () => client.status.search.query()));
+    expect(counter.sent).toHaveLength(3);
+    expect(refused.every((r) => r.status === 'rejected')).toBe(true);
+    const error = (refused[0] as PromiseRejectedResult).reason as ClientError;
+    expect(error.message).toBe('Batch call exceeds maximum size');
+    expect(error.data).toMatchObject({ code: 'BAD_REQUEST', httpStatus: 400 });
+  });
+
+  it('TRPC_MAX_BATCH_SIZE sets the bound: 3 here, so a batch of 4 is refused whole and one of 3 taken', async () => {
+    const small = await startTestApp({ TRPC_MAX_BATCH_SIZE: '3' });
+    try {
+      const three = await small.api('GET', `/trpc/${Array(3).fill('status.search').join(',')}?batch=1`);
+      expect(three.status, three.text).toBe(200);
+      const four = await small.api('GET', `/trpc/${Array(4).fill('status.search').join(',')}?batch=1`);
+      expect(four.status).toBe(400);
+      expect(four.body.error.message).toBe('Batch call exceeds maximum size');
+    } finally {
+      await small.close();
+    }
   });
 
   it('httpBatchLink: calls made together go in one request; a failed call fails alone', async () => {

@@ -132,6 +132,21 @@ describe('GET /auth/oauth/github/start', () => {
       ['settings', '/dashboard'],
       ['/ok\nLocation: x', '/dashboard'],
       [`/${'a'.repeat(3000)}`, '/dashboard'],
+      // Forms that URL normalisation (dot segments, percent-encoding) turns into `//evil.test`.
+      ['/.//evil.test', '/dashboard'],
+      ['/..//evil.test', '/dashboard'],
+      ['/a/..//evil.test', '/dashboard'],
+      ['/%2e//evil.test', '/dashboard'],
+      ['/%2e%2e//evil.test', '/dashboard'],
+      ['/%2E%2E//evil.test', '/dashboard'],
+      ['/a/..%5C/evil.test', '/dashboard'],
+      ['/%2F%2Fevil.test', '/dashboard'],
+      ['/%5C%5Cevil.test', '/dashboard'],
+      ['/%252e%252e//evil.test', '/dashboard'],
+      // Paths of the app stay, normalised.
+      ['/%2e/settings', '/settings'],
+      ['/a/../settings?next=%2F%2Fx', '/settings?next=%2F%2Fx'],
+      ['/files/a%2Fb', '/files/a%2Fb'],
     ];
     for (const [redirectTo, expected] of cases) {
       const account = githubAccount(github, uniqueEmail('gh-redirect'));

@@ -53,6 +53,34 @@ const identities = (session: { accessToken: string }) =>
   app.api('GET', '/auth/identities', { token: session.accessToken });
 
 describe('POST /auth/identities/{provider}/link/start, then the exchange', () => {
+  it('keeps redirectTo only when, once normalised, it is a path of the web app', async () => {
+    const owner = await registerAndLogin(app.api, { prefix: 'link-redirect' });
+    const cases: Array<[string, string]> = [
+      ['/settings/identities', '/settings/identities'],
+      ['//evil.test', '/dashboard'],
+      ['https://evil.test/', '/dashboard'],
+      ['/.//evil.test', '/dashboard'],
+      ['/..//evil.test', '/dashboard'],
+      ['/a/..//evil.test', '/dashboard'],
+      ['/%2e//evil.test', '/dashboard'],
+      ['/%2e%2e//evil.test', '/dashboard'],
+    ];
+    for (const [redirectTo, expected] of cases) {
+      const start = await app.api('POST', '/auth/identities/github/link/start', {
+        token: owner.accessToken,
+        body: { redirectTo },
+      });
+      expect(start.status, start.text).toBe(200);
+      const state = new URL(start.body.url).searchParams.get('state')!;
+      const row = await db()
+        .selectFrom('oauth_states')
+        .select('redirect_to')
+        .where('state_hash', '=', crypto.createHash('sha256').update(state).digest('hex'))
+        .executeTakeFirstOrThrow();
+      expect(row.redirect_to, redirectTo).toBe(expected);
+    }
+  });
+
   it("links a GitHub account to the signed-in account once that account's token brings the code back", async () => {
     const owner = await registerAndLogin(app.api, { prefix: 'link' });
     const gh = githubAccount(github, uniqueEmail('link-other-address'), { verified: false });

@@ -24,11 +24,11 @@ export interface LocalApp {
   close(): Promise<void>;
 }
 
-export async function startLocalApp(label: string): Promise<LocalApp> {
+export async function startLocalApp(label: string, env: Record<string, string> = {}): Promise<LocalApp> {
   const root = await fs.mkdtemp(path.join(os.tmpdir(), `uploads-${label}-`));
   const dir = path.join(root, 'uploads');
   await fs.mkdir(dir);
-  const app = await startTestApp({ STORAGE_PROVIDER: 'LOCAL', STORAGE_LOCAL_DIR: dir });
+  const app = await startTestApp({ STORAGE_PROVIDER: 'LOCAL', STORAGE_LOCAL_DIR: dir, ...env });
   return {
     app,
     root,
@@ -124,6 +124,48 @@ export const solidImage = (width: number, height: number, background = '#3366cc'
 
 export const pngOf = (width: number, height: number, background?: string) =>
   solidImage(width, height, background).png().toBuffer();
+
+/**
+ * An animated GIF of `frames` frames of `size` x `size` pixels of one colour, each with its own graphic
+ * control block: sharp encodes one frame, and its blocks are repeated (encoding 200,000 frames with sharp
+ * takes half a minute). 200,000 frames of 8 x 8 make 5.6 MB: 12.8 megapixels in all.
+ */
+export async function manyFramesGif(frames: number, size = 8): Promise<Buffer> {
+  const one = await solidImage(size, size).gif().toBuffer();
+  // Header, logical screen descriptor and global colour table; then extension and image blocks; 0x3b.
+  const packed = one[10];
+  let i = 13 + (packed & 0x80 ? 3 * (1 << ((packed & 7) + 1)) : 0);
+  const head = one.subarray(0, i);
+  const afterSubBlocks = (j: number) => {
+    while (one[j] !== 0) j += one[j] + 1;
+    return j + 1;
+  };
+  let image: Buffer | undefined;
+  while (one[i] !== 0x3b) {
+    const start = i;
+    if (one[i] === 0x21) i = afterSubBlocks(i + 2);
+    else if (one[i] === 0x2c) {
+      const local = one[i + 9];
+      i += 10 + (local & 0x80 ? 3 * (1 << ((local & 7) + 1)) : 0);
+      i = afterSubBlocks(i + 1);
+      image = one.subarray(start, i);
+    } else throw new Error(`unexpected GIF block 0x${one[i].toString(16)} at ${i}`);
+  }
+  // A delay of 10 ms, no transparency.
+  const control = Buffer.from([0x21, 0xf9, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00]);
+  const frame = Buffer.concat([control, image!]);
+  return Buffer.concat([head, ...Array<Buffer>(frames).fill(frame), Buffer.from([0x3b])]);
+}
+
+/** A 36-megapixel JPEG (7,200 x 5,000) of smooth content: about 1.7 MB, under every upload cap. */
+export async function largeJpeg(): Promise<Buffer> {
+  const small = Buffer.alloc(720 * 500 * 3);
+  for (let k = 0; k < small.length; k++) small[k] = (Math.sin(k / 97) * 60 + 128 + ((k * 2654435761) >>> 30)) & 0xff;
+  return sharp(small, { raw: { width: 720, height: 500, channels: 3 } })
+    .resize(7200, 5000)
+    .jpeg({ quality: 50 })
+    .toBuffer();
+}
 
 /** Decoded RGB pixels, to compare images whatever their encoding. */
 export async function pixels(data: Buffer) {

@@ -109,6 +109,29 @@ export function mfaDisabledMail(opts: { to: string; name: string; appUrl: string
   });
 }
 
+export function secondFactorLockedMail(opts: {
+  to: string;
+  name: string;
+  appUrl: string;
+  failures: number;
+  minutes: number;
+}): Mail {
+  return actionMail({
+    to: opts.to,
+    subject: 'Two-factor checks of your account are locked for a while',
+    template: 'mfa-locked',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      `${opts.failures} wrong two-factor codes were entered for your account within ${opts.minutes} minutes, so ` +
+        `codes are not checked for the rest of those ${opts.minutes} minutes.`,
+      'If this was not you, someone has your password or a signed-in session: change your password and sign ' +
+        'out your other sessions.',
+    ],
+    action: 'Review your security settings',
+    link: securityLink(opts.appUrl),
+  });
+}
+
 export function newSignInMail(opts: {
   to: string;
   name: string;
