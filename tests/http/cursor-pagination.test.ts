@@ -570,13 +570,13 @@ describe('query plans', () => {
     const id = ws.workspaceId;
     return [
       ['ai history', 'ai_generations', (r) => ai.history(deps, id, owner, r)],
-      ['workspace audit', 'audit_logs', (r) => audit.listAudit(deps, { workspaceId: id }, r)],
+      ['workspace audit', 'audit_logs', (r) => audit.listAudit(deps, { ...r, workspaceId: id })],
       [
         'workspace audit by action',
         'audit_logs',
-        (r) => audit.listAudit(deps, { workspaceId: id, action: 'seed.entry' }, r),
+        (r) => audit.listAudit(deps, { ...r, workspaceId: id, action: 'seed.entry' }),
       ],
-      ['admin audit', 'audit_logs', (r) => audit.listAudit(deps, {}, r)],
+      ['admin audit', 'audit_logs', (r) => audit.listAudit(deps, r)],
       ['billing history', 'payments', (r) => billing.paymentHistory(deps, id, r)],
       ['deliveries', 'webhook_deliveries', (r) => webhooks.listDeliveries(deps, id, {}, r)],
       [
@@ -595,8 +595,8 @@ describe('query plans', () => {
         'email_logs',
         (r) => email.listEmailLogs(deps, { platformRole: 'ADMIN' }, { to: 'plan7@tests.local' }, r),
       ],
-      ['analytics events', 'analytics_events', (r) => analytics.listEvents(deps, {}, r)],
-      ['analytics events of one name', 'analytics_events', (r) => analytics.listEvents(deps, { name: 'plan.7' }, r)],
+      ['analytics events', 'analytics_events', (r) => analytics.listEvents(deps, r)],
+      ['analytics events of one name', 'analytics_events', (r) => analytics.listEvents(deps, { ...r, name: 'plan.7' })],
     ];
   }
 
