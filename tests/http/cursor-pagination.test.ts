@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../db/schema.js';
 import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, type Session } from '../helpers/http.js';
-import * as ai from '../../routers/ai/service.js';
+import { actorOf } from '../../server/platform/actor.js';
+import * as ai from '../../routers/ai/history.js';
 import * as analytics from '../../routers/analytics/service.js';
 import * as audit from '../../routers/audit/service.js';
 import * as billing from '../../routers/billing/service.js';
@@ -453,12 +454,8 @@ describe('deep pages', () => {
     (
       await ai.history(
         { db: logged, config: app.config },
-        owner.workspaceId,
-        { id: owner.userId, email: owner.email },
-        {
-          page,
-          limit: 20,
-        },
+        actorOf({ user: { id: owner.userId, email: owner.email } }),
+        { workspaceId: owner.workspaceId, page, limit: 20 },
       )
     ).items.map((i) => i.id);
   const walkedPage = async (page: number) =>
@@ -569,7 +566,7 @@ describe('query plans', () => {
     const owner = { id: ws.userId, email: ws.email };
     const id = ws.workspaceId;
     return [
-      ['ai history', 'ai_generations', (r) => ai.history(deps, id, owner, r)],
+      ['ai history', 'ai_generations', (r) => ai.history(deps, actorOf({ user: owner }), { ...r, workspaceId: id })],
       ['workspace audit', 'audit_logs', (r) => audit.listAudit(deps, { ...r, workspaceId: id })],
       [
         'workspace audit by action',
