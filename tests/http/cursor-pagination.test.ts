@@ -574,7 +574,7 @@ describe('query plans', () => {
         (r) => audit.listAudit(deps, { ...r, workspaceId: id, action: 'seed.entry' }),
       ],
       ['admin audit', 'audit_logs', (r) => audit.listAudit(deps, r)],
-      ['billing history', 'payments', (r) => billing.paymentHistory(deps, id, r)],
+      ['billing history', 'payments', (r) => billing.paymentHistory(deps, { ...r, workspaceId: id })],
       ['deliveries', 'webhook_deliveries', (r) => webhooks.listDeliveries(deps, { ...r, workspaceId: id })],
       [
         'deliveries by status',
