@@ -236,7 +236,7 @@ export async function workspaceValues(db: Db, memberCount: number) {
   };
 }
 
-/** Samples as routers/ai/service.ts writes them for demo accounts: marked is_sample, never counted. */
+/** Samples as routers/ai/history.ts writes them for demo accounts: marked is_sample, never counted. */
 export function sampleRows(members: ResolvedAccount[], now: Date) {
   return SAMPLES.map((s, i) => ({
     id: DEMO_IDS.samples[i],

@@ -180,17 +180,13 @@ export async function resetDemo(deps: DemoDeps, opts: { via?: 'command' | 'sched
     written.deliveries = deliveries.length;
 
     const removedTotal = Object.values(removed).reduce((a, b) => a + b, 0);
-    await recordAudit(
-      trx,
-      SYSTEM_ACTOR,
-      {
-        action: 'demo.reset',
-        targetType: 'workspace',
-        targetId: ws,
-        workspaceId: ws,
-        metadata: { via: opts.via ?? 'command', removedRows: removedTotal, accounts: managed.map((a) => a.email) },
-      },
-    );
+    await recordAudit(trx, SYSTEM_ACTOR, {
+      action: 'demo.reset',
+      targetType: 'workspace',
+      targetId: ws,
+      workspaceId: ws,
+      metadata: { via: opts.via ?? 'command', removedRows: removedTotal, accounts: managed.map((a) => a.email) },
+    });
   });
 
   const failedObjects: string[] = [];

@@ -54,7 +54,7 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
       plans,
       auth: {
         user: (authorization) => authenticate({ config, db }, authorization),
-        apiKey: (raw) => authenticateApiKey(db, raw),
+        apiKey: (raw) => authenticateApiKey({ db }, { key: raw }),
         knownApiKeyId: verifiedApiKeyId,
       },
       processors: await createProcessors(config),

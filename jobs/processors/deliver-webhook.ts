@@ -2,6 +2,7 @@
 // (routers/webhooks/delivery.ts). A job carries the delivery id only; the delivery row makes a second run
 // of the same attempt (a stalled job run again) harmless.
 import { UnrecoverableError, type Job } from 'bullmq';
+import { SYSTEM_ACTOR } from '../../server/platform/actor.js';
 import { attemptDelivery, type DeliveryDeps, type DeliveryGate } from '../../routers/webhooks/delivery.js';
 import { attemptsBeforeJob, type DeliverWebhookJob } from '../queue.js';
 
@@ -20,7 +21,8 @@ export interface Lane {
 
 export function deliverWebhook(deps: DeliveryDeps, lane?: Lane) {
   return async (job: Job<DeliverWebhookJob>) => {
-    const outcome = await attemptDelivery(deps, job.data.deliveryId, {
+    const outcome = await attemptDelivery(deps, SYSTEM_ACTOR, {
+      deliveryId: job.data.deliveryId,
       attemptAtLeast: attemptOf(job),
       gate: lane?.gate,
     });

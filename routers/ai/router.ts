@@ -1,6 +1,7 @@
 // The AI routes. Static paths (/ai/provider-status, /ai/templates) come before /ai/templates/{templateId}:
 // the REST matcher takes the first match in declaration order.
 import { z } from 'zod';
+import { actorOf } from '../../server/platform/actor.js';
 import { authedProcedure, platformProcedure, router, workspaceProcedure } from '../../server/platform/trpc.js';
 import {
   adminUsageOutput,
@@ -18,6 +19,7 @@ import {
   workspaceInput,
 } from './schemas.js';
 import * as ai from './service.js';
+import * as history from './history.js';
 
 const tags = ['AI'];
 const activeOrNamed = { orActiveWorkspace: true };
@@ -36,7 +38,7 @@ export const aiRouter = router({
     })
     .input(z.void())
     .output(providerStatusOutput)
-    .query(({ ctx }) => ai.providerStatus(ctx, ctx.user)),
+    .query(({ ctx }) => ai.providerStatus(ctx, actorOf(ctx))),
 
   templates: authedProcedure
     .meta({
@@ -50,7 +52,7 @@ export const aiRouter = router({
     })
     .input(z.void())
     .output(z.object({ items: z.array(templateOutput) }))
-    .query(({ ctx }) => ai.listTemplates(ctx.db)),
+    .query(({ ctx }) => ai.listTemplates(ctx)),
 
   template: authedProcedure
     .meta({
@@ -64,7 +66,7 @@ export const aiRouter = router({
     })
     .input(templateIdInput)
     .output(templateOutput)
-    .query(({ ctx, input }) => ai.getTemplate(ctx.db, input.templateId)),
+    .query(({ ctx, input }) => ai.getTemplate(ctx, input)),
 
   generate: workspaceProcedure('ai.generate', activeOrNamed)
     .meta({
@@ -86,7 +88,7 @@ export const aiRouter = router({
     })
     .input(generateInput)
     .output(generateOutput)
-    .mutation(({ ctx, input }) => ai.generate(ctx, ctx.workspace, ctx.user, input)),
+    .mutation(({ ctx, input }) => ai.generate(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace })),
 
   history: workspaceProcedure('ai.view', activeOrNamed)
     .meta({
@@ -100,7 +102,7 @@ export const aiRouter = router({
     })
     .input(historyInput)
     .output(historyOutput)
-    .query(({ ctx, input }) => ai.history(ctx, ctx.workspace.id, ctx.user, input)),
+    .query(({ ctx, input }) => history.history(ctx, actorOf(ctx), { ...input, workspaceId: ctx.workspace.id })),
 
   usage: workspaceProcedure('ai.view_usage', activeOrNamed)
     .meta({
@@ -115,7 +117,7 @@ export const aiRouter = router({
     })
     .input(usageInput)
     .output(usageOutput)
-    .query(({ ctx }) => ai.usage(ctx, ctx.workspace, ctx.user)),
+    .query(({ ctx }) => history.usage(ctx, actorOf(ctx), { workspace: ctx.workspace })),
 
   workspaceGenerate: workspaceProcedure('ai.generate')
     .meta({
@@ -136,7 +138,7 @@ export const aiRouter = router({
     })
     .input(workspaceGenerateInput)
     .output(generateOutput)
-    .mutation(({ ctx, input }) => ai.generate(ctx, ctx.workspace, ctx.user, input)),
+    .mutation(({ ctx, input }) => ai.generate(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace })),
 
   workspaceGenerations: workspaceProcedure('ai.view')
     .meta({
@@ -150,7 +152,7 @@ export const aiRouter = router({
     })
     .input(workspaceHistoryInput)
     .output(historyOutput)
-    .query(({ ctx, input }) => ai.history(ctx, ctx.workspace.id, ctx.user, input)),
+    .query(({ ctx, input }) => history.history(ctx, actorOf(ctx), { ...input, workspaceId: ctx.workspace.id })),
 
   workspaceUsage: workspaceProcedure('ai.view_usage')
     .meta({
@@ -164,7 +166,7 @@ export const aiRouter = router({
     })
     .input(workspaceInput)
     .output(usageOutput)
-    .query(({ ctx }) => ai.usage(ctx, ctx.workspace, ctx.user)),
+    .query(({ ctx }) => history.usage(ctx, actorOf(ctx), { workspace: ctx.workspace })),
 
   adminUsage: platformProcedure('admin.ai_usage.view')
     .meta({
@@ -179,5 +181,5 @@ export const aiRouter = router({
     })
     .input(z.void())
     .output(adminUsageOutput)
-    .query(({ ctx }) => ai.adminUsage(ctx.db)),
+    .query(({ ctx }) => history.adminUsage(ctx)),
 });

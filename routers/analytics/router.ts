@@ -1,5 +1,6 @@
 // Product analytics: event intake (anonymous allowed; rate limited like every route) and the admin summary.
 import { z } from 'zod';
+import { actorOf } from '../../server/platform/actor.js';
 import type { Context } from '../../server/platform/context.js';
 import { adminProcedure, authenticateRequest, publicProcedure, router } from '../../server/platform/trpc.js';
 import { acceptedOutput, eventInput, eventsInput, eventsOutput, summaryOutput } from './schemas.js';
@@ -25,7 +26,13 @@ export const analyticsRouter = router({
     })
     .input(eventInput)
     .output(acceptedOutput)
-    .mutation(async ({ ctx, input }) => analytics.trackEvent(ctx.db, input, await callerOf(ctx))),
+    .mutation(async ({ ctx, input }) => {
+      const caller = await callerOf(ctx);
+      return analytics.trackEvent(ctx, actorOf(ctx, caller?.user ?? null), {
+        ...input,
+        memberships: caller?.memberships ?? [],
+      });
+    }),
 
   summary: adminProcedure
     .meta({
@@ -39,7 +46,7 @@ export const analyticsRouter = router({
     })
     .input(z.void())
     .output(summaryOutput)
-    .query(({ ctx }) => analytics.summary(ctx.db)),
+    .query(({ ctx }) => analytics.summary(ctx)),
 
   events: adminProcedure
     .meta({
@@ -54,7 +61,5 @@ export const analyticsRouter = router({
     })
     .input(eventsInput)
     .output(eventsOutput)
-    .query(({ ctx, input: { page, limit, cursor, name } }) =>
-      analytics.listEvents(ctx, { name }, { page, limit, cursor }),
-    ),
+    .query(({ ctx, input }) => analytics.listEvents(ctx, input)),
 });

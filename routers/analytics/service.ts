@@ -1,21 +1,30 @@
 // Product analytics: events as they come in, and the admin's summary of the last 30 days.
 import { sql } from 'kysely';
-import type { Db } from '../../db/index.js';
-import type { Config } from '../../server/platform/config.js';
+import type { Actor } from '../../server/platform/actor.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
-import type { Principal } from '../auth/sessions.js';
 import type { EventInput } from './schemas.js';
 
-/** Stores an event. A signed-in caller is attributed; a workspace counts only if they belong to it. */
-export async function trackEvent(db: Db, input: EventInput, caller: Principal | undefined) {
+type Deps = Pick<AppDeps, 'db'>;
+
+/**
+ * Stores an event. A signed-in caller (the actor) is attributed; a workspace counts only if they belong to
+ * it (`memberships`: theirs, empty for an anonymous caller).
+ */
+export async function trackEvent(
+  { db }: Deps,
+  actor: Actor,
+  input: EventInput & { memberships: ReadonlyArray<{ id: string }> },
+) {
+  const { memberships, ...event } = input;
   const workspaceId =
-    input.workspaceId && caller?.memberships.some((m) => m.id === input.workspaceId) ? input.workspaceId : null;
+    event.workspaceId && memberships.some((m) => m.id === event.workspaceId) ? event.workspaceId : null;
   await db
     .insertInto('analytics_events')
     .values({
-      name: input.name,
-      properties: JSON.stringify(input.properties ?? {}),
-      user_id: caller?.user.id ?? null,
+      name: event.name,
+      properties: JSON.stringify(event.properties ?? {}),
+      user_id: actor.userId,
       workspace_id: workspaceId,
     })
     .execute();
@@ -23,7 +32,9 @@ export async function trackEvent(db: Db, input: EventInput, caller: Principal | 
 }
 
 /** The events as they came in, newest first, by page or cursor; the total is exact without a name. */
-export async function listEvents(deps: { db: Db; config: Config }, filters: { name?: string }, request: ListRequest) {
+export async function listEvents(deps: Pick<AppDeps, 'db' | 'config'>, input: ListRequest & { name?: string }) {
+  const { name, ...request } = input;
+  const filters = { name };
   let query = deps.db
     .selectFrom('analytics_events')
     .select(['id', 'name', 'properties', 'user_id', 'workspace_id', 'created_at']);
@@ -44,7 +55,7 @@ export async function listEvents(deps: { db: Db; config: Config }, filters: { na
 }
 
 /** Events by name and by UTC day, the top 20 events and the unique users, over the last 30 days. */
-export async function summary(db: Db) {
+export async function summary({ db }: Deps) {
   const since = new Date(Date.now() - 30 * 86_400_000);
   const recent = db.selectFrom('analytics_events').where('created_at', '>=', since);
   const [totals, top, byDay] = await Promise.all([

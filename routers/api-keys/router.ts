@@ -30,7 +30,7 @@ export const apiKeysRouter = router({
     })
     .input(workspaceInput)
     .output(z.object({ items: z.array(apiKeyOutput) }))
-    .query(({ ctx }) => keys.listKeys(ctx.db, ctx.workspace.id)),
+    .query(({ ctx, input }) => keys.listKeys(ctx, input)),
 
   create: keyManager
     .meta({
@@ -47,7 +47,7 @@ export const apiKeysRouter = router({
     })
     .input(createKeyInput)
     .output(createdKeyOutput)
-    .mutation(({ ctx, input }) => keys.createKey(ctx.db, actorOf(ctx), ctx.workspace.id, input)),
+    .mutation(({ ctx, input }) => keys.createKey(ctx, actorOf(ctx), input)),
 
   update: keyManager
     .meta({
@@ -61,9 +61,7 @@ export const apiKeysRouter = router({
     })
     .input(updateKeyInput)
     .output(apiKeyOutput)
-    .mutation(({ ctx, input: { apiKeyId, name, scopes } }) =>
-      keys.updateKey(ctx.db, actorOf(ctx), ctx.workspace.id, apiKeyId, { name, scopes }),
-    ),
+    .mutation(({ ctx, input }) => keys.updateKey(ctx, actorOf(ctx), input)),
 
   revoke: keyManager
     .meta({
@@ -78,7 +76,7 @@ export const apiKeysRouter = router({
     })
     .input(keyInput)
     .output(z.object({ message: z.string() }))
-    .mutation(({ ctx, input }) => keys.revokeKey(ctx.db, actorOf(ctx), ctx.workspace.id, input.apiKeyId)),
+    .mutation(({ ctx, input }) => keys.revokeKey(ctx, actorOf(ctx), input)),
 
   rotate: keyManager
     .meta({
@@ -94,7 +92,5 @@ export const apiKeysRouter = router({
     })
     .input(rotateKeyInput)
     .output(createdKeyOutput)
-    .mutation(({ ctx, input }) =>
-      keys.rotateKey(ctx.db, actorOf(ctx), ctx.workspace.id, input.apiKeyId, input.gracePeriodSeconds),
-    ),
+    .mutation(({ ctx, input }) => keys.rotateKey(ctx, actorOf(ctx), input)),
 });

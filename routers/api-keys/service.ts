@@ -9,10 +9,12 @@ import { compiledOnce } from '../../db/compiled.js';
 import { batchedLookup } from '../../db/batched.js';
 import { AppError } from '../../server/platform/errors.js';
 import type { Actor } from '../../server/platform/actor.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { recordAudit } from '../audit/service.js';
 import { emitEvent } from '../events/emit.js';
 
 type Db = Kysely<Database>;
+type Deps = Pick<AppDeps, 'db'>;
 
 export const API_KEY_FORMAT = /^wsk_[A-Za-z0-9]{40}$/;
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -68,7 +70,7 @@ export function toApiKey(k: Selectable<ApiKeysTable>) {
 
 const notFound = () => new AppError('NOT_FOUND', 'API key not found.');
 
-export async function listKeys(db: Db, workspaceId: string) {
+export async function listKeys({ db }: Deps, { workspaceId }: { workspaceId: string }) {
   const rows = await db
     .selectFrom('api_keys')
     .selectAll()
@@ -131,11 +133,11 @@ async function planAllowance(trx: Db, workspaceId: string, opts: { lock: boolean
 }
 
 export async function createKey(
-  db: Db,
+  { db }: Deps,
   actor: Actor,
-  workspaceId: string,
-  input: { name: string; scopes: ApiKeyScope[]; expiresAt?: string },
+  input: { workspaceId: string; name: string; scopes: ApiKeyScope[]; expiresAt?: string },
 ) {
+  const { workspaceId } = input;
   return db.transaction().execute(async (trx) => {
     const limit = await planAllowance(trx, workspaceId, { lock: true });
     const active = await trx
@@ -186,12 +188,12 @@ async function lockKey(db: Db, workspaceId: string, keyId: string) {
 }
 
 export async function updateKey(
-  db: Db,
+  { db }: Deps,
   actor: Actor,
-  workspaceId: string,
-  keyId: string,
-  changes: { name?: string; scopes?: ApiKeyScope[] },
+  input: { workspaceId: string; apiKeyId: string; name?: string; scopes?: ApiKeyScope[] },
 ) {
+  const { workspaceId, apiKeyId: keyId, name, scopes } = input;
+  const changes = { name, scopes };
   return db.transaction().execute(async (trx) => {
     await lockKey(trx, workspaceId, keyId);
     const row = await trx
@@ -215,7 +217,11 @@ export async function updateKey(
   });
 }
 
-export async function revokeKey(db: Db, actor: Actor, workspaceId: string, keyId: string) {
+export async function revokeKey(
+  { db }: Deps,
+  actor: Actor,
+  { workspaceId, apiKeyId: keyId }: { workspaceId: string; apiKeyId: string },
+) {
   await db.transaction().execute(async (trx) => {
     await lockKey(trx, workspaceId, keyId);
     const row = await trx
@@ -244,7 +250,12 @@ export async function revokeKey(db: Db, actor: Actor, workspaceId: string, keyId
  * plan has at most two working values: rotations cannot mint keys past the limit. An expired key cannot be
  * rotated (nothing to replace); a plan without API access rotates nothing.
  */
-export async function rotateKey(db: Db, actor: Actor, workspaceId: string, keyId: string, gracePeriodSeconds: number) {
+export async function rotateKey(
+  { db }: Deps,
+  actor: Actor,
+  input: { workspaceId: string; apiKeyId: string; gracePeriodSeconds: number },
+) {
+  const { workspaceId, apiKeyId: keyId, gracePeriodSeconds } = input;
   return db.transaction().execute(async (trx) => {
     // The key row first, as revocations and updates lock it; the plan is only read (a rotation leaves the
     // count as it is), so no workspace lock is taken before it, which would deadlock with them.
@@ -338,7 +349,10 @@ const LAST_USED_EVERY_MS = 60_000;
  * The live key behind a raw value, with its workspace. A value that is not a well-formed key is refused
  * before any database lookup.
  */
-export async function authenticateApiKey(db: Db, raw: string | undefined): Promise<ApiKeyPrincipal> {
+export async function authenticateApiKey(
+  { db }: Deps,
+  { key: raw }: { key: string | undefined },
+): Promise<ApiKeyPrincipal> {
   const unauthorized = new AppError('UNAUTHORIZED', 'Send a valid API key in X-API-Key (or Authorization: Bearer).');
   if (!raw || !API_KEY_FORMAT.test(raw)) throw unauthorized;
   const hash = hashKey(raw);

@@ -17,7 +17,7 @@ export const auditRouter = router({
     })
     .input(adminAuditInput)
     .output(auditPageOutput)
-    .query(({ ctx, input: { page, limit, cursor, ...filters } }) => listAudit(ctx, filters, { page, limit, cursor })),
+    .query(({ ctx, input }) => listAudit(ctx, input)),
 
   workspace: workspaceProcedure('audit.view')
     .meta({
@@ -31,7 +31,5 @@ export const auditRouter = router({
     })
     .input(workspaceAuditInput)
     .output(auditPageOutput)
-    .query(({ ctx, input: { page, limit, cursor, workspaceId: _, ...filters } }) =>
-      listAudit(ctx, { ...filters, workspaceId: ctx.workspace.id }, { page, limit, cursor }),
-    ),
+    .query(({ ctx, input }) => listAudit(ctx, { ...input, workspaceId: ctx.workspace.id })),
 });

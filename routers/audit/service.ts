@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type { AuditMetadata, Database } from '../../db/schema.js';
 import type { Actor } from '../../server/platform/actor.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
-import type { Config } from '../../server/platform/config.js';
+import type { AppDeps } from '../../server/platform/context.js';
 
 export type AuditAction =
   | 'auth.login_failed'
@@ -116,11 +116,9 @@ export interface AuditFilters {
  * Newest first, filtered, by page or cursor. The total is exact for the whole log and for one workspace's
  * (list_counters), counted up to 10,000 with any other filter.
  */
-export async function listAudit(
-  deps: { db: Kysely<Database>; config: Config },
-  filters: AuditFilters,
-  request: ListRequest,
-) {
+export async function listAudit(deps: Pick<AppDeps, 'db' | 'config'>, input: ListRequest & AuditFilters) {
+  const { actorId, action, workspaceId, from, to, ...request } = input;
+  const filters = { actorId, action, workspaceId, from, to };
   let query = deps.db.selectFrom('audit_logs');
   if (filters.actorId) query = query.where('actor_user_id', '=', filters.actorId);
   if (filters.action) query = query.where('action', '=', filters.action);

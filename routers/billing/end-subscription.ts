@@ -3,11 +3,11 @@
 import type { Actor } from '../../server/platform/actor.js';
 import type { Context } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
-import { cancel } from './service.js';
+import { cancel } from './checkout.js';
 
 /** A function of the workspace id, for the use cases that take one (lifecycle.ts, erasure.ts). */
 export const subscriptionEnder = (ctx: Context, actor: Actor) => async (workspaceId: string) => {
-  await cancel(ctx, actor, workspaceId).catch((err: unknown) => {
+  await cancel(ctx, actor, { workspaceId }).catch((err: unknown) => {
     if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
   });
 };

@@ -23,7 +23,7 @@ const move = (name: 'archive' | 'restore', summary: string, description: string)
     })
     .input(planIdInput)
     .output(planOutput)
-    .mutation(({ ctx, input }) => plans.movePlan(ctx.db, ctx.plans, actorOf(ctx), input.planId, name));
+    .mutation(({ ctx, input }) => plans.movePlan(ctx, actorOf(ctx), { ...input, move: name }));
 
 export const plansRouter = router({
   catalog: publicProcedure
@@ -39,7 +39,7 @@ export const plansRouter = router({
     })
     .input(z.void())
     .output(planListOutput)
-    .query(({ ctx }) => plans.publishedPlans(ctx.plans)),
+    .query(({ ctx }) => plans.publishedPlans(ctx)),
 
   list: adminProcedure
     .meta({
@@ -53,7 +53,7 @@ export const plansRouter = router({
     })
     .input(z.void())
     .output(planListOutput)
-    .query(({ ctx }) => plans.listAllPlans(ctx.db)),
+    .query(({ ctx }) => plans.listAllPlans(ctx)),
 
   get: adminProcedure
     .meta({
@@ -68,7 +68,7 @@ export const plansRouter = router({
     })
     .input(planIdInput)
     .output(planOutput)
-    .query(({ ctx, input }) => plans.getPlan(ctx.db, input.planId)),
+    .query(({ ctx, input }) => plans.getPlan(ctx, input)),
 
   create: adminWriteProcedure
     .meta({
@@ -85,7 +85,7 @@ export const plansRouter = router({
     })
     .input(createPlanInput)
     .output(planOutput)
-    .mutation(({ ctx, input }) => plans.createPlan(ctx.db, ctx.plans, actorOf(ctx), input)),
+    .mutation(({ ctx, input }) => plans.createPlan(ctx, actorOf(ctx), input)),
 
   update: adminWriteProcedure
     .meta({
@@ -100,9 +100,7 @@ export const plansRouter = router({
     })
     .input(updatePlanInput)
     .output(planOutput)
-    .mutation(({ ctx, input: { planId, ...changes } }) =>
-      plans.updatePlan(ctx.db, ctx.plans, actorOf(ctx), planId, changes),
-    ),
+    .mutation(({ ctx, input }) => plans.updatePlan(ctx, actorOf(ctx), input)),
 
   archive: move(
     'archive',
@@ -128,7 +126,7 @@ export const plansRouter = router({
     })
     .input(planIdInput)
     .output(z.object({ message: z.string() }))
-    .mutation(({ ctx, input }) => plans.deletePlan(ctx.db, ctx.plans, actorOf(ctx), input.planId)),
+    .mutation(({ ctx, input }) => plans.deletePlan(ctx, actorOf(ctx), input)),
 
   settings: adminProcedure
     .meta({

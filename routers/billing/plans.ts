@@ -9,10 +9,13 @@ import { AppError } from '../../server/platform/errors.js';
 import { settlesWithin } from '../../server/platform/in-flight.js';
 import type { Logger } from '../../server/platform/logger.js';
 import type { Actor } from '../../server/platform/actor.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { recordAudit } from '../audit/service.js';
 import { toPlanOutput, type CreatePlanInput, type PlanOutput, type UpdatePlanInput } from './schemas.js';
 
 type Db = Kysely<Database>;
+/** A change of the catalog: the database, and this instance's copy of the catalog (cleared after it). */
+type Deps = Pick<AppDeps, 'db' | 'plans'>;
 
 const PLANS_CHANNEL = 'billing:plans-changed';
 
@@ -108,16 +111,16 @@ export class PlanCatalog {
 const notFound = () => new AppError('PLAN_NOT_FOUND', 'Plan not found.');
 
 /** The public catalog: published plans, by sort order, from this instance's copy. */
-export async function publishedPlans(catalog: PlanCatalog) {
-  return { items: await catalog.published() };
+export async function publishedPlans({ plans }: Pick<AppDeps, 'plans'>) {
+  return { items: await plans.published() };
 }
 
-export async function listAllPlans(db: Db) {
+export async function listAllPlans({ db }: Pick<AppDeps, 'db'>) {
   const rows = await db.selectFrom('plans').selectAll().orderBy('sort_order').orderBy('name').execute();
   return { items: rows.map(toPlanOutput) };
 }
 
-export async function getPlan(db: Db, planId: string) {
+export async function getPlan({ db }: Pick<AppDeps, 'db'>, { planId }: { planId: string }) {
   const plan = await db.selectFrom('plans').selectAll().where('id', '=', planId).executeTakeFirst();
   if (!plan) throw notFound();
   return toPlanOutput(plan);
@@ -174,8 +177,8 @@ async function writePlan(db: Db, slug: string | undefined, makeDefault: boolean,
   }
 }
 
-export async function createPlan(db: Db, catalog: PlanCatalog, actor: Actor, input: CreatePlanInput) {
-  const id = await writePlan(db, input.slug, input.isDefault, async (trx) => {
+export async function createPlan(deps: Deps, actor: Actor, input: CreatePlanInput) {
+  const id = await writePlan(deps.db, input.slug, input.isDefault, async (trx) => {
     const plan = await trx
       .insertInto('plans')
       .values({
@@ -195,12 +198,13 @@ export async function createPlan(db: Db, catalog: PlanCatalog, actor: Actor, inp
     });
     return plan.id;
   });
-  await catalog.changed();
-  return getPlan(db, id);
+  await deps.plans.changed();
+  return getPlan(deps, { planId: id });
 }
 
-export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string, input: UpdatePlanInput) {
-  await writePlan(db, input.slug, input.isDefault === true, async (trx) => {
+export async function updatePlan(deps: Deps, actor: Actor, input: UpdatePlanInput & { planId: string }) {
+  const { planId, ...changes } = input;
+  await writePlan(deps.db, changes.slug, changes.isDefault === true, async (trx) => {
     const plan = await trx
       .selectFrom('plans')
       .select(['status'])
@@ -208,14 +212,14 @@ export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, pla
       .forUpdate()
       .executeTakeFirst();
     if (!plan) throw notFound();
-    if (input.status && plan.status === 'ARCHIVED') {
+    if (changes.status && plan.status === 'ARCHIVED') {
       throw new AppError('INVALID_STATE', 'The plan is ARCHIVED; restore it before changing its status.');
     }
     // New workspaces start on the default plan: never on one hidden from billing.
-    if (input.isDefault && plan.status === 'ARCHIVED') {
+    if (changes.isDefault && plan.status === 'ARCHIVED') {
       throw new AppError('INVALID_STATE', 'The plan is ARCHIVED; restore it before making it the default.');
     }
-    const columns = planColumns(input);
+    const columns = planColumns(changes);
     await trx
       .updateTable('plans')
       .set({ ...columns, updated_at: new Date() })
@@ -225,12 +229,12 @@ export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, pla
       action: 'plan.updated',
       targetType: 'plan',
       targetId: planId,
-      metadata: { fields: Object.keys(input) },
+      metadata: { fields: Object.keys(changes) },
     });
     return planId;
   });
-  await catalog.changed();
-  return getPlan(db, planId);
+  await deps.plans.changed();
+  return getPlan(deps, { planId });
 }
 
 /**
@@ -238,13 +242,11 @@ export async function updatePlan(db: Db, catalog: PlanCatalog, actor: Actor, pla
  * on a plan hidden from billing); restore: back to the remembered state.
  */
 export async function movePlan(
-  db: Db,
-  catalog: PlanCatalog,
+  deps: Deps,
   actor: Actor,
-  planId: string,
-  move: 'archive' | 'restore',
+  { planId, move }: { planId: string; move: 'archive' | 'restore' },
 ) {
-  await db.transaction().execute(async (trx) => {
+  await deps.db.transaction().execute(async (trx) => {
     const plan = await trx
       .selectFrom('plans')
       .select(['status', 'status_before_archive', 'is_default'])
@@ -274,16 +276,16 @@ export async function movePlan(
       metadata: { from: plan.status, to: changes.status ?? plan.status },
     });
   });
-  await catalog.changed();
-  return getPlan(db, planId);
+  await deps.plans.changed();
+  return getPlan(deps, { planId });
 }
 
 /**
  * Only a plan no subscription has ever referenced: otherwise archive it (history keeps pointing at it). Never
  * the default plan, which new workspaces start on.
  */
-export async function deletePlan(db: Db, catalog: PlanCatalog, actor: Actor, planId: string) {
-  await db.transaction().execute(async (trx) => {
+export async function deletePlan(deps: Deps, actor: Actor, { planId }: { planId: string }) {
+  await deps.db.transaction().execute(async (trx) => {
     const plan = await trx
       .selectFrom('plans')
       .select(['slug', 'is_default'])
@@ -312,6 +314,6 @@ export async function deletePlan(db: Db, catalog: PlanCatalog, actor: Actor, pla
       metadata: { slug: plan.slug },
     });
   });
-  await catalog.changed();
+  await deps.plans.changed();
   return { message: 'Plan deleted.' };
 }

@@ -17,6 +17,7 @@ import {
   workspaceBillingInput,
 } from './schemas.js';
 import * as billing from './service.js';
+import * as checkout from './checkout.js';
 
 const tags = ['Billing'];
 const legacy = ['Billing (legacy)'];
@@ -53,7 +54,7 @@ export const billingRouter = router({
     })
     .input(checkoutInput)
     .output(checkoutOutput)
-    .mutation(({ ctx, input }) => billing.checkout(ctx, actorOf(ctx), ctx.user, ctx.workspace.id, input)),
+    .mutation(({ ctx, input }) => checkout.checkout(ctx, actorOf(ctx), { ...input, workspaceId: ctx.workspace.id })),
 
   current: workspaceProcedure('billing.view', activeOrNamed)
     .meta({
@@ -68,7 +69,7 @@ export const billingRouter = router({
     })
     .input(workspaceBillingInput)
     .output(currentPlanOutput)
-    .query(({ ctx }) => billing.currentPlan(ctx.db, ctx.workspace.id)),
+    .query(({ ctx }) => billing.currentPlan(ctx, { workspaceId: ctx.workspace.id })),
 
   history: workspaceProcedure('billing.view', activeOrNamed)
     .meta({
@@ -82,7 +83,7 @@ export const billingRouter = router({
     })
     .input(historyInput)
     .output(historyOutput)
-    .query(({ ctx, input }) => billing.paymentHistory(ctx, ctx.workspace.id, input)),
+    .query(({ ctx, input }) => billing.paymentHistory(ctx, { ...input, workspaceId: ctx.workspace.id })),
 
   cancel: workspaceProcedure('billing.manage', activeOrNamed)
     .meta({
@@ -98,7 +99,7 @@ export const billingRouter = router({
     })
     .input(workspaceBillingInput)
     .output(currentPlanOutput)
-    .mutation(({ ctx }) => billing.cancel(ctx, actorOf(ctx), ctx.workspace.id)),
+    .mutation(({ ctx }) => checkout.cancel(ctx, actorOf(ctx), { workspaceId: ctx.workspace.id })),
 
   portal: workspaceProcedure('billing.manage', activeOrNamed)
     .meta({
@@ -114,7 +115,7 @@ export const billingRouter = router({
     })
     .input(workspaceBillingInput)
     .output(portalOutput)
-    .mutation(({ ctx }) => billing.portal(ctx, ctx.workspace.id)),
+    .mutation(({ ctx }) => checkout.portal(ctx, { workspaceId: ctx.workspace.id })),
 
   legacyCurrent: workspaceProcedure('billing.view')
     .meta({
@@ -128,7 +129,7 @@ export const billingRouter = router({
     })
     .input(legacyWorkspaceInput)
     .output(currentPlanOutput)
-    .query(({ ctx }) => billing.currentPlan(ctx.db, ctx.workspace.id)),
+    .query(({ ctx }) => billing.currentPlan(ctx, { workspaceId: ctx.workspace.id })),
 
   legacyCheckout: workspaceProcedure('billing.manage')
     .meta({
@@ -143,7 +144,7 @@ export const billingRouter = router({
     })
     .input(legacyCheckoutInput)
     .output(checkoutOutput)
-    .mutation(({ ctx, input }) => billing.checkout(ctx, actorOf(ctx), ctx.user, ctx.workspace.id, input)),
+    .mutation(({ ctx, input }) => checkout.checkout(ctx, actorOf(ctx), { ...input, workspaceId: ctx.workspace.id })),
 
   legacyCancel: workspaceProcedure('billing.manage')
     .meta({
@@ -158,7 +159,7 @@ export const billingRouter = router({
     })
     .input(legacyWorkspaceInput)
     .output(currentPlanOutput)
-    .mutation(({ ctx }) => billing.cancel(ctx, actorOf(ctx), ctx.workspace.id)),
+    .mutation(({ ctx }) => checkout.cancel(ctx, actorOf(ctx), { workspaceId: ctx.workspace.id })),
 
   legacyPayments: workspaceProcedure('billing.view')
     .meta({
@@ -172,5 +173,5 @@ export const billingRouter = router({
     })
     .input(legacyHistoryInput)
     .output(historyOutput)
-    .query(({ ctx, input }) => billing.paymentHistory(ctx, ctx.workspace.id, input)),
+    .query(({ ctx, input }) => billing.paymentHistory(ctx, { ...input, workspaceId: ctx.workspace.id })),
 });

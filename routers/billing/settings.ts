@@ -1,11 +1,10 @@
 // The admin's view of the payment settings: what is configured, as booleans and URLs. Never a key or a
 // secret. They come from the environment, so they are read-only here.
-import type { Config } from '../../server/platform/config.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
-import type { Processors } from './processors/index.js';
 import type { BillingSettings } from './schemas.js';
 
-export function billingSettings({ config, processors }: { config: Config; processors: Processors }): BillingSettings {
+export function billingSettings({ config, processors }: Pick<AppDeps, 'config' | 'processors'>): BillingSettings {
   const describe = (
     name: 'PROCESSOR_A' | 'PROCESSOR_B',
     prices: [string | undefined, string | undefined, string | undefined],

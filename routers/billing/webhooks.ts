@@ -6,7 +6,7 @@ import type { AppDeps } from '../../server/platform/context.js';
 import type { Config } from '../../server/platform/config.js';
 import { AppError, fromZodError } from '../../server/platform/errors.js';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import { applyMockEvent, applyProviderEvent } from './service.js';
+import { applyMockEvent, applyProviderEvent } from './provider-events.js';
 import { mockEventInput } from './schemas.js';
 import type { ProcessorName } from './processors/types.js';
 import { errorResponse } from '../../server/platform/error-response.js';
@@ -41,7 +41,7 @@ function processorWebhook(deps: Deps, name: ProcessorName): RequestHandler {
         );
       }
       const event = processor.parseWebhook(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), req.headers);
-      const outcome = await applyProviderEvent(deps, name, event);
+      const outcome = await applyProviderEvent(deps, { provider: name, event });
       deps.logger.info({ provider: name, eventType: event.type, outcome }, 'billing webhook');
       res.json({ received: true, outcome });
     } catch (err) {

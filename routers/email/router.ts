@@ -18,7 +18,5 @@ export const emailRouter = router({
     })
     .input(emailLogsInput)
     .output(listOutput(emailLogOutput))
-    .query(({ ctx, input: { page, limit, cursor, to } }) =>
-      listEmailLogs(ctx, { platformRole: ctx.user.platform_role }, { to }, { page, limit, cursor }),
-    ),
+    .query(({ ctx, input }) => listEmailLogs(ctx, { ...input, callerPlatformRole: ctx.user.platform_role })),
 });

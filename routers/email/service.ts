@@ -1,8 +1,7 @@
 // The mails EMAIL_PROVIDER=MOCK wrote instead of sending, newest first.
-import type { Db } from '../../db/index.js';
 import type { PlatformRole } from '../../db/schema.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
-import type { Config } from '../../server/platform/config.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { platformRoleHas } from '../../server/platform/permissions.js';
 
 /** What the read-only demo admin sees in place of a mail's link. */
@@ -18,13 +17,13 @@ function withoutLink<M extends { text: string; link: string | null }>(mail: M): 
   return mail.link ? { ...mail, text: mail.text.split(mail.link).join(HIDDEN_LINK), link: null } : mail;
 }
 
-/** The mails, to one address or all; with their links only for a reader holding admin.write. */
+/** The mails, to one address or all; with their links only for a caller whose platform role holds admin.write. */
 export async function listEmailLogs(
-  deps: { db: Db; config: Config },
-  reader: { platformRole: PlatformRole },
-  filters: { to?: string },
-  request: ListRequest,
+  deps: Pick<AppDeps, 'db' | 'config'>,
+  input: ListRequest & { to?: string; callerPlatformRole: PlatformRole },
 ) {
+  const { to, callerPlatformRole, ...request } = input;
+  const filters = { to };
   let query = deps.db.selectFrom('email_logs');
   if (filters.to) query = query.where('to', '=', filters.to.trim().toLowerCase());
   const page = await paginate(deps, query.select(['id', 'to', 'subject', 'template', 'text', 'link', 'created_at']), {
@@ -32,7 +31,7 @@ export async function listEmailLogs(
     request,
     counters: filters.to ? undefined : { scope: 'email_logs' },
   });
-  const readOnly = !platformRoleHas(reader.platformRole, 'admin.write');
+  const readOnly = !platformRoleHas(callerPlatformRole, 'admin.write');
   return mapItems(page, (r) => {
     const mail = {
       id: r.id,

@@ -19,7 +19,7 @@ export const filesRouter = router({
     })
     .input(z.void())
     .output(providerStatusOutput)
-    .query(({ ctx }) => files.providerStatus(ctx.storage)),
+    .query(({ ctx }) => files.providerStatus(ctx)),
 
   getBranding: workspaceProcedure('workspace.read')
     .meta({
@@ -33,7 +33,7 @@ export const filesRouter = router({
     })
     .input(brandingInput)
     .output(brandingOutput)
-    .query(({ ctx }) => files.getBranding(ctx.db, ctx.workspace.id)),
+    .query(({ ctx, input }) => files.getBranding(ctx, input)),
 
   updateBranding: workspaceProcedure('branding.manage')
     .meta({
@@ -48,7 +48,5 @@ export const filesRouter = router({
     })
     .input(updateBrandingInput)
     .output(brandingOutput)
-    .mutation(({ ctx, input: { workspaceId: _, ...changes } }) =>
-      files.updateBranding(ctx.db, actorOf(ctx), ctx.workspace.id, changes),
-    ),
+    .mutation(({ ctx, input }) => files.updateBranding(ctx, actorOf(ctx), input)),
 });

@@ -4,14 +4,12 @@
 // change removes the object it stored. The HTTP side (multipart, who may call) is uploads.ts.
 import crypto from 'node:crypto';
 import type { ResizeOptions } from 'sharp';
-import type { Db } from '../../db/index.js';
 import type { PlatformRole } from '../../db/schema.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { platformRoleHas } from '../../server/platform/permissions.js';
-import type { Storage } from '../../server/platform/storage.js';
 import { isUuid } from '../../server/platform/validation.js';
-import type { Actor } from '../../server/platform/actor.js';
+import { signedInUser, type Actor } from '../../server/platform/actor.js';
 import { recordAudit } from '../audit/service.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import type { BrandingChanges } from './schemas.js';
@@ -39,12 +37,6 @@ export interface Upload {
   originalname: string;
   size: number;
   buffer: Buffer;
-}
-
-/** Who stores a file, and in which workspace. */
-export interface Uploader {
-  userId: string;
-  workspaceId: string;
 }
 
 const fileNotFound = () => new AppError('NOT_FOUND', 'File not found.');
@@ -139,7 +131,7 @@ const safeName = (name: string) => name.replace(/[^\w.-]+/g, '_').slice(-120);
 // ---------------------------------------------------------------- workspace files
 
 /** The storage provider and what the upload route accepts. */
-export function providerStatus(storage: Storage) {
+export function providerStatus({ storage }: Pick<AppDeps, 'storage'>) {
   return {
     provider: storage.provider,
     configured: storage.configured,
@@ -148,8 +140,10 @@ export function providerStatus(storage: Storage) {
   };
 }
 
-/** Stores a workspace file: images re-encoded (same size and format), PDF as sent. */
-export async function storeUpload(deps: Deps, uploader: Uploader, upload: Upload) {
+/** Stores a workspace file, uploaded by the actor: images re-encoded (same size and format), PDF as sent. */
+export async function storeUpload(deps: Deps, actor: Actor, input: { workspaceId: string; upload: Upload }) {
+  const { workspaceId, upload } = input;
+  const uploadedBy = signedInUser(actor).id;
   const { file, mime, ext } = await checkedFile(upload, UPLOAD_TYPES);
   const data = REENCODED_UPLOAD_TYPES.has(mime)
     ? await imageWork(deps, { kind: 'same-format', data: file.buffer, animated: mime === 'image/gif' })
@@ -159,8 +153,8 @@ export async function storeUpload(deps: Deps, uploader: Uploader, upload: Upload
     deps.db
       .insertInto('files')
       .values({
-        workspace_id: uploader.workspaceId,
-        uploaded_by: uploader.userId,
+        workspace_id: workspaceId,
+        uploaded_by: uploadedBy,
         kind: 'upload',
         storage_key: key,
         content_type: mime,
@@ -182,7 +176,7 @@ export async function storeUpload(deps: Deps, uploader: Uploader, upload: Upload
 }
 
 /** The row of a stored file (404 for an id that is not one). Who may read it is the caller's to decide. */
-export async function findFile(db: Db, fileId: string) {
+export async function findFile({ db }: Pick<AppDeps, 'db'>, { fileId }: { fileId: string }) {
   const row = isUuid(fileId)
     ? await db.selectFrom('files').selectAll().where('id', '=', fileId).executeTakeFirst()
     : undefined;
@@ -191,7 +185,10 @@ export async function findFile(db: Db, fileId: string) {
 }
 
 /** A stored file's bytes and type; images are shown inline, anything else is an attachment. */
-export async function readFile(storage: Storage, file: { storage_key: string; content_type: string }) {
+export async function readFile(
+  { storage }: Pick<AppDeps, 'storage'>,
+  file: { storage_key: string; content_type: string },
+) {
   const data = await storage.get(file.storage_key);
   if (!data) throw fileNotFound();
   return { data, contentType: file.content_type, inline: REENCODED_UPLOAD_TYPES.has(file.content_type) };
@@ -199,8 +196,9 @@ export async function readFile(storage: Storage, file: { storage_key: string; co
 
 // ---------------------------------------------------------------- avatars
 
-/** Sets a user's avatar: 512 x 512, re-encoded to WebP. The one it replaces is removed. */
-export async function setAvatar(deps: Deps, userId: string, upload: Upload) {
+/** Sets the actor's avatar: 512 x 512, re-encoded to WebP. The one it replaces is removed. */
+export async function setAvatar(deps: Deps, actor: Actor, { upload }: { upload: Upload }) {
+  const userId = signedInUser(actor).id;
   const { file } = await checkedFile(upload, IMAGE_TYPES);
   // The client crops to a square; the server makes sure.
   const data = await reencode(deps, file.buffer, { width: 512, height: 512, fit: 'cover' });
@@ -233,14 +231,17 @@ export async function setAvatar(deps: Deps, userId: string, upload: Upload) {
 }
 
 /**
- * A user's avatar, for a viewer who may see it: their own, those of people they share a workspace with,
- * and every one for a platform admin (admin.read). 404 otherwise, as when there is none.
+ * A user's avatar, for a viewer (the actor) who may see it: their own, those of people they share a
+ * workspace with (`memberships`: the viewer's), and every one for a platform admin (admin.read, of
+ * `callerPlatformRole`). 404 otherwise, as when there is none.
  */
 export async function avatarOf(
   deps: Pick<Deps, 'db' | 'storage'>,
-  viewer: { id: string; platformRole: PlatformRole; memberships: WorkspaceAccess[] },
-  userId: string,
+  actor: Actor,
+  input: { userId: string; callerPlatformRole: PlatformRole; memberships: WorkspaceAccess[] },
 ) {
+  const { userId } = input;
+  const viewer = { id: signedInUser(actor).id, platformRole: input.callerPlatformRole, memberships: input.memberships };
   const visible =
     isUuid(userId) &&
     (userId === viewer.id ||
@@ -269,7 +270,9 @@ export async function avatarOf(
 // ---------------------------------------------------------------- branding
 
 /** Sets a workspace's logo: at most 1024 x 1024, re-encoded to WebP. The logo it replaces is removed. */
-export async function setLogo(deps: Deps, uploader: Uploader, upload: Upload) {
+export async function setLogo(deps: Deps, actor: Actor, input: { workspaceId: string; upload: Upload }) {
+  const { workspaceId, upload } = input;
+  const uploadedBy = signedInUser(actor).id;
   const { file } = await checkedFile(upload, IMAGE_TYPES);
   const data = await reencode(deps, file.buffer, {
     width: 1024,
@@ -278,7 +281,6 @@ export async function setLogo(deps: Deps, uploader: Uploader, upload: Upload) {
     withoutEnlargement: true,
   });
   const key = newKey('logos', 'webp');
-  const { workspaceId } = uploader;
   const { row, replaced } = await storeThenSave(deps, key, data, 'image/webp', () =>
     deps.db.transaction().execute(async (trx) => {
       const previous = await trx
@@ -291,7 +293,7 @@ export async function setLogo(deps: Deps, uploader: Uploader, upload: Upload) {
         .insertInto('files')
         .values({
           workspace_id: workspaceId,
-          uploaded_by: uploader.userId,
+          uploaded_by: uploadedBy,
           kind: 'logo',
           storage_key: key,
           content_type: 'image/webp',
@@ -321,7 +323,7 @@ export async function setLogo(deps: Deps, uploader: Uploader, upload: Upload) {
   return { logoUrl: `/storage/files/${row.id}`, contentType: 'image/webp', size: row.size_bytes };
 }
 
-export async function getBranding(db: Db, workspaceId: string) {
+export async function getBranding({ db }: Pick<AppDeps, 'db'>, { workspaceId }: { workspaceId: string }) {
   const w = await db
     .selectFrom('workspaces')
     .select(['id', 'branding_display_name', 'branding_primary_color', 'branding_accent_color', 'logo_file_id'])
@@ -336,8 +338,13 @@ export async function getBranding(db: Db, workspaceId: string) {
   };
 }
 
-export async function updateBranding(db: Db, actor: Actor, workspaceId: string, changes: BrandingChanges) {
-  await db.transaction().execute(async (trx) => {
+export async function updateBranding(
+  deps: Pick<AppDeps, 'db'>,
+  actor: Actor,
+  input: BrandingChanges & { workspaceId: string },
+) {
+  const { workspaceId, ...changes } = input;
+  await deps.db.transaction().execute(async (trx) => {
     await trx
       .updateTable('workspaces')
       .set({
@@ -356,5 +363,5 @@ export async function updateBranding(db: Db, actor: Actor, workspaceId: string, 
       metadata: { branding: true },
     });
   });
-  return getBranding(db, workspaceId);
+  return getBranding(deps, { workspaceId });
 }

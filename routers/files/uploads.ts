@@ -5,7 +5,8 @@
 import express, { Router, type Request, type RequestHandler } from 'express';
 import type multerModule from 'multer';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
-import type { AppDeps } from '../../server/platform/context.js';
+import { actorOf, type Actor } from '../../server/platform/actor.js';
+import { requestMeta, type AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { resolveWorkspaceAccess } from '../../server/platform/access.js';
 import type { WorkspacePermission } from '../../server/platform/permissions.js';
@@ -99,6 +100,10 @@ async function signedIn(deps: Deps, req: Request): Promise<Principal> {
   return principal;
 }
 
+/** Who acts in a request: the signed-in caller, from this request's address and session. */
+const actorOfRequest = (req: Request, principal: Principal): Actor =>
+  actorOf({ ...requestMeta(req), user: principal.user, sessionId: principal.sessionId });
+
 /** The workspace `workspaceId` names (default: the active one), checked for `permission`. */
 function workspaceFor(
   deps: Deps,
@@ -162,8 +167,10 @@ export function uploadRoutes(deps: Deps): Router {
         'files.write',
         (req.body as { workspaceId?: unknown } | undefined)?.workspaceId ?? req.query.workspaceId,
       );
-      const uploader = { userId: principal.user.id, workspaceId: workspace.id };
-      const stored = await storeUpload(deps, uploader, fileOf(req, 'file'));
+      const stored = await storeUpload(deps, actorOfRequest(req, principal), {
+        workspaceId: workspace.id,
+        upload: fileOf(req, 'file'),
+      });
       res.status(201).json(stored);
     }),
   );
@@ -173,7 +180,7 @@ export function uploadRoutes(deps: Deps): Router {
     asyncRoute(async (req, res) => {
       // Signed in before the lookup, so an anonymous caller gets 401 whether or not the file exists.
       const principal = await signedIn(deps, req);
-      const file = await findFile(deps.db, String(req.params.fileId));
+      const file = await findFile(deps, { fileId: String(req.params.fileId) });
       // Members of the file's workspace only: others learn nothing (the 404 of a missing file). Its members
       // are told when the workspace is not ACTIVE (WORKSPACE_UNAVAILABLE), as on its other routes.
       try {
@@ -181,7 +188,7 @@ export function uploadRoutes(deps: Deps): Router {
       } catch (err) {
         throw err instanceof AppError && err.code === 'NOT_FOUND' ? new AppError('NOT_FOUND', 'File not found.') : err;
       }
-      const { data, contentType, inline } = await readFile(deps.storage, file);
+      const { data, contentType, inline } = await readFile(deps, file);
       res.setHeader('Content-Type', contentType);
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
@@ -197,17 +204,20 @@ export function uploadRoutes(deps: Deps): Router {
     authenticateFirst(deps),
     singleFile('avatar', UPLOAD_LIMITS.avatar),
     asyncRoute(async (req, res) => {
-      const { user } = await signedIn(deps, req);
-      res.status(201).json(await setAvatar(deps, user.id, fileOf(req, 'avatar')));
+      const principal = await signedIn(deps, req);
+      res.status(201).json(await setAvatar(deps, actorOfRequest(req, principal), { upload: fileOf(req, 'avatar') }));
     }),
   );
 
   routes.get(
     '/users/:userId/avatar',
     asyncRoute(async (req, res) => {
-      const { user, memberships } = await signedIn(deps, req);
-      const viewer = { id: user.id, platformRole: user.platform_role, memberships };
-      const data = await avatarOf(deps, viewer, String(req.params.userId));
+      const principal = await signedIn(deps, req);
+      const data = await avatarOf(deps, actorOfRequest(req, principal), {
+        userId: String(req.params.userId),
+        callerPlatformRole: principal.user.platform_role,
+        memberships: principal.memberships,
+      });
       res.setHeader('Content-Type', 'image/webp');
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.setHeader('Cache-Control', 'private, max-age=300');
@@ -223,7 +233,10 @@ export function uploadRoutes(deps: Deps): Router {
     asyncRoute(async (req, res) => {
       const principal = await signedIn(deps, req);
       const workspace = workspaceFor(deps, req, principal, 'branding.manage', req.params.workspaceId);
-      const logo = await setLogo(deps, { userId: principal.user.id, workspaceId: workspace.id }, fileOf(req, 'logo'));
+      const logo = await setLogo(deps, actorOfRequest(req, principal), {
+        workspaceId: workspace.id,
+        upload: fileOf(req, 'logo'),
+      });
       res.status(200).json(logo);
     }),
   );

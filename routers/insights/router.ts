@@ -1,5 +1,6 @@
 // GET /dashboard/insights: a workspace at a glance. Any member may ask; what each role sees is the
 // service's (routers/insights/service.ts).
+import { actorOf } from '../../server/platform/actor.js';
 import { router, workspaceProcedure } from '../../server/platform/trpc.js';
 import { insightsInput, insightsOutput } from './schemas.js';
 import { workspaceInsights } from './service.js';
@@ -18,5 +19,5 @@ export const insightsRouter = router({
     })
     .input(insightsInput)
     .output(insightsOutput)
-    .query(({ ctx }) => workspaceInsights(ctx, ctx.workspace, ctx.user)),
+    .query(({ ctx }) => workspaceInsights(ctx, actorOf(ctx), { workspace: ctx.workspace })),
 });

@@ -4,7 +4,8 @@
 import { sql } from 'kysely';
 import type { AppDeps } from '../../server/platform/context.js';
 import { roleHas, type WorkspacePermission } from '../../server/platform/permissions.js';
-import { usage } from '../ai/service.js';
+import type { Actor } from '../../server/platform/actor.js';
+import { usage } from '../ai/history.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 
 const DAYS = 30;
@@ -18,10 +19,11 @@ function everyDaySince(start: Date, counted: Array<{ day: string; n: string | nu
   });
 }
 
+/** The caller's workspace at a glance: what their role (`workspace`) may read; AI usage as they see it. */
 export async function workspaceInsights(
   deps: Pick<AppDeps, 'db' | 'config'>,
-  access: WorkspaceAccess,
-  user: { id: string; email: string },
+  actor: Actor,
+  { workspace: access }: { workspace: WorkspaceAccess },
 ) {
   const { db } = deps;
   const id = access.id;
@@ -46,7 +48,7 @@ export async function workspaceInsights(
       .executeTakeFirst(),
     ifAllowed('ai.view_usage', async () => {
       const [aiUsage, perDay] = await Promise.all([
-        usage(deps, access, user),
+        usage(deps, actor, { workspace: access }),
         db
           .selectFrom('ai_generations')
           .select((eb) => [

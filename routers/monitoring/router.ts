@@ -37,7 +37,7 @@ export const monitoringRouter = router({
     })
     .input(z.void())
     .output(summaryOutput)
-    .query(({ ctx }) => monitoring.trafficSummary(ctx.monitor)),
+    .query(({ ctx }) => monitoring.trafficSummary(ctx)),
 
   errors: adminProcedure
     .meta({
@@ -51,7 +51,7 @@ export const monitoringRouter = router({
     })
     .input(requestFilters)
     .output(pageOutput(errorRecord))
-    .query(({ ctx, input }) => monitoring.recentErrors(ctx.monitor, input)),
+    .query(({ ctx, input }) => monitoring.recentErrors(ctx, input)),
 
   requests: adminProcedure
     .meta({
@@ -65,7 +65,7 @@ export const monitoringRouter = router({
     })
     .input(requestFilters)
     .output(pageOutput(requestRecord))
-    .query(({ ctx, input }) => monitoring.recentRequests(ctx.monitor, input)),
+    .query(({ ctx, input }) => monitoring.recentRequests(ctx, input)),
 
   clear: adminWriteProcedure
     .meta({
@@ -79,5 +79,5 @@ export const monitoringRouter = router({
     })
     .input(z.void())
     .output(z.object({ message: z.string() }))
-    .mutation(({ ctx }) => monitoring.clearRecord(ctx.monitor)),
+    .mutation(({ ctx }) => monitoring.clearRecord(ctx)),
 });

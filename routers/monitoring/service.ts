@@ -8,6 +8,8 @@ import type { Monitor, RequestRecord } from '../../server/platform/monitoring.js
 import { offsetOf, pageOf, type Pagination } from '../../server/platform/pagination.js';
 import type { RequestFilters } from './schemas.js';
 
+type Deps = Pick<AppDeps, 'monitor'>;
+
 function assertEnabled(monitor: Monitor) {
   if (!monitor.enabled)
     throw new AppError('SERVICE_UNAVAILABLE', 'Monitoring is switched off on this server (MONITORING_ENABLED=false).');
@@ -62,22 +64,22 @@ export async function monitoringStatus(deps: Pick<AppDeps, 'db' | 'config' | 'mo
   };
 }
 
-export function trafficSummary(monitor: Monitor) {
+export function trafficSummary({ monitor }: Deps) {
   assertEnabled(monitor);
   return monitor.summary();
 }
 
-export function recentErrors(monitor: Monitor, filters: RequestFilters) {
+export function recentErrors({ monitor }: Deps, filters: RequestFilters) {
   assertEnabled(monitor);
   return paginate(filtered(monitor.errors.toArray(), filters), filters);
 }
 
-export function recentRequests(monitor: Monitor, filters: RequestFilters) {
+export function recentRequests({ monitor }: Deps, filters: RequestFilters) {
   assertEnabled(monitor);
   return paginate(filtered(monitor.requests.toArray(), filters), filters);
 }
 
-export function clearRecord(monitor: Monitor) {
+export function clearRecord({ monitor }: Deps) {
   assertEnabled(monitor);
   monitor.clear();
   return { message: 'Monitoring buffers cleared.' };

@@ -7,12 +7,14 @@
 // (login CSRF). What happens in a flow is the service's (service.ts).
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { ZodOpenApiPathsObject } from 'zod-openapi';
+import { actorOf } from '../../server/platform/actor.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { requestMeta } from '../../server/platform/context.js';
 import { randomToken } from '../../server/platform/security/tokens.js';
 import { errorResponse } from '../../server/platform/error-response.js';
 import { REQUEST_HEAD_MAX_BYTES } from '../../server/platform/request-body.js';
-import { FLOW_TTL_MS, callbackUrl, enabledProvider, finishFlow, startFlow } from './service.js';
+import { finishFlow, startFlow } from './flows.js';
+import { FLOW_TTL_MS, callbackUrl, enabledProvider } from './service.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'identityProviders'>;
 
@@ -43,11 +45,12 @@ export function oauthRedirectRoutes(deps: Deps): Router {
   routes.get(
     '/auth/oauth/:provider/start',
     asyncRoute(async (req, res) => {
-      const provider = enabledProvider(deps.identityProviders, String(req.params.provider));
+      const provider = enabledProvider(deps, { provider: String(req.params.provider) });
       // One binding per browser: flows started in two tabs share it.
       const binding = bindingOf(req) ?? randomToken(32);
       const base = requestBase(req);
-      const location = await startFlow(deps, {
+      // Anyone's sign-in: the actor of a request without credentials.
+      const location = await startFlow(deps, actorOf(requestMeta(req)), {
         provider: provider.id,
         purpose: 'SIGN_IN',
         browserBinding: binding,
@@ -72,11 +75,12 @@ export function oauthRedirectRoutes(deps: Deps): Router {
     '/auth/oauth/:provider/callback',
     asyncRoute(async (req, res) => {
       const query = new URLSearchParams(req.originalUrl.split('?')[1] ?? '');
-      const location = await finishFlow(
-        deps,
-        { provider: String(req.params.provider), query, browserBinding: bindingOf(req) },
-        requestMeta(req),
-      );
+      const location = await finishFlow(deps, {
+        provider: String(req.params.provider),
+        query,
+        browserBinding: bindingOf(req),
+        meta: requestMeta(req),
+      });
       res.setHeader('Cache-Control', 'no-store');
       res.redirect(302, location);
     }),

@@ -15,6 +15,7 @@ import {
   unlinkOutput,
 } from './schemas.js';
 import * as oauth from './service.js';
+import * as flows from './flows.js';
 import { requestBase } from './redirects.js';
 
 const tags = ['Auth'];
@@ -35,7 +36,7 @@ export const oauthRouter = router({
     })
     .input(z.void())
     .output(providersOutput)
-    .query(({ ctx }) => oauth.listProviders(ctx.identityProviders)),
+    .query(({ ctx }) => oauth.listProviders(ctx)),
 
   exchange: publicProcedure
     .meta({
@@ -57,9 +58,11 @@ export const oauthRouter = router({
     .input(exchangeInput)
     .output(exchangeOutput)
     .mutation(({ ctx, input }) =>
-      oauth.exchangeCode(ctx, input, ctx, () =>
-        ctx.req.headers.authorization ? authenticateRequest(ctx, ctx.req) : Promise.resolve(undefined),
-      ),
+      oauth.exchangeCode(ctx, {
+        ...input,
+        meta: ctx,
+        caller: () => (ctx.req.headers.authorization ? authenticateRequest(ctx, ctx.req) : Promise.resolve(undefined)),
+      }),
     ),
 
   identities: authedProcedure
@@ -76,7 +79,7 @@ export const oauthRouter = router({
     })
     .input(z.void())
     .output(identitiesOutput)
-    .query(({ ctx }) => oauth.listIdentities(ctx, ctx.user.id)),
+    .query(({ ctx }) => oauth.listIdentities(ctx, actorOf(ctx))),
 
   linkStart: authedProcedure
     .meta({
@@ -95,10 +98,9 @@ export const oauthRouter = router({
     .input(linkStartInput)
     .output(linkStartOutput)
     .mutation(async ({ ctx, input }) => ({
-      url: await oauth.startFlow(ctx, {
+      url: await flows.startFlow(ctx, actorOf(ctx), {
         provider: input.provider,
         purpose: 'LINK',
-        userId: ctx.user.id,
         redirectTo: input.redirectTo,
         requestBase: requestBase(ctx.req),
       }),
@@ -119,7 +121,5 @@ export const oauthRouter = router({
     })
     .input(unlinkInput)
     .output(unlinkOutput)
-    .mutation(({ ctx, input }) =>
-      oauth.unlinkIdentity(ctx, { ...actorOf(ctx), userId: ctx.user.id }, input.identityId),
-    ),
+    .mutation(({ ctx, input }) => oauth.unlinkIdentity(ctx, actorOf(ctx), input)),
 });

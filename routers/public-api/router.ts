@@ -1,8 +1,8 @@
 // The public API: authenticated by a workspace API key (X-API-Key or Authorization: Bearer wsk_...).
 import { z } from 'zod';
-import { EDITIONS, WORKSPACE_STATUSES, API_KEY_SCOPES } from '../../db/schema.js';
 import { apiKeyProcedure, router } from '../../server/platform/trpc.js';
-import { loadWorkspace } from '../workspaces/service.js';
+import { keyOutput, keyWorkspaceOutput } from './schemas.js';
+import * as publicApi from './service.js';
 
 const tags = ['Public API'];
 const security = { protect: true };
@@ -22,28 +22,8 @@ export const publicApiRouter = router({
       },
     })
     .input(z.void())
-    .output(
-      z.object({
-        apiKey: z.object({
-          id: z.uuid(),
-          name: z.string(),
-          prefix: z.string(),
-          scopes: z.array(z.enum(API_KEY_SCOPES)),
-          expiresAt: z.iso.datetime({ offset: true }).nullable(),
-        }),
-        workspace: z.object({ id: z.uuid(), name: z.string() }),
-      }),
-    )
-    .query(({ ctx: { apiKey } }) => ({
-      apiKey: {
-        id: apiKey.id,
-        name: apiKey.name,
-        prefix: apiKey.prefix,
-        scopes: apiKey.scopes,
-        expiresAt: apiKey.expires_at?.toISOString() ?? null,
-      },
-      workspace: { id: apiKey.workspace_id, name: apiKey.workspace_name },
-    })),
+    .output(keyOutput)
+    .query(({ ctx }) => publicApi.describeKey({ apiKey: ctx.apiKey })),
 
   workspace: apiKeyProcedure(['workspace:read', 'read'])
     .meta({
@@ -58,15 +38,6 @@ export const publicApiRouter = router({
       },
     })
     .input(z.void())
-    .output(
-      z.object({
-        id: z.uuid(),
-        name: z.string(),
-        status: z.enum(WORKSPACE_STATUSES),
-        edition: z.enum(EDITIONS),
-        memberCount: z.number().int(),
-        createdAt: z.iso.datetime({ offset: true }),
-      }),
-    )
-    .query(({ ctx }) => loadWorkspace(ctx.db, ctx.apiKey.workspace_id)),
+    .output(keyWorkspaceOutput)
+    .query(({ ctx }) => publicApi.keyWorkspace(ctx, { workspaceId: ctx.apiKey.workspace_id })),
 });

@@ -18,5 +18,5 @@ export const searchRouter = router({
     })
     .input(searchInput)
     .output(searchOutput)
-    .query(({ ctx, input }) => search(ctx.db, ctx.workspace.id, input.q)),
+    .query(({ ctx, input }) => search(ctx, { ...input, workspaceId: ctx.workspace.id })),
 });

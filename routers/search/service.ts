@@ -1,10 +1,10 @@
 // Full-text search (Postgres, indexed) over a workspace's generations and the active templates, and a
 // name/e-mail match over its members: ten of each at most.
 import { sql } from 'kysely';
-import type { Db } from '../../db/index.js';
 import { escapeLike } from '../../db/text.js';
+import type { AppDeps } from '../../server/platform/context.js';
 
-export async function search(db: Db, workspaceId: string, q: string) {
+export async function search({ db }: Pick<AppDeps, 'db'>, { workspaceId, q }: { workspaceId: string; q: string }) {
   const query = sql`plainto_tsquery('simple', ${q})`;
   const like = `%${escapeLike(q)}%`;
   const [generations, templates, members] = await Promise.all([

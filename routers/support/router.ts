@@ -1,6 +1,7 @@
 // Contact messages (public) and support tickets (signed in): stored, announced to SUPPORT_EMAIL, and
 // readable by platform admins. Both count in the contact rate-limit tier.
 import { listInput, listOutput } from '../../server/platform/pagination.js';
+import { actorOf } from '../../server/platform/actor.js';
 import { adminProcedure, authedProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
 import { contactInput, contactOutput, ticketInput, ticketOutput } from './schemas.js';
 import * as support from './service.js';
@@ -39,7 +40,9 @@ export const supportRouter = router({
     })
     .input(ticketInput)
     .output(ticketOutput)
-    .mutation(({ ctx, input }) => support.openTicket(ctx, ctx.user, ctx.memberships, input)),
+    .mutation(({ ctx, input }) =>
+      support.openTicket(ctx, actorOf(ctx), { ...input, callerName: ctx.user.name, memberships: ctx.memberships }),
+    ),
 
   adminContacts: adminProcedure
     .meta({

@@ -1,12 +1,11 @@
 // Contact messages and support tickets: stored, announced to SUPPORT_EMAIL, and listed for platform admins.
 import type { Selectable } from 'kysely';
-import type { Db } from '../../db/index.js';
 import type { ContactMessagesTable, SupportTicketsTable } from '../../db/schema.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { sendAfterCommit } from '../../server/platform/email/mailer.js';
+import { signedInUser, type Actor } from '../../server/platform/actor.js';
 import { AppError } from '../../server/platform/errors.js';
 import { listRequestOf, mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
-import type { Config } from '../../server/platform/config.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import type { ContactInput, TicketInput } from './schemas.js';
 
@@ -55,15 +54,17 @@ export async function sendContactMessage(deps: Deps, input: ContactInput) {
 }
 
 /**
- * Opens a ticket from the signed-in user. A named workspace must be one of theirs (404 otherwise), whatever
- * its state: a suspended workspace is exactly what one writes to support about.
+ * Opens a ticket from the signed-in user (the actor; `callerName` is theirs). A named workspace must be one
+ * of their `memberships` (404 otherwise), whatever its state: a suspended workspace is exactly what one
+ * writes to support about.
  */
 export async function openTicket(
   deps: Deps,
-  user: { id: string; name: string; email: string },
-  memberships: WorkspaceAccess[],
-  input: TicketInput,
+  actor: Actor,
+  input: TicketInput & { callerName: string; memberships: WorkspaceAccess[] },
 ) {
+  const user = { ...signedInUser(actor), name: input.callerName };
+  const { memberships } = input;
   const workspace = input.workspaceId ? memberships.find((m) => m.id === input.workspaceId) : undefined;
   if (input.workspaceId && !workspace) throw new AppError('NOT_FOUND', 'Workspace not found.');
   const row = await deps.db
@@ -87,7 +88,7 @@ export async function openTicket(
 }
 
 /** Newest first, by page or cursor. */
-export async function listContactMessages(deps: { db: Db; config: Config }, request: ListRequest) {
+export async function listContactMessages(deps: Pick<AppDeps, 'db' | 'config'>, request: ListRequest) {
   const query = deps.db.selectFrom('contact_messages').selectAll();
   const page = await paginate(deps, query, {
     list: 'admin.contact-messages',
@@ -98,7 +99,7 @@ export async function listContactMessages(deps: { db: Db; config: Config }, requ
 }
 
 /** Newest first, by page or cursor. */
-export async function listTickets(deps: { db: Db; config: Config }, request: ListRequest) {
+export async function listTickets(deps: Pick<AppDeps, 'db' | 'config'>, request: ListRequest) {
   const query = deps.db.selectFrom('support_tickets').selectAll();
   const page = await paginate(deps, query, {
     list: 'admin.support-tickets',

@@ -21,7 +21,7 @@ export const updatesRouter = router({
     })
     .input(z.void())
     .output(updateStatusOutput)
-    .query(({ ctx }) => updates.updateStatus(ctx.config)),
+    .query(({ ctx }) => updates.updateStatus(ctx)),
 
   releases: authedProcedure
     .meta({
@@ -63,7 +63,7 @@ export const updatesRouter = router({
     })
     .input(versionInput)
     .output(releaseOutput)
-    .query(({ input }) => updates.findRelease(input.version)),
+    .query(({ input }) => updates.findRelease(input)),
 
   download: authedProcedure
     .meta({

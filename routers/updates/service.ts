@@ -1,6 +1,6 @@
 // Product updates: the releases of the catalog (catalog.ts), and the update page's status: installed vs
 // latest, and what the license says (never the key). Downloads are not enabled.
-import type { Config } from '../../server/platform/config.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { RELEASES, compareVersions, latestRelease, type Release } from './catalog.js';
 
@@ -10,7 +10,7 @@ export const listReleases = () => ({ items: [...RELEASES] });
 
 export { latestRelease };
 
-export function findRelease(version: string): Release {
+export function findRelease({ version }: { version: string }): Release {
   const release = RELEASES.find((r) => r.version === version);
   if (!release) {
     // Only something shaped like a version is repeated back: anything else the caller put in the path
@@ -30,7 +30,7 @@ export function downloadRelease(): never {
 }
 
 /** The update page's status: installed vs latest, and what the license says (never the key). */
-export function updateStatus(config: Config) {
+export function updateStatus({ config }: Pick<AppDeps, 'config'>) {
   const latest = latestRelease();
   const licensed = Boolean(config.LICENSE_KEY);
   const updateAvailable = config.UPDATE_CHECK_ENABLED && compareVersions(latest.version, config.SERVICE_VERSION) > 0;

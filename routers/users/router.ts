@@ -15,7 +15,7 @@ const move = (name: 'suspend' | 'activate', summary: string, description: string
     })
     .input(userIdInput)
     .output(adminUserDetailOutput)
-    .mutation(({ ctx, input }) => users.moveUser(ctx.db, actorOf(ctx), input.userId, name));
+    .mutation(({ ctx, input }) => users.moveUser(ctx, actorOf(ctx), { ...input, move: name }));
 
 export const adminUsersRouter = router({
   list: adminProcedure
@@ -31,9 +31,7 @@ export const adminUsersRouter = router({
     })
     .input(listUsersInput)
     .output(listOutput(adminUserOutput))
-    .query(({ ctx, input: { page, limit, cursor, ...filters } }) =>
-      users.listUsers(ctx, filters, { page, limit, cursor }),
-    ),
+    .query(({ ctx, input }) => users.listUsers(ctx, input)),
 
   get: adminProcedure
     .meta({
@@ -47,7 +45,7 @@ export const adminUsersRouter = router({
     })
     .input(userIdInput)
     .output(adminUserDetailOutput)
-    .query(({ ctx, input }) => users.getUser(ctx.db, input.userId)),
+    .query(({ ctx, input }) => users.getUser(ctx, input)),
 
   update: adminWriteProcedure
     .meta({
@@ -63,7 +61,7 @@ export const adminUsersRouter = router({
     })
     .input(updateUserInput)
     .output(adminUserDetailOutput)
-    .mutation(({ ctx, input: { userId, ...changes } }) => users.updateUser(ctx.db, actorOf(ctx), userId, changes)),
+    .mutation(({ ctx, input }) => users.updateUser(ctx, actorOf(ctx), input)),
 
   resetMfa: adminWriteProcedure
     .meta({
@@ -81,7 +79,7 @@ export const adminUsersRouter = router({
     })
     .input(userIdInput)
     .output(adminUserDetailOutput)
-    .mutation(({ ctx, input }) => users.resetUserMfa(ctx, actorOf(ctx), input.userId)),
+    .mutation(({ ctx, input }) => users.resetUserMfa(ctx, actorOf(ctx), input)),
 
   suspend: move(
     'suspend',

@@ -1,18 +1,10 @@
 // Start-up seeding of the platform's admin accounts (run by the composition root). Only creates: an
 // existing row is never overwritten, so admin edits survive restarts.
-import type { Kysely } from 'kysely';
-import type { Config } from '../../server/platform/config.js';
-import type { Logger } from '../../server/platform/logger.js';
-import type { PasswordHasher } from '../../server/platform/security/passwords.js';
-import type { Database, PlatformRole } from '../../db/schema.js';
+import type { AppDeps } from '../../server/platform/context.js';
+import type { PlatformRole } from '../../db/schema.js';
 import { createPersonalWorkspace } from '../auth/service.js';
 
-interface SeedDeps {
-  config: Config;
-  db: Kysely<Database>;
-  logger: Logger;
-  passwords: PasswordHasher;
-}
+type SeedDeps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'passwords'>;
 
 /** The platform admin and the read-only demo admin named by the SEED_* settings. */
 export async function seedPlatformAdmins(deps: SeedDeps): Promise<void> {

@@ -1,7 +1,5 @@
 // Platform administration of users: search, read, rename and platform role, suspend and activate.
-import type { Kysely } from 'kysely';
-import type { Database, PlatformRole, User, UserStatus } from '../../db/schema.js';
-import type { Config } from '../../server/platform/config.js';
+import type { PlatformRole, User, UserStatus } from '../../db/schema.js';
 import { AppError } from '../../server/platform/errors.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import type { Actor } from '../../server/platform/actor.js';
@@ -12,7 +10,7 @@ import { adminResetMfa } from '../auth/mfa.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { escapeLike } from '../../db/text.js';
 
-type Db = Kysely<Database>;
+type Deps = Pick<AppDeps, 'db'>;
 
 const COLUMNS = [
   'id',
@@ -40,10 +38,11 @@ const notFound = () => new AppError('NOT_FOUND', 'User not found.');
 
 /** Newest first, by page or cursor; the total is exact without filters, capped with them. */
 export async function listUsers(
-  deps: { db: Db; config: Config },
-  filters: { search?: string; status?: UserStatus; platformRole?: PlatformRole },
-  request: ListRequest,
+  deps: Pick<AppDeps, 'db' | 'config'>,
+  input: ListRequest & { search?: string; status?: UserStatus; platformRole?: PlatformRole },
 ) {
+  const { search, status, platformRole, ...request } = input;
+  const filters = { search, status, platformRole };
   let query = deps.db.selectFrom('users');
   if (filters.search) {
     const pattern = `%${escapeLike(filters.search)}%`;
@@ -60,7 +59,7 @@ export async function listUsers(
   return mapItems(page, toAdminUser);
 }
 
-export async function getUser(db: Db, userId: string) {
+export async function getUser({ db }: Deps, { userId }: { userId: string }) {
   const [user, memberships] = await Promise.all([
     db.selectFrom('users').select(COLUMNS).where('id', '=', userId).executeTakeFirst(),
     membershipsOf(db, userId),
@@ -70,12 +69,12 @@ export async function getUser(db: Db, userId: string) {
 }
 
 export async function updateUser(
-  db: Db,
+  deps: Deps,
   actor: Actor,
-  userId: string,
-  changes: { name?: string; platformRole?: PlatformRole },
+  input: { userId: string; name?: string; platformRole?: PlatformRole },
 ) {
-  await db.transaction().execute(async (trx) => {
+  const { userId, ...changes } = input;
+  await deps.db.transaction().execute(async (trx) => {
     const user = await trx
       .selectFrom('users')
       .select(['name', 'platform_role'])
@@ -107,7 +106,7 @@ export async function updateUser(
       },
     });
   });
-  return getUser(db, userId);
+  return getUser(deps, { userId });
 }
 
 const USER_MOVES = {
@@ -119,10 +118,14 @@ const USER_MOVES = {
  * Suspend or activate. A suspension applies to the very next request of any token the user holds, since
  * authentication reads the status on every request; sessions are kept, so activation restores them.
  */
-export async function moveUser(db: Db, actor: Actor, userId: string, move: keyof typeof USER_MOVES) {
+export async function moveUser(
+  deps: Deps,
+  actor: Actor,
+  { userId, move }: { userId: string; move: keyof typeof USER_MOVES },
+) {
   const rule = USER_MOVES[move];
   if (userId === actor.userId) throw new AppError('CONFLICT', `You cannot ${move} your own account.`);
-  await db.transaction().execute(async (trx) => {
+  await deps.db.transaction().execute(async (trx) => {
     const user = await trx.selectFrom('users').select('status').where('id', '=', userId).forUpdate().executeTakeFirst();
     if (!user) throw notFound();
     if (user.status !== rule.from) {
@@ -139,15 +142,15 @@ export async function moveUser(db: Db, actor: Actor, userId: string, move: keyof
       metadata: { from: user.status, to: rule.to },
     });
   });
-  return getUser(db, userId);
+  return getUser(deps, { userId });
 }
 
 /** Turns the user's two-factor sign-in off (auth/mfa.ts: audited, the user told by mail); answers the user. */
 export async function resetUserMfa(
   deps: Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer'>,
   actor: Actor,
-  userId: string,
+  { userId }: { userId: string },
 ) {
   await adminResetMfa(deps, actor, userId);
-  return getUser(deps.db, userId);
+  return getUser(deps, { userId });
 }

@@ -4,30 +4,22 @@
 // direct path, the sweeper and the BullMQ worker; callers decide when to try again from the outcome.
 import crypto from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { Agent } from 'undici';
 import { batched } from '../../db/batched.js';
 import { compiledOnce } from '../../db/compiled.js';
-import type { Database } from '../../db/schema.js';
 import type { Config } from '../../server/platform/config.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { demoAccountEmails } from '../../server/platform/accounts.js';
 import { remember } from '../../server/platform/bounded-cache.js';
 import { storableText } from '../../server/platform/unstorable-text.js';
 import { AppError } from '../../server/platform/errors.js';
-import type { Logger } from '../../server/platform/logger.js';
-import type { Mailer } from '../../server/platform/email/mailer.js';
 import type { SecretBox } from '../../server/platform/security/secret-box.js';
 import { recordAudit } from '../audit/service.js';
 import { checkWebhookUrl, resolveDeliveryAddress, type CheckedUrl } from './url-policy.js';
-import { SYSTEM_ACTOR } from '../../server/platform/actor.js';
+import type { Actor } from '../../server/platform/actor.js';
 
-export interface DeliveryDeps {
-  db: Kysely<Database>;
-  config: Config;
-  logger: Logger;
-  secrets: SecretBox;
-  mailer: Mailer;
-}
+export type DeliveryDeps = Pick<AppDeps, 'db' | 'config' | 'logger' | 'secrets' | 'mailer'>;
 
 export const RESPONSE_PREVIEW_CHARS = 1024;
 /** An endpoint failing this many deliveries in a row, over at least this long, is switched off. */
@@ -274,13 +266,15 @@ const roundTrip = batched<RoundTripInput, DeliveryRow | undefined, DeliveryDeps>
  * `attemptAtLeast`: the number this attempt has at least, when the caller knows of attempts that started
  * but could not be recorded (the queue: a worker killed in the middle of one). `gate`: asked before the
  * request starts (the queue's lanes); an attempt it turns away is `turned-away`, with nothing recorded.
+ * `actor` (SYSTEM_ACTOR: deliveries are nobody's request) is audited when the endpoint is switched off.
  */
 export async function attemptDelivery(
   deps: DeliveryDeps,
-  deliveryId: string,
-  opts: { attemptAtLeast?: number; gate?: DeliveryGate } = {},
+  actor: Actor,
+  input: { deliveryId: string; attemptAtLeast?: number; gate?: DeliveryGate },
 ): Promise<AttemptOutcome> {
   const { db, config } = deps;
+  const { deliveryId, ...opts } = input;
   const row = await roundTrip(deps, { read: deliveryId });
   if (!row) return { status: 'failed', permanent: true };
   if (row.status === 'success' || row.status === 'failed' || row.status === 'disabled') {
@@ -385,7 +379,7 @@ export async function attemptDelivery(
   });
   // A success of a healthy endpoint changes nothing: no query.
   if (!(outcome.status === 'success' && row.consecutive_failures === 0))
-    await trackEndpointHealth(deps, row.webhook_id, row.workspace_id, outcome);
+    await trackEndpointHealth(deps, actor, row.webhook_id, row.workspace_id, outcome);
   return outcome;
 }
 
@@ -396,6 +390,7 @@ export async function attemptDelivery(
  */
 async function trackEndpointHealth(
   deps: DeliveryDeps,
+  actor: Actor,
   webhookId: string,
   workspaceId: string,
   outcome: AttemptOutcome,
@@ -429,7 +424,7 @@ async function trackEndpointHealth(
       .set({ is_active: false, disabled_reason: reason, updated_at: new Date() })
       .where('id', '=', webhookId)
       .execute();
-    await recordAudit(trx, SYSTEM_ACTOR, {
+    await recordAudit(trx, actor, {
       action: 'webhook.disabled',
       targetType: 'webhook',
       targetId: webhookId,

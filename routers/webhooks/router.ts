@@ -35,7 +35,7 @@ export const webhooksRouter = router({
     })
     .input(workspaceInput)
     .output(z.object({ items: z.array(webhookOutput) }))
-    .query(({ ctx }) => hooks.listWebhooks(ctx.db, ctx.workspace.id)),
+    .query(({ ctx, input }) => hooks.listWebhooks(ctx, input)),
 
   create: writer
     .meta({
@@ -52,7 +52,7 @@ export const webhooksRouter = router({
     })
     .input(createWebhookInput)
     .output(withSecretOutput)
-    .mutation(({ ctx, input }) => hooks.createWebhook(ctx, actorOf(ctx), ctx.workspace.id, input)),
+    .mutation(({ ctx, input }) => hooks.createWebhook(ctx, actorOf(ctx), input)),
 
   update: writer
     .meta({
@@ -67,9 +67,7 @@ export const webhooksRouter = router({
     })
     .input(updateWebhookInput)
     .output(webhookOutput)
-    .mutation(({ ctx, input: { webhookId, workspaceId: _, ...changes } }) =>
-      hooks.updateWebhook(ctx, actorOf(ctx), ctx.workspace.id, webhookId, changes),
-    ),
+    .mutation(({ ctx, input }) => hooks.updateWebhook(ctx, actorOf(ctx), input)),
 
   delete: writer
     .meta({
@@ -83,7 +81,7 @@ export const webhooksRouter = router({
     })
     .input(webhookInput)
     .output(z.object({ message: z.string() }))
-    .mutation(({ ctx, input }) => hooks.deleteWebhook(ctx.db, actorOf(ctx), ctx.workspace.id, input.webhookId)),
+    .mutation(({ ctx, input }) => hooks.deleteWebhook(ctx, actorOf(ctx), input)),
 
   test: reader
     .meta({
@@ -98,7 +96,7 @@ export const webhooksRouter = router({
     })
     .input(webhookInput)
     .output(deliveryOutput)
-    .mutation(({ ctx, input }) => hooks.sendTest(ctx, ctx.webhooks, ctx.workspace.id, input.webhookId)),
+    .mutation(({ ctx, input }) => hooks.sendTest(ctx, input)),
 
   rotateSecret: writer
     .meta({
@@ -113,9 +111,7 @@ export const webhooksRouter = router({
     })
     .input(rotateSecretInput)
     .output(withSecretOutput)
-    .mutation(({ ctx, input }) =>
-      hooks.rotateSecret(ctx, actorOf(ctx), ctx.workspace.id, input.webhookId, input.gracePeriodSeconds),
-    ),
+    .mutation(({ ctx, input }) => hooks.rotateSecret(ctx, actorOf(ctx), input)),
 
   deliveries: reader
     .meta({
@@ -130,9 +126,7 @@ export const webhooksRouter = router({
     })
     .input(deliveriesInput)
     .output(listOutput(deliveryOutput))
-    .query(({ ctx, input: { page, limit, cursor, webhookId, status } }) =>
-      hooks.listDeliveries(ctx, ctx.workspace.id, { webhookId, status }, { page, limit, cursor }),
-    ),
+    .query(({ ctx, input }) => hooks.listDeliveries(ctx, input)),
 
   retry: reader
     .meta({
@@ -148,5 +142,5 @@ export const webhooksRouter = router({
     })
     .input(deliveryInput)
     .output(deliveryOutput)
-    .mutation(({ ctx, input }) => hooks.retryDelivery(ctx.db, ctx.webhooks, ctx.workspace.id, input.deliveryId)),
+    .mutation(({ ctx, input }) => hooks.retryDelivery(ctx, input)),
 });

@@ -8,6 +8,7 @@
 // DeliveryQueue, which the composition root hands in (the deliver_webhook queue of jobs/queue.ts), so the
 // domain imports no job.
 import { sql } from 'kysely';
+import { SYSTEM_ACTOR } from '../../server/platform/actor.js';
 import type { Logger } from '../../server/platform/logger.js';
 import { attemptDelivery, type DeliveryDeps } from './delivery.js';
 import { envelope, leaseEnd, type DeliveryStarter } from './service.js';
@@ -60,7 +61,7 @@ export class WebhookRunner implements DeliveryStarter {
       }
       return;
     }
-    const runs = deliveryIds.map((id) => this.track(attemptDelivery(this.deps, id)));
+    const runs = deliveryIds.map((id) => this.track(attemptDelivery(this.deps, SYSTEM_ACTOR, { deliveryId: id })));
     if (opts.wait) await Promise.all(runs);
   }
 

@@ -5,26 +5,24 @@ import crypto from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, DeliveryStatus, WebhookDeliveriesTable, WebhooksTable } from '../../db/schema.js';
 import { isEventName, type EventName } from '../events/catalog.js';
-import type { Config } from '../../server/platform/config.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
-import type { SecretBox } from '../../server/platform/security/secret-box.js';
 import type { Actor } from '../../server/platform/actor.js';
 import { recordAudit } from '../audit/service.js';
 import { checkWebhookUrl } from './url-policy.js';
 
 type Db = Kysely<Database>;
 
-export interface WebhookDeps {
-  db: Db;
-  config: Config;
-  secrets: SecretBox;
-}
+type WebhookDeps = Pick<AppDeps, 'db' | 'config' | 'secrets'>;
 
 /** Starts the first attempt of new deliveries (runner.ts). */
 export interface DeliveryStarter {
   start(deliveryIds: string[], opts?: { wait?: boolean }): Promise<void>;
 }
+
+/** What a use case that starts deliveries needs: the database, and the runner (AppDeps.webhooks). */
+type StarterDeps = Pick<AppDeps, 'db'> & { webhooks: DeliveryStarter };
 
 /**
  * How long a delivery taken for an attempt is reserved to it: a new one to its first attempt, one retried
@@ -83,11 +81,11 @@ export function toDelivery(d: Selectable<WebhookDeliveriesTable>) {
   };
 }
 
-function checkUrl(deps: WebhookDeps, url: string) {
+function checkUrl(deps: Pick<WebhookDeps, 'config'>, url: string) {
   checkWebhookUrl(url, { allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE_URLS });
 }
 
-export async function listWebhooks(db: Db, workspaceId: string) {
+export async function listWebhooks({ db }: Pick<AppDeps, 'db'>, { workspaceId }: { workspaceId: string }) {
   const rows = await db
     .selectFrom('webhooks')
     .selectAll()
@@ -101,9 +99,9 @@ export async function listWebhooks(db: Db, workspaceId: string) {
 export async function createWebhook(
   deps: WebhookDeps,
   actor: Actor,
-  workspaceId: string,
-  input: { name: string; url: string; events: EventName[] },
+  input: { workspaceId: string; name: string; url: string; events: EventName[] },
 ) {
+  const { workspaceId } = input;
   checkUrl(deps, input.url);
   const secret = newSecret();
   const row = await deps.db.transaction().execute(async (trx) => {
@@ -144,12 +142,18 @@ async function lockWebhook(db: Db, workspaceId: string, webhookId: string) {
 }
 
 export async function updateWebhook(
-  deps: WebhookDeps,
+  deps: Pick<WebhookDeps, 'db' | 'config'>,
   actor: Actor,
-  workspaceId: string,
-  webhookId: string,
-  changes: { name?: string; url?: string; events?: EventName[]; isActive?: boolean },
+  input: {
+    workspaceId: string;
+    webhookId: string;
+    name?: string;
+    url?: string;
+    events?: EventName[];
+    isActive?: boolean;
+  },
 ) {
+  const { workspaceId, webhookId, ...changes } = input;
   if (changes.url !== undefined) checkUrl(deps, changes.url);
   return deps.db.transaction().execute(async (trx) => {
     const before = await lockWebhook(trx, workspaceId, webhookId);
@@ -182,7 +186,11 @@ export async function updateWebhook(
   });
 }
 
-export async function deleteWebhook(db: Db, actor: Actor, workspaceId: string, webhookId: string) {
+export async function deleteWebhook(
+  { db }: Pick<AppDeps, 'db'>,
+  actor: Actor,
+  { workspaceId, webhookId }: { workspaceId: string; webhookId: string },
+) {
   await db.transaction().execute(async (trx) => {
     const row = await lockWebhook(trx, workspaceId, webhookId);
     await trx.deleteFrom('webhooks').where('id', '=', webhookId).execute();
@@ -202,12 +210,11 @@ export async function deleteWebhook(db: Db, actor: Actor, workspaceId: string, w
  * both signatures, comma-separated), so receivers can switch without missing a delivery.
  */
 export async function rotateSecret(
-  deps: WebhookDeps,
+  deps: Pick<WebhookDeps, 'db' | 'secrets'>,
   actor: Actor,
-  workspaceId: string,
-  webhookId: string,
-  gracePeriodSeconds: number,
+  input: { workspaceId: string; webhookId: string; gracePeriodSeconds: number },
 ) {
+  const { workspaceId, webhookId, gracePeriodSeconds } = input;
   const secret = newSecret();
   const row = await deps.db.transaction().execute(async (trx) => {
     const before = await lockWebhook(trx, workspaceId, webhookId);
@@ -247,7 +254,11 @@ export const envelope = (
   data,
 });
 
-export async function sendTest(deps: WebhookDeps, runner: DeliveryStarter, workspaceId: string, webhookId: string) {
+/** Sends a webhook.test delivery now (the runner awaits its attempt) and answers it with its outcome. */
+export async function sendTest(
+  deps: StarterDeps,
+  { workspaceId, webhookId }: { workspaceId: string; webhookId: string },
+) {
   const hook = await deps.db
     .selectFrom('webhooks')
     .select(['id', 'name'])
@@ -272,11 +283,14 @@ export async function sendTest(deps: WebhookDeps, runner: DeliveryStarter, works
     })
     .returning('id')
     .executeTakeFirstOrThrow();
-  await runner.start([delivery.id], { wait: true });
-  return getDelivery(deps.db, workspaceId, delivery.id);
+  await deps.webhooks.start([delivery.id], { wait: true });
+  return getDelivery(deps, { workspaceId, deliveryId: delivery.id });
 }
 
-export async function getDelivery(db: Db, workspaceId: string, deliveryId: string) {
+export async function getDelivery(
+  { db }: Pick<AppDeps, 'db'>,
+  { workspaceId, deliveryId }: { workspaceId: string; deliveryId: string },
+) {
   const row = await db
     .selectFrom('webhook_deliveries')
     .selectAll()
@@ -289,11 +303,11 @@ export async function getDelivery(db: Db, workspaceId: string, deliveryId: strin
 
 /** The delivery log, newest first, by page or cursor; the total is exact without filters. */
 export async function listDeliveries(
-  deps: { db: Db; config: Config },
-  workspaceId: string,
-  filters: { webhookId?: string; status?: DeliveryStatus },
-  request: ListRequest,
+  deps: Pick<AppDeps, 'db' | 'config'>,
+  input: ListRequest & { workspaceId: string; webhookId?: string; status?: DeliveryStatus },
 ) {
+  const { workspaceId, webhookId, status, ...request } = input;
+  const filters = { webhookId, status };
   let query = deps.db.selectFrom('webhook_deliveries').where('workspace_id', '=', workspaceId);
   if (filters.webhookId) query = query.where('webhook_id', '=', filters.webhookId);
   if (filters.status) query = query.where('status', '=', filters.status);
@@ -310,8 +324,11 @@ export async function listDeliveries(
  * row to this attempt: pending and older than 30 s, it would otherwise be the sweep's too, and be sent
  * twice while a slow endpoint holds this attempt.
  */
-export async function retryDelivery(db: Db, runner: DeliveryStarter, workspaceId: string, deliveryId: string) {
-  const reset = await db
+export async function retryDelivery(
+  deps: StarterDeps,
+  { workspaceId, deliveryId }: { workspaceId: string; deliveryId: string },
+) {
+  const reset = await deps.db
     .updateTable('webhook_deliveries')
     .set({ status: 'pending', next_retry_at: leaseEnd(), updated_at: new Date() })
     .where('id', '=', deliveryId)
@@ -320,12 +337,12 @@ export async function retryDelivery(db: Db, runner: DeliveryStarter, workspaceId
     .returning('id')
     .executeTakeFirst();
   if (!reset) {
-    const existing = await getDelivery(db, workspaceId, deliveryId);
+    const existing = await getDelivery(deps, { workspaceId, deliveryId });
     throw new AppError(
       'INVALID_STATE',
       `The delivery is ${existing.status}; only a failed or retrying delivery can be retried.`,
     );
   }
-  await runner.start([deliveryId], { wait: true });
-  return getDelivery(db, workspaceId, deliveryId);
+  await deps.webhooks.start([deliveryId], { wait: true });
+  return getDelivery(deps, { workspaceId, deliveryId });
 }

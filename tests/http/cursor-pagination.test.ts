@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../db/schema.js';
 import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, type Session } from '../helpers/http.js';
-import * as ai from '../../routers/ai/service.js';
+import { actorOf } from '../../server/platform/actor.js';
+import * as ai from '../../routers/ai/history.js';
 import * as analytics from '../../routers/analytics/service.js';
 import * as audit from '../../routers/audit/service.js';
 import * as billing from '../../routers/billing/service.js';
@@ -453,12 +454,8 @@ describe('deep pages', () => {
     (
       await ai.history(
         { db: logged, config: app.config },
-        owner.workspaceId,
-        { id: owner.userId, email: owner.email },
-        {
-          page,
-          limit: 20,
-        },
+        actorOf({ user: { id: owner.userId, email: owner.email } }),
+        { workspaceId: owner.workspaceId, page, limit: 20 },
       )
     ).items.map((i) => i.id);
   const walkedPage = async (page: number) =>
@@ -569,34 +566,38 @@ describe('query plans', () => {
     const owner = { id: ws.userId, email: ws.email };
     const id = ws.workspaceId;
     return [
-      ['ai history', 'ai_generations', (r) => ai.history(deps, id, owner, r)],
-      ['workspace audit', 'audit_logs', (r) => audit.listAudit(deps, { workspaceId: id }, r)],
+      ['ai history', 'ai_generations', (r) => ai.history(deps, actorOf({ user: owner }), { ...r, workspaceId: id })],
+      ['workspace audit', 'audit_logs', (r) => audit.listAudit(deps, { ...r, workspaceId: id })],
       [
         'workspace audit by action',
         'audit_logs',
-        (r) => audit.listAudit(deps, { workspaceId: id, action: 'seed.entry' }, r),
+        (r) => audit.listAudit(deps, { ...r, workspaceId: id, action: 'seed.entry' }),
       ],
-      ['admin audit', 'audit_logs', (r) => audit.listAudit(deps, {}, r)],
-      ['billing history', 'payments', (r) => billing.paymentHistory(deps, id, r)],
-      ['deliveries', 'webhook_deliveries', (r) => webhooks.listDeliveries(deps, id, {}, r)],
+      ['admin audit', 'audit_logs', (r) => audit.listAudit(deps, r)],
+      ['billing history', 'payments', (r) => billing.paymentHistory(deps, { ...r, workspaceId: id })],
+      ['deliveries', 'webhook_deliveries', (r) => webhooks.listDeliveries(deps, { ...r, workspaceId: id })],
       [
         'deliveries by status',
         'webhook_deliveries',
-        (r) => webhooks.listDeliveries(deps, id, { status: 'success' }, r),
+        (r) => webhooks.listDeliveries(deps, { ...r, workspaceId: id, status: 'success' }),
       ],
-      ['deliveries by webhook', 'webhook_deliveries', (r) => webhooks.listDeliveries(deps, id, { webhookId: hook }, r)],
-      ['admin users', 'users', (r) => users.listUsers(deps, {}, r)],
+      [
+        'deliveries by webhook',
+        'webhook_deliveries',
+        (r) => webhooks.listDeliveries(deps, { ...r, workspaceId: id, webhookId: hook }),
+      ],
+      ['admin users', 'users', (r) => users.listUsers(deps, r)],
       ['admin workspaces', 'workspaces', (r) => workspaces.adminListWorkspaces(deps, r)],
       ['contact messages', 'contact_messages', (r) => support.listContactMessages(deps, r)],
       ['support tickets', 'support_tickets', (r) => support.listTickets(deps, r)],
-      ['e-mail logs', 'email_logs', (r) => email.listEmailLogs(deps, { platformRole: 'ADMIN' }, {}, r)],
+      ['e-mail logs', 'email_logs', (r) => email.listEmailLogs(deps, { ...r, callerPlatformRole: 'ADMIN' })],
       [
         'e-mail logs to one address',
         'email_logs',
-        (r) => email.listEmailLogs(deps, { platformRole: 'ADMIN' }, { to: 'plan7@tests.local' }, r),
+        (r) => email.listEmailLogs(deps, { ...r, callerPlatformRole: 'ADMIN', to: 'plan7@tests.local' }),
       ],
-      ['analytics events', 'analytics_events', (r) => analytics.listEvents(deps, {}, r)],
-      ['analytics events of one name', 'analytics_events', (r) => analytics.listEvents(deps, { name: 'plan.7' }, r)],
+      ['analytics events', 'analytics_events', (r) => analytics.listEvents(deps, r)],
+      ['analytics events of one name', 'analytics_events', (r) => analytics.listEvents(deps, { ...r, name: 'plan.7' })],
     ];
   }
 

@@ -1,6 +1,6 @@
 // What a payment processor adapter does. Adapters speak their provider's protocol (PROCESSOR_A: Stripe,
 // PROCESSOR_B: Lemon Squeezy) and translate inbound events into BillingChanges; the billing service owns
-// every state change (routers/billing/service.ts: applyProviderEvent), so all processors behave alike.
+// every state change (routers/billing/provider-events.ts: applyProviderEvent), so all processors behave alike.
 import type { IncomingHttpHeaders } from 'node:http';
 import { z } from 'zod';
 import type { PaymentStatus, PlanInterval, SubscriptionStatus } from '../../../db/schema.js';

@@ -1,0 +1,206 @@
+// The monthly counters of AI generations and the statements that store generations: a reservation counts
+// a generation against its counter only while it stays within the limit, and may store the generation too.
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { batched, groupPositions } from '../../db/batched.js';
+import type { AiGenerationsTable, Database } from '../../db/schema.js';
+import { eventsOfRows } from '../events/emit.js';
+
+type Db = Kysely<Database>;
+
+export type CounterTable = 'ai_usage_counters' | 'ai_user_usage_counters';
+
+/** The column a counter table is keyed by, besides the period. */
+const keyColumnOf = (table: CounterTable) => (table === 'ai_usage_counters' ? 'workspace_id' : 'user_id');
+
+export type NewGeneration = Pick<
+  Selectable<AiGenerationsTable>,
+  | 'id'
+  | 'workspace_id'
+  | 'user_id'
+  | 'template_id'
+  | 'provider'
+  | 'model'
+  | 'prompt'
+  | 'system_prompt'
+  | 'temperature'
+  | 'output'
+  | 'status'
+  | 'prompt_tokens'
+  | 'completion_tokens'
+  | 'duration_ms'
+>;
+
+/** What the database adds to a stored generation (the temperature as the real column holds it). */
+export type Stored = Pick<Selectable<AiGenerationsTable>, 'id' | 'temperature' | 'created_at'>;
+
+interface Reservation {
+  table: CounterTable;
+  /** The workspace (ai_usage_counters) or the user (ai_user_usage_counters). */
+  key: string;
+  period: string;
+  limit: number;
+  /** A generation already made (by an in-process provider), stored by the statement that reserves. */
+  generation?: NewGeneration;
+}
+
+export interface Granted {
+  /** The month's count including this generation. */
+  used: number;
+  /** Set when the reservation stored a generation. */
+  stored?: Stored;
+}
+
+/**
+ * The CTE `generation` that inserts succeeded generations (the rows travel as one JSON parameter, so the
+ * statement's text is the same for any number of rows), with their ai.generation.completed domain
+ * events. With `whenReserved`, nothing is inserted unless the CTE `reserved` answered a row.
+ *
+ * A generation's event is written only when an active webhook of its workspace subscribes to
+ * ai.generation.completed: one event per generation is most of the outbox's volume, and an event no
+ * webhook wants would only be dispatched to nobody (a webhook created later does not get the events from
+ * before it; docs/decisions.md, Developer platform).
+ */
+function insertGenerations(items: readonly NewGeneration[], whenReserved = false) {
+  return sql`generation as (
+      insert into ai_generations (id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
+        status, prompt_tokens, completion_tokens, duration_ms)
+      select id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
+        status, prompt_tokens, completion_tokens, duration_ms
+      from jsonb_to_recordset(${JSON.stringify(items)}::jsonb) as g(id uuid, workspace_id uuid, user_id uuid, template_id uuid,
+        provider text, model text, prompt text, system_prompt text, temperature real, output text, status text,
+        prompt_tokens int, completion_tokens int, duration_ms int)
+      ${whenReserved ? sql`where exists (select 1 from reserved)` : sql``}
+      returning id, workspace_id, model, provider, prompt_tokens, completion_tokens, temperature, created_at
+    ), event as (${eventsOfRows('ai.generation.completed', {
+      workspaceId: sql`g.workspace_id`,
+      data: {
+        generationId: sql`g.id`,
+        model: sql`g.model`,
+        provider: sql`g.provider`,
+        totalTokens: sql`g.prompt_tokens + g.completion_tokens`,
+      },
+      source: sql`from generation g
+        where exists (select 1 from webhooks h where h.workspace_id = g.workspace_id and h.is_active and h.events ? 'ai.generation.completed')`,
+    })})`;
+}
+
+/**
+ * Counts `members.length` generations against a monthly counter if all of them stay within the limit,
+ * in one statement: the conditional upsert takes the row lock, so concurrent statements see each other's
+ * counts. The generations some members bring are stored by the same statement, only when the count is
+ * granted. Answers the count including them (and what was stored), or undefined when they do not all fit
+ * (then nothing is counted or stored).
+ */
+async function reserveMany(
+  db: Db,
+  r: Reservation,
+  members: readonly Reservation[],
+): Promise<{ used: number; stored: Map<string, Stored> } | undefined> {
+  const n = members.length;
+  const keyColumn = keyColumnOf(r.table);
+  const upsert = sql`insert into ${sql.table(r.table)} (${sql.ref(keyColumn)}, period, generations) values (${r.key}, ${r.period}, ${n})
+    on conflict (${sql.ref(keyColumn)}, period) do update set generations = ${sql.table(r.table)}.generations + ${n}
+    where ${sql.table(r.table)}.generations + ${n} <= ${r.limit}
+    returning generations`;
+  const generations = members.flatMap((m) => (m.generation ? [m.generation] : []));
+  if (generations.length === 0) {
+    const { rows } = await sql<{ generations: number }>`${upsert}`.execute(db);
+    return rows[0] && { used: rows[0].generations, stored: new Map() };
+  }
+  const { rows } = await sql<Stored & { used: number }>`
+    with reserved as (${upsert}), ${insertGenerations(generations, true)}
+    select g.id, g.temperature, g.created_at, r.generations as used from generation g, reserved r`.execute(db);
+  return rows[0] && { used: rows[0].used, stored: new Map(rows.map(({ used: _, ...stored }) => [stored.id, stored])) };
+}
+
+/**
+ * Reserves one generation per request against its counter, batched: the requests of a batch that count
+ * against the same counter are reserved together by one statement when they all fit. When they do not
+ * (the limit is near) or that statement fails, they are reserved one at a time, so exactly the room left
+ * is granted (and a failure is only its own request's), and once one is refused the rest of the batch is
+ * too (the counter is full). Each granted request gets its own count, as if they had come one after
+ * another.
+ */
+const reserveOne = batched<Reservation, Granted | undefined>(async (db, inputs) => {
+  // Refused unless granted below (DataLoader wants an answer in every position).
+  const results: Array<Granted | undefined | Error> = inputs.map(() => undefined);
+  const grant = (i: number, used: number, stored: Map<string, Stored>) => {
+    const id = inputs[i].generation?.id;
+    results[i] = id === undefined ? { used } : { used, stored: stored.get(id) };
+  };
+  await Promise.all(
+    groupPositions(inputs, (r) => `${r.table}|${r.key}|${r.period}|${r.limit}`).map(async (positions) => {
+      const r = inputs[positions[0]];
+      const n = positions.length;
+      const members = positions.map((i) => inputs[i]);
+      if (r.limit <= 0) return; // nothing fits: all refused
+      const together = n > r.limit ? undefined : await reserveMany(db, r, members).catch((err: Error) => err);
+      if (together && !(together instanceof Error)) {
+        positions.forEach((i, j) => grant(i, together.used - n + 1 + j, together.stored));
+        return;
+      }
+      if (n === 1) {
+        results[positions[0]] = together;
+        return;
+      }
+      let full = false;
+      for (const i of positions) {
+        if (full) continue;
+        const one = await reserveMany(db, r, [inputs[i]]).catch((err: Error) => err);
+        if (one instanceof Error) results[i] = one;
+        else if (one) grant(i, one.used, one.stored);
+        else full = true;
+      }
+    }),
+  );
+  return results;
+});
+
+/** Counts one generation against a monthly counter if it stays within `limit` (storing `generation` with
+ * it when given): the count including it, or undefined when the limit is reached. */
+export function reserve(
+  db: Db,
+  table: CounterTable,
+  key: string,
+  period: string,
+  limit: number,
+  generation?: NewGeneration,
+) {
+  return reserveOne(db, { table, key, period, limit, generation });
+}
+
+export async function release(db: Db, table: CounterTable, key: string, period: string) {
+  await sql`update ${sql.table(table)} set generations = greatest(generations - 1, 0)
+    where ${sql.ref(keyColumnOf(table))} = ${key} and period = ${period}`.execute(db);
+}
+
+/**
+ * Stores succeeded generations in one statement (atomic without a transaction's extra round trips): the
+ * generations and their domain events. Token totals are summed from the generations when read, so this
+ * statement does not touch the month's counter row, whose lock the reservations of other requests are
+ * waiting for.
+ */
+async function storeSucceeded(db: Db, items: readonly NewGeneration[]) {
+  const { rows } =
+    await sql<Stored>`with ${insertGenerations(items)} select id, temperature, created_at from generation`.execute(db);
+  return rows;
+}
+
+/** storeSucceeded for many requests at once. If the batch's statement fails, each is stored on its own,
+ * so only a generation that cannot be stored fails its request. */
+export const recordSucceeded = batched<NewGeneration, Stored>(async (db, inputs) => {
+  try {
+    const rows = new Map((await storeSucceeded(db, inputs)).map((row) => [row.id, row]));
+    return inputs.map((i) => rows.get(i.id) ?? new Error('the generation was not stored'));
+  } catch (err) {
+    if (inputs.length === 1) return [err as Error];
+    return Promise.all(
+      inputs.map((i) =>
+        storeSucceeded(db, [i]).then(
+          ([row]) => row,
+          (e: Error) => e,
+        ),
+      ),
+    );
+  }
+});
