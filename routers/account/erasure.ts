@@ -4,7 +4,7 @@
 // only they belonged to go with them. docs/api.md ("Account settings") lists what goes and what stays.
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { actingAs, signedInUser, type Actor } from '../../server/platform/actor.js';
+import { actorOf, signedInUser, type Actor } from '../../server/platform/actor.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { accountDeletedMail } from '../../server/platform/email/templates.js';
 import { AppError } from '../../server/platform/errors.js';
@@ -81,7 +81,7 @@ export async function deleteAccount(
     const exports = await trx.selectFrom('user_exports').select('storage_key').where('user_id', '=', userId).execute();
     await eraseThePerson(trx, userId, person, sole);
     await forgetAnonymousAnswersNaming(trx, deps.secrets, person.email);
-    await recordAudit(trx, actingAs(actor, { id: userId, email: tombstoneEmail(userId) }), {
+    await recordAudit(trx, actorOf(actor, { id: userId, email: tombstoneEmail(userId) }), {
       action: 'auth.account_deleted',
       targetType: 'user',
       targetId: userId,

@@ -1,7 +1,7 @@
 // The account settings of the signed-in user: profile, e-mail change, deletion and data export. Paths sit
 // under /auth beside the other routes of one's own account.
 import { authedProcedure, publicProcedure, router } from '../../server/platform/trpc.js';
-import { actingAs, actorOf } from '../../server/platform/actor.js';
+import { actorOf } from '../../server/platform/actor.js';
 import { webhookQueueEnabled } from '../../server/platform/queue-mode.js';
 import { messageOutput } from '../auth/schemas.js';
 import { subscriptionEnder } from '../billing/end-subscription.js';
@@ -95,7 +95,7 @@ export const accountRouter = router({
     .mutation(({ ctx, input }) => {
       const actor = actorOf(ctx);
       // The subscriptions end after the erasure: their audit entries name the tombstone, not the address.
-      const erased = actingAs(actor, { id: ctx.user.id, email: tombstoneEmail(ctx.user.id) });
+      const erased = actorOf(actor, { id: ctx.user.id, email: tombstoneEmail(ctx.user.id) });
       return deleteAccount({ ...ctx, endSubscription: subscriptionEnder(ctx, erased) }, actor, input);
     }),
 

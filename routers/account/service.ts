@@ -3,7 +3,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { isDemoAccount } from '../../server/platform/accounts.js';
-import { actingAs, signedInUser, type Actor } from '../../server/platform/actor.js';
+import { actorOf, signedInUser, type Actor } from '../../server/platform/actor.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { sendAfterCommit } from '../../server/platform/email/mailer.js';
@@ -171,7 +171,7 @@ export async function confirmEmailChange({ db }: Pick<AppDeps, 'db'>, actor: Act
         .executeTakeFirst();
       if (!row) throw invalid();
       // The link is opened without a session: the account it belongs to acts.
-      await recordAudit(trx, actingAs(actor, row), {
+      await recordAudit(trx, actorOf(actor, row), {
         action: 'auth.email_changed',
         targetType: 'user',
         targetId: row.id,

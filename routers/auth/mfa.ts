@@ -8,7 +8,7 @@ import type { Kysely, Transaction } from 'kysely';
 import * as OTPAuth from 'otpauth';
 import QRCode from 'qrcode';
 import type { Database } from '../../db/schema.js';
-import type { AppDeps, RequestMeta } from '../../server/platform/context.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { sendAfterCommit } from '../../server/platform/email/mailer.js';
 import { mfaDisabledMail, mfaEnabledMail } from '../../server/platform/email/templates.js';
@@ -148,7 +148,7 @@ async function lockUser(trx: Transaction<Database>, userId: string) {
  * A new TOTP secret, pending until confirmed (a setup started again replaces the pending one). The secret
  * is answered here once, with its otpauth:// URI and that URI as a QR code.
  */
-export async function setupTotp(deps: Deps, user: UserRow) {
+export async function setupTotp(deps: Deps, { user }: { user: UserRow }) {
   if (user.mfa_enabled) throw alreadyEnabled();
   const secret = new OTPAuth.Secret({ size: 20 }).base32;
   const sealed = deps.secrets.seal(secret);
@@ -170,7 +170,7 @@ export async function setupTotp(deps: Deps, user: UserRow) {
 }
 
 /** Turns 2FA on with a code of the pending secret; answers the ten backup codes, shown this once. */
-export async function confirmTotp(deps: Deps, user: UserRow, code: string, meta: RequestMeta) {
+export async function confirmTotp(deps: Deps, actor: Actor, { user, code }: { user: UserRow; code: string }) {
   const backupCodes = await deps.db.transaction().execute(async (trx) => {
     const locked = await lockUser(trx, user.id);
     if (locked.mfa_enabled) throw alreadyEnabled();
@@ -185,7 +185,7 @@ export async function confirmTotp(deps: Deps, user: UserRow, code: string, meta:
     await trx.updateTable('user_totp').set({ confirmed_at: now }).where('user_id', '=', user.id).execute();
     await trx.updateTable('users').set({ mfa_enabled: true, updated_at: now }).where('id', '=', user.id).execute();
     const codes = await replaceBackupCodes(trx, user.id);
-    await recordAudit(trx, actorOf(meta, user), {
+    await recordAudit(trx, actor, {
       action: 'auth.mfa_enabled',
       targetType: 'user',
       targetId: user.id,
@@ -197,12 +197,8 @@ export async function confirmTotp(deps: Deps, user: UserRow, code: string, meta:
 }
 
 /** Turns 2FA off, with the password and a code (TOTP or backup). */
-export async function disableMfa(
-  deps: Deps,
-  user: UserRow,
-  input: { password: string; code: string },
-  meta: RequestMeta,
-) {
+export async function disableMfa(deps: Deps, actor: Actor, input: { user: UserRow; password: string; code: string }) {
+  const { user } = input;
   const current = await deps.db
     .selectFrom('users')
     .select('password_hash')
@@ -210,7 +206,7 @@ export async function disableMfa(
     .executeTakeFirst();
   if (!(await deps.passwords.verify(input.password, current?.password_hash)) || !current?.password_hash)
     throw new AppError('INVALID_CREDENTIALS', 'The password is not right.');
-  const outcome = await cappedSecondFactorCheck(deps, user, meta, async (trx) => {
+  const outcome = await cappedSecondFactorCheck(deps, user, actor, async (trx) => {
     const locked = await lockUser(trx, user.id);
     if (!locked.mfa_enabled) throw notEnabled();
     // The password checked is still the password (a change while bcrypt ran would void it).
@@ -218,7 +214,7 @@ export async function disableMfa(
       throw new AppError('INVALID_CREDENTIALS', 'The password is not right.');
     if (!(await acceptSecondFactor(deps, trx, user.id, input.code))) return WRONG_CODE;
     await clearMfa(trx, user.id);
-    await recordAudit(trx, actorOf(meta, user), {
+    await recordAudit(trx, actor, {
       action: 'auth.mfa_disabled',
       targetType: 'user',
       targetId: user.id,
@@ -231,13 +227,13 @@ export async function disableMfa(
 }
 
 /** A new set of backup codes (the old ones stop working), with a code (TOTP or backup). */
-export async function regenerateBackupCodes(deps: Deps, user: UserRow, code: string, meta: RequestMeta) {
-  const backupCodes = await cappedSecondFactorCheck(deps, user, meta, async (trx) => {
+export async function regenerateBackupCodes(deps: Deps, actor: Actor, { user, code }: { user: UserRow; code: string }) {
+  const backupCodes = await cappedSecondFactorCheck(deps, user, actor, async (trx) => {
     const locked = await lockUser(trx, user.id);
     if (!locked.mfa_enabled) throw notEnabled();
     if (!(await acceptSecondFactor(deps, trx, user.id, code))) return WRONG_CODE;
     const codes = await replaceBackupCodes(trx, user.id);
-    await recordAudit(trx, actorOf(meta, user), {
+    await recordAudit(trx, actor, {
       action: 'auth.mfa_backup_codes_regenerated',
       targetType: 'user',
       targetId: user.id,
@@ -343,10 +339,9 @@ export interface MfaAttempts {
  * on, and always by the cap of second-factor-cap.ts, whose lock answers RATE_LIMITED).
  */
 export async function verifyMfaChallenge(
-  deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer' | 'secrets'>,
+  deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer' | 'secrets'> & { attempts?: MfaAttempts },
+  actor: Actor,
   input: { mfaToken: string; code?: string; backupCode?: string },
-  meta: RequestMeta,
-  attempts: MfaAttempts | undefined,
 ): Promise<UserRow> {
   const now = new Date();
   const challenge = await deps.db
@@ -359,7 +354,7 @@ export async function verifyMfaChallenge(
     .returning(['id', 'user_id'])
     .executeTakeFirst();
   if (!challenge) throw stepInvalid();
-  const attempt = await attempts?.begin(`mfa:${challenge.user_id}`);
+  const attempt = await deps.attempts?.begin(`mfa:${challenge.user_id}`);
   const user = await deps.db
     .selectFrom('users')
     .select(USER_COLUMNS)
@@ -375,7 +370,7 @@ export async function verifyMfaChallenge(
     throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
   }
   const method = input.code !== undefined ? 'totp' : 'backup_code';
-  const outcome = await cappedSecondFactorCheck(deps, user, meta, async (trx) => {
+  const outcome = await cappedSecondFactorCheck(deps, user, actor, async (trx) => {
     const ok =
       method === 'totp'
         ? await acceptTotp(deps, trx, user.id, input.code!)
@@ -397,7 +392,7 @@ export async function verifyMfaChallenge(
   });
   if (outcome === WRONG_CODE) {
     attempt?.settle(true);
-    await recordAudit(deps.db, actorOf(meta, null), {
+    await recordAudit(deps.db, actorOf(actor, null), {
       action: 'auth.mfa_failed',
       targetType: 'user',
       targetId: user.id,

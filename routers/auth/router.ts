@@ -28,6 +28,8 @@ import {
 } from './schemas.js';
 import * as auth from './service.js';
 import * as mfa from './mfa.js';
+import * as security from './security.js';
+import { actorOf } from '../../server/platform/actor.js';
 import { rotateRefreshToken } from './sessions.js';
 
 const tags = ['Auth'];
@@ -35,6 +37,9 @@ const tags = ['Auth'];
 /** The failed-sign-in limiter, while rate limiting is on, bound to this request's response (for its 429). */
 const signInAttempts = ({ failedSignIns, res }: Context): auth.SignInAttempts | undefined =>
   failedSignIns && { begin: (key) => failedSignIns.begin(res, key) };
+
+/** The dependencies of a sign-in step, with this request's failed-sign-in counter. */
+const withAttempts = (ctx: Context) => ({ ...ctx, attempts: signInAttempts(ctx) });
 
 export const authRouter = router({
   register: publicProcedure
@@ -77,7 +82,7 @@ export const authRouter = router({
     })
     .input(loginInput)
     .output(loginOutput)
-    .mutation(({ ctx, input }) => auth.countedLogin(ctx, input, ctx, signInAttempts(ctx))),
+    .mutation(({ ctx, input }) => auth.countedLogin(withAttempts(ctx), actorOf(ctx), input)),
 
   refresh: publicProcedure
     .meta({
@@ -94,7 +99,7 @@ export const authRouter = router({
     })
     .input(refreshTokenInput)
     .output(tokenPairOutput)
-    .mutation(({ ctx, input }) => rotateRefreshToken(ctx, input.refreshToken, ctx)),
+    .mutation(({ ctx, input }) => rotateRefreshToken(ctx, actorOf(ctx), input)),
 
   logout: publicProcedure
     .meta({
@@ -110,7 +115,7 @@ export const authRouter = router({
     })
     .input(refreshTokenInput)
     .output(messageOutput)
-    .mutation(({ ctx, input }) => auth.logout(ctx, input.refreshToken)),
+    .mutation(({ ctx, input }) => auth.logout(ctx, input)),
 
   me: authedProcedure
     .meta({
@@ -159,7 +164,7 @@ export const authRouter = router({
     })
     .input(resetPasswordInput)
     .output(messageOutput)
-    .mutation(({ ctx, input }) => auth.resetPassword(ctx, input, ctx)),
+    .mutation(({ ctx, input }) => auth.resetPassword(ctx, actorOf(ctx), input)),
 
   resendVerification: publicProcedure
     .meta({
@@ -220,7 +225,7 @@ export const authRouter = router({
     })
     .input(mfaVerifyInput)
     .output(sessionResultOutput)
-    .mutation(({ ctx, input }) => auth.verifyMfa(ctx, input, ctx, signInAttempts(ctx))),
+    .mutation(({ ctx, input }) => auth.verifyMfa(withAttempts(ctx), actorOf(ctx), input)),
 
   mfaSetup: authedProcedure
     .meta({
@@ -238,7 +243,7 @@ export const authRouter = router({
     })
     .input(z.void())
     .output(mfaSetupOutput)
-    .mutation(({ ctx }) => mfa.setupTotp(ctx, ctx.user)),
+    .mutation(({ ctx }) => mfa.setupTotp(ctx, { user: ctx.user })),
 
   mfaConfirm: authedProcedure
     .meta({
@@ -257,7 +262,9 @@ export const authRouter = router({
     .input(mfaCodeInput)
     .output(backupCodesOutput)
     .mutation(({ ctx, input }) =>
-      auth.countedMfa(signInAttempts(ctx), ctx.user.id, () => mfa.confirmTotp(ctx, ctx.user, input.code, ctx)),
+      auth.countedMfa(signInAttempts(ctx), ctx.user.id, () =>
+        mfa.confirmTotp(ctx, actorOf(ctx), { ...input, user: ctx.user }),
+      ),
     ),
 
   mfaDisable: authedProcedure
@@ -278,7 +285,9 @@ export const authRouter = router({
     .input(mfaDisableInput)
     .output(messageOutput)
     .mutation(({ ctx, input }) =>
-      auth.countedMfa(signInAttempts(ctx), ctx.user.id, () => mfa.disableMfa(ctx, ctx.user, input, ctx)),
+      auth.countedMfa(signInAttempts(ctx), ctx.user.id, () =>
+        mfa.disableMfa(ctx, actorOf(ctx), { ...input, user: ctx.user }),
+      ),
     ),
 
   mfaBackupCodes: authedProcedure
@@ -299,7 +308,7 @@ export const authRouter = router({
     .output(backupCodesOutput)
     .mutation(({ ctx, input }) =>
       auth.countedMfa(signInAttempts(ctx), ctx.user.id, () =>
-        mfa.regenerateBackupCodes(ctx, ctx.user, input.code, ctx),
+        mfa.regenerateBackupCodes(ctx, actorOf(ctx), { ...input, user: ctx.user }),
       ),
     ),
 
@@ -321,7 +330,7 @@ export const authRouter = router({
     })
     .input(changePasswordInput)
     .output(changePasswordOutput)
-    .mutation(({ ctx, input }) => auth.changePassword(ctx, ctx, input, ctx)),
+    .mutation(({ ctx, input }) => security.changePassword(ctx, actorOf(ctx), input)),
 
   sessions: authedProcedure
     .meta({
@@ -338,7 +347,7 @@ export const authRouter = router({
     })
     .input(z.void())
     .output(sessionsOutput)
-    .query(({ ctx }) => auth.listSessions(ctx.db, ctx)),
+    .query(({ ctx }) => security.listSessions(ctx, actorOf(ctx))),
 
   revokeOtherSessions: authedProcedure
     .meta({
@@ -354,7 +363,7 @@ export const authRouter = router({
     })
     .input(z.void())
     .output(revokedOutput)
-    .mutation(({ ctx }) => auth.endOtherSessions(ctx, ctx, ctx)),
+    .mutation(({ ctx }) => security.endOtherSessions(ctx, actorOf(ctx))),
 
   endSession: authedProcedure
     .meta({
@@ -372,5 +381,5 @@ export const authRouter = router({
     })
     .input(sessionIdInput)
     .output(messageOutput)
-    .mutation(({ ctx, input }) => auth.endSession(ctx, ctx, input.sessionId, ctx)),
+    .mutation(({ ctx, input }) => security.endSession(ctx, actorOf(ctx), input)),
 });

@@ -2,7 +2,7 @@
 // over the database; no HTTP here.
 import type { Kysely } from 'kysely';
 import type { Database, UserTokenKind } from '../../db/schema.js';
-import type { AppDeps, RequestMeta } from '../../server/platform/context.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import {
   emailVerificationMail,
@@ -15,18 +15,10 @@ import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js
 import { membershipsOf, workspaceContext, type WorkspaceAccess } from '../workspaces/access.js';
 import { insertWorkspace } from '../workspaces/service.js';
 import { USER_COLUMNS, toContextOutput, toUserOutput, type UserRow } from './schemas.js';
-import {
-  lockSessionsOf,
-  openSession,
-  revokeAllSessions,
-  revokeFamily,
-  revokeSessionOf,
-  type Principal,
-  type TokenPair,
-} from './sessions.js';
+import { openSession, revokeAllSessions, revokeSessionOf, type Principal, type TokenPair } from './sessions.js';
 import { recordAudit } from '../audit/service.js';
 import { endMfaChallenges, startMfaChallenge, verifyMfaChallenge, type MfaAttempts, type MfaChallenge } from './mfa.js';
-import { actorOf } from '../../server/platform/actor.js';
+import { actorOf, type Actor } from '../../server/platform/actor.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'passwords'>;
 
@@ -154,7 +146,7 @@ export function sendVerificationMail(
  * Unknown e-mail and wrong password answer alike and cost one bcrypt comparison each. A suspended user
  * learns of the suspension only with the right password.
  */
-export async function login(deps: Deps, input: { email: string; password: string }, meta: RequestMeta) {
+export async function login(deps: Deps, actor: Actor, input: { email: string; password: string }) {
   const user = await deps.db
     .selectFrom('users')
     .select([...USER_COLUMNS, 'password_hash'])
@@ -165,7 +157,7 @@ export async function login(deps: Deps, input: { email: string; password: string
   if (!user?.password_hash || !passwordOk) {
     // Anonymous: the address tried is a fact about the attempt, not an actor.
     const reason = !user ? 'unknown_email' : user.password_hash ? 'wrong_password' : 'no_password';
-    await recordAudit(deps.db, actorOf(meta, null), {
+    await recordAudit(deps.db, actorOf(actor, null), {
       action: 'auth.login_failed',
       targetType: 'user',
       targetId: user?.id,
@@ -173,7 +165,7 @@ export async function login(deps: Deps, input: { email: string; password: string
     });
     throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
   }
-  return createSessionResult(deps, user, meta, { passwordHash: user.password_hash });
+  return createSessionResult(deps, actor, { user, passwordHash: user.password_hash });
 }
 
 /**
@@ -186,29 +178,28 @@ export async function login(deps: Deps, input: { email: string; password: string
  */
 export async function createSessionResult(
   deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer'>,
-  user: UserRow,
-  meta: RequestMeta,
-  opts: { passwordHash?: string } = {},
+  actor: Actor,
+  { user, passwordHash }: { user: UserRow; passwordHash?: string },
 ): Promise<SessionResult | MfaChallenge> {
   if (user.status !== 'ACTIVE')
     throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
   if (user.mfa_enabled) {
-    const challenge = await startMfaChallenge(deps, user.id, opts.passwordHash);
+    const challenge = await startMfaChallenge(deps, user.id, passwordHash);
     if (!challenge) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
     return challenge;
   }
-  return openSessionResult(deps, user, meta, opts.passwordHash);
+  return openSessionResult(deps, actor, user, passwordHash);
 }
 
 /** The session of a sign-in whose every step has passed, and the mail of a new device. */
 async function openSessionResult(
   deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer'>,
+  actor: Actor,
   user: UserRow,
-  meta: RequestMeta,
   passwordHash: string | undefined,
 ): Promise<SessionResult> {
   // Undefined when a password reset committed during the check: the password given is no longer it.
-  const opened = await openSession(deps, user.id, passwordHash, meta);
+  const opened = await openSession(deps, user.id, passwordHash, actor);
   if (!opened) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
   const [memberships] = await Promise.all([
     membershipsOf(deps.db, user.id),
@@ -221,8 +212,8 @@ async function openSessionResult(
         to: user.email,
         name: user.name,
         appUrl: deps.config.APP_URL,
-        userAgent: meta.userAgent,
-        ip: meta.ip,
+        userAgent: actor.userAgent ?? undefined,
+        ip: actor.ip ?? 'unknown',
         at: new Date(),
       }),
     );
@@ -237,14 +228,13 @@ export type SessionResult = TokenPair & { user: ReturnType<typeof toUserOutput> 
  * are counted against the account like wrong passwords, while rate limiting is on.
  */
 export async function verifyMfa(
-  deps: Deps & Pick<AppDeps, 'secrets'>,
+  deps: Deps & Pick<AppDeps, 'secrets'> & { attempts?: MfaAttempts },
+  actor: Actor,
   input: { mfaToken: string; code?: string; backupCode?: string },
-  meta: RequestMeta,
-  attempts: MfaAttempts | undefined,
 ) {
   // verifyMfaChallenge refused a suspended user already.
-  const user = await verifyMfaChallenge(deps, input, meta, attempts);
-  return openSessionResult(deps, user, meta, undefined);
+  const user = await verifyMfaChallenge(deps, actor, input);
+  return openSessionResult(deps, actor, user, undefined);
 }
 
 /**
@@ -277,14 +267,13 @@ export interface SignInAttempts {
  * else, a success included, is not counted and clears nothing.
  */
 export async function countedLogin(
-  deps: Deps,
+  deps: Deps & { attempts?: SignInAttempts },
+  actor: Actor,
   input: { email: string; password: string },
-  meta: RequestMeta,
-  attempts: SignInAttempts | undefined,
 ) {
-  const attempt = await attempts?.begin(`login:${normalizeEmail(input.email)}`);
+  const attempt = await deps.attempts?.begin(`login:${normalizeEmail(input.email)}`);
   try {
-    const signedIn = await login(deps, input, meta);
+    const signedIn = await login(deps, actor, input);
     attempt?.settle(false);
     return signedIn;
   } catch (err) {
@@ -294,7 +283,7 @@ export async function countedLogin(
 }
 
 /** Ends the session the refresh token belongs to. An unknown token is ignored: logout is idempotent. */
-export async function logout(deps: Deps, refreshToken: string) {
+export async function logout(deps: Deps, { refreshToken }: { refreshToken: string }) {
   await revokeSessionOf(deps, refreshToken);
   return { message: 'Signed out.' };
 }
@@ -332,7 +321,7 @@ export async function forgotPassword(deps: Deps, input: { email: string }) {
  * Sets the new password, uses up every open reset link of the user, and ends every session: refresh
  * tokens are revoked and access tokens issued before now stop working.
  */
-export async function resetPassword(deps: Deps, input: { token: string; newPassword: string }, meta: RequestMeta) {
+export async function resetPassword(deps: Deps, actor: Actor, input: { token: string; newPassword: string }) {
   // A cheap look first, so a made-up token never costs a bcrypt hash.
   const known = await deps.db
     .selectFrom('user_tokens')
@@ -371,7 +360,7 @@ export async function resetPassword(deps: Deps, input: { token: string; newPassw
       .where('kind', '=', 'PASSWORD_RESET')
       .where('used_at', 'is', null)
       .execute();
-    await recordAudit(trx, actorOf(meta, { id: used.user_id }), {
+    await recordAudit(trx, actorOf(actor, { id: used.user_id }), {
       action: 'auth.password_reset',
       targetType: 'user',
       targetId: used.user_id,
@@ -409,123 +398,4 @@ export async function resendVerification(deps: Deps, input: { email: string }) {
     await sendVerificationMail(deps, user, token);
   }
   return { message: RESEND_MESSAGE };
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Password change and sessions
-
-/**
- * Sets a new password, given the current one, and ends every other session of the user (the one asking
- * stays signed in). Sign-in steps under way with the old password are voided.
- */
-export async function changePassword(
-  deps: Deps,
-  principal: Pick<Principal, 'user' | 'sessionId'>,
-  input: { currentPassword: string; newPassword: string },
-  meta: RequestMeta,
-) {
-  const userId = principal.user.id;
-  const current = await deps.db.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst();
-  const ok = await deps.passwords.verify(input.currentPassword, current?.password_hash);
-  if (!ok || !current?.password_hash) throw new AppError('INVALID_CREDENTIALS', 'The current password is not right.');
-  const passwordHash = await deps.passwords.hash(input.newPassword);
-  const ended = await deps.db.transaction().execute(async (trx) => {
-    await lockSessionsOf(trx, userId);
-    const now = new Date();
-    const changed = await trx
-      .updateTable('users')
-      .set({ password_hash: passwordHash, updated_at: now })
-      .where('id', '=', userId)
-      .where('password_hash', '=', current.password_hash)
-      .returning('id')
-      .executeTakeFirst();
-    // Changed meanwhile (a reset or another change): the password checked is no longer the password.
-    if (!changed) throw new AppError('INVALID_CREDENTIALS', 'The current password is not right.');
-    const n = await revokeAllSessions(trx, userId, 'password_changed', principal.sessionId);
-    await endMfaChallenges(trx, userId);
-    await recordAudit(trx, actorOf(meta, principal.user), {
-      action: 'auth.password_changed',
-      targetType: 'user',
-      targetId: userId,
-      metadata: { sessionsEnded: n },
-    });
-    return n;
-  });
-  return { message: 'Your password has been changed.', revoked: ended };
-}
-
-/** The user's sessions that are not over (not ended, refresh token not expired), newest first. */
-export async function listSessions(db: Kysely<Database>, principal: Pick<Principal, 'user' | 'sessionId'>) {
-  const rows = await db
-    .selectFrom('sessions')
-    .select(['id', 'created_at', 'last_used_at', 'user_agent', 'ip_address'])
-    .where('user_id', '=', principal.user.id)
-    .where('revoked_at', 'is', null)
-    .where('expires_at', '>', new Date())
-    .orderBy('last_used_at', 'desc')
-    .orderBy('id')
-    .limit(MAX_SESSIONS_LISTED)
-    .execute();
-  return {
-    items: rows.map((r) => ({
-      id: r.id,
-      createdAt: r.created_at.toISOString(),
-      lastUsedAt: r.last_used_at.toISOString(),
-      userAgent: r.user_agent,
-      ipAddress: r.ip_address,
-      current: r.id === principal.sessionId,
-    })),
-  };
-}
-
-/** Sessions listed at most: a user with more has signed in that often within JWT_REFRESH_TTL. */
-const MAX_SESSIONS_LISTED = 200;
-
-/** Ends one of the user's sessions (its access tokens stop at their next request). NOT_FOUND when not theirs or over. */
-export async function endSession(
-  deps: Pick<Deps, 'db'>,
-  principal: Pick<Principal, 'user'>,
-  sessionId: string,
-  meta: RequestMeta,
-) {
-  const userId = principal.user.id;
-  await deps.db.transaction().execute(async (trx) => {
-    const session = await trx
-      .selectFrom('sessions')
-      .select('id')
-      .where('id', '=', sessionId)
-      .where('user_id', '=', userId)
-      .where('revoked_at', 'is', null)
-      .where('expires_at', '>', new Date())
-      .executeTakeFirst();
-    if (!session) throw new AppError('NOT_FOUND', 'Session not found.');
-    await revokeFamily(trx, userId, sessionId, 'ended_by_user');
-    await recordAudit(trx, actorOf(meta, principal.user), {
-      action: 'auth.session_revoked',
-      targetType: 'user',
-      targetId: userId,
-      metadata: { sessionId },
-    });
-  });
-  return { message: 'The session has ended.' };
-}
-
-/** Ends every session of the user but the one asking; answers how many ended. */
-export async function endOtherSessions(
-  deps: Pick<Deps, 'db'>,
-  principal: Pick<Principal, 'user' | 'sessionId'>,
-  meta: RequestMeta,
-) {
-  const userId = principal.user.id;
-  const revoked = await deps.db.transaction().execute(async (trx) => {
-    const n = await revokeAllSessions(trx, userId, 'ended_by_user', principal.sessionId);
-    await recordAudit(trx, actorOf(meta, principal.user), {
-      action: 'auth.sessions_revoked',
-      targetType: 'user',
-      targetId: userId,
-      metadata: { revoked: n },
-    });
-    return n;
-  });
-  return { revoked };
 }

@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import { sql, type ExpressionBuilder, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import type { AppDeps, RequestMeta } from '../../server/platform/context.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { bearerToken, signAccessToken, verifyAccessToken } from '../../server/platform/security/jwt.js';
 import { hmacSha256Hex, randomToken } from '../../server/platform/security/tokens.js';
@@ -18,7 +18,7 @@ import type { Principal } from '../../server/platform/principal.js';
 
 export type { Principal };
 import { USER_COLUMNS } from './schemas.js';
-import { actorOf } from '../../server/platform/actor.js';
+import { actorOf, type Actor } from '../../server/platform/actor.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db'>;
 
@@ -81,7 +81,7 @@ export async function issueTokens(
   deps: Deps,
   db: Kysely<Database>,
   userId: string,
-  meta: Pick<RequestMeta, 'ip' | 'userAgent'>,
+  actor: Pick<Actor, 'ip' | 'userAgent'>,
   rotated?: { id: string; family_id: string },
 ): Promise<TokenPair> {
   const refreshToken = `rt_${randomToken(32)}`;
@@ -100,8 +100,8 @@ export async function issueTokens(
       .values({
         id: sessionId,
         user_id: userId,
-        user_agent: meta.userAgent ?? null,
-        ip_address: meta.ip,
+        user_agent: actor.userAgent,
+        ip_address: actor.ip,
         created_at: now,
         last_used_at: now,
         expires_at: expiresAt,
@@ -116,8 +116,8 @@ export async function issueTokens(
       parent_id: rotated?.id ?? null,
       token_hash: refreshDigest(deps, refreshToken),
       expires_at: expiresAt,
-      created_ip: meta.ip,
-      user_agent: meta.userAgent ?? null,
+      created_ip: actor.ip,
+      user_agent: actor.userAgent,
     })
     .execute();
   const access = signAccessToken(deps.config, userId, sessionId);
@@ -125,10 +125,10 @@ export async function issueTokens(
 }
 
 /**
- * Whether a sign-in from `meta` comes from a device this user has not signed in from before: no earlier
+ * Whether a sign-in from `actor`'s device comes from a device this user has not signed in from before: no earlier
  * session with the same user agent and address. A first sign-in ever is no new device (nothing to compare).
  */
-async function isNewDevice(db: Kysely<Database>, userId: string, meta: Pick<RequestMeta, 'ip' | 'userAgent'>) {
+async function isNewDevice(db: Kysely<Database>, userId: string, actor: Pick<Actor, 'ip' | 'userAgent'>) {
   const rows = await db
     .selectFrom('sessions')
     .select((eb) => [
@@ -136,7 +136,10 @@ async function isNewDevice(db: Kysely<Database>, userId: string, meta: Pick<Requ
       eb.fn
         .count<string>('id')
         .filterWhere((f) =>
-          f.and([f('ip_address', '=', meta.ip), f('user_agent', 'is not distinct from', meta.userAgent ?? null)]),
+          f.and([
+            f('ip_address', 'is not distinct from', actor.ip),
+            f('user_agent', 'is not distinct from', actor.userAgent),
+          ]),
         )
         .as('same'),
     ])
@@ -155,13 +158,13 @@ export async function openSession(
   deps: Deps,
   userId: string,
   passwordHash: string | undefined,
-  meta: Pick<RequestMeta, 'ip' | 'userAgent'>,
+  actor: Pick<Actor, 'ip' | 'userAgent'>,
 ): Promise<{ tokens: TokenPair; newDevice: boolean } | undefined> {
   return deps.db.transaction().execute(async (trx) => {
     await lockSessionsOf(trx, userId);
     if (!(await passwordStill(trx, userId, passwordHash))) return undefined;
-    const newDevice = await isNewDevice(trx, userId, meta);
-    return { tokens: await issueTokens(deps, trx, userId, meta), newDevice };
+    const newDevice = await isNewDevice(trx, userId, actor);
+    return { tokens: await issueTokens(deps, trx, userId, actor), newDevice };
   });
 }
 
@@ -228,10 +231,10 @@ async function withinReuseGrace(
  */
 export async function rotateRefreshToken(
   deps: Deps & Pick<AppDeps, 'logger'>,
-  rawToken: string,
-  meta: Pick<RequestMeta, 'ip' | 'userAgent' | 'requestId'>,
+  actor: Actor,
+  { refreshToken }: { refreshToken: string },
 ): Promise<TokenPair> {
-  const digest = refreshDigest(deps, rawToken);
+  const digest = refreshDigest(deps, refreshToken);
   const outcome = await deps.db.transaction().execute(async (trx): Promise<RotateOutcome> => {
     const owner = await trx
       .selectFrom('refresh_tokens')
@@ -261,7 +264,7 @@ export async function rotateRefreshToken(
     } else {
       if (!(await withinReuseGrace(deps, trx, row.id, row.superseded_at, now))) {
         await revokeFamily(trx, row.user_id, row.family_id, 'reuse');
-        await recordAudit(trx, actorOf(meta, null), {
+        await recordAudit(trx, actorOf(actor, null), {
           action: 'auth.session_reuse_detected',
           targetType: 'user',
           targetId: row.user_id,
@@ -279,7 +282,7 @@ export async function rotateRefreshToken(
         .where('superseded_at', 'is', null)
         .execute();
     }
-    return { kind: 'ok', tokens: await issueTokens(deps, trx, row.user_id, meta, row) };
+    return { kind: 'ok', tokens: await issueTokens(deps, trx, row.user_id, actor, row) };
   });
 
   switch (outcome.kind) {

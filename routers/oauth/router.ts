@@ -58,9 +58,8 @@ export const oauthRouter = router({
     .input(exchangeInput)
     .output(exchangeOutput)
     .mutation(({ ctx, input }) =>
-      oauth.exchangeCode(ctx, {
+      oauth.exchangeCode(ctx, actorOf(ctx), {
         ...input,
-        meta: ctx,
         caller: () => (ctx.req.headers.authorization ? authenticateRequest(ctx, ctx.req) : Promise.resolve(undefined)),
       }),
     ),

@@ -4,7 +4,7 @@
 // procedures in router.ts.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, IdentityProviderId } from '../../db/schema.js';
-import type { AppDeps, RequestMeta } from '../../server/platform/context.js';
+import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import type { Principal } from '../../server/platform/principal.js';
 import { sha256Hex } from '../../server/platform/security/tokens.js';
@@ -120,14 +120,15 @@ export const userById = (db: Kysely<Database>, id: string) =>
  * domain, which also decides a second sign-in step). Single use, within OAUTH_EXCHANGE_CODE_TTL. A link's
  * code is taken only with the access token of the account that started the link (`caller`, authenticated
  * only for such a code), and links the identity then; any other caller leaves it untouched for the right
- * one. No actor: the code says whose session it opens, and `meta` (the request's facts) makes that
- * account's actor (actorOf).
+ * one. The actor is the anonymous request's: the code says whose session it opens, and that account acts
+ * (actorOf(actor, user)).
  */
 export async function exchangeCode(
   deps: Deps,
-  input: { code: string; meta: RequestMeta; caller: () => Promise<Principal | undefined> },
+  actor: Actor,
+  input: { code: string; caller: () => Promise<Principal | undefined> },
 ) {
-  const { meta, caller } = input;
+  const { caller } = input;
   const digest = sha256Hex(input.code);
   const pending = await deps.db
     .selectFrom('oauth_exchange_codes')
@@ -154,11 +155,11 @@ export async function exchangeCode(
       .returning('id')
       .executeTakeFirst();
     if (!taken) throw codeInvalid();
-    if (pending.kind === 'LINK') await linkIdentity(deps, trx, pending, meta);
+    if (pending.kind === 'LINK') await linkIdentity(deps, trx, pending, actor);
     return userById(trx, pending.user_id);
   });
-  const result = await createSessionResult(deps, user, meta);
-  await recordAudit(deps.db, actorOf(meta, user), {
+  const result = await createSessionResult(deps, actor, { user });
+  await recordAudit(deps.db, actorOf(actor, user), {
     action: 'auth.oauth_login',
     targetType: 'user',
     targetId: user.id,
@@ -178,7 +179,7 @@ async function linkIdentity(
     email: string | null;
     email_verified: boolean;
   },
-  meta: RequestMeta,
+  actor: Actor,
 ) {
   const name = providerName(deps.config, code.provider);
   // The account's row lock serialises this with unlinking and other links of the same account.
@@ -211,7 +212,7 @@ async function linkIdentity(
     .returning('id')
     .executeTakeFirst();
   if (!row) throw alreadyLinked(name);
-  await recordAudit(trx, actorOf(meta, user), {
+  await recordAudit(trx, actorOf(actor, user), {
     action: 'auth.identity_linked',
     targetType: 'user',
     targetId: user.id,

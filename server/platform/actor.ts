@@ -1,7 +1,6 @@
 // Who acts, and from where: the second argument of every service use case that acts for someone
 // (docs/architecture.md, "Where things go"), and what the audit log records of them. Built by actorOf()
 // only: from a procedure's context, or from a request's facts and the user a service has just found.
-import type { RequestMeta } from './context.js';
 import { AppError } from './errors.js';
 
 export interface Actor {
@@ -17,16 +16,23 @@ export interface Actor {
   userAgent: string | null;
 }
 
-/** What actorOf reads: a procedure's context (after its builder ran), or a request's facts. */
-export interface ActorSource extends Partial<RequestMeta> {
+/**
+ * What actorOf reads: a procedure's context (after its builder ran), a request's facts (RequestMeta), or
+ * an actor of the same request.
+ */
+export interface ActorSource {
+  requestId?: string | null;
+  ip?: string | null;
+  userAgent?: string | null;
   user?: { id: string; email?: string | null } | null;
-  sessionId?: string;
+  sessionId?: string | null;
   apiKey?: { id: string };
 }
 
 /**
- * The actor of a request: the user (or API key) its builder found, or `user` when the service has just
- * established who it is (a sign-in, a token's owner; null for nobody).
+ * The actor of a request: the user (or API key) its builder found; or, given `user`, the same request acting
+ * as that user (a use case that has just established who it is: a sign-in, a token's owner; null for
+ * nobody).
  */
 export function actorOf(source: ActorSource, user: ActorSource['user'] = source.user): Actor {
   return {
@@ -48,10 +54,3 @@ export function signedInUser(actor: Actor): { id: string; email: string } {
   if (!actor.userId || !actor.email) throw new AppError('UNAUTHORIZED', 'Sign in first.');
   return { id: actor.userId, email: actor.email };
 }
-
-/** The same request's actor, acting as `user`: for a use case that has just established who it is. */
-export const actingAs = (actor: Actor, user: { id: string; email?: string | null }): Actor =>
-  actorOf(
-    { requestId: actor.requestId ?? undefined, ip: actor.ip ?? undefined, userAgent: actor.userAgent ?? undefined },
-    user,
-  );
