@@ -17,8 +17,8 @@ import {
   registerAndLogin,
   registerDemo,
   sha256Hex,
-  sleep,
 } from './helpers.js';
+import { sleep } from '../helpers/wait.js';
 
 const DEMO_EMAIL = demoEmail('keys');
 let app: TestApp;

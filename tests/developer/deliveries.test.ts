@@ -33,12 +33,11 @@ import {
   ownerOn,
   quiet,
   registerDemo,
-  sleep,
   startAppOn,
   trackSecret,
-  waitFor,
   type OwnDatabase,
 } from './helpers.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const DEMO_EMAIL = demoEmail('deliv');
 const USER_AGENT = `DevTests-Hooks/${hex(2)}`;
@@ -355,12 +354,11 @@ describe('retries in direct mode', () => {
     expect(retryAt).toBeLessThanOrEqual(Date.now() + 2_000);
 
     const done = await waitFor(
-      'the retry to succeed',
       async () => {
         const row = await deliveryRow(first.id);
         return row.status === 'success' ? row : undefined;
       },
-      15_000,
+      { timeout: 15_000, message: 'the retry to succeed' },
     );
     expect(done).toMatchObject({
       attempts: 2,
@@ -389,12 +387,11 @@ describe('retries in direct mode', () => {
     expect(first.status).toBe('retrying');
 
     const failed = await waitFor(
-      'the delivery to fail for good',
       async () => {
         const row = await deliveryRow(first.id);
         return row.status === 'failed' ? row : undefined;
       },
-      25_000,
+      { timeout: 25_000, message: 'the delivery to fail for good' },
     );
     expect(failed).toMatchObject({ attempts: MAX_RETRIES + 1, response_status: 500, next_retry_at: null });
     expect(failed.last_error).toMatch(/500/);
@@ -655,11 +652,10 @@ describe('domain events', () => {
     }
 
     const rows = await deliveriesOf(hook.id);
-    await waitFor(
-      'the deliveries to be recorded success',
-      async () => (await deliveriesOf(hook.id)).every((d) => d.status === 'success') || undefined,
-      5_000,
-    );
+    await waitFor(async () => (await deliveriesOf(hook.id)).every((d) => d.status === 'success') || undefined, {
+      timeout: 5_000,
+      message: 'the deliveries to be recorded success',
+    });
     expect(rows.map((d) => d.event).sort()).toEqual(['billing.updated', 'payment.succeeded', 'subscription.created']);
     await sleep(1_500);
     expect(await deliveriesOf(unsubscribed.id)).toEqual([]);
@@ -734,12 +730,11 @@ describe('domain events', () => {
         .where('workspace_id', '=', s.workspaceId)
         .where('dispatched_at', 'is', null)
         .executeTakeFirstOrThrow();
-    await waitFor(
-      'the burst to be dispatched',
-      async () => (Number((await pending()).n) === 0 ? true : undefined),
-      4_000,
-      100,
-    );
+    await waitFor(async () => (Number((await pending()).n) === 0 ? true : undefined), {
+      timeout: 4_000,
+      interval: 100,
+      message: 'the burst to be dispatched',
+    });
     expect(await deliveriesOf(hook.id)).toHaveLength(1200);
     await r.waitForRequests(1200, 20_000);
   }, 30_000);
@@ -758,10 +753,9 @@ describe('domain events', () => {
       ).status,
     ).toBe(200);
     await inviteAndJoin(app, s.accessToken, s.workspaceId, 'VIEWER');
-    await waitFor(
-      'the active webhook to get member.added',
-      async () => (await deliveriesOf(live.id)).length > 0 || undefined,
-    );
+    await waitFor(async () => (await deliveriesOf(live.id)).length > 0 || undefined, {
+      message: 'the active webhook to get member.added',
+    });
     expect((await deliveriesOf(hook.id)).filter((d) => d.status !== 'disabled')).toEqual([]);
     expect(r.requests).toHaveLength(0);
   });

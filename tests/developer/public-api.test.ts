@@ -5,7 +5,8 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
-import { adminSession, apiKeyHeader, createKey, expectError, ownerOn, sleep, trackSecret } from './helpers.js';
+import { adminSession, apiKeyHeader, createKey, expectError, ownerOn, trackSecret } from './helpers.js';
+import { sleep } from '../helpers/wait.js';
 
 let app: TestApp;
 let owner: Session;

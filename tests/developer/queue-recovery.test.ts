@@ -11,7 +11,8 @@ import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
 import { WorkerProcess, deleteKeys } from './queue-helpers.js';
-import { createWebhook, hex, ownDatabase, ownerOn, sleep, startAppOn, waitFor, type OwnDatabase } from './helpers.js';
+import { createWebhook, hex, ownDatabase, ownerOn, startAppOn, type OwnDatabase } from './helpers.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const REDIS_URL = inject('redisUrl');
 const PREFIX = `test-qr-${hex(6)}`;
@@ -68,10 +69,8 @@ it('a delivery whose job failed all its attempts while Postgres was away is foun
   const id = sent.body.id as string;
   // Two tries, 1 s apart, both failing to read the delivery: the job fails for good.
   await waitFor(
-    'the job to fail for good',
     async () => ((await jobs.getJob(id)) && (await (await jobs.getJob(id))!.getState()) === 'failed') || undefined,
-    15_000,
-    100,
+    { timeout: 15_000, interval: 100, message: 'the job to fail for good' },
   );
   await proxy.restore();
   const row = () =>
@@ -84,12 +83,11 @@ it('a delivery whose job failed all its attempts while Postgres was away is foun
     app.deps.db,
   );
   expect(await app.deps.webhooks.sweep()).toBeGreaterThanOrEqual(1);
-  const done = await waitFor(
-    'the delivery to succeed',
-    async () => ((await row()).status === 'success' ? row() : undefined),
-    15_000,
-    100,
-  );
+  const done = await waitFor(async () => ((await row()).status === 'success' ? row() : undefined), {
+    timeout: 15_000,
+    interval: 100,
+    message: 'the delivery to succeed',
+  });
   expect(done).toMatchObject({ status: 'success', attempts: 1, response_status: 200 });
   await sleep(500);
   expect(receiver.requests).toHaveLength(1);

@@ -25,18 +25,9 @@ import {
   type Reply,
 } from '../helpers/webhook-receiver.js';
 import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
-import {
-  createKey,
-  createWebhook,
-  hex,
-  ownDatabase,
-  ownerOn,
-  sleep,
-  startAppOn,
-  waitFor,
-  type OwnDatabase,
-} from './helpers.js';
+import { createKey, createWebhook, hex, ownDatabase, ownerOn, startAppOn, type OwnDatabase } from './helpers.js';
 import { TcpProxy, WorkerProcess, closedPort, deleteKeys, dumpKeys, within } from './queue-helpers.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const REDIS_URL = inject('redisUrl');
 const PREFIX = `test-q-${hex(6)}`;
@@ -201,13 +192,11 @@ const deliveriesOf = (webhookId: string) =>
 /** Waits until the delivery row has `status`; answers the row. */
 const until = (id: string, status: string, timeoutMs = 15_000) =>
   waitFor(
-    `delivery ${id} to be ${status}`,
     async () => {
       const row = await deliveryRow(id);
       return row.status === status ? row : undefined;
     },
-    timeoutMs,
-    50,
+    { timeout: timeoutMs, interval: 50, message: `delivery ${id} to be ${status}` },
   );
 
 const jobState = (id: string) => inspect.getJobState(id);
@@ -215,13 +204,11 @@ const jobState = (id: string) => inspect.getJobState(id);
 const REMOVED = 'unknown';
 const waitForJobState = (id: string, states: string[], timeoutMs = 10_000) =>
   waitFor(
-    `job ${id} to be ${states.join(' or ')}`,
     async () => {
       const state = await jobState(id);
       return states.includes(state) ? state : undefined;
     },
-    timeoutMs,
-    50,
+    { timeout: timeoutMs, interval: 50, message: `job ${id} to be ${states.join(' or ')}` },
   );
 
 /** The documented headers and a signature that verifies with `secret`; answers the parsed envelope. */
@@ -383,13 +370,11 @@ describe.concurrent(
 
       // Between attempts the log shows the failure and when the next attempt is due.
       const between = await waitFor(
-        'the first attempt to be recorded',
         async () => {
           const row = await deliveryRow(d.id);
           return row.attempts >= 1 ? row : undefined;
         },
-        10_000,
-        25,
+        { timeout: 10_000, interval: 25, message: 'the first attempt to be recorded' },
       );
       expect(between).toMatchObject({
         status: 'retrying',
@@ -737,12 +722,11 @@ describe('Redis unreachable when the API queues a delivery', () => {
     const answeredBefore = proxy.answered;
     outage = { port: proxy.port, consoleErrors: consoleErrors.slice(errorsBefore), logs: b.logs.slice(logsBefore) };
     await proxy.restore();
-    await waitFor(
-      'the instance to reconnect to Redis',
-      async () => proxy.answered >= answeredBefore + 3 || undefined,
-      10_000,
-      50,
-    );
+    await waitFor(async () => proxy.answered >= answeredBefore + 3 || undefined, {
+      timeout: 10_000,
+      interval: 50,
+      message: 'the instance to reconnect to Redis',
+    });
     await sleep(300);
     // The sweep takes pending deliveries older than 30 s: make this one that old.
     await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${stuck.id}`.execute(
@@ -750,13 +734,11 @@ describe('Redis unreachable when the API queues a delivery', () => {
     );
     // (Swept again until its queue connection is back; until then a sweep logs the failed enqueue.)
     const job = await waitFor(
-      'a sweep of the instance to queue the stuck delivery',
       async () => {
         await b.deps.webhooks.sweep();
         return inspect.getJob(stuck.id);
       },
-      10_000,
-      250,
+      { timeout: 10_000, interval: 250, message: 'a sweep of the instance to queue the stuck delivery' },
     );
     expect(job.data).toEqual({ deliveryId: stuck.id });
     const done = await until(stuck.id, 'success');

@@ -15,9 +15,10 @@ import type { TestApp } from '../helpers/app.js';
 import type { ApiResponse, Session } from '../helpers/http.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { adminSession, createWebhook, hex, ownDatabase, ownerOn, sleep, startAppOn, waitFor } from './helpers.js';
+import { adminSession, createWebhook, hex, ownDatabase, ownerOn, startAppOn } from './helpers.js';
 import type { OwnDatabase } from './helpers.js';
 import { WorkerProcess, within, workerEnvOf } from './queue-helpers.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 /** The longest a request waits for Redis (the default, set here to be explicit). */
 const REDIS_COMMAND_TIMEOUT_MS = 1_000;
@@ -88,13 +89,11 @@ const deliveryRow = (id: string) =>
   app.deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const until = (id: string, status: string, timeoutMs = 15_000) =>
   waitFor(
-    `delivery ${id} to be ${status}`,
     async () => {
       const row = await deliveryRow(id);
       return row.status === status ? row : undefined;
     },
-    timeoutMs,
-    50,
+    { timeout: timeoutMs, interval: 50, message: `delivery ${id} to be ${status}` },
   );
 const requestsFor = (deliveryId: string) =>
   receiver.requests.filter((r) => r.headers['x-service-delivery'] === deliveryId);
@@ -190,7 +189,11 @@ describe('Redis frozen (SIGSTOP)', () => {
 
     // The job sent while frozen runs once Redis answers (BullMQ keeps one job per id): one request.
     expect(await until(id, 'success')).toMatchObject({ status: 'success', attempts: 1 });
-    await waitFor('the rate limiter to count in Redis again', countsInRedis, RECOVER_WITHIN_MS + 5_000, 100);
+    await waitFor(countsInRedis, {
+      timeout: RECOVER_WITHIN_MS + 5_000,
+      interval: 100,
+      message: 'the rate limiter to count in Redis again',
+    });
     expect(performance.now() - thawed).toBeLessThan(RECOVER_WITHIN_MS);
     await sleep(1_500);
     expect(requestsFor(id)).toHaveLength(1);
@@ -206,7 +209,7 @@ describe('Redis stopped (killed) and started again empty', () => {
     const [heardByApp, heardByTwin] = [await publishedPlan(), await publishedPlan()];
     // The twin caches the catalog (the plan under its first name).
     const listed = async () => (await catalogName(twin, plan.slug)) === FIRST_NAME;
-    await waitFor('the twin to list the plan', listed, 5_000, 100);
+    await waitFor(listed, { timeout: 5_000, interval: 100, message: 'the twin to list the plan' });
     expect(await countsInRedis()).toBe(true);
 
     await redis.stop();
@@ -247,7 +250,7 @@ async function everythingBackAfter(
 ) {
   const { s, hookId, renamed } = opts;
   const after = async (what: string, probe: () => Promise<boolean>) => {
-    await waitFor(what, probe, RECOVER_WITHIN_MS + 10_000, 50);
+    await waitFor(probe, { timeout: RECOVER_WITHIN_MS + 10_000, interval: 50, message: what });
     return Math.round(performance.now() - since);
   };
   const deliveredAtOnce = async (via: TestApp) => {

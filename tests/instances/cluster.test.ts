@@ -26,9 +26,9 @@ import {
   startApi,
   startWorker,
   tcpPortsOf,
-  waitFor,
   type ApiInstance,
 } from './processes.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** The default tier's limit (per user and window). */
 const LIMIT = 100;
@@ -206,7 +206,11 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
     await insertEvents(s.workspaceId, EVENTS, 'once');
 
     await receiver.waitForRequests(EVENTS, 60_000);
-    await waitFor('every delivery recorded a success', async () => await allSucceeded(hookId), 15_000, 200);
+    await waitFor(async () => await allSucceeded(hookId), {
+      timeout: 15_000,
+      interval: 200,
+      message: 'every delivery recorded a success',
+    });
     // Nothing arrives twice, also a little later.
     await new Promise((r) => setTimeout(r, 1_000));
     expect(receiver.requests).toHaveLength(EVENTS);
@@ -232,7 +236,6 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
       const victim = workers.shift()!;
       const victimPid = victim.child.pid!;
       await waitFor(
-        'a request of the victim just arrived',
         () => {
           const ports = tcpPortsOf(victimPid);
           return receiver.requests.some(
@@ -240,15 +243,22 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
               receiver.answeredAt[i] === undefined && ports.has(r.remotePort) && Date.now() - r.receivedAt < 100,
           );
         },
-        30_000,
-        5,
+        { timeout: 30_000, interval: 5, message: 'a request of the victim just arrived' },
       );
       const exit = await victim.stop('SIGKILL');
       expect(exit.signal).toBe('SIGKILL');
       const killedAt = Date.now();
 
-      await waitFor('every event to arrive', () => new Set(receiver.requests.map(seqOf)).size === EVENTS, 60_000, 100);
-      await waitFor('every delivery recorded a success', async () => await allSucceeded(hookId), 30_000, 200);
+      await waitFor(() => new Set(receiver.requests.map(seqOf)).size === EVENTS, {
+        timeout: 60_000,
+        interval: 100,
+        message: 'every event to arrive',
+      });
+      await waitFor(async () => await allSucceeded(hookId), {
+        timeout: 30_000,
+        interval: 200,
+        message: 'every delivery recorded a success',
+      });
       expect(await deliveryStatuses(hookId)).toEqual({ success: EVENTS });
 
       // One delivery id per event, and a repeat is the same delivery (same id, same event).
@@ -310,7 +320,7 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
       try {
         const served = (name: string, after = 0) =>
           lb.sent.some((x) => x.backend === name && x.sentAt > after && x.status === 200);
-        await waitFor('load on both instances', () => apis.every((n) => served(n.name)), 10_000);
+        await waitFor(() => apis.every((n) => served(n.name)), { timeout: 10_000, message: 'load on both instances' });
         for (const node of apis) {
           const signalledAt = Date.now();
           // SIGTERM; killed (and so failing below) if it has not exited 15 s after its drain.
@@ -329,8 +339,8 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
           const fresh = await startNode(node.name, node.port);
           node.instance = fresh.instance;
           node.api = fresh.api;
-          await waitFor(`${node.name} back in the balancer`, () => lb.isUp(node.name), 10_000);
-          await waitFor(`load on ${node.name} again`, () => served(node.name, exit.at), 10_000);
+          await waitFor(() => lb.isUp(node.name), { timeout: 10_000, message: `${node.name} back in the balancer` });
+          await waitFor(() => served(node.name, exit.at), { timeout: 10_000, message: `load on ${node.name} again` });
         }
       } finally {
         loading = false;
@@ -424,19 +434,17 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
           timings.push(sent);
           if (sent.status !== 200) return false;
           const arrived = () => receiver.requests.some((r) => deliveryId(r) === sent.body.id);
-          return waitFor('the probe delivery', arrived, 1_000, 25).then(
+          return waitFor(arrived, { timeout: 1_000, interval: 25, message: 'the probe delivery' }).then(
             () => true,
             () => false,
           );
         };
         await waitFor(
-          `Redis in use again (${phase})`,
           async () => {
             for (const node of apis) if (!(await inUse(node).catch(() => false))) return false;
             return true;
           },
-          RECOVERY_MS + 10_000,
-          100,
+          { timeout: RECOVERY_MS + 10_000, interval: 100, message: `Redis in use again (${phase})` },
         );
         return Date.now() - since;
       }
@@ -482,13 +490,11 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
         return (await pool!.query<{ id: string; status: string }>(sql, [hookIds])).rows;
       };
       const done = await waitFor(
-        'every delivery of the scenario to succeed',
         async () => {
           const all = await rows();
           return all.every((r) => r.status === 'success') && all;
         },
-        60_000,
-        250,
+        { timeout: 60_000, interval: 250, message: 'every delivery of the scenario to succeed' },
       );
       expect(done.map((r) => r.id)).toEqual(expect.arrayContaining(accepted));
       const arrivals = new Map<string, number>();

@@ -13,7 +13,8 @@ import { startTestApp, testEnv, type TestApp } from '../helpers/app.js';
 import { apiClient, registerAndLogin, type Api, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { ServiceProcess, accepts, childEnv, killAll, startApi, waitFor } from './processes.js';
+import { ServiceProcess, accepts, childEnv, killAll, startApi } from './processes.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * A TCP gate in front of Postgres: it accepts connections and holds what they send until `open()`, so a
@@ -187,7 +188,11 @@ describe('close() (what SIGTERM runs), in process', () => {
       expect(me.headers.connection).toBe('close');
 
       // The listener closes once the delay is over, while the slow request is still running.
-      await waitFor('the listener to close', async () => !(await accepts(port)), DRAIN_MS + 5_000, 25);
+      await waitFor(async () => !(await accepts(port)), {
+        timeout: DRAIN_MS + 5_000,
+        interval: 25,
+        message: 'the listener to close',
+      });
       expect(Date.now() - closeCalledAt).toBeGreaterThanOrEqual(DRAIN_MS - 50);
       expect(slow.settled()).toBe(false);
 
@@ -213,7 +218,7 @@ describe('close() (what SIGTERM runs), in process', () => {
 
     const slow = await slowRequestInFlight(app.api, receiver, s, testPath);
     const closed = app.close();
-    await waitFor('the listener to close', async () => !(await accepts(port)), 500, 10);
+    await waitFor(async () => !(await accepts(port)), { timeout: 500, interval: 10, message: 'the listener to close' });
     expect(slow.settled()).toBe(false);
     const answer = await slow.answer;
     expect(answer.body).toMatchObject({ status: 'success', attempts: 1, responseStatus: 200 });
@@ -247,13 +252,11 @@ describe('npm start (server/index.ts as a child process)', () => {
       const signalledAt = Date.now();
       api.proc.signal('SIGTERM');
       const health = await waitFor(
-        '/health to say draining',
         async () => {
           const res = await client('GET', '/health');
           return res.status === 503 ? res : undefined;
         },
-        2_000,
-        20,
+        { timeout: 2_000, interval: 20, message: '/health to say draining' },
       );
       expect(health.body).toMatchObject({ status: 'draining' });
       expect((await client('GET', '/auth/me', { token: s.accessToken })).status).toBe(200);
@@ -280,7 +283,11 @@ describe('npm start (server/index.ts as a child process)', () => {
     const api = await startApi('drain twice', env(60_000));
     const client = apiClient(api.url);
     api.proc.signal('SIGTERM');
-    await waitFor('/health to say draining', async () => (await client('GET', '/health')).status === 503, 2_000, 20);
+    await waitFor(async () => (await client('GET', '/health')).status === 503, {
+      timeout: 2_000,
+      interval: 20,
+      message: '/health to say draining',
+    });
     const secondAt = Date.now();
     api.proc.signal('SIGINT');
     const exit = await api.proc.exited;
@@ -294,7 +301,7 @@ describe('npm start (server/index.ts as a child process)', () => {
     // A drain of a minute: the shutdown of a server nobody has seen healthy yet must skip it.
     const settings = { ...env(60_000), DATABASE_URL: gate.url };
     const proc = ServiceProcess.start('signal at start-up', 'server/index.ts', settings);
-    await waitFor('the start-up to reach the database', () => gate.connections > 0, 30_000);
+    await waitFor(() => gate.connections > 0, { timeout: 30_000, message: 'the start-up to reach the database' });
     proc.signal('SIGTERM');
     gate.open();
     const exit = await proc.exitWithin(20_000);
