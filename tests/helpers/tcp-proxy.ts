@@ -73,6 +73,13 @@ export class TcpProxy {
     for (const s of this.clients) s.unpipe();
   }
 
+  /** Bytes that clients sent since hold() and that wait in the proxy (a statement held from the service). */
+  get heldBytes(): number {
+    let n = 0;
+    for (const s of this.clients) n += s.readableLength;
+    return n;
+  }
+
   async cut(): Promise<void> {
     const server = this.server;
     this.server = undefined;
