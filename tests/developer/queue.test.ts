@@ -27,7 +27,7 @@ import {
 import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
 import { createKey, createWebhook, hex, ownDatabase, ownerOn, startAppOn, type OwnDatabase } from './helpers.js';
 import { TcpProxy, WorkerProcess, closedPort, deleteKeys, dumpKeys, within } from './queue-helpers.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 const REDIS_URL = inject('redisUrl');
 const PREFIX = `test-q-${hex(6)}`;
@@ -211,6 +211,33 @@ const waitForJobState = (id: string, states: string[], timeoutMs = 10_000) =>
     { timeout: timeoutMs, interval: 50, message: `job ${id} to be ${states.join(' or ')}` },
   );
 
+/** The owner of the marker webhooks of laterDelivery (one for the file). */
+let markerOwner: Promise<Session> | undefined;
+
+/**
+ * A later delivery through the same path, waited for until it has arrived and is recorded: a test delivery
+ * of a webhook of its own, queued by the API and sent by the worker, answered 500 `retries` times first
+ * (BullMQ's backoff: 1 s, then 2 s). What that path would have sent before it (a second run of a job, a
+ * retry due as soon) has arrived by then: "nothing more was sent" is checked after this, not after a
+ * sleep. With `to`, it goes to that receiver (whose answers must suit); answers the delivery's id.
+ */
+async function laterDelivery(opts: { retries?: number; to?: WebhookReceiver } = {}): Promise<string> {
+  const retries = opts.retries ?? 0;
+  const s = await (markerOwner ??= owner('lite', 'q-marker'));
+  const replies: Reply[] = [...Array.from({ length: retries }, () => ({ status: 500 })), { status: 200 }];
+  const r = opts.to ?? (await receiver(replies));
+  const hook = await hookTo(s, r);
+  const d = await sendTest(s, hook.id);
+  const arrived = () => r.requests.filter((q) => q.headers['x-service-delivery'] === d.id).length;
+  await waitFor(() => arrived() > retries, { timeout: 15_000, message: 'the later delivery to arrive' });
+  await until(d.id, 'success');
+  const deleted = await app.api('DELETE', `/workspaces/${s.workspaceId}/webhooks/${hook.id}`, {
+    token: s.accessToken,
+  });
+  expect(deleted.status, deleted.text).toBe(200);
+  return d.id as string;
+}
+
 /** The documented headers and a signature that verifies with `secret`; answers the parsed envelope. */
 function expectSigned(req: ReceivedRequest, secret: string, event: string, deliveryId?: string) {
   seen.bodies.push(req.body);
@@ -285,8 +312,8 @@ describe('deliveries go through the queue', () => {
       responsePreview: 'queued ok',
     });
 
-    // Delivered once: the API did not send it itself as well.
-    await sleep(500);
+    // Delivered once: the API did not send it itself as well (checked once a later delivery has arrived).
+    await laterDelivery();
     expect(r.requests).toHaveLength(1);
   });
 
@@ -315,7 +342,13 @@ describe('deliveries go through the queue', () => {
       response_status: 200,
       response_preview: 'got it',
     });
-    await sleep(300);
+    // A later event of the same kind, in another workspace, dispatched, queued and delivered: a second
+    // dispatch or delivery of the first would have come before it.
+    const other = await owner('pro', 'q-event-later');
+    const later = await receiver({ status: 200 });
+    await hookTo(other, later, ['api_key.created']);
+    seen.tokens.push((await createKey(app, other, { name: 'later key', scopes: ['read'] })).rawKey);
+    await later.waitForRequests(1);
     expect(await deliveriesOf(hook.id)).toHaveLength(1);
     expect(r.requests).toHaveLength(1);
   });
@@ -422,7 +455,8 @@ describe.concurrent(
         attemptsMade: MAX_RETRIES + 1,
         failedReason: 'the last attempt of the delivery failed',
       });
-      await sleep(1_000);
+      // A later delivery retried once (after the 1 s backoff) has arrived: no attempt came meanwhile.
+      await laterDelivery({ retries: 1 });
       expect(r.requests).toHaveLength(MAX_RETRIES + 1);
       expect((await deliveryRow(d.id)).attempts).toBe(MAX_RETRIES + 1);
     });
@@ -440,8 +474,8 @@ describe.concurrent(
       expect(await waitForJobState(d.id, ['failed'])).toBe('failed');
       const job = await inspect.getJob(d.id);
       expect(job?.attemptsMade).toBe(1);
-      // The first retry would have come after 1 s.
-      await sleep(1_500);
+      // The first retry would have come after 1 s: before the retry of a later delivery, after the same 1 s.
+      await laterDelivery({ retries: 1 });
       expect(r.requests).toHaveLength(1);
       expect((await deliveryRow(d.id)).attempts).toBe(1);
     });
@@ -479,7 +513,7 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     for (const req of reqs) expectSigned(req, hook.secret, 'webhook.test', d.id);
     expect(await waitForJobState(d.id, [REMOVED])).toBe(REMOVED);
     expect(await inspect.getJob(`${d.id}-retry-1`)).toBeUndefined();
-    await sleep(500);
+    await laterDelivery();
     expect(r.requests).toHaveLength(2);
   });
 
@@ -500,7 +534,7 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     expect((await inspect.getJob(`${d.id}-retry-1`))?.data).toEqual({ deliveryId: d.id });
     const done = await until(d.id, 'success');
     expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'back' });
-    await sleep(300);
+    await laterDelivery();
     expect(r.requests).toHaveLength(2);
   });
 
@@ -522,7 +556,7 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     expect(await app.deps.webhooks.sweep()).toBeGreaterThanOrEqual(1);
     const done = await until(d.id, 'success');
     expect(done).toMatchObject({ attempts: 2, response_preview: 'slow but fine' });
-    await sleep(2_000);
+    await laterDelivery();
     expect(r.requests).toHaveLength(2);
   });
 
@@ -536,7 +570,7 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     expect(res.status, res.text).toBe(409);
     expect(res.body.code).toBe('INVALID_STATE');
     expect(await inspect.getJob(`${d.id}-retry-1`)).toBeUndefined();
-    await sleep(300);
+    await laterDelivery();
     expect(r.requests).toHaveLength(1);
   });
 });
@@ -609,7 +643,7 @@ describe('a worker killed in the middle of a delivery', () => {
       next_retry_at: null,
     });
     expect(await waitForJobState(d.id, [REMOVED])).toBe(REMOVED);
-    await sleep(1_000);
+    await laterDelivery();
     expect(r.requests).toHaveLength(2);
     const rows = await deliveriesOf(hook.id);
     expect(rows.map((row) => [row.id, row.status])).toEqual([[d.id, 'success']]);
@@ -638,10 +672,11 @@ describe('Redis unreachable when the API queues a delivery', () => {
       );
       expect(res.status, res.text).toBe(200);
       expect(res.body).toMatchObject({ webhookId: hook.id, status: 'pending', attempts: 0 });
-      await sleep(1_000);
+      // A later delivery to the same receiver, through the instance whose Redis answers, has arrived.
+      const laterId = await laterDelivery({ to: r });
       expect(await deliveryRow(res.body.id)).toMatchObject({ status: 'pending', attempts: 0 });
       expect(await inspect.getJob(res.body.id)).toBeUndefined();
-      expect(r.requests).toHaveLength(0);
+      expect(r.requests.map((q) => q.headers['x-service-delivery'])).toEqual([laterId]);
     } finally {
       await within(10_000, away.close(), 'closing the instance without Redis');
     }
@@ -713,7 +748,7 @@ describe('Redis unreachable when the API queues a delivery', () => {
     seen.deliveryIds.push(stuck.id);
     expect(stuck).toMatchObject({ webhookId: hook.id, status: 'pending', attempts: 0 });
     expect(b.logs.some((l) => l.includes('enqueue failed') && l.includes(stuck.id))).toBe(true);
-    await sleep(1_000);
+    await laterDelivery();
     expect(await deliveryRow(stuck.id)).toMatchObject({ status: 'pending', attempts: 0 });
     expect(await inspect.getJob(stuck.id)).toBeUndefined();
     expect(r.requests).toHaveLength(1);
@@ -727,7 +762,6 @@ describe('Redis unreachable when the API queues a delivery', () => {
       interval: 50,
       message: 'the instance to reconnect to Redis',
     });
-    await sleep(300);
     // The sweep takes pending deliveries older than 30 s: make this one that old.
     await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${stuck.id}`.execute(
       b.deps.db,
