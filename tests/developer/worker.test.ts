@@ -14,7 +14,7 @@ import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { MAINTENANCE_QUEUE } from '../../jobs/queue.js';
 import { WorkerProcess, deleteKeys, within } from './queue-helpers.js';
 import { hex, type OwnDatabase, ownDatabase } from './helpers.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 const REDIS_URL = inject('redisUrl');
 const SHUTDOWN_TIMEOUT_MS = 2_000;
@@ -102,8 +102,8 @@ it('SIGTERM while Redis is away: the worker exits 0 within SHUTDOWN_TIMEOUT_MS a
   });
 
   await proxy.cut();
-  // The connections notice the cut and start reconnecting (refused) before the signal.
-  await sleep(1_000);
+  // The connections notice the cut and start reconnecting (refused) before the signal: one has tried.
+  await proxy.nextConnectionAttempt();
   const signalledAt = Date.now();
   worker.child.kill('SIGTERM');
   const exit = await within(
