@@ -28,7 +28,7 @@ import {
   tcpPortsOf,
   type ApiInstance,
 } from './processes.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 /** The default tier's limit (per user and window). */
 const LIMIT = 100;
@@ -211,8 +211,11 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
       interval: 200,
       message: 'every delivery recorded a success',
     });
-    // Nothing arrives twice, also a little later.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Nothing arrives twice, also later: a later event, dispatched, queued and delivered the same way, has
+    // arrived first.
+    const later = await ownerWithHook(apis[1].api, { status: 200, body: 'ok' });
+    await insertEvents(later.s.workspaceId, 1, 'later');
+    await later.receiver.waitForRequests(1, 30_000);
     expect(receiver.requests).toHaveLength(EVENTS);
     expect(new Set(receiver.requests.map(deliveryId)).size).toBe(EVENTS);
     expect(new Set(receiver.requests.map(seqOf)).size).toBe(EVENTS);
@@ -312,7 +315,8 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
       const load = users.map(async (u) => {
         while (loading) {
           await lb.request('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } });
-          await new Promise((r) => setTimeout(r, 20));
+          // A fixed wait: the load's pace (a client's think time between sign-ins), not a wait for anything.
+          await sleep(20);
         }
       });
 
@@ -327,7 +331,7 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
           const stopping = node.instance.proc.stop('SIGTERM', DRAIN_MS + 15_000);
           // A request sent straight to the instance during its drain (the balancer may already have taken
           // it out) is still served, with its real answer.
-          await new Promise((r) => setTimeout(r, DRAIN_MS / 5));
+          await node.instance.proc.waitForLog(/^draining/, DRAIN_MS + 5_000);
           const direct = await node.api('POST', '/auth/login', {
             body: { email: users[0].email, password: STRONG_PASSWORD },
           });
@@ -410,7 +414,8 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
               timings.push(await timed(node, phase, 'GET', '/health'));
               timings.push(await timed(node, phase, 'GET', '/auth/me', who.reader.accessToken));
               timings.push(await timed(node, phase, 'POST', who.testPath, who.owner));
-              await new Promise((r) => setTimeout(r, 300));
+              // A fixed wait: the load's pace through the outage (steady requests for OUTAGE_MS).
+              await sleep(300);
             }
           }),
         );
