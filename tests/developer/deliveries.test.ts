@@ -477,7 +477,8 @@ describe('retries in direct mode', () => {
   it('a first attempt still waiting on a slow endpoint when the delivery is 30 s old is not swept and sent again', async () => {
     const slow = await patient();
     const s = await ownerOn(app, 'lite', 'deliv-slow-first');
-    const r = await receiver({ status: 200, body: 'slow but fine', delayMs: 2_000 });
+    // The endpoint holds its answer until the test releases it.
+    const r = await receiver({ status: 200, body: 'slow but fine', held: true });
     const hook = await hookTo(s, r);
     const answered = sendTest(s, hook.id, slow);
     const [req] = await r.waitForRequests(1);
@@ -486,10 +487,11 @@ describe('retries in direct mode', () => {
     await ageDelivery(id);
     await slow.deps.webhooks.sweep();
     await app.deps.webhooks.sweep();
-
-    expect(await answered).toMatchObject({ id, status: 'success', attempts: 1, responsePreview: 'slow but fine' });
     // A second attempt, had one of those sweeps started it, has reached the receiver before a later sweep's.
     await sweepAndSettle();
+    r.release();
+
+    expect(await answered).toMatchObject({ id, status: 'success', attempts: 1, responsePreview: 'slow but fine' });
     expect(r.requests).toHaveLength(1);
     expect(await deliveryRow(id)).toMatchObject({ status: 'success', attempts: 1 });
   }, 20_000);
@@ -597,7 +599,7 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
   it('makes one more attempt: a sweep while the endpoint holds it does not send the delivery a second time', async () => {
     const slow = await patient();
     const s = await ownerOn(app, 'lite', 'deliv-manual-slow');
-    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', delayMs: 2_000 }]);
+    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', held: true }]);
     const hook = await hookTo(s, r);
     const failed = await sendTest(s, hook.id);
     expect(failed).toMatchObject({ status: 'failed', attempts: 1 });
@@ -610,11 +612,12 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
     await r.waitForRequests(2);
     await slow.deps.webhooks.sweep();
     await app.deps.webhooks.sweep();
+    // A second attempt, had one of those sweeps started it, has reached the receiver before a later sweep's.
+    await sweepAndSettle();
+    r.release();
     const res = await retried;
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ id: failed.id, status: 'success', attempts: 2, responsePreview: 'slow but fine' });
-    // A second attempt, had one of those sweeps started it, has reached the receiver before a later sweep's.
-    await sweepAndSettle();
     expect(r.requests).toHaveLength(2);
     expect(new Set(r.requests.map((q) => q.headers['x-service-delivery']))).toEqual(new Set([failed.id]));
     expect(await deliveryRow(failed.id)).toMatchObject({ status: 'success', attempts: 2 });

@@ -264,8 +264,9 @@ function expectSigned(req: ReceivedRequest, secret: string, event: string, deliv
 describe('deliveries go through the queue', () => {
   it('a test delivery: the API queues it and answers `pending`; the worker sends the signed request once; the row ends success, attempts 1', async () => {
     const s = await owner('lite', 'q-test');
-    // The answer waits 300 ms, so the API's answer cannot already show an attempt of a fast worker.
-    const r = await receiver({ status: 200, body: 'queued ok', delayMs: 300 });
+    // The answer waits for the test (release below), so the API's answer cannot already show an attempt of a
+    // fast worker.
+    const r = await receiver({ status: 200, body: 'queued ok', held: true });
     const hook = await hookTo(s, r);
 
     const answered = await sendTest(s, hook.id);
@@ -282,6 +283,7 @@ describe('deliveries go through the queue', () => {
     expect(job?.data).toEqual({ deliveryId: answered.id });
 
     const [req] = await r.waitForRequests(1);
+    r.release();
     const envelope = expectSigned(req, hook.secret, 'webhook.test', answered.id);
     expect(envelope.workspaceId).toBe(s.workspaceId);
     expect(envelope.data).toMatchObject({ webhookId: hook.id });
@@ -319,8 +321,8 @@ describe('deliveries go through the queue', () => {
 
   it('a domain event (api_key.created) is dispatched by the API, queued, and delivered by the worker, signed, once', async () => {
     const s = await owner('pro', 'q-event');
-    // The answer waits a second: the job is still there to be looked at.
-    const r = await receiver({ status: 200, body: 'got it', delayMs: 1_000 });
+    // The answer waits for the test (release below): the job is still there to be looked at.
+    const r = await receiver({ status: 200, body: 'got it', held: true });
     const hook = await hookTo(s, r, ['api_key.created']);
     const key = await createKey(app, s, { name: 'queued key', scopes: ['read'] });
     seen.tokens.push(key.rawKey);
@@ -334,6 +336,7 @@ describe('deliveries go through the queue', () => {
     const deliveryId = String(req.headers['x-service-delivery']);
     seen.deliveryIds.push(deliveryId);
     expect((await inspect.getJob(deliveryId))?.data).toEqual({ deliveryId });
+    r.release();
     const done = await until(deliveryId, 'success');
     expect(done).toMatchObject({
       webhook_id: hook.id,
@@ -521,7 +524,8 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     const s = await owner('lite', 'q-manual-failed');
     const r = await receiver([
       { status: 410, body: 'gone for now' },
-      { status: 200, body: 'back', delayMs: 1_000 },
+      // Held until the test has looked at the retry's job (release below).
+      { status: 200, body: 'back', held: true },
     ]);
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
@@ -532,6 +536,7 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     expect(res.status, res.text).toBe(200);
     await r.waitForRequests(2);
     expect((await inspect.getJob(`${d.id}-retry-1`))?.data).toEqual({ deliveryId: d.id });
+    r.release();
     const done = await until(d.id, 'success');
     expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'back' });
     await laterDelivery();
@@ -540,7 +545,8 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
 
   it('makes one more attempt: a sweep while the endpoint holds the retry job adds no second job, and nothing is sent twice', async () => {
     const s = await owner('lite', 'q-manual-slow');
-    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', delayMs: 1_500 }]);
+    // The retry's answer is held until the test has swept (release below).
+    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', held: true }]);
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
     await until(d.id, 'failed');
@@ -554,6 +560,7 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     await r.waitForRequests(2);
     // The sweep takes the delivery, and queues it under the job id of the retry's job, which is running.
     expect(await app.deps.webhooks.sweep()).toBeGreaterThanOrEqual(1);
+    r.release();
     const done = await until(d.id, 'success');
     expect(done).toMatchObject({ attempts: 2, response_preview: 'slow but fine' });
     await laterDelivery();
@@ -724,8 +731,11 @@ describe('Redis unreachable when the API queues a delivery', () => {
     const b = await startAppOn(db, queueSettings(proxy.url));
     extraApps.push(b);
     const s = await owner('lite', 'q-away');
-    // The answer waits a second: the swept delivery's job is still there to be looked at.
-    const r = await receiver({ status: 200, body: 'after the outage', delayMs: 1_000 });
+    // The swept delivery's answer waits for the test (release below): its job is still there to be looked at.
+    const r = await receiver([
+      { status: 200, body: 'after the outage' },
+      { status: 200, body: 'after the outage', held: true },
+    ]);
     const hook = await hookTo(s, r);
 
     // Through the proxy the instance queues like any other.
@@ -775,6 +785,7 @@ describe('Redis unreachable when the API queues a delivery', () => {
       { timeout: 10_000, interval: 250, message: 'a sweep of the instance to queue the stuck delivery' },
     );
     expect(job.data).toEqual({ deliveryId: stuck.id });
+    r.release();
     const done = await until(stuck.id, 'success');
     expect(done).toMatchObject({ attempts: 1, response_status: 200, response_preview: 'after the outage' });
     await r.waitForRequests(2);
@@ -796,12 +807,12 @@ describe('Redis unreachable when the API queues a delivery', () => {
 });
 
 describe('SIGTERM', () => {
-  it('lets the job in flight finish (the receiver answers after 500 ms), records it, then exits with code 0', async () => {
+  it('lets the job in flight finish (the receiver answers after the signal), records it, then exits with code 0', async () => {
     const live = workers.filter((w) => w.running && !queueOff.includes(w));
     expect(live).toHaveLength(1);
     const [worker] = live;
     const s = await owner('lite', 'q-term');
-    const r = await receiver({ status: 200, body: 'slow but fine', delayMs: 500 });
+    const r = await receiver({ status: 200, body: 'slow but fine', held: true });
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
     const [req] = await r.waitForRequests(1);
@@ -809,6 +820,9 @@ describe('SIGTERM', () => {
 
     const signalledAt = Date.now();
     worker.child.kill('SIGTERM');
+    // The receiver answers once the worker is shutting down with the job in flight.
+    await worker.waitForLog('worker shutting down: finishing jobs in flight', 10_000);
+    r.release();
     const exit = await within(10_000, worker.exited, 'the worker exiting after SIGTERM');
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(r.answeredAt[0]).toBeDefined();

@@ -135,10 +135,11 @@ async function slowRequestInFlight(api: Api, receiver: WebhookReceiver, s: Sessi
   return { answer, settled: () => settled };
 }
 
-async function receiverDelaying(ms: number) {
+/** A receiver that holds its answers until the test calls release(): a slow endpoint, for as long as needed. */
+async function receiverHolding() {
   const receiver = await WebhookReceiver.start();
   receivers.push(receiver);
-  return receiver.reply({ status: 200, body: 'slow ok', delayMs: ms });
+  return receiver.reply({ status: 200, body: 'slow ok', held: true });
 }
 
 describe('SHUTDOWN_DRAIN_DELAY_MS', () => {
@@ -162,7 +163,7 @@ describe('close() (what SIGTERM runs), in process', () => {
       const app = await startTestApp({ SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_MS), WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
       apps.push(app);
       const port = Number(new URL(app.url).port);
-      const receiver = await receiverDelaying(DRAIN_MS + 1_500);
+      const receiver = await receiverHolding();
       const { s, testPath } = await ownerWithWebhook(app.api, receiver);
       const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
@@ -196,6 +197,7 @@ describe('close() (what SIGTERM runs), in process', () => {
       expect(Date.now() - closeCalledAt).toBeGreaterThanOrEqual(DRAIN_MS - 50);
       expect(slow.settled()).toBe(false);
 
+      receiver.release();
       const answer = await slow.answer;
       expect(answer.status, answer.text).toBe(200);
       expect(answer.body).toMatchObject({ status: 'success', attempts: 1, responsePreview: 'slow ok' });
@@ -213,13 +215,14 @@ describe('close() (what SIGTERM runs), in process', () => {
     const app = await startTestApp({ SHUTDOWN_DRAIN_DELAY_MS: '0', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
     apps.push(app);
     const port = Number(new URL(app.url).port);
-    const receiver = await receiverDelaying(1_000);
+    const receiver = await receiverHolding();
     const { s, testPath } = await ownerWithWebhook(app.api, receiver);
 
     const slow = await slowRequestInFlight(app.api, receiver, s, testPath);
     const closed = app.close();
     await waitFor(async () => !(await accepts(port)), { timeout: 500, interval: 10, message: 'the listener to close' });
     expect(slow.settled()).toBe(false);
+    receiver.release();
     const answer = await slow.answer;
     expect(answer.body).toMatchObject({ status: 'success', attempts: 1, responseStatus: 200 });
     expect(answer.headers.get('connection')).toBe('close');
@@ -245,7 +248,7 @@ describe('npm start (server/index.ts as a child process)', () => {
       const DRAIN_MS = 1_500;
       const api = await startApi('drain', env(DRAIN_MS));
       const client = apiClient(api.url);
-      const receiver = await receiverDelaying(DRAIN_MS + 2_000);
+      const receiver = await receiverHolding();
       const { s, testPath } = await ownerWithWebhook(client, receiver);
 
       const slow = await slowRequestInFlight(client, receiver, s, testPath);
@@ -260,6 +263,15 @@ describe('npm start (server/index.ts as a child process)', () => {
       );
       expect(health.body).toMatchObject({ status: 'draining' });
       expect((await client('GET', '/auth/me', { token: s.accessToken })).status).toBe(200);
+      // The slow request is still in flight when the drain delay is over and the listener closes.
+      const port = Number(new URL(api.url).port);
+      await waitFor(async () => !(await accepts(port)), {
+        timeout: DRAIN_MS + 5_000,
+        interval: 25,
+        message: 'the listener to close',
+      });
+      expect(slow.settled()).toBe(false);
+      receiver.release();
 
       const answer = await slow.answer;
       expect(answer.status, answer.text).toBe(200);
