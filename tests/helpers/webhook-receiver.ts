@@ -9,6 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { sleep } from './wait.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url));
 /** The test CA that issued the receiver's certificate (for NODE_EXTRA_CA_CERTS of a child process). */
@@ -27,8 +28,8 @@ export interface ReceivedRequest {
 }
 
 /**
- * How the receiver answers one request: a status (and body, headers; after `delayMs`, or once the test calls
- * release() when `held`), or 'hang' (never answer).
+ * How the receiver answers one request: a status (and body, headers; once the test calls release() when
+ * `held`, or after `delayMs`), or 'hang' (never answer).
  */
 export type Reply =
   { status: number; body?: string; headers?: Record<string, string>; delayMs?: number; held?: boolean } | 'hang';
@@ -166,7 +167,9 @@ export class WebhookReceiver {
         res.end(reply.body ?? '');
       };
       if (reply.held && !this.released) this.held.push(answer);
-      else if (reply.delayMs) setTimeout(answer, reply.delayMs);
+      // A fixed wait, where a test asks for one: an endpoint whose latency is the scenario (the cluster test's
+      // load). To hold an answer while something is observed, a test uses `held` and release() instead.
+      else if (reply.delayMs) void sleep(reply.delayMs).then(answer);
       else answer();
     });
   }
