@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
+import { clockPast } from '../helpers/clock.js';
 import {
   STRONG_PASSWORD,
   expectError,
@@ -442,7 +443,8 @@ describe('GET /admin/audit-logs', () => {
     actor = await user('aud-filter');
     createdAt = Date.now();
     workspaceId = await createWorkspace(app, actor.accessToken, `Filtered ${tag()}`);
-    await new Promise((r) => setTimeout(r, 50));
+    // Each boundary strictly after the entries before it and before those after it (ISO times have ms).
+    await clockPast();
     const before = Date.now();
     expect(
       (
@@ -452,7 +454,7 @@ describe('GET /admin/audit-logs', () => {
         })
       ).status,
     ).toBe(200);
-    await new Promise((r) => setTimeout(r, 50));
+    await clockPast();
     updateAt = { before, after: Date.now() };
   });
 

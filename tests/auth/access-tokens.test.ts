@@ -4,6 +4,7 @@ import jwt from 'jsonwebtoken';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_JWT_ACCESS_SECRET, TEST_JWT_REFRESH_SECRET, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, registerAndLogin, type Session } from '../helpers/http.js';
+import { clockAhead } from '../helpers/clock.js';
 import { latestMailToken } from '../helpers/mail.js';
 
 let app: TestApp;
@@ -16,7 +17,6 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nowSec = () => Math.floor(Date.now() / 1000);
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const decodePart = (part: string) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
@@ -231,18 +231,20 @@ describe('access tokens and account state', () => {
   it('refuses an access token issued before a password reset with 401 UNAUTHORIZED; one issued after works', async () => {
     const s = await registerAndLogin(app.api, { prefix: 'reset' });
     expect((await me(s.accessToken)).status).toBe(200);
-    // The check has one-second granularity (iat is in whole seconds).
-    await sleep(1100);
-    expect((await app.api('POST', '/auth/forgot-password', { body: { email: s.email } })).status).toBe(200);
-    const token = await latestMailToken(app, s.email, 'password-reset');
-    const newPassword = 'Brand-new-pass-456';
-    expect((await app.api('POST', '/auth/reset-password', { body: { token, newPassword } })).status).toBe(200);
+    // The check has one-second granularity (iat is in whole seconds): the reset comes 1.1 s later, by the
+    // app's clock (this process's Date, moved ahead).
+    await clockAhead(1_100, async () => {
+      expect((await app.api('POST', '/auth/forgot-password', { body: { email: s.email } })).status).toBe(200);
+      const token = await latestMailToken(app, s.email, 'password-reset');
+      const newPassword = 'Brand-new-pass-456';
+      expect((await app.api('POST', '/auth/reset-password', { body: { token, newPassword } })).status).toBe(200);
 
-    expectError(await me(s.accessToken), 401, 'UNAUTHORIZED');
+      expectError(await me(s.accessToken), 401, 'UNAUTHORIZED');
 
-    const fresh = await app.api('POST', '/auth/login', { body: { email: s.email, password: newPassword } });
-    expect(fresh.status).toBe(200);
-    expect((await me(fresh.body.accessToken)).status).toBe(200);
+      const fresh = await app.api('POST', '/auth/login', { body: { email: s.email, password: newPassword } });
+      expect(fresh.status).toBe(200);
+      expect((await me(fresh.body.accessToken)).status).toBe(200);
+    });
   });
 
   it("does not affect other users' tokens when one user is suspended", async () => {

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, type Session } from '../helpers/http.js';
+import { clockAhead } from '../helpers/clock.js';
 import { mailsTo } from '../helpers/mail.js';
 import { codeAt, enableMfa, forgetUsedSteps, freshStep, loginWithMfa } from '../helpers/mfa.js';
 
@@ -260,14 +261,11 @@ describe('the step token lifetime (MFA_TOKEN_TTL)', () => {
     const s = await registerAndLogin(quick.api, { prefix: 'mfa-ttl' });
     const { backupCodes } = await enableMfa(quick.api, s.accessToken);
     const first = await quick.api('POST', '/auth/login', { body: { email: s.email, password: s.password } });
-    await new Promise((r) => setTimeout(r, 1_300));
-    expectError(
-      await quick.api('POST', '/auth/mfa/verify', {
-        body: { mfaToken: first.body.mfaToken, backupCode: backupCodes[0] },
-      }),
-      401,
-      'UNAUTHORIZED',
+    // 1.3 s later by the app's clock (this process's Date, moved ahead): past the token's 1 s.
+    const late = await clockAhead(1_300, () =>
+      quick.api('POST', '/auth/mfa/verify', { body: { mfaToken: first.body.mfaToken, backupCode: backupCodes[0] } }),
     );
+    expectError(late, 401, 'UNAUTHORIZED');
     const again = await loginWithMfa(quick.api, s.email, s.password, { backupCode: backupCodes[0] });
     expect(again.status, again.text).toBe(200);
   });

@@ -1,9 +1,10 @@
 import crypto from 'node:crypto';
 import bcrypt from 'bcrypt';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, uniqueEmail, type Session } from '../helpers/http.js';
 import { latestMailToken, mailsTo } from '../helpers/mail.js';
+import { waitFor } from '../helpers/wait.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -155,13 +156,14 @@ describe('POST /auth/reset-password', () => {
     const { s, token } = await userWithResetToken('reset-login');
     // The same password under a costly hash (about 1.4 s to check here): the reset, at the suite's cost 4,
     // runs and commits from start to end while the sign-in is still checking the old password.
-    await app.deps.db
-      .updateTable('users')
-      .set({ password_hash: await bcrypt.hash(s.password, 14) })
-      .where('id', '=', s.userId)
-      .execute();
+    const costly = await bcrypt.hash(s.password, 14);
+    await app.deps.db.updateTable('users').set({ password_hash: costly }).where('id', '=', s.userId).execute();
+    // Watched (and passed on unchanged): the reset starts once the sign-in is checking the costly hash.
+    const checks = vi.spyOn(app.deps.passwords, 'verify');
     const signin = signIn(s.email, s.password).then((res) => ({ res, at: Date.now() }));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitFor(() => checks.mock.calls.some(([, hash]) => hash === costly), {
+      message: 'the sign-in to check the old password',
+    }).finally(() => checks.mockRestore());
     const done = await reset(token);
     const resetAt = Date.now();
     expect(done.status).toBe(200);

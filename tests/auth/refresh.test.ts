@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_JWT_REFRESH_SECRET, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin } from '../helpers/http.js';
@@ -19,7 +20,6 @@ afterAll(async () => {
   await Promise.all([app?.close(), strict?.close(), shortGrace?.close()]);
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const refresh = (a: TestApp, refreshToken: unknown) => a.api('POST', '/auth/refresh', { body: { refreshToken } });
 const logout = (a: TestApp, refreshToken: unknown) => a.api('POST', '/auth/logout', { body: { refreshToken } });
 
@@ -33,6 +33,18 @@ const rowOf = (a: TestApp, raw: string) =>
 
 const familyRows = (a: TestApp, familyId: string) =>
   a.deps.db.selectFrom('refresh_tokens').selectAll().where('family_id', '=', familyId).execute();
+
+/**
+ * 1.2 s pass for the session of `raw` on shortGrace, whose grace window is 1 s: every time of its family's
+ * tokens moves 1.2 s into the past. The app compares them with its clock (`new Date()`), so this is what
+ * waiting 1.2 s would do, without the wait.
+ */
+async function graceEnds(raw: string) {
+  const { family_id } = await rowOf(shortGrace, raw);
+  const columns = ['created_at', 'expires_at', 'rotated_at', 'superseded_at', 'revoked_at'];
+  const back = sql.raw(columns.map((c) => `${c} = ${c} - interval '1200 milliseconds'`).join(', '));
+  await sql`update refresh_tokens set ${back} where family_id = ${family_id}`.execute(shortGrace.deps.db);
+}
 
 describe('POST /auth/refresh: rotation', () => {
   it('answers a new token pair whose refresh token differs, and the new access token works', async () => {
@@ -119,7 +131,7 @@ describe('POST /auth/refresh: reuse detection', () => {
     const s = await registerAndLogin(shortGrace.api, { prefix: 'late' });
     const next = await refresh(shortGrace, s.refreshToken);
     expect(next.status).toBe(200);
-    await sleep(1200);
+    await graceEnds(s.refreshToken);
     expectError(await refresh(shortGrace, s.refreshToken), 401, 'UNAUTHORIZED');
     expectError(await refresh(shortGrace, next.body.refreshToken), 401, 'UNAUTHORIZED');
     const { family_id } = await rowOf(shortGrace, s.refreshToken);
@@ -165,7 +177,7 @@ describe('POST /auth/refresh: reuse detection', () => {
 });
 
 describe('POST /auth/refresh: after the grace window, only the newest token of a family is valid', () => {
-  // REFRESH_TOKEN_REUSE_GRACE_SECONDS=1 (shortGrace); "after the window" is 1.2 s later.
+  // REFRESH_TOKEN_REUSE_GRACE_SECONDS=1 (shortGrace); "after the window" is 1.2 s later (graceEnds).
   type Answer = Awaited<ReturnType<typeof refresh>>;
   /** Sends the refreshes at once and lists the answers in the order they arrived (a browser keeps the last). */
   const arrivalOrder = async (requests: Array<Promise<Answer>>) => {
@@ -194,7 +206,7 @@ describe('POST /auth/refresh: after the grace window, only the newest token of a
 
   it('refuses the older branch of a forked family after the window (401): the session ends for both', async () => {
     const { older, newest } = await forkedSession('fork-old');
-    await sleep(1200);
+    await graceEnds(older);
     expectError(await refresh(shortGrace, older), 401, 'UNAUTHORIZED');
     expectError(await refresh(shortGrace, newest), 401, 'UNAUTHORIZED');
     await expectFamilyRevoked(shortGrace, older);
@@ -202,7 +214,7 @@ describe('POST /auth/refresh: after the grace window, only the newest token of a
 
   it('lets the newest branch rotate after the window; the older one is then refused, ending the session', async () => {
     const { older, newest } = await forkedSession('fork-new');
-    await sleep(1200);
+    await graceEnds(older);
     const next = await refresh(shortGrace, newest);
     expect(next.status).toBe(200);
     expectError(await refresh(shortGrace, older), 401, 'UNAUTHORIZED');
@@ -215,7 +227,7 @@ describe('POST /auth/refresh: after the grace window, only the newest token of a
     const replayed = await refresh(shortGrace, s.refreshToken);
     const legit = await refresh(shortGrace, s.refreshToken);
     expect([replayed.status, legit.status]).toEqual([200, 200]);
-    await sleep(1200);
+    await graceEnds(s.refreshToken);
     const legit2 = await refresh(shortGrace, legit.body.refreshToken);
     expect(legit2.status).toBe(200);
     expectError(await refresh(shortGrace, replayed.body.refreshToken), 401, 'UNAUTHORIZED');
@@ -229,10 +241,10 @@ describe('POST /auth/refresh: after the grace window, only the newest token of a
     const [first, last] = await arrivalOrder(both);
     expect([first.status, last.status]).toEqual([200, 200]);
     expect(first.body.refreshToken).not.toBe(last.body.refreshToken);
-    await sleep(1200);
+    await graceEnds(s.refreshToken);
     const next = await refresh(shortGrace, last.body.refreshToken);
     expect(next.status).toBe(200);
-    await sleep(1200);
+    await graceEnds(s.refreshToken);
     expect((await refresh(shortGrace, next.body.refreshToken)).status).toBe(200);
     const rows = await familyRows(shortGrace, (await rowOf(shortGrace, s.refreshToken)).family_id);
     expect(rows.every((r) => r.revoked_at === null)).toBe(true);
@@ -243,7 +255,7 @@ describe('POST /auth/refresh: after the grace window, only the newest token of a
     const both = [refresh(shortGrace, s.refreshToken), refresh(shortGrace, s.refreshToken)];
     const [first, last] = await arrivalOrder(both);
     expect([first.status, last.status]).toEqual([200, 200]);
-    await sleep(1200);
+    await graceEnds(s.refreshToken);
     expectError(await refresh(shortGrace, first.body.refreshToken), 401, 'UNAUTHORIZED');
     expectError(await refresh(shortGrace, last.body.refreshToken), 401, 'UNAUTHORIZED');
     await expectFamilyRevoked(shortGrace, s.refreshToken);

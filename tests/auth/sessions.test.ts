@@ -4,6 +4,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { clockPast } from '../helpers/clock.js';
 import { STRONG_PASSWORD, expectError, registerAndLogin, type Session } from '../helpers/http.js';
 import { mailsTo } from '../helpers/mail.js';
 
@@ -68,7 +69,7 @@ describe('GET /auth/sessions', () => {
     const sid = claimsOf(s.accessToken).sid;
     const before = (await sessionsOf(s.accessToken)).body.items[0];
     expect(before.id).toBe(sid);
-    await new Promise((r) => setTimeout(r, 20));
+    await clockPast(Date.parse(before.lastUsedAt));
     const rotated = await refresh(s.refreshToken);
     expect(rotated.status).toBe(200);
     expect(claimsOf(rotated.body.accessToken).sid).toBe(sid);

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import { expect } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, type TestApp } from '../helpers/app.js';
 import { login, type Session } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** The field names of a plan. */
 export const PLAN_FIELDS = [
@@ -68,20 +69,12 @@ export async function catalogSlugs(app: TestApp): Promise<string[]> {
   return (res.body.items as Array<{ slug: string }>).map((p) => p.slug);
 }
 
-/** Calls `probe` until it answers true or `timeoutMs` passes; answers how long it took, or -1. */
-export async function pollUntil(probe: () => Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    if (await probe()) return Date.now() - started;
-    if (Date.now() - started > timeoutMs) return -1;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
-/** Waits until the current second is young, so a request sent now is checked within the same second. */
+/**
+ * Waits, if need be, until the current second is young (at most 600 ms in), so a request sent now is checked
+ * within the same second. A wait for an event of the clock (the next second), at most 0.4 s.
+ */
 export async function atStartOfSecond() {
-  const into = Date.now() % 1000;
-  if (into > 600) await new Promise((r) => setTimeout(r, 1000 - into + 20));
+  await waitFor(() => Date.now() % 1000 <= 600, { timeout: 2_000, interval: 5, message: 'a young second' });
 }
 
 export const nowSeconds = () => Math.floor(Date.now() / 1000);

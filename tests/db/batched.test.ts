@@ -8,10 +8,10 @@ import { batchedLookup, batchedSelect } from '../../db/batched.js';
 import type { Database } from '../../db/schema.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, registerAndLogin, type Session } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
 
 let app: TestApp;
 const table = `batched_${Date.now().toString(36)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   app = await startTestApp();
@@ -25,25 +25,41 @@ afterAll(async () => {
 
 type Row = { k: string; v: number };
 
-/** A lookup over the test table that records the keys of every query it runs; `hold` delays answers. */
-function lookupWithLog(opts: { hold?: (call: number) => number; fail?: boolean; inFlight?: number } = {}) {
+/**
+ * A lookup over the test table that records the keys of every query it runs. The queries numbered in
+ * `held` (1 for the first) read their rows, then hold their answer until the test calls `release(n)`: a
+ * slow query, as long as the test needs and no longer. `read` counts the queries that have read.
+ */
+function lookupWithLog(opts: { held?: number[]; fail?: boolean; inFlight?: number } = {}) {
   const queries: string[][] = [];
+  const gates = new Map(
+    (opts.held ?? []).map((n) => {
+      let open!: () => void;
+      const closed = new Promise<void>((resolve) => (open = resolve));
+      return [n, { closed, open }] as const;
+    }),
+  );
+  let read = 0;
   const lookup = batchedLookup<string, Row>(
     async (db, keys) => {
       const call = queries.push(keys);
       if (opts.fail) throw new Error('the database went away');
       const { rows } = await sql<Row>`select k, v from ${sql.table(table)} where k = any(${keys})`.execute(db);
-      const hold = opts.hold?.(call) ?? 0;
-      if (hold) await sleep(hold);
+      read++;
+      await gates.get(call)?.closed;
       return rows;
     },
     (row) => row.k,
     { inFlight: opts.inFlight },
   );
-  return { lookup, queries };
+  const release = (call: number) => gates.get(call)!.open();
+  return { lookup, queries, release, read: () => read };
 }
 
-/** Asks for keys k<from> to k<to>, 5 ms apart (each in an event-loop turn of its own); answers the lookups. */
+/** The end of the current event-loop turn (a batch is sent at the end of the turn it was asked in). */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Asks for keys k<from> to k<to>, each in an event-loop turn of its own; answers the lookups. */
 async function askedOneByOne(
   lookup: (db: TestApp['deps']['db'], key: string) => Promise<Row | undefined>,
   from: number,
@@ -52,7 +68,7 @@ async function askedOneByOne(
   const asked: Promise<Row | undefined>[] = [];
   for (let i = from; i <= to; i++) {
     asked.push(lookup(app.deps.db, `k${i}`));
-    await sleep(5);
+    await nextTurn();
   }
   return asked;
 }
@@ -82,14 +98,18 @@ describe('batchedLookup', () => {
   });
 
   it('never answers from a query sent before the lookup was asked for', async () => {
-    // The first query reads the old value, then takes 300 ms to come back. A change committed meanwhile
-    // must be seen by a lookup asked for after the commit, although a query for the same key is in flight.
-    const { lookup, queries } = lookupWithLog({ hold: (call) => (call === 1 ? 300 : 0) });
+    // The first query reads the old value, then holds its answer. A change committed meanwhile must be seen
+    // by a lookup asked for after the commit, although a query for the same key is in flight.
+    const { lookup, queries, release, read } = lookupWithLog({ held: [1] });
     const early = lookup(app.deps.db, 'k10');
-    await sleep(50);
+    await waitFor(() => read() === 1, { message: 'the first query to read k10' });
     await sql`update ${sql.table(table)} set v = 1000 where k = 'k10'`.execute(app.deps.db);
-    const late = await lookup(app.deps.db, 'k10');
+    const asked = lookup(app.deps.db, 'k10');
+    // A query of its own, sent while the first still holds its answer.
+    await waitFor(() => queries.length === 2, { message: 'a second query for the later lookup' });
+    const late = await asked;
     expect(late?.v).toBe(1000);
+    release(1);
     expect((await early)?.v).toBe(10);
     expect(queries).toEqual([['k10'], ['k10']]);
   });
@@ -97,22 +117,25 @@ describe('batchedLookup', () => {
   it('lets lookups that arrive while queries are running wait and go together in the next query', async () => {
     // Two slow queries fill the running slots; the lookups asked for meanwhile, over several event-loop
     // turns, share the third query.
-    const { lookup, queries } = lookupWithLog({ hold: (call) => (call <= 2 ? 200 : 0) });
+    const { lookup, queries, release } = lookupWithLog({ held: [1, 2] });
     const first = lookup(app.deps.db, 'k1');
-    await sleep(20);
+    await waitFor(() => queries.length === 1, { message: 'the first query to be sent' });
     const second = lookup(app.deps.db, 'k2');
-    await sleep(20);
+    await waitFor(() => queries.length === 2, { message: 'the second query to be sent' });
     const later = await askedOneByOne(lookup, 3, 12);
+    release(1);
+    release(2);
     const rows = await Promise.all([first, second, ...later]);
     expect(rows.map((r) => r?.k)).toEqual(Array.from({ length: 12 }, (_, i) => `k${i + 1}`));
     expect(queries).toEqual([['k1'], ['k2'], ['k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9', 'k10', 'k11', 'k12']]);
   });
 
   it('with one query in flight (background work), lets every lookup that arrives while it runs go in the next', async () => {
-    const { lookup, queries } = lookupWithLog({ hold: (call) => (call === 1 ? 200 : 0), inFlight: 1 });
+    const { lookup, queries, release } = lookupWithLog({ held: [1], inFlight: 1 });
     const first = lookup(app.deps.db, 'k1');
-    await sleep(20);
+    await waitFor(() => queries.length === 1, { message: 'the first query to be sent' });
     const later = await askedOneByOne(lookup, 2, 6);
+    release(1);
     const rows = await Promise.all([first, ...later]);
     expect(rows.map((r) => r?.k)).toEqual(['k1', 'k2', 'k3', 'k4', 'k5', 'k6']);
     expect(queries).toEqual([['k1'], ['k2', 'k3', 'k4', 'k5', 'k6']]);

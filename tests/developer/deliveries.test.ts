@@ -13,6 +13,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
+import { clockAhead } from '../helpers/clock.js';
 import { mailsTo } from '../helpers/mail.js';
 import {
   WebhookReceiver,
@@ -33,12 +34,11 @@ import {
   ownerOn,
   quiet,
   registerDemo,
-  sleep,
   startAppOn,
   trackSecret,
-  waitFor,
   type OwnDatabase,
 } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const DEMO_EMAIL = demoEmail('deliv');
 const USER_AGENT = `DevTests-Hooks/${hex(2)}`;
@@ -138,8 +138,62 @@ const deliveriesOf = (webhookId: string) =>
     .where('webhook_id', '=', webhookId)
     .orderBy('created_at')
     .execute();
+/** Domain events of the workspace not dispatched yet. */
+const undispatchedEvents = async (workspaceId: string) =>
+  Number(
+    (
+      await app.deps.db
+        .selectFrom('domain_events')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('workspace_id', '=', workspaceId)
+        .where('dispatched_at', 'is', null)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 const deleteHook = (s: Session, hookId: string) =>
   app.api('DELETE', `/workspaces/${s.workspaceId}/webhooks/${hookId}`, { token: s.accessToken });
+
+// "Nothing was sent" is checked after something LATER that went the same way has arrived, never after a
+// sleep: a slow machine cannot make such a check pass by accident.
+
+/** The owner of the marker webhooks below (one for the file). */
+let markerOwner: Session | undefined;
+const marker = async () => (markerOwner ??= await ownerOn(app, 'lite', 'deliv-marker'));
+
+/**
+ * Sends `r` a later request: a test delivery of a webhook of its own (path /later), by the main app, which
+ * waits for its answer. Whatever an attempt made earlier had sent to `r` has arrived by then. Answers the
+ * requests `r` got but that one.
+ */
+async function requestsBeforeALaterOne(r: WebhookReceiver): Promise<ReceivedRequest[]> {
+  const s = await marker();
+  const hook = await hookTo(s, r, ['webhook.test'], '/later');
+  const later = await sendTest(s, hook.id);
+  expect(r.requests.map((q) => q.headers['x-service-delivery'])).toContain(later.id);
+  expect((await deleteHook(s, hook.id)).status).toBe(200);
+  return r.requests.filter((q) => q.headers['x-service-delivery'] !== later.id);
+}
+
+/**
+ * A sweep of `via` that is sure to send something, waited for until that has arrived: a delivery of its own
+ * (to a receiver of its own), due for a retry now, is claimed by this sweep (or by a timer's sweep at the
+ * same moment) and sent. What an earlier sweep started has been sent by then. With `ahead`, the sweep runs
+ * with the clock that far ahead (as if it came that much later).
+ */
+async function sweepAndSettle(opts: { via?: TestApp; ahead?: number } = {}) {
+  const { via = app, ahead = 0 } = opts;
+  const s = await marker();
+  const r = await receiver([{ status: 500 }, { status: 200 }]);
+  const hook = await hookTo(s, r, ['webhook.test'], '/later');
+  const d = await sendTest(s, hook.id);
+  expect(d.status).toBe('retrying');
+  await sql`update webhook_deliveries set next_retry_at = now() where id = ${d.id}`.execute(app.deps.db);
+  if (ahead) await clockAhead(ahead, () => via.deps.webhooks.sweep());
+  else await via.deps.webhooks.sweep();
+  await r.waitForRequests(2);
+  await waitFor(async () => (await deliveryRow(d.id)).status === 'success', { message: 'the marker delivery' });
+  expect((await deleteHook(s, hook.id)).status).toBe(200);
+}
 
 /** Asserts the documented headers and the signature of one received request; answers the parsed envelope. */
 function expectSignedDelivery(req: ReceivedRequest, secret: string, event: string) {
@@ -355,12 +409,11 @@ describe('retries in direct mode', () => {
     expect(retryAt).toBeLessThanOrEqual(Date.now() + 2_000);
 
     const done = await waitFor(
-      'the retry to succeed',
       async () => {
         const row = await deliveryRow(first.id);
         return row.status === 'success' ? row : undefined;
       },
-      15_000,
+      { timeout: 15_000, message: 'the retry to succeed' },
     );
     expect(done).toMatchObject({
       attempts: 2,
@@ -389,20 +442,18 @@ describe('retries in direct mode', () => {
     expect(first.status).toBe('retrying');
 
     const failed = await waitFor(
-      'the delivery to fail for good',
       async () => {
         const row = await deliveryRow(first.id);
         return row.status === 'failed' ? row : undefined;
       },
-      25_000,
+      { timeout: 25_000, message: 'the delivery to fail for good' },
     );
     expect(failed).toMatchObject({ attempts: MAX_RETRIES + 1, response_status: 500, next_retry_at: null });
     expect(failed.last_error).toMatch(/500/);
     expect(r.requests).toHaveLength(MAX_RETRIES + 1);
     expect(new Set(r.requests.map((q) => q.headers['x-service-delivery']))).toEqual(new Set([first.id]));
 
-    await app.deps.webhooks.sweep();
-    await sleep(300);
+    await sweepAndSettle();
     expect(r.requests).toHaveLength(MAX_RETRIES + 1);
     expect((await deliveryRow(first.id)).status).toBe('failed');
   }, 40_000);
@@ -426,7 +477,8 @@ describe('retries in direct mode', () => {
   it('a first attempt still waiting on a slow endpoint when the delivery is 30 s old is not swept and sent again', async () => {
     const slow = await patient();
     const s = await ownerOn(app, 'lite', 'deliv-slow-first');
-    const r = await receiver({ status: 200, body: 'slow but fine', delayMs: 2_000 });
+    // The endpoint holds its answer until the test releases it.
+    const r = await receiver({ status: 200, body: 'slow but fine', held: true });
     const hook = await hookTo(s, r);
     const answered = sendTest(s, hook.id, slow);
     const [req] = await r.waitForRequests(1);
@@ -435,10 +487,11 @@ describe('retries in direct mode', () => {
     await ageDelivery(id);
     await slow.deps.webhooks.sweep();
     await app.deps.webhooks.sweep();
+    // A second attempt, had one of those sweeps started it, has reached the receiver before a later sweep's.
+    await sweepAndSettle();
+    r.release();
 
     expect(await answered).toMatchObject({ id, status: 'success', attempts: 1, responsePreview: 'slow but fine' });
-    // A second attempt, had a sweep started one, would have been answered by now.
-    await sleep(2_500);
     expect(r.requests).toHaveLength(1);
     expect(await deliveryRow(id)).toMatchObject({ status: 'success', attempts: 1 });
   }, 20_000);
@@ -450,9 +503,8 @@ describe('retries in direct mode', () => {
     const d = await sendTest(s, hook.id);
     expect(d).toMatchObject({ status: 'failed', attempts: 1, responseStatus: 410, nextRetryAt: null });
     expect(d.error).toMatch(/410/);
-    await sleep(1_200);
-    await app.deps.webhooks.sweep();
-    await sleep(300);
+    // A sweep after the backoff (1 s) would have retried it: one with the clock 1.2 s ahead, then its sending.
+    await sweepAndSettle({ ahead: 1_200 });
     expect(r.requests).toHaveLength(1);
     expect((await deliveryRow(d.id)).status).toBe('failed');
   });
@@ -467,9 +519,8 @@ describe('retries in direct mode', () => {
     expect(['retrying', 'failed']).toContain(d.status);
     expect(d.responseStatus).toBe(302);
     expect(d.error).toMatch(/302/);
-    await sleep(300);
+    expect(await requestsBeforeALaterOne(elsewhere)).toHaveLength(0);
     expect(r.requests).toHaveLength(1);
-    expect(elsewhere.requests).toHaveLength(0);
     expect((await deleteHook(s, hook.id)).status).toBe(200);
   });
 
@@ -524,9 +575,9 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
     const hook = await hookTo(s, r);
     const failed = await sendTest(s, hook.id);
     expect(failed.status).toBe('failed');
-    await sleep(1_100);
 
-    const res = await retry(s, failed.id);
+    // A second later (the timestamp has whole seconds): the clock 1.1 s ahead.
+    const res = await clockAhead(1_100, () => retry(s, failed.id));
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({
       id: failed.id,
@@ -548,7 +599,7 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
   it('makes one more attempt: a sweep while the endpoint holds it does not send the delivery a second time', async () => {
     const slow = await patient();
     const s = await ownerOn(app, 'lite', 'deliv-manual-slow');
-    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', delayMs: 2_000 }]);
+    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', held: true }]);
     const hook = await hookTo(s, r);
     const failed = await sendTest(s, hook.id);
     expect(failed).toMatchObject({ status: 'failed', attempts: 1 });
@@ -561,11 +612,12 @@ describe('POST /workspaces/:workspaceId/webhook-deliveries/:deliveryId/retry', (
     await r.waitForRequests(2);
     await slow.deps.webhooks.sweep();
     await app.deps.webhooks.sweep();
+    // A second attempt, had one of those sweeps started it, has reached the receiver before a later sweep's.
+    await sweepAndSettle();
+    r.release();
     const res = await retried;
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ id: failed.id, status: 'success', attempts: 2, responsePreview: 'slow but fine' });
-    // A second attempt, had a sweep started one, would have been answered by now.
-    await sleep(2_500);
     expect(r.requests).toHaveLength(2);
     expect(new Set(r.requests.map((q) => q.headers['x-service-delivery']))).toEqual(new Set([failed.id]));
     expect(await deliveryRow(failed.id)).toMatchObject({ status: 'success', attempts: 2 });
@@ -611,8 +663,8 @@ describe('signing secret rotation', () => {
     expect(sigs[0]).toBe(expectedSignature(newSecret, ts, during.body));
     expect(sigs[1]).toBe(expectedSignature(hook.secret, ts, during.body));
 
-    await sleep(Math.max(0, endsAt - Date.now() + 300));
-    await sendTest(s, hook.id);
+    // After the grace period: the clock 300 ms past its end.
+    await clockAhead(Math.max(0, endsAt - Date.now()) + 300, () => sendTest(s, hook.id));
     const [, after] = await r.waitForRequests(2);
     expectSignedDelivery(after, newSecret, 'webhook.test');
   });
@@ -655,13 +707,16 @@ describe('domain events', () => {
     }
 
     const rows = await deliveriesOf(hook.id);
-    await waitFor(
-      'the deliveries to be recorded success',
-      async () => (await deliveriesOf(hook.id)).every((d) => d.status === 'success') || undefined,
-      5_000,
-    );
+    await waitFor(async () => (await deliveriesOf(hook.id)).every((d) => d.status === 'success') || undefined, {
+      timeout: 5_000,
+      message: 'the deliveries to be recorded success',
+    });
     expect(rows.map((d) => d.event).sort()).toEqual(['billing.updated', 'payment.succeeded', 'subscription.created']);
-    await sleep(1_500);
+    // Every event of the checkout dispatched: a delivery to each subscribed webhook is written in the same
+    // transaction as the event is marked dispatched, so none will come for the unsubscribed one.
+    await waitFor(async () => (await undispatchedEvents(s.workspaceId)) === 0, {
+      message: 'the events of the checkout to be dispatched',
+    });
     expect(await deliveriesOf(unsubscribed.id)).toEqual([]);
     expect(other.requests).toHaveLength(0);
     expect(subscribed.requests).toHaveLength(3);
@@ -734,12 +789,11 @@ describe('domain events', () => {
         .where('workspace_id', '=', s.workspaceId)
         .where('dispatched_at', 'is', null)
         .executeTakeFirstOrThrow();
-    await waitFor(
-      'the burst to be dispatched',
-      async () => (Number((await pending()).n) === 0 ? true : undefined),
-      4_000,
-      100,
-    );
+    await waitFor(async () => (Number((await pending()).n) === 0 ? true : undefined), {
+      timeout: 4_000,
+      interval: 100,
+      message: 'the burst to be dispatched',
+    });
     expect(await deliveriesOf(hook.id)).toHaveLength(1200);
     await r.waitForRequests(1200, 20_000);
   }, 30_000);
@@ -758,10 +812,9 @@ describe('domain events', () => {
       ).status,
     ).toBe(200);
     await inviteAndJoin(app, s.accessToken, s.workspaceId, 'VIEWER');
-    await waitFor(
-      'the active webhook to get member.added',
-      async () => (await deliveriesOf(live.id)).length > 0 || undefined,
-    );
+    await waitFor(async () => (await deliveriesOf(live.id)).length > 0 || undefined, {
+      message: 'the active webhook to get member.added',
+    });
     expect((await deliveriesOf(hook.id)).filter((d) => d.status !== 'disabled')).toEqual([]);
     expect(r.requests).toHaveLength(0);
   });
@@ -776,8 +829,7 @@ describe('delivery switches', () => {
     const d = await sendTest(s, hook.id, off);
     expect(d).toMatchObject({ status: 'disabled', responseStatus: null });
     expect(d.error).toMatch(/WEBHOOK_DELIVERY_ENABLED/);
-    await sleep(300);
-    expect(r.requests).toHaveLength(0);
+    expect(await requestsBeforeALaterOne(r)).toHaveLength(0);
     expect((await deliveryRow(d.id)).status).toBe('disabled');
   });
 
@@ -789,8 +841,6 @@ describe('delivery switches', () => {
     const d = await sendTest(demo, hook.id);
     expect(d.status).toBe('disabled');
     expect(d.error).toMatch(/demo/i);
-    await sleep(300);
-    expect(r.requests).toHaveLength(0);
 
     const allowed = await extraApp({
       WEBHOOK_DEMO_DELIVERY_DISABLED: 'false',
@@ -801,6 +851,8 @@ describe('delivery switches', () => {
     expect(sent.status).toBe('success');
     const [req] = await r.waitForRequests(1);
     expectSignedDelivery(req, hook.secret, 'webhook.test');
+    // The disabled delivery sent nothing: the receiver's one request is the later one's.
+    expect(r.requests.map((q) => q.headers['x-service-delivery'])).toEqual([sent.id]);
 
     // A workspace is a demo workspace through its owners: the demo account as a mere member changes nothing.
     const s = await ownerOn(app, 'lite', 'deliv-demo-member');
@@ -828,8 +880,7 @@ describe('the URL is checked again at delivery (app without WEBHOOK_ALLOW_PRIVAT
     const d = await sendTest(s, hook.id, strictApp);
     expect(d).toMatchObject({ status: 'failed', attempts: 1, responseStatus: null, nextRetryAt: null });
     expect(d.error).toMatch(/not allowed/i);
-    await sleep(300);
-    expect(r.requests).toHaveLength(0);
+    expect(await requestsBeforeALaterOne(r)).toHaveLength(0);
   });
 
   it('refuses port 0 written before the rule (private URLs allowed): failed at once, not retried', async () => {
@@ -847,8 +898,7 @@ describe('the URL is checked again at delivery (app without WEBHOOK_ALLOW_PRIVAT
     const d = await sendTest(s, hook.id, strictApp);
     expect(d.status).toBe('failed');
     expect(d.error).toMatch(/not allowed/i);
-    await sleep(300);
-    expect(r.requests).toHaveLength(0);
+    expect(await requestsBeforeALaterOne(r)).toHaveLength(0);
   });
 
   it('refuses a public-looking name whose DNS answer is 127.0.0.1 at delivery time, though it passed at creation', async () => {
@@ -869,8 +919,7 @@ describe('the URL is checked again at delivery (app without WEBHOOK_ALLOW_PRIVAT
       expect(spy.mock.calls.some(([h]) => h === name)).toBe(true);
       expect(d.status).toBe('failed');
       expect(d.error).toMatch(/resolves to a private/i);
-      await sleep(300);
-      expect(r.requests).toHaveLength(0);
+      expect(await requestsBeforeALaterOne(r)).toHaveLength(0);
     } finally {
       spy.mockRestore();
     }

@@ -1,5 +1,5 @@
 // Fixtures of the developer-platform tests: accounts on a chosen plan, API keys and webhooks created over
-// HTTP, audit rows, polling, and databases of their own for the delivery tests.
+// HTTP, audit rows, and databases of their own for the delivery tests.
 //
 // Why a database of its own: every running app sweeps and dispatches webhook deliveries of the WHOLE
 // database (routers/webhooks/runner.ts: by design, several instances share the work). Other test files run
@@ -17,7 +17,6 @@ import { registerAs, upgradeWorkspace } from '../workspaces/helpers.js';
 export const API_KEY_FORMAT = /^wsk_[A-Za-z0-9]{40}$/;
 export const sha256Hex = (s: string) => crypto.createHash('sha256').update(s, 'utf8').digest('hex');
 export const hex = (bytes = 4) => crypto.randomBytes(bytes).toString('hex');
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export type Plan = 'lite' | 'pro' | 'enterprise';
 
@@ -101,22 +100,6 @@ export async function auditActions(app: TestApp, workspaceId: string, targetId?:
   let q = app.deps.db.selectFrom('audit_logs').selectAll().where('workspace_id', '=', workspaceId);
   if (targetId) q = q.where('target_id', '=', targetId);
   return q.orderBy('created_at').execute();
-}
-
-/** Calls `probe` until it answers a truthy value; throws with `what` after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined | null | false>,
-  timeoutMs = 10_000,
-  everyMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 export { expectError, registerAndLogin, uniqueEmail };

@@ -5,7 +5,8 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
-import { adminSession, apiKeyHeader, createKey, expectError, ownerOn, sleep, trackSecret } from './helpers.js';
+import { adminSession, apiKeyHeader, createKey, expectError, ownerOn, trackSecret } from './helpers.js';
+import { clockAhead } from '../helpers/clock.js';
 
 let app: TestApp;
 let owner: Session;
@@ -108,9 +109,11 @@ describe('GET /public-api/me', () => {
       expiresAt: new Date(Date.now() + 1_500).toISOString(),
     });
     expect((await me(apiKeyHeader(key.rawKey))).status).toBe(200);
-    await sleep(1_700);
-    expectError(await me(apiKeyHeader(key.rawKey)), 401, 'UNAUTHORIZED');
-    expectError(await workspace(apiKeyHeader(key.rawKey)), 401, 'UNAUTHORIZED');
+    // 1.7 s later by the app's clock (this process's Date, moved ahead): past the expiry.
+    await clockAhead(1_700, async () => {
+      expectError(await me(apiKeyHeader(key.rawKey)), 401, 'UNAUTHORIZED');
+      expectError(await workspace(apiKeyHeader(key.rawKey)), 401, 'UNAUTHORIZED');
+    });
   });
 });
 
@@ -218,9 +221,11 @@ describe('last_used_at', () => {
     expect((await me(apiKeyHeader(key.rawKey))).status).toBe(200);
     const first = (await row(key.id)).last_used_at;
     expect(first).toBeInstanceOf(Date);
-    await sleep(1_100);
-    expect((await workspace(apiKeyHeader(key.rawKey))).status).toBe(200);
-    expect((await me(bearer(key.rawKey))).status).toBe(200);
+    // A second later by the app's clock (this process's Date, moved ahead): a rewrite would show.
+    await clockAhead(1_100, async () => {
+      expect((await workspace(apiKeyHeader(key.rawKey))).status).toBe(200);
+      expect((await me(bearer(key.rawKey))).status).toBe(200);
+    });
     const second = (await row(key.id)).last_used_at;
     expect(second!.getTime()).toBe(first!.getTime());
   });

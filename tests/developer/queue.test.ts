@@ -25,18 +25,9 @@ import {
   type Reply,
 } from '../helpers/webhook-receiver.js';
 import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
-import {
-  createKey,
-  createWebhook,
-  hex,
-  ownDatabase,
-  ownerOn,
-  sleep,
-  startAppOn,
-  waitFor,
-  type OwnDatabase,
-} from './helpers.js';
+import { createKey, createWebhook, hex, ownDatabase, ownerOn, startAppOn, type OwnDatabase } from './helpers.js';
 import { TcpProxy, WorkerProcess, closedPort, deleteKeys, dumpKeys, within } from './queue-helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const REDIS_URL = inject('redisUrl');
 const PREFIX = `test-q-${hex(6)}`;
@@ -201,13 +192,11 @@ const deliveriesOf = (webhookId: string) =>
 /** Waits until the delivery row has `status`; answers the row. */
 const until = (id: string, status: string, timeoutMs = 15_000) =>
   waitFor(
-    `delivery ${id} to be ${status}`,
     async () => {
       const row = await deliveryRow(id);
       return row.status === status ? row : undefined;
     },
-    timeoutMs,
-    50,
+    { timeout: timeoutMs, interval: 50, message: `delivery ${id} to be ${status}` },
   );
 
 const jobState = (id: string) => inspect.getJobState(id);
@@ -215,14 +204,39 @@ const jobState = (id: string) => inspect.getJobState(id);
 const REMOVED = 'unknown';
 const waitForJobState = (id: string, states: string[], timeoutMs = 10_000) =>
   waitFor(
-    `job ${id} to be ${states.join(' or ')}`,
     async () => {
       const state = await jobState(id);
       return states.includes(state) ? state : undefined;
     },
-    timeoutMs,
-    50,
+    { timeout: timeoutMs, interval: 50, message: `job ${id} to be ${states.join(' or ')}` },
   );
+
+/** The owner of the marker webhooks of laterDelivery (one for the file). */
+let markerOwner: Promise<Session> | undefined;
+
+/**
+ * A later delivery through the same path, waited for until it has arrived and is recorded: a test delivery
+ * of a webhook of its own, queued by the API and sent by the worker, answered 500 `retries` times first
+ * (BullMQ's backoff: 1 s, then 2 s). What that path would have sent before it (a second run of a job, a
+ * retry due as soon) has arrived by then: "nothing more was sent" is checked after this, not after a
+ * sleep. With `to`, it goes to that receiver (whose answers must suit); answers the delivery's id.
+ */
+async function laterDelivery(opts: { retries?: number; to?: WebhookReceiver } = {}): Promise<string> {
+  const retries = opts.retries ?? 0;
+  const s = await (markerOwner ??= owner('lite', 'q-marker'));
+  const replies: Reply[] = [...Array.from({ length: retries }, () => ({ status: 500 })), { status: 200 }];
+  const r = opts.to ?? (await receiver(replies));
+  const hook = await hookTo(s, r);
+  const d = await sendTest(s, hook.id);
+  const arrived = () => r.requests.filter((q) => q.headers['x-service-delivery'] === d.id).length;
+  await waitFor(() => arrived() > retries, { timeout: 15_000, message: 'the later delivery to arrive' });
+  await until(d.id, 'success');
+  const deleted = await app.api('DELETE', `/workspaces/${s.workspaceId}/webhooks/${hook.id}`, {
+    token: s.accessToken,
+  });
+  expect(deleted.status, deleted.text).toBe(200);
+  return d.id as string;
+}
 
 /** The documented headers and a signature that verifies with `secret`; answers the parsed envelope. */
 function expectSigned(req: ReceivedRequest, secret: string, event: string, deliveryId?: string) {
@@ -250,8 +264,9 @@ function expectSigned(req: ReceivedRequest, secret: string, event: string, deliv
 describe('deliveries go through the queue', () => {
   it('a test delivery: the API queues it and answers `pending`; the worker sends the signed request once; the row ends success, attempts 1', async () => {
     const s = await owner('lite', 'q-test');
-    // The answer waits 300 ms, so the API's answer cannot already show an attempt of a fast worker.
-    const r = await receiver({ status: 200, body: 'queued ok', delayMs: 300 });
+    // The answer waits for the test (release below), so the API's answer cannot already show an attempt of a
+    // fast worker.
+    const r = await receiver({ status: 200, body: 'queued ok', held: true });
     const hook = await hookTo(s, r);
 
     const answered = await sendTest(s, hook.id);
@@ -268,6 +283,7 @@ describe('deliveries go through the queue', () => {
     expect(job?.data).toEqual({ deliveryId: answered.id });
 
     const [req] = await r.waitForRequests(1);
+    r.release();
     const envelope = expectSigned(req, hook.secret, 'webhook.test', answered.id);
     expect(envelope.workspaceId).toBe(s.workspaceId);
     expect(envelope.data).toMatchObject({ webhookId: hook.id });
@@ -298,15 +314,15 @@ describe('deliveries go through the queue', () => {
       responsePreview: 'queued ok',
     });
 
-    // Delivered once: the API did not send it itself as well.
-    await sleep(500);
+    // Delivered once: the API did not send it itself as well (checked once a later delivery has arrived).
+    await laterDelivery();
     expect(r.requests).toHaveLength(1);
   });
 
   it('a domain event (api_key.created) is dispatched by the API, queued, and delivered by the worker, signed, once', async () => {
     const s = await owner('pro', 'q-event');
-    // The answer waits a second: the job is still there to be looked at.
-    const r = await receiver({ status: 200, body: 'got it', delayMs: 1_000 });
+    // The answer waits for the test (release below): the job is still there to be looked at.
+    const r = await receiver({ status: 200, body: 'got it', held: true });
     const hook = await hookTo(s, r, ['api_key.created']);
     const key = await createKey(app, s, { name: 'queued key', scopes: ['read'] });
     seen.tokens.push(key.rawKey);
@@ -320,6 +336,7 @@ describe('deliveries go through the queue', () => {
     const deliveryId = String(req.headers['x-service-delivery']);
     seen.deliveryIds.push(deliveryId);
     expect((await inspect.getJob(deliveryId))?.data).toEqual({ deliveryId });
+    r.release();
     const done = await until(deliveryId, 'success');
     expect(done).toMatchObject({
       webhook_id: hook.id,
@@ -328,7 +345,13 @@ describe('deliveries go through the queue', () => {
       response_status: 200,
       response_preview: 'got it',
     });
-    await sleep(300);
+    // A later event of the same kind, in another workspace, dispatched, queued and delivered: a second
+    // dispatch or delivery of the first would have come before it.
+    const other = await owner('pro', 'q-event-later');
+    const later = await receiver({ status: 200 });
+    await hookTo(other, later, ['api_key.created']);
+    seen.tokens.push((await createKey(app, other, { name: 'later key', scopes: ['read'] })).rawKey);
+    await later.waitForRequests(1);
     expect(await deliveriesOf(hook.id)).toHaveLength(1);
     expect(r.requests).toHaveLength(1);
   });
@@ -383,13 +406,11 @@ describe.concurrent(
 
       // Between attempts the log shows the failure and when the next attempt is due.
       const between = await waitFor(
-        'the first attempt to be recorded',
         async () => {
           const row = await deliveryRow(d.id);
           return row.attempts >= 1 ? row : undefined;
         },
-        10_000,
-        25,
+        { timeout: 10_000, interval: 25, message: 'the first attempt to be recorded' },
       );
       expect(between).toMatchObject({
         status: 'retrying',
@@ -437,7 +458,8 @@ describe.concurrent(
         attemptsMade: MAX_RETRIES + 1,
         failedReason: 'the last attempt of the delivery failed',
       });
-      await sleep(1_000);
+      // A later delivery retried once (after the 1 s backoff) has arrived: no attempt came meanwhile.
+      await laterDelivery({ retries: 1 });
       expect(r.requests).toHaveLength(MAX_RETRIES + 1);
       expect((await deliveryRow(d.id)).attempts).toBe(MAX_RETRIES + 1);
     });
@@ -455,8 +477,8 @@ describe.concurrent(
       expect(await waitForJobState(d.id, ['failed'])).toBe('failed');
       const job = await inspect.getJob(d.id);
       expect(job?.attemptsMade).toBe(1);
-      // The first retry would have come after 1 s.
-      await sleep(1_500);
+      // The first retry would have come after 1 s: before the retry of a later delivery, after the same 1 s.
+      await laterDelivery({ retries: 1 });
       expect(r.requests).toHaveLength(1);
       expect((await deliveryRow(d.id)).attempts).toBe(1);
     });
@@ -494,7 +516,7 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     for (const req of reqs) expectSigned(req, hook.secret, 'webhook.test', d.id);
     expect(await waitForJobState(d.id, [REMOVED])).toBe(REMOVED);
     expect(await inspect.getJob(`${d.id}-retry-1`)).toBeUndefined();
-    await sleep(500);
+    await laterDelivery();
     expect(r.requests).toHaveLength(2);
   });
 
@@ -502,7 +524,8 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     const s = await owner('lite', 'q-manual-failed');
     const r = await receiver([
       { status: 410, body: 'gone for now' },
-      { status: 200, body: 'back', delayMs: 1_000 },
+      // Held until the test has looked at the retry's job (release below).
+      { status: 200, body: 'back', held: true },
     ]);
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
@@ -513,15 +536,17 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     expect(res.status, res.text).toBe(200);
     await r.waitForRequests(2);
     expect((await inspect.getJob(`${d.id}-retry-1`))?.data).toEqual({ deliveryId: d.id });
+    r.release();
     const done = await until(d.id, 'success');
     expect(done).toMatchObject({ attempts: 2, response_status: 200, response_preview: 'back' });
-    await sleep(300);
+    await laterDelivery();
     expect(r.requests).toHaveLength(2);
   });
 
   it('makes one more attempt: a sweep while the endpoint holds the retry job adds no second job, and nothing is sent twice', async () => {
     const s = await owner('lite', 'q-manual-slow');
-    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', delayMs: 1_500 }]);
+    // The retry's answer is held until the test has swept (release below).
+    const r = await receiver([{ status: 410 }, { status: 200, body: 'slow but fine', held: true }]);
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
     await until(d.id, 'failed');
@@ -535,9 +560,10 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     await r.waitForRequests(2);
     // The sweep takes the delivery, and queues it under the job id of the retry's job, which is running.
     expect(await app.deps.webhooks.sweep()).toBeGreaterThanOrEqual(1);
+    r.release();
     const done = await until(d.id, 'success');
     expect(done).toMatchObject({ attempts: 2, response_preview: 'slow but fine' });
-    await sleep(2_000);
+    await laterDelivery();
     expect(r.requests).toHaveLength(2);
   });
 
@@ -551,7 +577,7 @@ describe('POST .../webhook-deliveries/:deliveryId/retry in queue mode', () => {
     expect(res.status, res.text).toBe(409);
     expect(res.body.code).toBe('INVALID_STATE');
     expect(await inspect.getJob(`${d.id}-retry-1`)).toBeUndefined();
-    await sleep(300);
+    await laterDelivery();
     expect(r.requests).toHaveLength(1);
   });
 });
@@ -624,7 +650,7 @@ describe('a worker killed in the middle of a delivery', () => {
       next_retry_at: null,
     });
     expect(await waitForJobState(d.id, [REMOVED])).toBe(REMOVED);
-    await sleep(1_000);
+    await laterDelivery();
     expect(r.requests).toHaveLength(2);
     const rows = await deliveriesOf(hook.id);
     expect(rows.map((row) => [row.id, row.status])).toEqual([[d.id, 'success']]);
@@ -653,10 +679,11 @@ describe('Redis unreachable when the API queues a delivery', () => {
       );
       expect(res.status, res.text).toBe(200);
       expect(res.body).toMatchObject({ webhookId: hook.id, status: 'pending', attempts: 0 });
-      await sleep(1_000);
+      // A later delivery to the same receiver, through the instance whose Redis answers, has arrived.
+      const laterId = await laterDelivery({ to: r });
       expect(await deliveryRow(res.body.id)).toMatchObject({ status: 'pending', attempts: 0 });
       expect(await inspect.getJob(res.body.id)).toBeUndefined();
-      expect(r.requests).toHaveLength(0);
+      expect(r.requests.map((q) => q.headers['x-service-delivery'])).toEqual([laterId]);
     } finally {
       await within(10_000, away.close(), 'closing the instance without Redis');
     }
@@ -704,8 +731,11 @@ describe('Redis unreachable when the API queues a delivery', () => {
     const b = await startAppOn(db, queueSettings(proxy.url));
     extraApps.push(b);
     const s = await owner('lite', 'q-away');
-    // The answer waits a second: the swept delivery's job is still there to be looked at.
-    const r = await receiver({ status: 200, body: 'after the outage', delayMs: 1_000 });
+    // The swept delivery's answer waits for the test (release below): its job is still there to be looked at.
+    const r = await receiver([
+      { status: 200, body: 'after the outage' },
+      { status: 200, body: 'after the outage', held: true },
+    ]);
     const hook = await hookTo(s, r);
 
     // Through the proxy the instance queues like any other.
@@ -728,7 +758,7 @@ describe('Redis unreachable when the API queues a delivery', () => {
     seen.deliveryIds.push(stuck.id);
     expect(stuck).toMatchObject({ webhookId: hook.id, status: 'pending', attempts: 0 });
     expect(b.logs.some((l) => l.includes('enqueue failed') && l.includes(stuck.id))).toBe(true);
-    await sleep(1_000);
+    await laterDelivery();
     expect(await deliveryRow(stuck.id)).toMatchObject({ status: 'pending', attempts: 0 });
     expect(await inspect.getJob(stuck.id)).toBeUndefined();
     expect(r.requests).toHaveLength(1);
@@ -737,28 +767,25 @@ describe('Redis unreachable when the API queues a delivery', () => {
     const answeredBefore = proxy.answered;
     outage = { port: proxy.port, consoleErrors: consoleErrors.slice(errorsBefore), logs: b.logs.slice(logsBefore) };
     await proxy.restore();
-    await waitFor(
-      'the instance to reconnect to Redis',
-      async () => proxy.answered >= answeredBefore + 3 || undefined,
-      10_000,
-      50,
-    );
-    await sleep(300);
+    await waitFor(async () => proxy.answered >= answeredBefore + 3 || undefined, {
+      timeout: 10_000,
+      interval: 50,
+      message: 'the instance to reconnect to Redis',
+    });
     // The sweep takes pending deliveries older than 30 s: make this one that old.
     await sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${stuck.id}`.execute(
       b.deps.db,
     );
     // (Swept again until its queue connection is back; until then a sweep logs the failed enqueue.)
     const job = await waitFor(
-      'a sweep of the instance to queue the stuck delivery',
       async () => {
         await b.deps.webhooks.sweep();
         return inspect.getJob(stuck.id);
       },
-      10_000,
-      250,
+      { timeout: 10_000, interval: 250, message: 'a sweep of the instance to queue the stuck delivery' },
     );
     expect(job.data).toEqual({ deliveryId: stuck.id });
+    r.release();
     const done = await until(stuck.id, 'success');
     expect(done).toMatchObject({ attempts: 1, response_status: 200, response_preview: 'after the outage' });
     await r.waitForRequests(2);
@@ -780,12 +807,12 @@ describe('Redis unreachable when the API queues a delivery', () => {
 });
 
 describe('SIGTERM', () => {
-  it('lets the job in flight finish (the receiver answers after 500 ms), records it, then exits with code 0', async () => {
+  it('lets the job in flight finish (the receiver answers after the signal), records it, then exits with code 0', async () => {
     const live = workers.filter((w) => w.running && !queueOff.includes(w));
     expect(live).toHaveLength(1);
     const [worker] = live;
     const s = await owner('lite', 'q-term');
-    const r = await receiver({ status: 200, body: 'slow but fine', delayMs: 500 });
+    const r = await receiver({ status: 200, body: 'slow but fine', held: true });
     const hook = await hookTo(s, r);
     const d = await sendTest(s, hook.id);
     const [req] = await r.waitForRequests(1);
@@ -793,6 +820,9 @@ describe('SIGTERM', () => {
 
     const signalledAt = Date.now();
     worker.child.kill('SIGTERM');
+    // The receiver answers once the worker is shutting down with the job in flight.
+    await worker.waitForLog('worker shutting down: finishing jobs in flight', 10_000);
+    r.release();
     const exit = await within(10_000, worker.exited, 'the worker exiting after SIGTERM');
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(r.answeredAt[0]).toBeDefined();

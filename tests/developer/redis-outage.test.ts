@@ -15,9 +15,11 @@ import type { TestApp } from '../helpers/app.js';
 import type { ApiResponse, Session } from '../helpers/http.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { adminSession, createWebhook, hex, ownDatabase, ownerOn, sleep, startAppOn, waitFor } from './helpers.js';
+import { adminSession, createWebhook, hex, ownDatabase, ownerOn, startAppOn } from './helpers.js';
 import type { OwnDatabase } from './helpers.js';
 import { WorkerProcess, within, workerEnvOf } from './queue-helpers.js';
+import { holdsWithin, sleep, waitFor } from '../helpers/wait.js';
+import { RECONNECT_MAX_MS } from '../../server/platform/redis.js';
 
 /** The longest a request waits for Redis (the default, set here to be explicit). */
 const REDIS_COMMAND_TIMEOUT_MS = 1_000;
@@ -25,6 +27,16 @@ const REDIS_COMMAND_TIMEOUT_MS = 1_000;
 const ANSWER_WITHIN_MS = REDIS_COMMAND_TIMEOUT_MS + 700;
 /** How soon after Redis's return the API must use it again. */
 const RECOVER_WITHIN_MS = 5_000;
+/**
+ * How long a client that lost Redis takes to reach its longest reconnection back-off, twice over for the
+ * machine: server/platform/redis.ts (reconnectDelay) waits 50 ms before the first attempt, doubling, up to
+ * RECONNECT_MAX_MS, each with up to 100 ms of jitter.
+ */
+const BACKOFF_AT_LONGEST_MS = (() => {
+  let total = 0;
+  for (let delay = 50; delay < RECONNECT_MAX_MS; delay *= 2) total += delay + 100;
+  return 2 * total;
+})();
 /** An instance closing while Redis answers nothing: the queue, the dispatch and each connection wait the bound. */
 const CLOSE_WITHIN_MS = 3 * REDIS_COMMAND_TIMEOUT_MS + 1_500;
 const METRICS_TOKEN = `metrics-${hex(16)}`;
@@ -88,16 +100,23 @@ const deliveryRow = (id: string) =>
   app.deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const until = (id: string, status: string, timeoutMs = 15_000) =>
   waitFor(
-    `delivery ${id} to be ${status}`,
     async () => {
       const row = await deliveryRow(id);
       return row.status === status ? row : undefined;
     },
-    timeoutMs,
-    50,
+    { timeout: timeoutMs, interval: 50, message: `delivery ${id} to be ${status}` },
   );
 const requestsFor = (deliveryId: string) =>
   receiver.requests.filter((r) => r.headers['x-service-delivery'] === deliveryId);
+/**
+ * A later test delivery through `app` (queued, sent by the worker), waited for until it arrived: what the
+ * queue was to send before it (a second run of a job) has arrived by then.
+ */
+async function laterDelivery(s: Session, hookId: string) {
+  const res = await app.api('POST', testPath(s, hookId), { token: s.accessToken });
+  expect(res.status, res.text).toBe(200);
+  await waitFor(() => requestsFor(res.body.id).length > 0, { timeout: 15_000, message: 'a later delivery to arrive' });
+}
 /** Makes a pending delivery look stuck for longer than the sweep waits (30 s). */
 const backdate = (id: string) =>
   sql`update webhook_deliveries set created_at = now() - interval '31 seconds' where id = ${id}`.execute(app.deps.db);
@@ -190,9 +209,13 @@ describe('Redis frozen (SIGSTOP)', () => {
 
     // The job sent while frozen runs once Redis answers (BullMQ keeps one job per id): one request.
     expect(await until(id, 'success')).toMatchObject({ status: 'success', attempts: 1 });
-    await waitFor('the rate limiter to count in Redis again', countsInRedis, RECOVER_WITHIN_MS + 5_000, 100);
+    await waitFor(countsInRedis, {
+      timeout: RECOVER_WITHIN_MS + 5_000,
+      interval: 100,
+      message: 'the rate limiter to count in Redis again',
+    });
     expect(performance.now() - thawed).toBeLessThan(RECOVER_WITHIN_MS);
-    await sleep(1_500);
+    await laterDelivery(s, hook.id);
     expect(requestsFor(id)).toHaveLength(1);
   }, 90_000);
 });
@@ -206,13 +229,15 @@ describe('Redis stopped (killed) and started again empty', () => {
     const [heardByApp, heardByTwin] = [await publishedPlan(), await publishedPlan()];
     // The twin caches the catalog (the plan under its first name).
     const listed = async () => (await catalogName(twin, plan.slug)) === FIRST_NAME;
-    await waitFor('the twin to list the plan', listed, 5_000, 100);
+    await waitFor(listed, { timeout: 5_000, interval: 100, message: 'the twin to list the plan' });
     expect(await countsInRedis()).toBe(true);
 
     await redis.stop();
     const away = await requestsWhileAway(s, hook.id, plan.id);
-    // A long outage: every client's reconnection back-off grows to its longest.
-    await sleep(12_000);
+    // A long outage: every client's reconnection back-off grows to its longest. A fixed wait: the back-off
+    // is in the clients of three processes (two here, the worker), out of reach of fake timers, and they
+    // show no sign of it; its length comes from the back-off's own formula (BACKOFF_AT_LONGEST_MS).
+    await sleep(BACKOFF_AT_LONGEST_MS);
     // The twin heard nothing of the change: Redis was away when it was announced.
     expect(await catalogName(twin, plan.slug)).toBe(FIRST_NAME);
 
@@ -228,7 +253,7 @@ describe('Redis stopped (killed) and started again empty', () => {
     expect(await deliveryRow(away.deliveryId)).toMatchObject({ status: 'pending', attempts: 0 });
     await backdate(away.deliveryId);
     expect(await until(away.deliveryId, 'success', 20_000)).toMatchObject({ status: 'success', attempts: 1 });
-    await sleep(1_500);
+    await laterDelivery(s, hook.id);
     expect(requestsFor(away.deliveryId)).toHaveLength(1);
   }, 120_000);
 });
@@ -247,21 +272,19 @@ async function everythingBackAfter(
 ) {
   const { s, hookId, renamed } = opts;
   const after = async (what: string, probe: () => Promise<boolean>) => {
-    await waitFor(what, probe, RECOVER_WITHIN_MS + 10_000, 50);
+    await waitFor(probe, { timeout: RECOVER_WITHIN_MS + 10_000, interval: 50, message: what });
     return Math.round(performance.now() - since);
   };
   const deliveredAtOnce = async (via: TestApp) => {
     const res = await via.api('POST', testPath(s, hookId), { token: s.accessToken });
     expect(res.status).toBe(200);
-    await sleep(1_000);
-    return (await deliveryRow(res.body.id)).status === 'success';
+    return holdsWithin(async () => (await deliveryRow(res.body.id)).status === 'success', 1_000);
   };
   const heardBy = async (listener: TestApp, changer: TestApp, plan: Plan) => {
     const name = `Heard ${hex(3)}`;
     await catalogName(listener, plan.slug); // cached now
     expect((await renamePlan(changer, plan.id, name)).status).toBe(200);
-    await sleep(500);
-    return (await catalogName(listener, plan.slug)) === name;
+    return holdsWithin(async () => (await catalogName(listener, plan.slug)) === name, 500);
   };
   const twinFresh = await after('the twin to list the plan renamed while Redis was away', async () => {
     return (await catalogName(twin, renamed.slug)) === renamed.name;

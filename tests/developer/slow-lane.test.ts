@@ -13,8 +13,9 @@ import type { Session } from '../helpers/http.js';
 import { TEST_CA_FILE, WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { WEBHOOK_QUEUE, WEBHOOK_SLOW_QUEUE } from '../../jobs/queue.js';
 import { slowMarkKey } from '../../jobs/lanes.js';
-import { createWebhook, hex, ownDatabase, ownerOn, startAppOn, waitFor, type OwnDatabase } from './helpers.js';
+import { createWebhook, hex, ownDatabase, ownerOn, startAppOn, type OwnDatabase } from './helpers.js';
 import { WorkerProcess, deleteKeys, workerEnvOf } from './queue-helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const REDIS_URL = inject('redisUrl');
 const PREFIX = `test-lane-${hex(6)}`;
@@ -98,7 +99,9 @@ describe('an endpoint that never answers does not hold up the deliveries to othe
     // The hanging endpoint's deliveries first: enough to take every slot of the worker.
     const badSent: Array<{ id: string; queuedAt: number }> = [];
     for (let i = 0; i < 8; i++) badSent.push(await sendTest(badOwner, bad.id));
-    await waitFor('the hanging endpoint to hold requests', async () => hanging.requests.length >= 2 || undefined);
+    await waitFor(async () => hanging.requests.length >= 2 || undefined, {
+      message: 'the hanging endpoint to hold requests',
+    });
     const goodSent: Array<{ id: string; queuedAt: number }> = [];
     for (let i = 0; i < 6; i++) goodSent.push(await sendTest(goodOwner, good.id));
 
@@ -114,31 +117,37 @@ describe('an endpoint that never answers does not hold up the deliveries to othe
     const firstHeld = Math.min(...hanging.requests.map((r) => r.receivedAt));
     expect(hanging.requests.filter((r) => r.receivedAt < firstHeld + TIMEOUT_MS).length).toBeLessThanOrEqual(3);
     for (const sent of goodSent) {
-      await waitFor(`delivery ${sent.id} recorded`, async () => (await deliveryRow(sent.id)).status === 'success');
+      await waitFor(async () => (await deliveryRow(sent.id)).status === 'success', {
+        message: `delivery ${sent.id} recorded`,
+      });
     }
 
     // The turned-away deliveries wait in the slow lane under their own ids, nothing sent and nothing recorded.
-    const inSlowLane = await waitFor('deliveries moved to the slow lane', async () => {
-      const jobs = await Promise.all(badSent.map((s) => slowLane.getJob(s.id)));
-      const there = jobs.filter((j) => j !== undefined);
-      return there.length >= 4 ? there : undefined;
-    });
+    const inSlowLane = await waitFor(
+      async () => {
+        const jobs = await Promise.all(badSent.map((s) => slowLane.getJob(s.id)));
+        const there = jobs.filter((j) => j !== undefined);
+        return there.length >= 4 ? there : undefined;
+      },
+      { message: 'deliveries moved to the slow lane' },
+    );
     for (const job of inSlowLane) expect(job.id).toBe(job.data.deliveryId);
     const waiting = await deliveryRow(inSlowLane[inSlowLane.length - 1].id!);
     expect(waiting).toMatchObject({ status: 'pending', attempts: 0 });
 
     // The first attempts time out: recorded as such, and the endpoint is marked slow in Redis.
     const first = await waitFor(
-      'a timed-out attempt to be recorded',
       async () => {
         const rows = await Promise.all(badSent.map((s) => deliveryRow(s.id)));
         return rows.find((r) => r.status === 'failed');
       },
-      20_000,
+      { timeout: 20_000, message: 'a timed-out attempt to be recorded' },
     );
     expect(first).toMatchObject({ attempts: 1, response_status: null });
     expect(first.last_error).toMatch(new RegExp(`no answer within ${TIMEOUT_MS} ms`));
-    await waitFor('the slow mark', async () => (await redis.exists(slowMarkKey(PREFIX, bad.id))) === 1 || undefined);
+    await waitFor(async () => (await redis.exists(slowMarkKey(PREFIX, bad.id))) === 1 || undefined, {
+      message: 'the slow mark',
+    });
 
     // A new delivery to the marked endpoint is queued straight into the slow lane; the healthy one's still
     // go through the main lane and arrive at once.

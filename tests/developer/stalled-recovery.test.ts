@@ -19,8 +19,9 @@ import type { TestApp } from '../helpers/app.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { WEBHOOK_QUEUE } from '../../jobs/queue.js';
-import { createWebhook, hex, ownDatabase, ownerOn, sleep, startAppOn, waitFor, type OwnDatabase } from './helpers.js';
+import { createWebhook, hex, ownDatabase, ownerOn, startAppOn, type OwnDatabase } from './helpers.js';
 import { WorkerProcess, workerEnvOf } from './queue-helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const LOCK_MS = 4_000;
 const INTERVAL_MS = LOCK_MS / 4;
@@ -114,11 +115,21 @@ it('a worker started after the kill (lock expired) picks the job up within two i
   const { id, before } = await heldDelivery();
   await holdChecks();
   // The next lock renewal (within a quarter lock) clears a mark, and no check comes to set it again.
-  await waitFor('a lock renewal to clear the mark', async () => !(await isMarked(id)), LOCK_MS, 10);
+  await waitFor(async () => !(await isMarked(id)), {
+    timeout: LOCK_MS,
+    interval: 10,
+    message: 'a lock renewal to clear the mark',
+  });
   const killedAt = await kill(first.worker);
   expect(await isMarked(id)).toBe(false);
-  // The replacement comes up once the lock has surely expired: its own checks decide the timing.
-  await sleep(Math.max(0, killedAt + LOCK_MS + 250 - Date.now()));
+  // The replacement comes up once the lock has expired (its key gone from Redis): its own checks decide
+  // the timing.
+  expect(await client.exists(key(`${id}:lock`)), 'the job still locked at the kill').toBe(1);
+  await waitFor(async () => (await client.exists(key(`${id}:lock`))) === 0, {
+    timeout: LOCK_MS + 2_000,
+    interval: 10,
+    message: `the lock of job ${id} to expire`,
+  });
   await releaseChecks();
   const second = await startWorker('second');
   const at = await pickedUpAt(before);

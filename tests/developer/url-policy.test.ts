@@ -6,6 +6,8 @@ import dns from 'node:dns/promises';
 import crypto from 'node:crypto';
 import os from 'node:os';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { clockAhead } from '../helpers/clock.js';
+import { waitFor } from '../helpers/wait.js';
 import { AppError } from '../../server/platform/errors.js';
 import { checkWebhookUrl, isPublicAddress, resolveDeliveryAddress } from '../../routers/webhooks/url-policy.js';
 
@@ -183,16 +185,17 @@ describe('resolveDeliveryAddress', () => {
 });
 
 describe('resolveDeliveryAddress keeps DNS answers (WEBHOOK_DNS_CACHE_SECONDS)', () => {
-  // A resolver this test controls: it answers `answer` for the names of this block, after `delayMs`, and
-  // counts its lookups per name. Every test uses names of its own: kept answers outlive a test.
-  let delayMs = 0;
+  // A resolver this test controls: it answers `answer` for the names of this block (once `gate` is open,
+  // when there is one), and counts its lookups per name. Every test uses names of its own: kept answers
+  // outlive a test.
+  let gate: Promise<void> | undefined;
   let answer: () => Array<{ address: string; family: number }> = () => [{ address: '93.184.216.34', family: 4 }];
   const realLookup = dns.lookup.bind(dns);
   const named = () => `kept-${crypto.randomBytes(4).toString('hex')}.example`;
   const control = () =>
     vi.spyOn(dns, 'lookup').mockImplementation((async (host: string, opts: never) => {
       if (!host.endsWith('.example')) return realLookup(host, opts);
-      await new Promise((r) => setTimeout(r, delayMs));
+      await gate;
       return answer();
     }) as unknown as typeof dns.lookup);
   const lookupsOf = (spy: ReturnType<typeof control>, host: string) =>
@@ -201,7 +204,7 @@ describe('resolveDeliveryAddress keeps DNS answers (WEBHOOK_DNS_CACHE_SECONDS)',
 
   afterEach(() => {
     vi.restoreAllMocks();
-    delayMs = 0;
+    gate = undefined;
     answer = () => [{ address: '93.184.216.34', family: 4 }];
   });
 
@@ -214,20 +217,27 @@ describe('resolveDeliveryAddress keeps DNS answers (WEBHOOK_DNS_CACHE_SECONDS)',
     expect(lookupsOf(spy, host)).toBe(1);
 
     answer = () => [{ address: '93.184.216.35', family: 4 }];
-    await new Promise((r) => setTimeout(r, 350));
-    await expect(resolveDeliveryAddress(at(host), keep)).resolves.toEqual({ address: '93.184.216.35', family: 4 });
+    // 350 ms later by the clock the kept answers are timed with (Date, moved ahead).
+    await clockAhead(350, () =>
+      expect(resolveDeliveryAddress(at(host), keep)).resolves.toEqual({ address: '93.184.216.35', family: 4 }),
+    );
     expect(lookupsOf(spy, host)).toBe(2);
   });
 
   it('lets the deliveries that ask while a lookup runs share it', async () => {
     const spy = control();
-    delayMs = 50;
+    let open!: () => void;
+    gate = new Promise((resolve) => (open = resolve));
     const host = named();
-    const answers = await Promise.all(
+    const asked = Promise.all(
       Array.from({ length: 20 }, () =>
         resolveDeliveryAddress(at(host), { allowPrivate: false, keepAnswersMs: 30_000 }),
       ),
     );
+    // The lookup runs (held by the gate) while the 20 deliveries ask; then it answers.
+    await waitFor(() => lookupsOf(spy, host) > 0, { message: 'the lookup to start' });
+    open();
+    const answers = await asked;
     expect(new Set(answers.map((a) => a.address))).toEqual(new Set(['93.184.216.34']));
     expect(lookupsOf(spy, host)).toBe(1);
   });

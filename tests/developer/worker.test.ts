@@ -13,7 +13,8 @@ import { RedisServer } from '../helpers/redis-server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { MAINTENANCE_QUEUE } from '../../jobs/queue.js';
 import { WorkerProcess, deleteKeys, within } from './queue-helpers.js';
-import { hex, sleep, waitFor, type OwnDatabase, ownDatabase } from './helpers.js';
+import { hex, type OwnDatabase, ownDatabase } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const REDIS_URL = inject('redisUrl');
 const SHUTDOWN_TIMEOUT_MS = 2_000;
@@ -101,8 +102,8 @@ it('SIGTERM while Redis is away: the worker exits 0 within SHUTDOWN_TIMEOUT_MS a
   });
 
   await proxy.cut();
-  // The connections notice the cut and start reconnecting (refused) before the signal.
-  await sleep(1_000);
+  // The connections notice the cut and start reconnecting (refused) before the signal: one has tried.
+  await proxy.nextConnectionAttempt();
   const signalledAt = Date.now();
   worker.child.kill('SIGTERM');
   const exit = await within(
@@ -151,9 +152,8 @@ it('MAINTENANCE_SCHEDULER_ENABLED switched off (DEMO_RESET_CRON still set): the 
   // A sweep job queued while the setting was on is taken, and ends without sweeping.
   const leftOver = await queue.add('sweep-deliveries', {});
   const done = await waitFor(
-    'the left-over sweep job to complete',
     async () => ((await leftOver.getState()) === 'completed' ? queue.getJob(leftOver.id!) : undefined),
-    15_000,
+    { timeout: 15_000, message: 'the left-over sweep job to complete' },
   );
   expect(done?.returnvalue ?? null).toBeNull();
 }, 90_000);
@@ -167,12 +167,11 @@ it(`finished maintenance jobs do not pile up: of ${KEPT_COMPLETED + 30} complete
     Array.from({ length: KEPT_COMPLETED + 30 }, () => ({ name: 'clean-up-tokens', data: {} })),
   );
   const last = added.at(-1)!;
-  await waitFor(
-    'every added job to be taken and finished',
-    async () => (await queue.getWaitingCount()) + (await queue.getActiveCount()) === 0 || undefined,
-    30_000,
-    200,
-  );
+  await waitFor(async () => (await queue.getWaitingCount()) + (await queue.getActiveCount()) === 0 || undefined, {
+    timeout: 30_000,
+    interval: 200,
+    message: 'every added job to be taken and finished',
+  });
   // The last one ran (kept, or already removed), and none failed.
   expect(['completed', 'unknown']).toContain(await last.getState());
   expect(await queue.getFailedCount()).toBe(0);
@@ -201,7 +200,7 @@ it('Redis restarted without its data: the worker puts the maintenance schedulers
   await redis.restart();
   const restarted = Date.now();
   const back = async () => JSON.stringify(await schedulers().catch(() => [])) === JSON.stringify(all);
-  await waitFor('the schedulers to be back in Redis', back, 15_000, 100);
+  await waitFor(back, { timeout: 15_000, interval: 100, message: 'the schedulers to be back in Redis' });
   expect(Date.now() - restarted).toBeLessThan(5_000);
   expect(worker.running).toBe(true);
   const putBack = worker.logs().filter((l) => String(l.msg).startsWith('maintenance scheduler was missing from Redis'));

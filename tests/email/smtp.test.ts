@@ -3,7 +3,7 @@ import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { waitUntil } from '../helpers/entry.js';
+import { waitFor } from '../helpers/wait.js';
 import { STRONG_PASSWORD, uniqueEmail } from '../helpers/http.js';
 
 interface Received {
@@ -69,7 +69,7 @@ describe('EMAIL_PROVIDER=SMTP', () => {
       (await app.api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'Sam' } })).status,
     ).toBe(201);
     // Sent after the answer: the request does not wait for the mail server.
-    await waitUntil(() => received.some((m) => m.to.includes(email)), 5_000);
+    await waitFor(() => received.some((m) => m.to.includes(email)), { timeout: 5_000 });
     const mail = received.find((m) => m.to.includes(email));
     expect(mail).toBeDefined();
     expect(mail!.user).toBe('mailer');
@@ -93,7 +93,7 @@ describe('EMAIL_PROVIDER=SMTP', () => {
     try {
       const res = await broken.api('POST', '/auth/forgot-password', { body: { email } });
       expect(res.status).toBe(200);
-      await waitUntil(() => broken.logs.some((l) => l.includes('sending mail failed')), 5_000);
+      await waitFor(() => broken.logs.some((l) => l.includes('sending mail failed')), { timeout: 5_000 });
     } finally {
       await broken.close();
     }

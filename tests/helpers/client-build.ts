@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { holdsWithin } from './wait.js';
 
 export const REPO_DIR = path.resolve(import.meta.dirname, '../..');
 export const CLIENT_DIR = path.join(REPO_DIR, 'client');
@@ -46,7 +47,8 @@ async function withLock<T>(work: () => Promise<T>): Promise<T> {
       const age = Date.now() - (fs.statSync(LOCK, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
       if (age > 300_000) fs.rmSync(LOCK, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`client build: ${LOCK} is held by another run`, { cause: err });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Until the other run removes the lock (or it is old enough to be a dead run's).
+      await holdsWithin(() => !fs.existsSync(LOCK), 5_000, 50);
     }
   }
   try {

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { waitFor } from './wait.js';
 
 export interface Entry {
   child: ChildProcess;
@@ -30,17 +31,13 @@ export function startEntry(env: Record<string, string>, opts: { cwd?: string } =
   return { child, output: () => out, exited };
 }
 
-/** Polls `check` every 50 ms until it holds; throws after `timeoutMs`. */
-export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** The port an entry logged when it started listening (waits for the line, at most 30 s). */
 export async function listeningPort(entry: Entry): Promise<number> {
-  await waitUntil(() => /"msg":"listening"/.test(entry.output()), 30_000);
+  await waitFor(() => /"msg":"listening"/.test(entry.output()), {
+    timeout: 30_000,
+    message: 'the entry to log "listening"',
+  }).catch((err: Error) => {
+    throw new Error(`${err.message}; its output:\n${entry.output().slice(-2_000)}`);
+  });
   return Number(/"port":(\d+)/.exec(entry.output())![1]);
 }

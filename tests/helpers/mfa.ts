@@ -3,6 +3,7 @@
 import * as OTPAuth from 'otpauth';
 import type { TestApp } from './app.js';
 import type { Api } from './http.js';
+import { waitFor } from './wait.js';
 
 export const STEP_MS = 30_000;
 
@@ -16,11 +17,15 @@ export const codeAt = (secret: string, steps = 0) =>
 
 /**
  * Waits, if need be, for a time step with at least `marginMs` left, so that "the previous / next step"
- * computed now is still that when the service checks it.
+ * computed now is still that when the service checks it. A wait for an event of the clock (the next step
+ * begins), of at most `marginMs`, and none most of the time.
  */
 export async function freshStep(marginMs = 8_000) {
-  const left = STEP_MS - (Date.now() % STEP_MS);
-  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 200));
+  await waitFor(() => STEP_MS - (Date.now() % STEP_MS) >= marginMs, {
+    timeout: marginMs + 1_000,
+    interval: 10,
+    message: `a time step with ${marginMs} ms left`,
+  });
 }
 
 export interface Enabled {

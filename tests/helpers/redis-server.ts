@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { holdsWithin } from './wait.js';
 
 /** Servers still running, killed if the test process exits without closing them. */
 const running = new Set<ChildProcess>();
@@ -144,15 +145,9 @@ export class RedisServer {
 
   /** Resolves once the server answers PING; rejects when it exits first or after 10 s. */
   private async untilReady(child: ChildProcess): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      if (this.child !== child) {
-        throw new Error(`redis-server on port ${this.port} exited at start-up:\n${this.output}`);
-      }
-      if (await this.answersPing()) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`redis-server on port ${this.port} did not answer within 10 s:\n${this.output}`);
+    const ready = await holdsWithin(async () => this.child !== child || (await this.answersPing()), 10_000, 25);
+    if (this.child !== child) throw new Error(`redis-server on port ${this.port} exited at start-up:\n${this.output}`);
+    if (!ready) throw new Error(`redis-server on port ${this.port} did not answer within 10 s:\n${this.output}`);
   }
 
   private answersPing(): Promise<boolean> {

@@ -73,11 +73,46 @@ export class TcpProxy {
     for (const s of this.clients) s.unpipe();
   }
 
+  /** Bytes that clients sent since hold() and that wait in the proxy (a statement held from the service). */
+  get heldBytes(): number {
+    let n = 0;
+    for (const s of this.clients) n += s.readableLength;
+    return n;
+  }
+
   async cut(): Promise<void> {
     const server = this.server;
     this.server = undefined;
     for (const s of this.sockets) s.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /**
+   * While cut: answers once a client tries to connect again (its connection is ended at once, as a refused
+   * one ends; the port is then closed again). A client that lost its connection and reconnects shows itself
+   * this way.
+   */
+  async nextConnectionAttempt(timeoutMs = 10_000): Promise<void> {
+    if (this.server) throw new Error('the proxy is not cut');
+    const listener = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve, reject) => {
+      listener.once('error', reject);
+      listener.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`no client tried port ${this.port} in ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        listener.once('connection', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    } finally {
+      await new Promise<void>((resolve) => listener.close(() => resolve()));
+    }
   }
 
   async restore(): Promise<void> {

@@ -9,6 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { sleep } from './wait.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url));
 /** The test CA that issued the receiver's certificate (for NODE_EXTRA_CA_CERTS of a child process). */
@@ -26,8 +27,12 @@ export interface ReceivedRequest {
   remotePort: number;
 }
 
-/** How the receiver answers one request: a status (and body, headers; after `delayMs`), or 'hang' (never answer). */
-export type Reply = { status: number; body?: string; headers?: Record<string, string>; delayMs?: number } | 'hang';
+/**
+ * How the receiver answers one request: a status (and body, headers; once the test calls release() when
+ * `held`, or after `delayMs`), or 'hang' (never answer).
+ */
+export type Reply =
+  { status: number; body?: string; headers?: Record<string, string>; delayMs?: number; held?: boolean } | 'hang';
 export type Responder = (req: ReceivedRequest, index: number) => Reply;
 
 export class WebhookReceiver {
@@ -39,6 +44,9 @@ export class WebhookReceiver {
   private responder: Responder = () => ({ status: 200, body: 'ok' });
   private readonly hanging = new Set<http.ServerResponse>();
   private readonly waiters = new Set<() => void>();
+  /** Answers of `held` replies, waiting for release(). */
+  private readonly held: Array<() => void> = [];
+  private released = false;
 
   private constructor(
     private readonly server: http.Server,
@@ -105,6 +113,15 @@ export class WebhookReceiver {
     return this.requests.slice(0, n);
   }
 
+  /**
+   * Answers the requests whose reply is `held` (a slow endpoint, for as long as the test needs one), and
+   * from now on answers such replies at once.
+   */
+  release(): void {
+    this.released = true;
+    for (const answer of this.held.splice(0)) answer();
+  }
+
   /** Drops every request left unanswered ('hang'). */
   releaseHanging(): void {
     for (const res of this.hanging) res.destroy();
@@ -149,7 +166,10 @@ export class WebhookReceiver {
         res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
         res.end(reply.body ?? '');
       };
-      if (reply.delayMs) setTimeout(answer, reply.delayMs);
+      if (reply.held && !this.released) this.held.push(answer);
+      // A fixed wait, where a test asks for one: an endpoint whose latency is the scenario (the cluster test's
+      // load). To hold an answer while something is observed, a test uses `held` and release() instead.
+      else if (reply.delayMs) void sleep(reply.delayMs).then(answer);
       else answer();
     });
   }

@@ -8,6 +8,7 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, registerAndLogin, type ApiResponse, type Session } from '../helpers/http.js';
 import { upgradeWorkspace } from '../workspaces/helpers.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
+import { waitFor } from '../helpers/wait.js';
 import { cleanUpExpiredTokens } from '../../jobs/processors/maintenance.js';
 
 const newKey = () => `retry-${crypto.randomUUID()}`;
@@ -322,9 +323,10 @@ describe('keys that are refused or left free', () => {
         headers: { 'idempotency-key': key },
       });
       // The first has claimed the key once the provider has its request.
-      const deadline = Date.now() + 5000;
-      while (!fake.requests.some((r) => JSON.stringify(r.body).includes(body.prompt)) && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => fake.requests.some((r) => JSON.stringify(r.body).includes(body.prompt)), {
+        timeout: 5_000,
+        message: 'the provider to get the first request',
+      });
       const second = await providerApp.api('POST', '/ai/generate', {
         token: s.accessToken,
         body,

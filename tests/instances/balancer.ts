@@ -2,6 +2,7 @@
 // each request to the next backend (round robin) whose last check answered 200, as a real one would. A
 // connection refused before anything was sent is tried on the next backend; anything else is the answer.
 // It records every health check and every request, for the test to look at afterwards.
+import { sleep, waitFor } from '../helpers/wait.js';
 
 export interface HealthCheck {
   at: number;
@@ -31,8 +32,6 @@ interface Backend {
   checks: HealthCheck[];
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /** The code of a failed fetch's cause (ECONNREFUSED, UND_ERR_SOCKET, ...). */
 const causeCode = (err: unknown): string => (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
 
@@ -53,11 +52,10 @@ export class Balancer {
   /** Starts the health checks and resolves once every backend has answered one with 200. */
   async start(): Promise<void> {
     for (const b of this.backends) this.pollers.push(this.poll(b));
-    const deadline = Date.now() + 30_000;
-    while (!this.backends.every((b) => b.up)) {
-      if (Date.now() > deadline) throw new Error('balancer: not every backend became healthy within 30 s');
-      await sleep(20);
-    }
+    await waitFor(() => this.backends.every((b) => b.up), {
+      timeout: 30_000,
+      message: 'balancer: every backend to become healthy',
+    });
   }
 
   async stop(): Promise<void> {
@@ -114,9 +112,8 @@ export class Balancer {
   }
 
   /** The next healthy backend in turn; waits while none is healthy (at most 10 s). */
-  private async pick(): Promise<Backend> {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
+  private pick(): Promise<Backend> {
+    const nextUp = () => {
       for (let i = 0; i < this.backends.length; i++) {
         const b = this.backends[(this.next + i) % this.backends.length];
         if (b.up) {
@@ -124,9 +121,9 @@ export class Balancer {
           return b;
         }
       }
-      if (Date.now() > deadline) throw new Error('balancer: no healthy backend for 10 s');
-      await sleep(20);
-    }
+      return undefined;
+    };
+    return waitFor(nextUp, { timeout: 10_000, message: 'balancer: a healthy backend' });
   }
 
   private async poll(b: Backend): Promise<void> {
@@ -141,6 +138,8 @@ export class Balancer {
       }
       b.checks.push(check);
       b.up = check.status === 200;
+      // A fixed wait: the balancer's health-check interval, as a load balancer's (what the drain is timed
+      // against in the tests; the instances are other processes, out of reach of fake timers).
       await sleep(this.intervalMs);
     }
   }

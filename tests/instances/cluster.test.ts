@@ -26,9 +26,9 @@ import {
   startApi,
   startWorker,
   tcpPortsOf,
-  waitFor,
   type ApiInstance,
 } from './processes.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 /** The default tier's limit (per user and window). */
 const LIMIT = 100;
@@ -206,9 +206,16 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
     await insertEvents(s.workspaceId, EVENTS, 'once');
 
     await receiver.waitForRequests(EVENTS, 60_000);
-    await waitFor('every delivery recorded a success', async () => await allSucceeded(hookId), 15_000, 200);
-    // Nothing arrives twice, also a little later.
-    await new Promise((r) => setTimeout(r, 1_000));
+    await waitFor(async () => await allSucceeded(hookId), {
+      timeout: 15_000,
+      interval: 200,
+      message: 'every delivery recorded a success',
+    });
+    // Nothing arrives twice, also later: a later event, dispatched, queued and delivered the same way, has
+    // arrived first.
+    const later = await ownerWithHook(apis[1].api, { status: 200, body: 'ok' });
+    await insertEvents(later.s.workspaceId, 1, 'later');
+    await later.receiver.waitForRequests(1, 30_000);
     expect(receiver.requests).toHaveLength(EVENTS);
     expect(new Set(receiver.requests.map(deliveryId)).size).toBe(EVENTS);
     expect(new Set(receiver.requests.map(seqOf)).size).toBe(EVENTS);
@@ -232,7 +239,6 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
       const victim = workers.shift()!;
       const victimPid = victim.child.pid!;
       await waitFor(
-        'a request of the victim just arrived',
         () => {
           const ports = tcpPortsOf(victimPid);
           return receiver.requests.some(
@@ -240,15 +246,22 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
               receiver.answeredAt[i] === undefined && ports.has(r.remotePort) && Date.now() - r.receivedAt < 100,
           );
         },
-        30_000,
-        5,
+        { timeout: 30_000, interval: 5, message: 'a request of the victim just arrived' },
       );
       const exit = await victim.stop('SIGKILL');
       expect(exit.signal).toBe('SIGKILL');
       const killedAt = Date.now();
 
-      await waitFor('every event to arrive', () => new Set(receiver.requests.map(seqOf)).size === EVENTS, 60_000, 100);
-      await waitFor('every delivery recorded a success', async () => await allSucceeded(hookId), 30_000, 200);
+      await waitFor(() => new Set(receiver.requests.map(seqOf)).size === EVENTS, {
+        timeout: 60_000,
+        interval: 100,
+        message: 'every event to arrive',
+      });
+      await waitFor(async () => await allSucceeded(hookId), {
+        timeout: 30_000,
+        interval: 200,
+        message: 'every delivery recorded a success',
+      });
       expect(await deliveryStatuses(hookId)).toEqual({ success: EVENTS });
 
       // One delivery id per event, and a repeat is the same delivery (same id, same event).
@@ -302,7 +315,8 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
       const load = users.map(async (u) => {
         while (loading) {
           await lb.request('POST', '/auth/login', { body: { email: u.email, password: STRONG_PASSWORD } });
-          await new Promise((r) => setTimeout(r, 20));
+          // A fixed wait: the load's pace (a client's think time between sign-ins), not a wait for anything.
+          await sleep(20);
         }
       });
 
@@ -310,14 +324,14 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
       try {
         const served = (name: string, after = 0) =>
           lb.sent.some((x) => x.backend === name && x.sentAt > after && x.status === 200);
-        await waitFor('load on both instances', () => apis.every((n) => served(n.name)), 10_000);
+        await waitFor(() => apis.every((n) => served(n.name)), { timeout: 10_000, message: 'load on both instances' });
         for (const node of apis) {
           const signalledAt = Date.now();
           // SIGTERM; killed (and so failing below) if it has not exited 15 s after its drain.
           const stopping = node.instance.proc.stop('SIGTERM', DRAIN_MS + 15_000);
           // A request sent straight to the instance during its drain (the balancer may already have taken
           // it out) is still served, with its real answer.
-          await new Promise((r) => setTimeout(r, DRAIN_MS / 5));
+          await node.instance.proc.waitForLog(/^draining/, DRAIN_MS + 5_000);
           const direct = await node.api('POST', '/auth/login', {
             body: { email: users[0].email, password: STRONG_PASSWORD },
           });
@@ -329,8 +343,8 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
           const fresh = await startNode(node.name, node.port);
           node.instance = fresh.instance;
           node.api = fresh.api;
-          await waitFor(`${node.name} back in the balancer`, () => lb.isUp(node.name), 10_000);
-          await waitFor(`load on ${node.name} again`, () => served(node.name, exit.at), 10_000);
+          await waitFor(() => lb.isUp(node.name), { timeout: 10_000, message: `${node.name} back in the balancer` });
+          await waitFor(() => served(node.name, exit.at), { timeout: 10_000, message: `load on ${node.name} again` });
         }
       } finally {
         loading = false;
@@ -400,7 +414,8 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
               timings.push(await timed(node, phase, 'GET', '/health'));
               timings.push(await timed(node, phase, 'GET', '/auth/me', who.reader.accessToken));
               timings.push(await timed(node, phase, 'POST', who.testPath, who.owner));
-              await new Promise((r) => setTimeout(r, 300));
+              // A fixed wait: the load's pace through the outage (steady requests for OUTAGE_MS).
+              await sleep(300);
             }
           }),
         );
@@ -424,19 +439,17 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
           timings.push(sent);
           if (sent.status !== 200) return false;
           const arrived = () => receiver.requests.some((r) => deliveryId(r) === sent.body.id);
-          return waitFor('the probe delivery', arrived, 1_000, 25).then(
+          return waitFor(arrived, { timeout: 1_000, interval: 25, message: 'the probe delivery' }).then(
             () => true,
             () => false,
           );
         };
         await waitFor(
-          `Redis in use again (${phase})`,
           async () => {
             for (const node of apis) if (!(await inUse(node).catch(() => false))) return false;
             return true;
           },
-          RECOVERY_MS + 10_000,
-          100,
+          { timeout: RECOVERY_MS + 10_000, interval: 100, message: `Redis in use again (${phase})` },
         );
         return Date.now() - since;
       }
@@ -482,13 +495,11 @@ describe('two API instances and two workers on one Postgres and one Redis', () =
         return (await pool!.query<{ id: string; status: string }>(sql, [hookIds])).rows;
       };
       const done = await waitFor(
-        'every delivery of the scenario to succeed',
         async () => {
           const all = await rows();
           return all.every((r) => r.status === 'success') && all;
         },
-        60_000,
-        250,
+        { timeout: 60_000, interval: 250, message: 'every delivery of the scenario to succeed' },
       );
       expect(done.map((r) => r.id)).toEqual(expect.arrayContaining(accepted));
       const arrivals = new Map<string, number>();

@@ -13,7 +13,8 @@ import { startTestApp, testEnv, type TestApp } from '../helpers/app.js';
 import { apiClient, registerAndLogin, type Api, type Session } from '../helpers/http.js';
 import { ledger } from '../helpers/secret-ledger.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { ServiceProcess, accepts, childEnv, killAll, startApi, waitFor } from './processes.js';
+import { ServiceProcess, accepts, childEnv, killAll, startApi } from './processes.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * A TCP gate in front of Postgres: it accepts connections and holds what they send until `open()`, so a
@@ -134,10 +135,11 @@ async function slowRequestInFlight(api: Api, receiver: WebhookReceiver, s: Sessi
   return { answer, settled: () => settled };
 }
 
-async function receiverDelaying(ms: number) {
+/** A receiver that holds its answers until the test calls release(): a slow endpoint, for as long as needed. */
+async function receiverHolding() {
   const receiver = await WebhookReceiver.start();
   receivers.push(receiver);
-  return receiver.reply({ status: 200, body: 'slow ok', delayMs: ms });
+  return receiver.reply({ status: 200, body: 'slow ok', held: true });
 }
 
 describe('SHUTDOWN_DRAIN_DELAY_MS', () => {
@@ -161,7 +163,7 @@ describe('close() (what SIGTERM runs), in process', () => {
       const app = await startTestApp({ SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_MS), WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
       apps.push(app);
       const port = Number(new URL(app.url).port);
-      const receiver = await receiverDelaying(DRAIN_MS + 1_500);
+      const receiver = await receiverHolding();
       const { s, testPath } = await ownerWithWebhook(app.api, receiver);
       const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
@@ -187,10 +189,15 @@ describe('close() (what SIGTERM runs), in process', () => {
       expect(me.headers.connection).toBe('close');
 
       // The listener closes once the delay is over, while the slow request is still running.
-      await waitFor('the listener to close', async () => !(await accepts(port)), DRAIN_MS + 5_000, 25);
+      await waitFor(async () => !(await accepts(port)), {
+        timeout: DRAIN_MS + 5_000,
+        interval: 25,
+        message: 'the listener to close',
+      });
       expect(Date.now() - closeCalledAt).toBeGreaterThanOrEqual(DRAIN_MS - 50);
       expect(slow.settled()).toBe(false);
 
+      receiver.release();
       const answer = await slow.answer;
       expect(answer.status, answer.text).toBe(200);
       expect(answer.body).toMatchObject({ status: 'success', attempts: 1, responsePreview: 'slow ok' });
@@ -208,13 +215,14 @@ describe('close() (what SIGTERM runs), in process', () => {
     const app = await startTestApp({ SHUTDOWN_DRAIN_DELAY_MS: '0', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
     apps.push(app);
     const port = Number(new URL(app.url).port);
-    const receiver = await receiverDelaying(1_000);
+    const receiver = await receiverHolding();
     const { s, testPath } = await ownerWithWebhook(app.api, receiver);
 
     const slow = await slowRequestInFlight(app.api, receiver, s, testPath);
     const closed = app.close();
-    await waitFor('the listener to close', async () => !(await accepts(port)), 500, 10);
+    await waitFor(async () => !(await accepts(port)), { timeout: 500, interval: 10, message: 'the listener to close' });
     expect(slow.settled()).toBe(false);
+    receiver.release();
     const answer = await slow.answer;
     expect(answer.body).toMatchObject({ status: 'success', attempts: 1, responseStatus: 200 });
     expect(answer.headers.get('connection')).toBe('close');
@@ -240,23 +248,30 @@ describe('npm start (server/index.ts as a child process)', () => {
       const DRAIN_MS = 1_500;
       const api = await startApi('drain', env(DRAIN_MS));
       const client = apiClient(api.url);
-      const receiver = await receiverDelaying(DRAIN_MS + 2_000);
+      const receiver = await receiverHolding();
       const { s, testPath } = await ownerWithWebhook(client, receiver);
 
       const slow = await slowRequestInFlight(client, receiver, s, testPath);
       const signalledAt = Date.now();
       api.proc.signal('SIGTERM');
       const health = await waitFor(
-        '/health to say draining',
         async () => {
           const res = await client('GET', '/health');
           return res.status === 503 ? res : undefined;
         },
-        2_000,
-        20,
+        { timeout: 2_000, interval: 20, message: '/health to say draining' },
       );
       expect(health.body).toMatchObject({ status: 'draining' });
       expect((await client('GET', '/auth/me', { token: s.accessToken })).status).toBe(200);
+      // The slow request is still in flight when the drain delay is over and the listener closes.
+      const port = Number(new URL(api.url).port);
+      await waitFor(async () => !(await accepts(port)), {
+        timeout: DRAIN_MS + 5_000,
+        interval: 25,
+        message: 'the listener to close',
+      });
+      expect(slow.settled()).toBe(false);
+      receiver.release();
 
       const answer = await slow.answer;
       expect(answer.status, answer.text).toBe(200);
@@ -280,7 +295,11 @@ describe('npm start (server/index.ts as a child process)', () => {
     const api = await startApi('drain twice', env(60_000));
     const client = apiClient(api.url);
     api.proc.signal('SIGTERM');
-    await waitFor('/health to say draining', async () => (await client('GET', '/health')).status === 503, 2_000, 20);
+    await waitFor(async () => (await client('GET', '/health')).status === 503, {
+      timeout: 2_000,
+      interval: 20,
+      message: '/health to say draining',
+    });
     const secondAt = Date.now();
     api.proc.signal('SIGINT');
     const exit = await api.proc.exited;
@@ -294,7 +313,7 @@ describe('npm start (server/index.ts as a child process)', () => {
     // A drain of a minute: the shutdown of a server nobody has seen healthy yet must skip it.
     const settings = { ...env(60_000), DATABASE_URL: gate.url };
     const proc = ServiceProcess.start('signal at start-up', 'server/index.ts', settings);
-    await waitFor('the start-up to reach the database', () => gate.connections > 0, 30_000);
+    await waitFor(() => gate.connections > 0, { timeout: 30_000, message: 'the start-up to reach the database' });
     proc.signal('SIGTERM');
     gate.open();
     const exit = await proc.exitWithin(20_000);

@@ -15,8 +15,6 @@ export interface Exit {
   at: number;
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /** The environment of a child: the suite's test settings (tests/helpers/app.ts) with `overrides`, strings only. */
 export function childEnv(overrides: Record<string, string | undefined>): Record<string, string> {
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...testEnv(overrides) };
@@ -189,23 +187,6 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
-}
-
-/** Calls `probe` every `everyMs` until it answers a truthy value; throws naming `what` after `timeoutMs`. */
-type Maybe<T> = T | undefined | null | false;
-export async function waitFor<T>(
-  what: string,
-  probe: () => Promise<Maybe<T>> | Maybe<T>,
-  timeoutMs = 10_000,
-  everyMs = 50,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 /**

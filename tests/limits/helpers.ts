@@ -6,9 +6,9 @@ import http from 'node:http';
 import net from 'node:net';
 import { expect } from 'vitest';
 import { ledger, trackBody } from '../helpers/secret-ledger.js';
+import { holdsWithin, waitFor } from '../helpers/wait.js';
 
 export const RATE_LIMIT_MESSAGE = 'Too many requests. Please try again later.';
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface Answer {
   status: number;
@@ -223,10 +223,8 @@ export class RedisServer {
       );
       const server = new RedisServer(port, child);
       RedisServer.all.add(server);
-      for (let i = 0; i < 50 && !server.exited; i++) {
-        if (await pings(port)) return server;
-        await sleep(50);
-      }
+      const up = await holdsWithin(async () => server.exited || (await pings(port)), 10_000, 50);
+      if (up && !server.exited) return server;
       server.kill(); // lost the port to someone else, or never came up
     }
     throw new Error('could not start a redis-server of our own');
@@ -248,8 +246,7 @@ export class RedisServer {
   /** Kills the server at once (SIGKILL works on a frozen process too) and waits for its exit. */
   async stop() {
     this.kill();
-    for (let i = 0; i < 100 && !this.exited; i++) await sleep(20);
-    if (!this.exited) throw new Error(`redis-server ${this.pid} did not exit`);
+    await waitFor(() => this.exited, { timeout: 2_000, message: `redis-server ${this.pid} to exit` });
   }
 
   private kill() {

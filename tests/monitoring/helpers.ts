@@ -7,6 +7,7 @@ import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import type { ApiResponse, RequestOptions } from '../helpers/http.js';
 import { ledger, trackBody } from '../helpers/secret-ledger.js';
+import { sleep } from '../helpers/wait.js';
 
 export type { ErrorRecord, RequestRecord } from '../../server/platform/monitoring.js';
 
@@ -185,7 +186,9 @@ export function slowJsonPost(
     });
     req.on('error', reject);
     req.write(payload.subarray(0, half));
-    setTimeout(() => req.end(payload.subarray(half)), delayMs);
+    // A fixed wait: the request's real duration is what is tested (the slow-request log; the status read
+    // after it counts on the seconds of uptime it took), so the client really pauses between the halves.
+    void sleep(delayMs).then(() => req.end(payload.subarray(half)));
   });
 }
 

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
+import { clockAhead } from '../helpers/clock.js';
 import { githubAccount, startFakeGitHub, type FakeGitHub } from '../helpers/fake-github.js';
 import { STRONG_PASSWORD, expectError, registerAndLogin, uniqueEmail } from '../helpers/http.js';
 import { mailsTo } from '../helpers/mail.js';
@@ -390,8 +391,8 @@ describe('POST /auth/oauth/exchange', () => {
       const account = githubAccount(github, uniqueEmail('gh-late'));
       github.signInAs(account.login);
       const landing = await signInWith(quick, 'github');
-      await new Promise((resolve) => setTimeout(resolve, 1_200));
-      expectError(await exchange(quick, landing.code), 400, 'INVALID_TOKEN');
+      // 1.2 s later by the app's clock (this process's Date, moved ahead): past the code's 1 s.
+      expectError(await clockAhead(1_200, () => exchange(quick, landing.code)), 400, 'INVALID_TOKEN');
       const [identity] = await identitiesOf(account.id);
       const sessions = await db()
         .selectFrom('refresh_tokens')

@@ -27,16 +27,9 @@ import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { signStripe, stripeEvent } from '../helpers/fake-stripe.js';
 import { lemonEvent, signLemon } from '../helpers/fake-lemonsqueezy.js';
 import { INVITATION_TEMPLATE } from '../workspaces/helpers.js';
-import {
-  apiKeyHeader,
-  hex,
-  ownDatabase,
-  startAppOn,
-  trackSecret,
-  waitFor,
-  type OwnDatabase,
-} from '../developer/helpers.js';
+import { apiKeyHeader, hex, ownDatabase, startAppOn, trackSecret, type OwnDatabase } from '../developer/helpers.js';
 import { SPEC_ROUTES, routeKey } from './spec-routes.js';
+import { waitFor } from '../helpers/wait.js';
 
 const PROCESSOR_A_WEBHOOK_SECRET = `whsec_specroutes${hex(12)}`;
 const PROCESSOR_B_WEBHOOK_SECRET = `spec-routes-lemon-${hex(12)}`;
@@ -354,14 +347,17 @@ describe('every spec route answers a correct request', () => {
     await setup(
       'a failed delivery to retry',
       () =>
-        waitFor('the test delivery to fail', async () => {
-          const row = await app.deps.db
-            .selectFrom('webhook_deliveries')
-            .select('status')
-            .where('id', '=', deliveryId)
-            .executeTakeFirst();
-          return row && (row.status === 'retrying' || row.status === 'failed');
-        }),
+        waitFor(
+          async () => {
+            const row = await app.deps.db
+              .selectFrom('webhook_deliveries')
+              .select('status')
+              .where('id', '=', deliveryId)
+              .executeTakeFirst();
+            return row && (row.status === 'retrying' || row.status === 'failed');
+          },
+          { message: 'the test delivery to fail' },
+        ),
       undefined,
     );
     await hit(

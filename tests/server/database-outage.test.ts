@@ -7,6 +7,7 @@ import { startAppBehindDatabaseProxy, type TestApp } from '../helpers/app.js';
 import { apiClient, registerAndLogin, type ApiResponse, type Session } from '../helpers/http.js';
 import { listeningPort, startEntry, type Entry } from '../helpers/entry.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { waitFor } from '../helpers/wait.js';
 
 let proxy: TcpProxy;
 let app: TestApp;
@@ -87,14 +88,16 @@ describe('Postgres lost while a request holds a connection (the real entry point
     const api = apiClient(`http://127.0.0.1:${await listeningPort(entry)}`);
     const session = await registerAndLogin(api, { prefix: 'outage-entry' });
 
-    // Postgres stops answering: the request's statement waits on a checked-out connection.
+    // Postgres stops answering: the request's statement waits on a checked-out connection (in the proxy).
     held.hold();
     const inFlight = api('GET', '/workspaces', { token: session.accessToken });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => held!.heldBytes > 0, { message: 'a statement held on its way to Postgres' });
     // Then the connection is lost.
     await held.cut();
     expectUnavailable(await inFlight);
-    await new Promise((r) => setTimeout(r, 200));
+    // A later request is answered (503: Postgres is still away): the lost connection's error, raised when
+    // it was cut, did not end the process.
+    expectUnavailable(await api('GET', '/workspaces', { token: session.accessToken }));
     expect(entry.child.exitCode, entry.output().slice(-1_000)).toBeNull();
     expect(entry.output()).not.toMatch(/Connection terminated unexpectedly\n\s+at /);
 
@@ -104,15 +107,13 @@ describe('Postgres lost while a request holds a connection (the real entry point
   }, 60_000);
 });
 
-/** The answer of `request` once it is 200, tried every 100 ms for at most 10 s. */
-async function waitFor200(request: () => Promise<ApiResponse>): Promise<ApiResponse> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const res = await request();
-    if (res.status === 200 || Date.now() > deadline) {
+/** The answer of `request` once it is 200 (tried every 100 ms for at most 10 s). */
+const waitFor200 = (request: () => Promise<ApiResponse>) =>
+  waitFor(
+    async () => {
+      const res = await request();
       expect(res.status, res.text).toBe(200);
       return res;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+    },
+    { interval: 100, message: 'a 200' },
+  );

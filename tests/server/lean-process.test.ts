@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEnv } from '../helpers/app.js';
+import { holdsWithin } from '../helpers/wait.js';
 
 const HEAVY = [
   'stripe',
@@ -71,9 +72,7 @@ async function packagesLoaded(settings: Record<string, string>): Promise<string[
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const closed = new Promise((resolve) => child.once('close', resolve));
-  const deadline = Date.now() + 60_000;
-  while (!/"msg":"listening"/.test(stdout) && child.exitCode === null && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 50));
+  await holdsWithin(() => /"msg":"listening"/.test(stdout) || child.exitCode !== null, 60_000);
   const port = Number(/"port":(\d+)/.exec(stdout)?.[1]);
   expect(port, stdout + stderr).toBeGreaterThan(0);
   expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { STRONG_PASSWORD, apiClient, uniqueEmail } from '../helpers/http.js';
@@ -17,6 +18,38 @@ async function startListening() {
   return { run, port: await listeningPort(run) };
 }
 
+/**
+ * POST `body` as JSON with `Expect: 100-continue`: `headRead` resolves once the server has read the head (its
+ * 100 Continue; the request is then under way there) and the body has been sent; `status` is the answer's.
+ */
+function postWithContinue(port: number, path: string, body: object) {
+  const payload = JSON.stringify(body);
+  let headRead!: () => void;
+  const read = new Promise<void>((resolve) => (headRead = resolve));
+  const status = new Promise<number>((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          expect: '100-continue',
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('continue', () => req.end(payload, headRead));
+    req.on('error', reject);
+  });
+  return { headRead: read, status };
+}
+
 describe('server/index.ts', () => {
   it('stops at start-up with exit code 1 and a message naming each bad variable', async () => {
     const run = startEntry({ DATABASE_URL: 'memory://', BCRYPT_COST: 'abc', RATE_LIMIT_ENABLED: 'maybe' });
@@ -34,11 +67,12 @@ describe('server/index.ts', () => {
       (await api('POST', '/auth/register', { body: { email, password: STRONG_PASSWORD, name: 'S' } })).status,
     ).toBe(201);
 
-    // A login costs one bcrypt at cost 12 (about 200 ms): SIGTERM lands while it is in flight.
-    const inFlight = api('POST', '/auth/login', { body: { email, password: STRONG_PASSWORD } });
-    await new Promise((r) => setTimeout(r, 50));
+    // A login costs one bcrypt at cost 12 (about 200 ms): SIGTERM lands while it is in flight, once the
+    // server has read the request's head (it answers 100 Continue then) and the body is on its way.
+    const inFlight = postWithContinue(port, '/auth/login', { email, password: STRONG_PASSWORD });
+    await inFlight.headRead;
     run.child.kill('SIGTERM');
-    expect((await inFlight).status).toBe(200);
+    expect(await inFlight.status).toBe(200);
     expect(await run.exited).toBe(0);
     expect(run.output()).toContain('shutdown complete');
     await expect(api('GET', '/health')).rejects.toThrow();

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEnv } from '../helpers/app.js';
+import { holdsWithin } from '../helpers/wait.js';
 
 const dirs: string[] = [];
 /** Under the repository's node_modules, so that the compiled modules find their packages as dist/ does. */
@@ -56,11 +57,7 @@ describe('npm start and npm run worker (scripts/start.mjs)', () => {
   it('runs the compiled server when the build matches the sources: it listens and answers GET /health 200', async () => {
     const run = launch('server', { START_DIST_DIR: built });
     try {
-      const deadline = Date.now() + 60_000;
-      while (!/"msg":"listening"/.test(run.stdout()) && Date.now() < deadline) {
-        if (run.child.exitCode !== null) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await holdsWithin(() => /"msg":"listening"/.test(run.stdout()) || run.child.exitCode !== null, 60_000);
       const port = Number(/"port":(\d+)/.exec(run.stdout())?.[1]);
       expect(port, run.stdout() + run.stderr()).toBeGreaterThan(0);
       const res = await fetch(`http://127.0.0.1:${port}/health`);

@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { listeningPort, startEntry, waitUntil, type Entry } from '../helpers/entry.js';
+import { listeningPort, startEntry, type Entry } from '../helpers/entry.js';
+import { waitFor } from '../helpers/wait.js';
 import { createLogger, wantsPrettyLogs } from '../../server/platform/logger.js';
 
 const running: Entry[] = [];
@@ -82,7 +83,7 @@ describe('.env', () => {
 describe('the start-up line', () => {
   it('names the address actually listened on, with its port', async () => {
     const { run, port } = await start({}, folderWithDotEnv(DOTENV));
-    await waitUntil(() => run.output().includes('API ready at'), 10_000);
+    await waitFor(() => run.output().includes('API ready at'), { timeout: 10_000 });
     expect(run.output()).toContain(
       `"msg":"API ready at http://127.0.0.1:${port} (docs at http://127.0.0.1:${port}/docs)"`,
     );
@@ -90,7 +91,7 @@ describe('the start-up line', () => {
 
   it('on every interface says so, and links the docs where this machine reaches them', async () => {
     const { run, port } = await start({ HOST: '0.0.0.0' }, folderWithDotEnv(DOTENV));
-    await waitUntil(() => run.output().includes('API ready at'), 10_000);
+    await waitFor(() => run.output().includes('API ready at'), { timeout: 10_000 });
     expect(run.output()).toContain(
       `"msg":"API ready at http://0.0.0.0:${port}, every interface (docs at http://127.0.0.1:${port}/docs)"`,
     );
@@ -165,7 +166,7 @@ describe('log lines', () => {
     child.stderr.on('data', (c) => (out += c));
     const exited = new Promise((resolve) => child.on('exit', resolve));
     try {
-      await waitUntil(() => out.includes('API ready at'), 45_000);
+      await waitFor(() => out.includes('API ready at'), { timeout: 45_000 });
     } finally {
       // The entry itself: under `script`, its child (by the parent's pid, never by name).
       if (terminal)
