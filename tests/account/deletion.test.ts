@@ -257,13 +257,15 @@ describe('a successful deletion', () => {
         [coOwned, { userId: s.userId, role: 'OWNER' }],
       ].sort(),
     );
-    const delivery = await waitFor('the user.deleted delivery', () =>
-      db()
-        .selectFrom('webhook_deliveries')
-        .selectAll()
-        .where('webhook_id', '=', hook.id)
-        .where('event', '=', 'user.deleted')
-        .executeTakeFirst(),
+    const delivery = await waitFor(
+      () =>
+        db()
+          .selectFrom('webhook_deliveries')
+          .selectAll()
+          .where('webhook_id', '=', hook.id)
+          .where('event', '=', 'user.deleted')
+          .executeTakeFirst(),
+      { message: 'the user.deleted delivery' },
     );
     expect(JSON.stringify(delivery.payload)).toContain(s.userId);
     expect(JSON.stringify(delivery.payload)).not.toContain(s.email);

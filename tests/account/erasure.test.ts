@@ -157,18 +157,21 @@ describe('deleting an account erases the person from every table', () => {
     expect(renamed.status, renamed.text).toBe(200);
     const exported = await app.api('POST', '/auth/me/exports', { token: p.accessToken });
     expect(exported.status, exported.text).toBe(201);
-    await waitFor('the export READY', async () => {
-      const r = await app.api('GET', `/auth/me/exports/${exported.body.id}`, { token: p.accessToken });
-      return r.body.status === 'READY';
-    });
+    await waitFor(
+      async () => {
+        const r = await app.api('GET', `/auth/me/exports/${exported.body.id}`, { token: p.accessToken });
+        return r.body.status === 'READY';
+      },
+      { message: 'the export READY' },
+    );
     const { storage_key: archiveKey } = await db()
       .selectFrom('user_exports')
       .select('storage_key')
       .where('id', '=', exported.body.id)
       .executeTakeFirstOrThrow();
-    await waitFor('the export mail', async () =>
-      (await mailsTo(app, email)).some((m) => m.template === 'data-export-ready'),
-    );
+    await waitFor(async () => (await mailsTo(app, email)).some((m) => m.template === 'data-export-ready'), {
+      message: 'the export mail',
+    });
 
     // The scan sees the person in many places before the deletion: it would see a leftover.
     const before = new Set((await findInEveryTable(needles)).map((h) => h.column));

@@ -39,12 +39,15 @@ const exportRow = (id: string) =>
 async function readyExport(s: Session) {
   const res = await requestExport(s);
   expect(res.status, res.text).toBe(201);
-  const ready = await waitFor(`export ${res.body.id} READY`, async () => {
-    const r = await exportOf(s, res.body.id);
-    expect(r.status, r.text).toBe(200);
-    expect(r.body.status).not.toBe('FAILED');
-    return r.body.status === 'READY' ? r.body : undefined;
-  });
+  const ready = await waitFor(
+    async () => {
+      const r = await exportOf(s, res.body.id);
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.status).not.toBe('FAILED');
+      return r.body.status === 'READY' ? r.body : undefined;
+    },
+    { message: `export ${res.body.id} READY` },
+  );
   return { id: res.body.id as string, created: res.body, ready };
 }
 
@@ -94,8 +97,9 @@ describe('POST /auth/me/exports, then GET /auth/me/exports/{exportId}', () => {
     const window = Date.parse(ready.expiresAt) - row.ready_at!.getTime();
     expect(window).toBe(24 * 3_600_000);
 
-    const mail = await waitFor('the export mail', async () =>
-      (await mailsTo(app, s.email)).find((m) => m.template === 'data-export-ready'),
+    const mail = await waitFor(
+      async () => (await mailsTo(app, s.email)).find((m) => m.template === 'data-export-ready'),
+      { message: 'the export mail' },
     );
     expect(mail.link).toContain(id);
     const audit = await db()

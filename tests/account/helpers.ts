@@ -6,7 +6,7 @@ import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import type { Session } from '../helpers/http.js';
 
-export { waitFor } from '../developer/helpers.js';
+export { waitFor } from '../helpers/wait.js';
 
 export const hex = (bytes = 4) => crypto.randomBytes(bytes).toString('hex');
 

@@ -22,9 +22,9 @@ import {
   ownerOn,
   quiet,
   startAppOn,
-  waitFor,
   type OwnDatabase,
 } from '../developer/helpers.js';
+import { waitFor } from '../helpers/wait.js';
 import { createWorkspace, invite, inviteAndJoin, registerAs, roleIn } from './helpers.js';
 
 const DAY_MS = 86_400_000;
@@ -302,7 +302,9 @@ describe('POST /workspaces/{workspaceId}/delete', () => {
       admin = await inviteAndJoin(app, owner.accessToken, ws(), 'ADMIN', 'del-admin');
       rawKey = (await createKey(app, owner, { scopes: ['read'] })).rawKey;
       // The events of the checkout and the joins dispatched first: the webhook hears only what follows.
-      await waitFor('the fixture\u2019s events to be dispatched', async () => (await undispatched(ws())) === 0);
+      await waitFor(async () => (await undispatched(ws())) === 0, {
+        message: 'the fixture\u2019s events to be dispatched',
+      });
       r = await receiver();
       hookId = (
         await createWebhook(app, owner, {
@@ -448,18 +450,21 @@ describe('POST /workspaces/{workspaceId}/delete', () => {
       await emitEvent(app.deps.db, ws(), 'member.removed', { userId: member.userId, role: 'MEMBER' });
       // Until every event of the workspace is dispatched (those of the subscription's cancellation too),
       // so that none is left to reach the receiver after the restore below.
-      const settled = await waitFor('the deliveries to be recorded (the later ones disabled)', async () => {
-        if ((await undispatched(ws())) > 0) return undefined;
-        const rows = await deliveriesOf();
-        const later = rows.filter((d) => d.event !== 'workspace.deleted');
-        const events = later.map((d) => d.event);
-        return rows.some((d) => d.event === 'workspace.deleted' && d.status === 'success') &&
-          events.includes('member.removed') &&
-          events.includes('subscription.canceled') &&
-          later.every((d) => d.status === 'disabled')
-          ? rows
-          : undefined;
-      });
+      const settled = await waitFor(
+        async () => {
+          if ((await undispatched(ws())) > 0) return undefined;
+          const rows = await deliveriesOf();
+          const later = rows.filter((d) => d.event !== 'workspace.deleted');
+          const events = later.map((d) => d.event);
+          return rows.some((d) => d.event === 'workspace.deleted' && d.status === 'success') &&
+            events.includes('member.removed') &&
+            events.includes('subscription.canceled') &&
+            later.every((d) => d.status === 'disabled')
+            ? rows
+            : undefined;
+        },
+        { message: 'the deliveries to be recorded (the later ones disabled)' },
+      );
       for (const d of settled.filter((x) => x.event !== 'workspace.deleted'))
         expect(d.last_error).toBe('The workspace is deleted.');
       expect(settled.filter((d) => d.event === 'workspace.deleted').map((d) => d.status)).toEqual(['success']);
@@ -707,12 +712,15 @@ describe('purgeDeletedWorkspaces', () => {
     await rowLocked;
     const purge = purgeDeletedWorkspaces(app.deps);
     try {
-      await waitFor('the purge to wait for the locked row', async () => {
-        const waiting = await sql<{ n: string }>`select count(*) as n from pg_stat_activity
+      await waitFor(
+        async () => {
+          const waiting = await sql<{ n: string }>`select count(*) as n from pg_stat_activity
           where datname = current_database() and wait_event_type = 'Lock'
           and query like 'delete from "ai_generations"%'`.execute(app.deps.db);
-        return Number(waiting.rows[0].n) > 0;
-      });
+          return Number(waiting.rows[0].n) > 0;
+        },
+        { message: 'the purge to wait for the locked row' },
+      );
     } finally {
       release();
       await holder;
