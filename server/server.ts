@@ -100,7 +100,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const app = createApp(deps);
   deps.webhooks.startTimers();
   // With the queues off there is no worker: the API runs the periodic tasks itself.
-  const periodic = webhookQueueEnabled(config) ? undefined : new PeriodicTimers(periodicTasks(deps), logger);
+  const periodic =
+    webhookQueueEnabled(config) || !config.PERIODIC_TASKS_ENABLED
+      ? undefined
+      : new PeriodicTimers(periodicTasks(deps), logger);
   periodic?.start();
   let closing: Promise<void> | undefined;
   // From the drain on, every answer ends its keep-alive connection, those of requests already running

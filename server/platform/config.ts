@@ -360,6 +360,9 @@ export const configSchema = z.object({
     error: 'must be a comma-separated list of IP addresses, each with an optional :port',
   }),
 
+  // ---- periodic tasks (server/tasks.ts): on timers of the API process when the queues are off
+  PERIODIC_TASKS_ENABLED: bool(true),
+
   // ---- workspace lifecycle (routers/workspaces/lifecycle.ts)
   WORKSPACE_DELETION_GRACE_DAYS: int(30, 0, 365),
   PURGE_BATCH_SIZE: int(2000, 10, 100_000),

@@ -39,6 +39,9 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Nod
     RATE_LIMIT_ENABLED: 'false',
     // No load balancer to drain from: close() at once (tests/instances/ turns the drain on).
     SHUTDOWN_DRAIN_DELAY_MS: '0',
+    // Every test app shares the run's database: one app's purge or export task would take another file's
+    // rows (with another storage folder). Tests call the tasks themselves, or turn them on.
+    PERIODIC_TASKS_ENABLED: 'false',
     SEED_ADMIN_EMAIL: TEST_ADMIN.email,
     SEED_ADMIN_PASSWORD: TEST_ADMIN.password,
     SEED_DEMO_ADMIN_EMAIL: TEST_DEMO_ADMIN.email,

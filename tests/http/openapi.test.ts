@@ -249,6 +249,8 @@ describe('GET /openapi.json', () => {
     expect(optional.sort()).toEqual(
       [
         'POST /auth/identities/{provider}/link/start',
+        // Re-authentication fields, each needed only by some accounts (a password, a second factor).
+        'POST /auth/me/delete',
         'PATCH /workspaces/{workspaceId}',
         'POST /billing/checkout',
         'POST /billing/cancel',
