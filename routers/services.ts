@@ -1,5 +1,5 @@
 // The domains' long-lived services on every procedure's ctx (AppDeps): declared here, next to the domains
-// that own them, and built by the composition root (server/server.ts). The platform declares an empty
+// that own them, and built by the composition root (server/deps.ts). The platform declares an empty
 // DomainServices and names no domain type; this adds to it (TypeScript declaration merging).
 import type { PlanCatalog } from './billing/plans.js';
 import type { Processors } from './billing/processors/index.js';

@@ -23,7 +23,7 @@ import { clientAddress } from './client-address.js';
 export interface DomainServices {}
 
 /**
- * Long-lived services, built once at start-up by the composition root (server/server.ts) and shared by
+ * Long-lived services, built once at start-up by the composition root (server/deps.ts) and shared by
  * every request: the platform's own, and the domains' (DomainServices).
  */
 export interface AppDeps extends DomainServices {
