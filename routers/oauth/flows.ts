@@ -4,7 +4,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
 import type { Database, IdentityProviderId, OAuthPurpose } from '../../db/schema.js';
-import type { RequestMeta } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
 import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js';
 import { withoutInvisibleCharacters } from '../../server/platform/validation.js';
@@ -128,19 +127,16 @@ export interface Callback {
   /** The query of the callback as the provider sent it (`code`, `state`, `iss`, or `error`). */
   query: URLSearchParams;
   browserBinding: string | undefined;
-  /** The request's facts: the actor of the account the flow finds is made of them (actorOf). */
-  meta: RequestMeta;
 }
 
 /**
  * Finishes a flow and answers where to send the browser: the web app's callback page with a one-time code
  * (`?code=`), or with the refusal's code (`?error=`) once the flow is known. Before that (no such state,
  * used, expired, another browser's) OAUTH_STATE_INVALID is thrown: an answer to whoever sent the request,
- * not a redirect into the app. No actor: the browser's request names nobody; who acts is what the flow
- * finds, and its audit entries are that account's.
+ * not a redirect into the app. The actor is the browser's anonymous request; the account the flow finds acts
+ * from then on (actorOf(actor, user)), and its audit entries are that account's.
  */
-export async function finishFlow(deps: Deps, callback: Callback): Promise<string> {
-  const { meta } = callback;
+export async function finishFlow(deps: Deps, actor: Actor, callback: Callback): Promise<string> {
   const provider = enabledProvider(deps, { provider: callback.provider });
   const state = callback.query.get('state');
   const flow = state ? await takeFlow(deps.db, provider.id, state, callback.browserBinding) : undefined;
@@ -150,11 +146,11 @@ export async function finishFlow(deps: Deps, callback: Callback): Promise<string
     const code =
       flow.purpose === 'LINK' && flow.user_id
         ? await prepareLink(deps, provider, flow.user_id, profile)
-        : await signIn(deps, provider, profile, meta);
+        : await signIn(deps, actor, provider, profile);
     return appCallbackUrl(deps.config, { code, redirectTo: flow.redirect_to });
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
-    await recordRefusal(deps, provider, flow, err, meta);
+    await recordRefusal(deps, actor, provider, flow, err);
     return appCallbackUrl(deps.config, { error: err.code });
   }
 }
@@ -310,7 +306,7 @@ async function insertIdentity(
 }
 
 /** A sign-in (or sign-up): the account, then the one-time code the web app exchanges for its session. */
-async function signIn(deps: Deps, provider: IdentityProvider, profile: ProviderProfile, meta: RequestMeta) {
+async function signIn(deps: Deps, requester: Actor, provider: IdentityProvider, profile: ProviderProfile) {
   let outcome: SignedIn;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -318,7 +314,7 @@ async function signIn(deps: Deps, provider: IdentityProvider, profile: ProviderP
         const account = await accountOf(deps, trx, provider, profile);
         const { user } = account;
         if (account.kind !== 'identity') {
-          const actor = actorOf(meta, user);
+          const actor = actorOf(requester, user);
           await recordAudit(trx, actor, {
             action: account.kind === 'created' ? 'auth.oauth_account_created' : 'auth.identity_linked',
             targetType: 'user',
@@ -399,7 +395,7 @@ function describeReason(reason: unknown): string | undefined {
 }
 
 /** A refused callback: audited (anonymous for a sign-in, the account for a link) and logged with its cause. */
-async function recordRefusal(deps: Deps, provider: IdentityProvider, flow: Flow, err: AppError, meta: RequestMeta) {
+async function recordRefusal(deps: Deps, actor: Actor, provider: IdentityProvider, flow: Flow, err: AppError) {
   const reason = (err as { reason?: unknown }).reason;
   deps.logger.info(
     {
@@ -407,11 +403,11 @@ async function recordRefusal(deps: Deps, provider: IdentityProvider, flow: Flow,
       purpose: flow.purpose,
       code: err.code,
       reason: describeReason(reason),
-      requestId: meta.requestId,
+      requestId: actor.requestId,
     },
     'identity provider callback refused',
   );
-  await recordAudit(deps.db, actorOf(meta, flow.user_id ? { id: flow.user_id } : null), {
+  await recordAudit(deps.db, actorOf(actor, flow.user_id ? { id: flow.user_id } : null), {
     action: flow.purpose === 'LINK' ? 'auth.identity_link_failed' : 'auth.oauth_login_failed',
     targetType: flow.user_id ? 'user' : undefined,
     targetId: flow.user_id ?? undefined,

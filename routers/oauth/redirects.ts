@@ -75,11 +75,10 @@ export function oauthRedirectRoutes(deps: Deps): Router {
     '/auth/oauth/:provider/callback',
     asyncRoute(async (req, res) => {
       const query = new URLSearchParams(req.originalUrl.split('?')[1] ?? '');
-      const location = await finishFlow(deps, {
+      const location = await finishFlow(deps, actorOf(requestMeta(req)), {
         provider: String(req.params.provider),
         query,
         browserBinding: bindingOf(req),
-        meta: requestMeta(req),
       });
       res.setHeader('Cache-Control', 'no-store');
       res.redirect(302, location);
