@@ -185,6 +185,27 @@ async function restoreAsOwner(ws: Ws) {
   if (res.status !== 200) throw new Error(`restore failed: ${res.status} ${res.text}`);
 }
 
+/** A domain of the workspace made just for one cell (straight in the database: any workspace state). */
+async function disposableDomain(workspaceId: string, status: 'PENDING' | 'VERIFIED' = 'PENDING') {
+  const row = await app.deps.db
+    .insertInto('workspace_domains')
+    .values({
+      workspace_id: workspaceId,
+      domain: `mx-${crypto.randomBytes(5).toString('hex')}.example`,
+      status,
+      verification_token: crypto.randomBytes(12).toString('hex'),
+      ...(status === 'VERIFIED' ? { verified_at: new Date() } : {}),
+    })
+    .returning(['id', 'domain'])
+    .executeTakeFirstOrThrow();
+  return row;
+}
+
+const domainsOf = async (workspaceId: string) =>
+  (
+    await app.deps.db.selectFrom('workspace_domains').select('domain').where('workspace_id', '=', workspaceId).execute()
+  ).map((d) => d.domain);
+
 interface Call {
   path: string;
   body?: unknown;
@@ -620,6 +641,51 @@ const ROUTES: Route[] = [
     },
     check: (res, ws) => expect(res.body).toMatchObject({ id: ws.id, status: 'ACTIVE' }),
   },
+  {
+    label: 'GET /workspaces/{id}/domains',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/domains',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/domains` }),
+    check: (res) => expect(res.body).toEqual({ items: expect.any(Array) }),
+  },
+  {
+    label: 'POST /workspaces/{id}/domains',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/domains',
+    call: async (ws) => {
+      const domain = `mx-claim-${crypto.randomBytes(5).toString('hex')}.example`;
+      return {
+        path: `/workspaces/${ws.id}/domains`,
+        body: { domain },
+        after: async (res) => expect((await domainsOf(ws.id)).includes(domain)).toBe(is2xx(res.status)),
+      };
+    },
+    check: (res) => expect(res.body).toMatchObject({ status: 'PENDING', verifiedAt: null }),
+  },
+  {
+    label: 'POST /workspaces/{id}/domains/{domainId}/verify',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/domains/{domainId}/verify',
+    // Already VERIFIED: the owner's 200 needs no DNS look-up (tests/sso/domains.test.ts covers the look-up).
+    call: async (ws) => {
+      const d = await disposableDomain(ws.id, 'VERIFIED');
+      return { path: `/workspaces/${ws.id}/domains/${d.id}/verify`, body: {} };
+    },
+    check: (res) => expect(res.body).toMatchObject({ status: 'VERIFIED' }),
+  },
+  {
+    label: 'DELETE /workspaces/{id}/domains/{domainId}',
+    method: 'DELETE',
+    openapi: '/workspaces/{workspaceId}/domains/{domainId}',
+    call: async (ws) => {
+      const d = await disposableDomain(ws.id);
+      return {
+        path: `/workspaces/${ws.id}/domains/${d.id}`,
+        after: async (res) => expect((await domainsOf(ws.id)).includes(d.domain)).toBe(!is2xx(res.status)),
+      };
+    },
+    check: (res) => expect(res.body).toEqual({ message: expect.any(String) }),
+  },
 ];
 
 // ------------------------------------------------------------------ expectations, written out
@@ -673,6 +739,11 @@ const ACTIVE_TABLE: Record<string, [string, string, string, string, string, stri
   'POST /workspaces/{id}/delete': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
   // Open only while the workspace waits for its purge: an ACTIVE one has no deletion to undo.
   'POST /workspaces/{id}/restore': ['409 INVALID_STATE', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  // Owners only, reads included: a workspace's domains decide whose sign-in its connections may assert.
+  'GET /workspaces/{id}/domains': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/domains': ['201', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/domains/{domainId}/verify': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'DELETE /workspaces/{id}/domains/{domainId}': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
 };
 
 type Unavailable =
@@ -773,10 +844,10 @@ describe('permission matrix', () => {
     await call.after?.(res);
   });
 
-  it(`covers 444 cells: 37 routes x (OWNER, ADMIN, MEMBER, VIEWER, outsider, anonymous) + 37 routes x 6 members of SUSPENDED/ARCHIVED/PENDING_DELETION workspaces`, () => {
-    expect(ROUTES).toHaveLength(37);
-    expect(cells).toHaveLength(444);
-    expect(new Set(cells.map((c) => c.label)).size).toBe(444);
+  it(`covers 492 cells: 41 routes x (OWNER, ADMIN, MEMBER, VIEWER, outsider, anonymous) + 41 routes x 6 members of SUSPENDED/ARCHIVED/PENDING_DELETION workspaces`, () => {
+    expect(ROUTES).toHaveLength(41);
+    expect(cells).toHaveLength(492);
+    expect(new Set(cells.map((c) => c.label)).size).toBe(492);
     expect(Object.keys(ACTIVE_TABLE).sort()).toEqual(ROUTES.map((r) => r.label).sort());
     for (const label of Object.keys(UNAVAILABLE_EXCEPTIONS)) expect(ACTIVE_TABLE).toHaveProperty([label]);
   });
