@@ -11,6 +11,7 @@ import { AppError } from '../../server/platform/errors.js';
 import { recordAudit } from '../audit/service.js';
 import { acceptSecondFactor } from '../auth/mfa.js';
 import { WRONG_CODE, cappedSecondFactorCheck } from '../auth/second-factor-cap.js';
+import { personalWorkspaceName } from '../auth/service.js';
 import { emitEvent } from '../events/emit.js';
 import { accountOf, reauthenticate, refuseDemoAccount } from './service.js';
 
@@ -57,7 +58,7 @@ export async function deleteAccount(
   for (const m of await membershipsToEnd(deps.db, userId))
     if (m.members === 1) await deps.endSubscription(m.workspace_id);
 
-  const { avatarKey, exportKeys } = await deps.db.transaction().execute(async (trx) => {
+  const { avatarKey, exportKeys, known } = await deps.db.transaction().execute(async (trx) => {
     // Locked and checked again: of two deletions at once, the second finds the account gone.
     const locked = await trx
       .selectFrom('users')
@@ -79,8 +80,10 @@ export async function deleteAccount(
     );
     await scheduleImmediatePurge(trx, sole);
     const exports = await trx.selectFrom('user_exports').select('storage_key').where('user_id', '=', userId).execute();
-    await eraseThePerson(trx, userId, person, sole);
-    await forgetAnonymousAnswersNaming(trx, deps.secrets, person.email);
+    const known = await whoThePersonWas(trx, userId, person);
+    const shared = memberships.filter((m) => m.members > 1).map((m) => m.workspace_id);
+    await eraseThePerson(trx, userId, known, { sole, shared });
+    await forgetAnonymousAnswersNaming(trx, deps.secrets, known.addresses);
     await recordAudit(trx, actorOf(actor, { id: userId, email: tombstoneEmail(userId) }), {
       action: 'auth.account_deleted',
       targetType: 'user',
@@ -90,11 +93,12 @@ export async function deleteAccount(
     return {
       avatarKey: locked.avatar_key,
       exportKeys: exports.flatMap((e) => (e.storage_key ? [e.storage_key] : [])),
+      known,
     };
   });
 
   // After the commit: what lives outside the database.
-  deps.monitor.erase([person.email, person.name], '[deleted]');
+  deps.monitor.erase([...known.addresses, ...known.names], '[deleted]');
   for (const key of [avatarKey, ...exportKeys]) if (key) await deps.storage.delete(key).catch(() => undefined);
   return { message: 'Your account is deleted.' };
 }
@@ -115,7 +119,7 @@ function refuseSoleOwnership(memberships: Awaited<ReturnType<typeof membershipsT
  * sign-in) can name the person, and are sealed, so no query finds them: opened here, those that quote the
  * address go. The person's own keys (scope `user:<id>`) go in eraseThePerson.
  */
-async function forgetAnonymousAnswersNaming(trx: Trx, secrets: AppDeps['secrets'], email: string) {
+async function forgetAnonymousAnswersNaming(trx: Trx, secrets: AppDeps['secrets'], addresses: string[]) {
   const kept = await trx
     .selectFrom('idempotency_keys')
     .select(['scope', 'key', 'body'])
@@ -130,7 +134,8 @@ async function forgetAnonymousAnswersNaming(trx: Trx, secrets: AppDeps['secrets'
     }
   };
   for (const { scope, key, body } of kept) {
-    if (!opened(body!).toLowerCase().includes(email)) continue;
+    const text = opened(body!).toLowerCase();
+    if (!addresses.some((address) => text.includes(address))) continue;
     await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
   }
 }
@@ -208,27 +213,95 @@ async function scheduleImmediatePurge(trx: Trx, workspaceIds: string[]) {
   await trx.deleteFrom('workspace_members').where('workspace_id', 'in', workspaceIds).execute();
 }
 
+/** The addresses and names the person had, as far as the database knows them. */
+interface KnownPerson {
+  /** The current address first, then the earlier ones and those of pending changes (lower case). */
+  addresses: string[];
+  /** Longest first, so that no shorter one splits a longer one. */
+  names: string[];
+}
+
+/**
+ * Every address the account had (the current one, the earlier ones named by its `auth.email_changed`
+ * entries, those of its e-mail changes, pending or not) and every name the database knows it went by (the
+ * current one, those given in contact messages from one of its addresses, those an admin set, those its
+ * mails greeted it by).
+ */
+async function whoThePersonWas(
+  trx: Trx,
+  userId: string,
+  person: { email: string; name: string },
+): Promise<KnownPerson> {
+  const previous = await trx
+    .selectFrom('audit_logs')
+    .select(sql<string | null>`metadata->>'previousEmail'`.as('address'))
+    .where('target_type', '=', 'user')
+    .where('target_id', '=', userId)
+    .where('action', '=', 'auth.email_changed')
+    .execute();
+  const changes = await trx.selectFrom('email_changes').select('new_email').where('user_id', '=', userId).execute();
+  const addresses = [
+    ...new Set(
+      [person.email, ...previous.map((p) => p.address), ...changes.map((c) => c.new_email)]
+        .filter((a): a is string => !!a)
+        .map((a) => a.toLowerCase()),
+    ),
+  ];
+  const given = await trx.selectFrom('contact_messages').select('name').where('email', 'in', addresses).execute();
+  const setByAdmin = await trx
+    .selectFrom('audit_logs')
+    .select(sql<string | null>`metadata->>'name'`.as('name'))
+    .where('target_type', '=', 'user')
+    .where('target_id', '=', userId)
+    .where('action', '=', 'user.updated')
+    .execute();
+  // Every mail to the person greets them by the name they had then ("Hi <name>,", its first line).
+  const greeted = await trx
+    .selectFrom('email_logs')
+    .select(sql<string | null>`substring(text from '(?n)^Hi (.*),$')`.as('name'))
+    .distinct()
+    .where('to', 'in', addresses)
+    .execute();
+  const names = [
+    ...new Set([
+      person.name,
+      ...given.map((g) => g.name),
+      ...setByAdmin.map((a) => a.name),
+      ...greeted.map((g) => g.name),
+    ]),
+  ]
+    .filter((n): n is string => !!n && n.length > 0)
+    .sort((a, b) => b.length - a.length);
+  return { addresses, names };
+}
+
 /**
  * Removes what names or identifies the person: the account's address and name become tombstones; its
- * password, second factor, identities, sessions, tokens and pending changes go; the address and the name
- * are replaced in the audit log and the mail log (rows kept); invitations sent to the address and contact
- * messages from it lose it. The user id stays where others' rows need it.
+ * password, second factor, identities, sessions, tokens and pending changes go; every known address and
+ * name is replaced in the audit log, the mail log and the person's support tickets (rows kept); invitations
+ * sent to one of the addresses and contact messages from one lose it; a personal workspace named after the
+ * person that stays with others is renamed. The user id stays where others' rows need it.
  */
-async function eraseThePerson(trx: Trx, userId: string, person: { email: string; name: string }, sole: string[]) {
+async function eraseThePerson(
+  trx: Trx,
+  userId: string,
+  { addresses, names }: KnownPerson,
+  { sole, shared }: { sole: string[]; shared: string[] },
+) {
   const tombstone = tombstoneEmail(userId);
-  // The names the person went by that the database knows: the current one and those given in contact
-  // messages from the address (longest first, so that no shorter one splits a longer one). Names used
-  // before a rename are found in the mails below by where the templates put them.
-  const given = await trx.selectFrom('contact_messages').select('name').where('email', '=', person.email).execute();
-  const names = [...new Set([person.name, ...given.map((g) => g.name)])]
-    .filter((n) => n.length > 0)
-    .sort((a, b) => b.length - a.length);
-  /** `column` with the address and those names replaced by the tombstones. */
-  const scrubbed = (column: string) =>
+  /** `text` with every known address and name replaced by the tombstones. */
+  const scrubbedText = (text: RawBuilder<string>) =>
     names.reduce(
-      (text, name) => sql<string>`replace(${text}, ${name}, ${DELETED_NAME})`,
-      sql<string>`replace(${sql.ref(column)}, ${person.email}, ${tombstone})`,
+      (t, name) => sql<string>`replace(${t}, ${name}, ${DELETED_NAME})`,
+      addresses.reduce((t, address) => sql<string>`replace(${t}, ${address}, ${tombstone})`, text),
     );
+  const scrubbed = (column: string) => scrubbedText(sql<string>`${sql.ref(column)}`);
+  /** A condition: `column` quotes one of the addresses. */
+  const quotesAnAddress = (column: string) =>
+    sql<boolean>`(${sql.join(
+      addresses.map((a) => sql`strpos(lower(${sql.ref(column)}), ${a}) > 0`),
+      sql` or `,
+    )})`;
   const soleNames = sole.length
     ? (await trx.selectFrom('workspaces').select('name').where('id', 'in', sole).execute()).map((w) => w.name)
     : [];
@@ -269,44 +342,78 @@ async function eraseThePerson(trx: Trx, userId: string, person: { email: string;
   await trx
     .updateTable('workspace_invitations')
     .set({ email: tombstone, revoked_at: sql`coalesce(revoked_at, now())` })
-    .where('email', '=', person.email)
+    .where('email', 'in', addresses)
     .execute();
   await trx
     .updateTable('contact_messages')
     .set({ email: tombstone, name: DELETED_NAME, subject: scrubbed('subject'), message: scrubbed('message') })
-    .where('email', '=', person.email)
+    .where('email', 'in', addresses)
+    .execute();
+  await trx
+    .updateTable('support_tickets')
+    .set({ subject: scrubbed('subject'), message: scrubbed('message') })
+    .where('user_id', '=', userId)
     .execute();
   await trx.updateTable('files').set({ original_name: null }).where('uploaded_by', '=', userId).execute();
   if (sole.length)
     await trx.updateTable('workspaces').set({ name: DELETED_WORKSPACE_NAME }).where('id', 'in', sole).execute();
 
-  // The audit log: the address as actor, and the address or the name inside the metadata of the entries
+  // The audit log: the addresses as actor, and the addresses or the names inside the metadata of the entries
   // about the person (theirs, on them, or on their own workspaces).
-  await trx.updateTable('audit_logs').set({ actor_email: tombstone }).where('actor_email', '=', person.email).execute();
+  await trx.updateTable('audit_logs').set({ actor_email: tombstone }).where('actor_email', 'in', addresses).execute();
   const inJson = (text: string) => JSON.stringify(text).slice(1, -1);
-  await sql`update audit_logs set metadata = replace(replace(metadata::text, ${inJson(person.email)}, ${tombstone}),
-      ${inJson(person.name)}, ${DELETED_NAME})::jsonb
-    where strpos(metadata::text, ${inJson(person.email)}) > 0
+  const metadata = sql<string>`metadata::text`;
+  const scrubbedMetadata = names.reduce(
+    (t, name) => sql<string>`replace(${t}, ${inJson(name)}, ${DELETED_NAME})`,
+    addresses.reduce((t, address) => sql<string>`replace(${t}, ${inJson(address)}, ${tombstone})`, metadata),
+  );
+  const metadataQuotes = (needles: string[]) =>
+    sql<boolean>`(${sql.join(
+      needles.map((n) => sql`strpos(${metadata}, ${inJson(n)}) > 0`),
+      sql` or `,
+    )})`;
+  await sql`update audit_logs set metadata = ${scrubbedMetadata}::jsonb
+    where ${metadataQuotes(addresses)}
       or ((actor_user_id = ${userId} or target_id = ${userId} or workspace_id = any(${sole}::uuid[]))
-        and strpos(metadata::text, ${inJson(person.name)}) > 0)`.execute(trx);
+        and ${metadataQuotes(names)})`.execute(trx);
   // The mail log, rows kept, the HTML of these mails (a rendering of their text) dropped rather than rewritten:
   // - the mails to the address, greeted by whatever name the person had then ("Hi <name>,");
   await sql`update email_logs set "to" = ${tombstone}, html = null, subject = ${scrubbed('subject')},
       text = regexp_replace(${scrubbed('text')}, '^Hi .*,$', ${`Hi ${DELETED_NAME},`}, 'n')
-    where "to" = ${person.email}`.execute(trx);
+    where "to" in (${sql.join(addresses)})`.execute(trx);
   // - the mails that quote the address, to support: "From <name> <address>";
   await sql`update email_logs set html = null, subject = ${scrubbed('subject')},
       text = regexp_replace(${scrubbed('text')}, '^From [^<]*<', ${`From ${DELETED_NAME} <`}, 'n')
-    where strpos(text, ${person.email}) > 0 or strpos(subject, ${person.email}) > 0`.execute(trx);
+    where ${quotesAnAddress('text')} or ${quotesAnAddress('subject')}`.execute(trx);
   // - the invitations the person sent ("<name> invited you to the workspace ..."), known by their link's
   //   token (not by the name: others may share it); the workspaces that go with the account are named as
   //   they are now.
   const workspaceScrubbed = (text: RawBuilder<string>) =>
     soleNames.reduce((t, name) => sql<string>`replace(${t}, ${name}, ${DELETED_WORKSPACE_NAME})`, text);
-  const sentBy = sql`encode(sha256(convert_to(substring(link from 'token=([^&]+)'), 'UTF8')), 'hex') in
-    (select token_hash from workspace_invitations where invited_by = ${userId})`;
+  // A resend replaces the link's token: the earlier mails of an invitation are known by their address, their
+  // workspace and their time (a mail of another inviter of that address to that workspace since then is
+  // scrubbed too: a name lost, none leaked).
+  const sentBy = sql`(encode(sha256(convert_to(substring(link from 'token=([^&]+)'), 'UTF8')), 'hex') in
+      (select token_hash from workspace_invitations where invited_by = ${userId})
+    or exists (select 1 from workspace_invitations i join workspaces w on w.id = i.workspace_id
+      where i.invited_by = ${userId} and i.email = email_logs."to" and email_logs.created_at >= i.created_at
+        and strpos(email_logs.text, w.name) > 0))`;
   await sql`update email_logs set html = null, subject = ${workspaceScrubbed(scrubbed('subject'))},
       text = regexp_replace(${workspaceScrubbed(scrubbed('text'))}, '^.*? invited you to the workspace',
         ${`${DELETED_NAME} invited you to the workspace`}, 'n')
     where template = 'workspace-invitation' and ${sentBy}`.execute(trx);
+  // The personal workspace, handed over and kept by others, was named after the person (renamed
+  // last: the invitation mails above are found by its name).
+  if (shared.length)
+    await trx
+      .updateTable('workspaces')
+      .set({ name: personalWorkspaceName(DELETED_NAME), updated_at: new Date() })
+      .where('id', 'in', shared)
+      .where('is_personal', '=', true)
+      .where(
+        'name',
+        'in',
+        names.map((n) => personalWorkspaceName(n)),
+      )
+      .execute();
 }

@@ -162,6 +162,7 @@ export async function confirmEmailChange({ db }: Pick<AppDeps, 'db'>, actor: Act
         .returning(['user_id', 'new_email'])
         .executeTakeFirst();
       if (!change) throw invalid();
+      const before = await trx.selectFrom('users').select('email').where('id', '=', change.user_id).executeTakeFirst();
       const row = await trx
         .updateTable('users')
         .set({ email: change.new_email, email_verified_at: new Date(), updated_at: new Date() })
@@ -175,6 +176,8 @@ export async function confirmEmailChange({ db }: Pick<AppDeps, 'db'>, actor: Act
         action: 'auth.email_changed',
         targetType: 'user',
         targetId: row.id,
+        // Which address the account had: for support, and for the erasure, which scrubs it too.
+        metadata: { previousEmail: before?.email ?? null },
       });
       return row;
     })

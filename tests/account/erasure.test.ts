@@ -129,10 +129,17 @@ describe('deleting an account erases the person from every table', () => {
     expect(again.status, again.text).toBe(409);
     expect(monitored()).toContain(email);
 
-    // Inviting others: one who joins a team it then hands over, one who never answers.
+    // Inviting others: one who joins a team it then hands over, one who inherits the personal workspace
+    // (named after the person), one who never answers (the invitation is resent after a rename below).
     const team = await createWorkspace(app, p.accessToken, `Team ${hex()}`);
     const joiner = await inviteAndJoin(app, p.accessToken, team, 'ADMIN', 'erase-joiner');
-    await invite(app, p.accessToken, p.workspaceId, `erase-invitee-${hex()}@tests.local`, 'MEMBER');
+    const { invitation: unanswered } = await invite(
+      app,
+      p.accessToken,
+      p.workspaceId,
+      `erase-invitee-${hex()}@tests.local`,
+      'MEMBER',
+    );
 
     // A paid plan (MOCK checkout) and an API key; AI text here and in the team of the other person.
     await upgradeWorkspace(app, p.accessToken, p.workspaceId, 'pro');
@@ -140,11 +147,23 @@ describe('deleting an account erases the person from every table', () => {
     await generateOk(app, p.accessToken, { prompt: uniquePrompt(), workspaceId: p.workspaceId });
     await generateOk(app, p.accessToken, { prompt: uniquePrompt(), workspaceId: theirs });
 
-    // A contact message from the address, under the first name.
+    // A contact message from the address, under the first name; a support ticket that quotes both.
     const contact = await app.api('POST', '/contact/messages', {
       body: { name: firstName, email, subject: 'A question', message: `Hello, this is ${firstName}.` },
     });
     expect(contact.status, contact.text).toBe(201);
+    const ticket = await app.api('POST', '/support/tickets', {
+      token: p.accessToken,
+      body: { subject: `Help for ${firstName}`, message: `Please write to ${email}. ${firstName}` },
+    });
+    expect(ticket.status, ticket.text).toBe(201);
+    // The platform admin sets a name (the audit entry quotes it).
+    const admin = await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password);
+    const adminSet = await app.api('PATCH', `/admin/users/${p.userId}`, {
+      token: admin.accessToken,
+      body: { name: `${stem} Admin` },
+    });
+    expect(adminSet.status, adminSet.text).toBe(200);
 
     // 2FA on; a new name (idempotently); an export of the data.
     const { secret } = await enableMfa(app.api, p.accessToken);
@@ -155,6 +174,10 @@ describe('deleting an account erases the person from every table', () => {
       headers: { 'Idempotency-Key': `rename-${hex()}` },
     });
     expect(renamed.status, renamed.text).toBe(200);
+    const resent = await app.api('POST', `/workspaces/${p.workspaceId}/invitations/${unanswered.id}/resend`, {
+      token: p.accessToken,
+    });
+    expect(resent.status, resent.text).toBe(200);
     const exported = await app.api('POST', '/auth/me/exports', { token: p.accessToken });
     expect(exported.status, exported.text).toBe(201);
     await waitFor(
@@ -173,6 +196,18 @@ describe('deleting an account erases the person from every table', () => {
       message: 'the export mail',
     });
 
+    // A new address (confirmed): the earlier one stays in the mails, the audit and the invitation.
+    const movedTo = `${local}-moved@tests.local`;
+    const change = await app.api('POST', '/auth/change-email', {
+      token: p.accessToken,
+      body: { newEmail: movedTo, password: STRONG_PASSWORD },
+    });
+    expect(change.status, change.text).toBe(200);
+    const confirmed = await app.api('POST', '/auth/confirm-email-change', {
+      body: { token: await latestMailToken(app, movedTo, 'email-change-confirmation') },
+    });
+    expect(confirmed.status, confirmed.text).toBe(200);
+
     // The scan sees the person in many places before the deletion: it would see a leftover.
     const before = new Set((await findInEveryTable(needles)).map((h) => h.column));
     for (const column of [
@@ -188,12 +223,17 @@ describe('deleting an account erases the person from every table', () => {
       'contact_messages.message',
       'workspace_invitations.email',
       'workspaces.name',
+      'support_tickets.subject',
+      'support_tickets.message',
     ])
       expect(before, column).toContain(column);
     expect(await findInIdempotentAnswers(needles, started)).toHaveLength(2);
 
-    // The team is handed over first (its only owner cannot leave it otherwise), then the account goes.
+    // The team and the personal workspace are handed over first (their only owner cannot leave them
+    // otherwise), then the account goes.
+    const heir = await inviteAndJoin(app, p.accessToken, p.workspaceId, 'ADMIN', 'erase-heir');
     await handOver(app, p, team, joiner.userId);
+    await handOver(app, p, p.workspaceId, heir.userId);
     await forgetUsedSteps(app, p.userId);
     const deleted = await deleteMe(app, p, { password: STRONG_PASSWORD, code: codeAt(secret) });
     expect(deleted.status, deleted.text).toBe(200);
@@ -205,7 +245,6 @@ describe('deleting an account erases the person from every table', () => {
     // Nor in this instance's record of errors, read directly and as an admin reads it.
     const text = monitored();
     for (const needle of needles) expect(text).not.toContain(needle.toLowerCase());
-    const admin = await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password);
     const errors = await app.api('GET', '/admin/monitoring/errors?limit=100', { token: admin.accessToken });
     expect(errors.status, errors.text).toBe(200);
     for (const needle of needles) expect(errors.text.toLowerCase()).not.toContain(needle.toLowerCase());
