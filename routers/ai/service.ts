@@ -117,7 +117,7 @@ export function workspaceLimit(
 // ---------------------------------------------------------------- generation
 
 /** A stored generation as the API shows it (also bench/bare-server.ts's page). */
-export const toGeneration = (g: Selectable<AiGenerationsTable>) => ({
+export const toGeneration = (g: Omit<Selectable<AiGenerationsTable>, 'heartbeat_at'>) => ({
   id: g.id,
   workspaceId: g.workspace_id,
   userId: g.user_id,
