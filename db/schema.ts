@@ -368,14 +368,20 @@ export interface AiGenerationsTable {
   system_prompt: string | null;
   temperature: number | null;
   output: ColumnType<string, string | undefined, string>;
-  status: 'SUCCEEDED' | 'FAILED';
+  /** RUNNING while a stream is open; CANCELED when its client went away (partial output, counted). */
+  status: AiGenerationStatus;
   error_code: string | null;
   prompt_tokens: ColumnType<number, number | undefined, number>;
   completion_tokens: ColumnType<number, number | undefined, number>;
   duration_ms: ColumnType<number, number | undefined, number>;
   is_sample: ColumnType<boolean, boolean | undefined, boolean>;
   created_at: CreatedAt;
+  /** Renewed while a RUNNING generation streams; the sweep closes those whose heartbeat stopped. */
+  heartbeat_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
+
+export const AI_GENERATION_STATUSES = ['SUCCEEDED', 'FAILED', 'RUNNING', 'CANCELED'] as const;
+export type AiGenerationStatus = (typeof AI_GENERATION_STATUSES)[number];
 
 export interface AiUsageCountersTable {
   workspace_id: string;

@@ -35,6 +35,7 @@ import { WEBHOOK_QUEUE } from '../jobs/queue.js';
 import { webhookQueueEnabled } from './platform/queue-mode.js';
 import { startAuthentication } from './platform/trpc.js';
 import { idempotencyKeys } from './platform/idempotency.js';
+import { generationStreams } from '../routers/ai/stream-http.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
 import {
   JSON_BODY_LIMIT_BYTES,
@@ -148,6 +149,8 @@ export function createApp(deps: AppDeps): express.Express {
   });
   // A compressed body with bytes after its end is a 400, as one that does not decode.
   app.use(only(takesBody, refuseTrailingBytes(json)));
+  // Generations asked for as text/event-stream (never replayed: an Idempotency-Key there is a 400).
+  app.use(generationStreams(procedureDeps));
   // Past authentication and the limiter, with the body as it came: a REST POST or PATCH with an
   // Idempotency-Key runs once, and its answer is replayed to the same request again.
   app.use(idempotencyKeys(deps, appRouter, routes));

@@ -5,6 +5,7 @@ import type { PeriodicTask } from './platform/periodic.js';
 import { purgeDeletedWorkspaces } from '../routers/workspaces/lifecycle.js';
 import { runDataExports } from '../routers/account/exports.js';
 import { recheckDomains } from '../routers/sso/domains.js';
+import { closeAbandonedStreams } from '../routers/ai/stream.js';
 
 export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'mailer'>): PeriodicTask[] {
   return [
@@ -14,5 +15,7 @@ export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 
     { name: 'data-exports', everyMs: 5_000, run: () => runDataExports(deps) },
     // Each verified domain's record is looked up about once an hour (the task takes the longest unchecked).
     { name: 'recheck-domains', everyMs: 600_000, run: () => recheckDomains(deps) },
+    // Streamed generations left RUNNING by an API process that stopped mid-stream: FAILED, uncounted.
+    { name: 'close-abandoned-generations', everyMs: 60_000, run: () => closeAbandonedStreams(deps) },
   ];
 }

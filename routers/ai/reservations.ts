@@ -71,17 +71,70 @@ function insertGenerations(items: readonly NewGeneration[], whenReserved = false
         prompt_tokens int, completion_tokens int, duration_ms int)
       ${whenReserved ? sql`where exists (select 1 from reserved)` : sql``}
       returning id, workspace_id, model, provider, prompt_tokens, completion_tokens, temperature, created_at
-    ), event as (${eventsOfRows('ai.generation.completed', {
-      workspaceId: sql`g.workspace_id`,
-      data: {
-        generationId: sql`g.id`,
-        model: sql`g.model`,
-        provider: sql`g.provider`,
-        totalTokens: sql`g.prompt_tokens + g.completion_tokens`,
-      },
-      source: sql`from generation g
+    ), ${completedEvents()}`;
+}
+
+/** The CTE `event`: the ai.generation.completed events of the CTE `generation`'s rows (see above). */
+const completedEvents = () =>
+  sql`event as (${eventsOfRows('ai.generation.completed', {
+    workspaceId: sql`g.workspace_id`,
+    data: {
+      generationId: sql`g.id`,
+      model: sql`g.model`,
+      provider: sql`g.provider`,
+      totalTokens: sql`g.prompt_tokens + g.completion_tokens`,
+    },
+    source: sql`from generation g
         where exists (select 1 from webhooks h where h.workspace_id = g.workspace_id and h.is_active and h.events ? 'ai.generation.completed')`,
-    })})`;
+  })})`;
+
+/** How a streamed generation ended, as stored. */
+export type StreamedEnd = Pick<
+  NewGeneration,
+  'status' | 'output' | 'prompt_tokens' | 'completion_tokens' | 'duration_ms'
+> & { error_code?: string };
+
+/**
+ * Closes a RUNNING (streamed) generation in one statement, with its ai.generation.completed event when it
+ * SUCCEEDED. Undefined when it was not RUNNING any more (the sweep closed it).
+ */
+export async function closeStreamed(db: Db, id: string, end: StreamedEnd): Promise<Stored | undefined> {
+  const update = sql`update ai_generations set status = ${end.status}, output = ${end.output},
+      prompt_tokens = ${end.prompt_tokens}, completion_tokens = ${end.completion_tokens},
+      duration_ms = ${end.duration_ms}, error_code = ${end.error_code ?? null}, heartbeat_at = null
+    where id = ${id} and status = 'RUNNING'
+    returning id, workspace_id, model, provider, prompt_tokens, completion_tokens, temperature, created_at`;
+  const { rows } = await (
+    end.status === 'SUCCEEDED'
+      ? sql<Stored>`with generation as (${update}), ${completedEvents()} select id, temperature, created_at from generation`
+      : sql<Stored>`with generation as (${update}) select id, temperature, created_at from generation`
+  ).execute(db);
+  return rows[0];
+}
+
+/**
+ * Closes the streamed generations whose API process stopped renewing their heartbeat (it died
+ * mid-stream) before `staleBefore`: FAILED (INTERRUPTED), and uncounted as failures are. Answers how many.
+ */
+export async function closeAbandoned(db: Db, staleBefore: Date): Promise<number> {
+  const { rows } = await sql<{ closed: number }>`
+    with closed as (
+      update ai_generations set status = 'FAILED', error_code = 'INTERRUPTED', heartbeat_at = null,
+        duration_ms = greatest(0, (extract(epoch from (now() - created_at)) * 1000)::int)
+      where id in (select id from ai_generations where status = 'RUNNING' and heartbeat_at < ${staleBefore}
+        order by heartbeat_at limit 500 for update skip locked)
+      returning workspace_id, user_id, created_at
+    ), per_workspace as (
+      select workspace_id, to_char(date_trunc('month', created_at at time zone 'UTC'), 'YYYY-MM-DD') as period,
+        count(*)::int as n
+      from closed group by 1, 2
+    ), released as (
+      update ai_usage_counters c set generations = greatest(c.generations - p.n, 0)
+      from per_workspace p where c.workspace_id = p.workspace_id and c.period = p.period::date
+      returning 1
+    )
+    select count(*)::int as closed from closed`.execute(db);
+  return rows[0]?.closed ?? 0;
 }
 
 /**

@@ -20,9 +20,11 @@ import {
 } from './schemas.js';
 import * as ai from './service.js';
 import * as history from './history.js';
+import { generateStream } from './stream.js';
 
 const tags = ['AI'];
 const activeOrNamed = { orActiveWorkspace: true };
+const NEVER_ABORTED = new AbortController().signal;
 
 export const aiRouter = router({
   providerStatus: authedProcedure
@@ -89,6 +91,23 @@ export const aiRouter = router({
     .input(generateInput)
     .output(generateOutput)
     .mutation(({ ctx, input }) => ai.generate(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace })),
+
+  // /trpc only (httpBatchStreamLink): REST streams the generate routes with Accept: text/event-stream
+  // (stream-http.ts).
+  generateStream: workspaceProcedure('ai.generate', activeOrNamed)
+    .meta({
+      errors: [
+        'AI_MONTHLY_LIMIT_REACHED',
+        'AI_PROVIDER_ERROR',
+        'AI_PROVIDER_NOT_CONFIGURED',
+        'DEMO_GENERATION_DISABLED',
+        'TEST_ACCOUNT_LIMIT_REACHED',
+      ],
+    })
+    .input(generateInput)
+    .mutation(async function* ({ ctx, input, signal }) {
+      yield* generateStream(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace }, signal ?? NEVER_ABORTED);
+    }),
 
   history: workspaceProcedure('ai.view', activeOrNamed)
     .meta({

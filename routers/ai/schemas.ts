@@ -1,7 +1,7 @@
 // Inputs and outputs of the AI routes.
 import { z } from 'zod';
 import { exact } from '../../server/platform/validation.js';
-import { AI_PROVIDERS } from '../../db/schema.js';
+import { AI_GENERATION_STATUSES, AI_PROVIDERS } from '../../db/schema.js';
 import { listInput, listOutput } from '../../server/platform/pagination.js';
 
 const isoDate = z.iso.datetime({ offset: true });
@@ -52,7 +52,7 @@ export const generationOutput = z
     systemPrompt: z.string().nullable(),
     temperature: z.number().nullable(),
     output: z.string(),
-    status: z.enum(['SUCCEEDED', 'FAILED']),
+    status: z.enum(AI_GENERATION_STATUSES),
     promptTokens: z.number().int(),
     completionTokens: z.number().int(),
     totalTokens: z.number().int(),
@@ -145,7 +145,7 @@ export const adminUsageOutput = z
         userId: z.uuid().nullable(),
         provider: z.enum(AI_PROVIDERS),
         model: z.string(),
-        status: z.enum(['SUCCEEDED', 'FAILED']),
+        status: z.enum(AI_GENERATION_STATUSES),
         totalTokens: z.number().int(),
         durationMs: z.number().int(),
         createdAt: isoDate,

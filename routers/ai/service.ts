@@ -117,7 +117,7 @@ export function workspaceLimit(
 // ---------------------------------------------------------------- generation
 
 /** A stored generation as the API shows it (also bench/bare-server.ts's page). */
-export const toGeneration = (g: Selectable<AiGenerationsTable>) => ({
+export const toGeneration = (g: Omit<Selectable<AiGenerationsTable>, 'heartbeat_at'>) => ({
   id: g.id,
   workspaceId: g.workspace_id,
   userId: g.user_id,
@@ -137,24 +137,22 @@ export const toGeneration = (g: Selectable<AiGenerationsTable>) => ({
   createdAt: g.created_at.toISOString(),
 });
 
-const limitReached = (limit: EffectiveLimit) =>
+export const limitReached = (limit: EffectiveLimit) =>
   new AppError(
     'AI_MONTHLY_LIMIT_REACHED',
     `This workspace has used its ${limit.limit} AI generations for this month (${limit.source === 'PLAN' ? 'plan limit' : 'service limit'}). Upgrade the plan or wait for the next month.`,
   );
 
 /**
- * Generates text for the workspace: demo and test-account rules first, then the provider's key, then
- * the limits (reserved atomically), then the provider call. The generation is stored either way; only a
- * success counts. An in-process provider (MOCK) answers first instead, since its answer costs nothing
- * and cannot fail on the network: then one statement reserves and stores it.
+ * What every generation checks and builds before it counts: the demo rule, the provider's key, the
+ * template filled, the provider request, the stored row's fields and the workspace's limit.
  */
-export async function generate(
-  deps: Pick<AppDeps, 'db' | 'config' | 'logger' | 'ai'>,
+export async function prepareGeneration(
+  deps: Pick<AppDeps, 'db' | 'config' | 'ai'>,
   actor: Actor,
   input: GenerateInput & { workspace: WorkspaceAccess },
 ) {
-  const { config, db } = deps;
+  const { config } = deps;
   const { workspace } = input;
   const user = signedInUser(actor);
   if (config.AI_DEMO_BLOCK_REAL_GENERATION && isDemoAccount(config, user.email)) {
@@ -193,6 +191,41 @@ export async function generate(
     system_prompt: input.systemPrompt ?? null,
     temperature: input.temperature ?? null,
   };
+  const limit = workspaceLimit(config, workspace);
+  /** A stored generation as the JSON answer gives it, with the month's usage. */
+  const answer = (generation: NewGeneration, stored: Stored, used: number) => ({
+    ...toGeneration({ ...generation, ...stored, error_code: null, is_sample: false }),
+    usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) },
+  });
+  return { user, request, base, limit, answer, testAccount: isTestAccount(config, user.email) };
+}
+
+/** Counts a generation against the test account's cap (test accounts only): refused when it is reached. */
+export async function reserveTestAccount(deps: Pick<AppDeps, 'db' | 'config'>, userId: string, period: string) {
+  const { config, db } = deps;
+  if ((await reserve(db, 'ai_user_usage_counters', userId, period, config.AI_TEST_USER_MONTHLY_LIMIT)) === undefined) {
+    throw new AppError(
+      'TEST_ACCOUNT_LIMIT_REACHED',
+      `The test account limit is reached: test accounts may generate ${config.AI_TEST_USER_MONTHLY_LIMIT} times a month.`,
+    );
+  }
+}
+
+/**
+ * Generates text for the workspace: demo and test-account rules first, then the provider's key, then
+ * the limits (reserved atomically), then the provider call. The generation is stored either way; only a
+ * success counts. An in-process provider (MOCK) answers first instead, since its answer costs nothing
+ * and cannot fail on the network: then one statement reserves and stores it.
+ */
+export async function generate(
+  deps: Pick<AppDeps, 'db' | 'config' | 'logger' | 'ai'>,
+  actor: Actor,
+  input: GenerateInput & { workspace: WorkspaceAccess },
+) {
+  const { db } = deps;
+  const { workspace } = input;
+  const { user, request, base, limit, answer, testAccount } = await prepareGeneration(deps, actor, input);
+  const { prompt, model } = request;
   const succeeded = (result: GenerationResult, started: number): NewGeneration => ({
     ...base,
     id: crypto.randomUUID(),
@@ -202,23 +235,9 @@ export async function generate(
     completion_tokens: result.completionTokens,
     duration_ms: Math.round(performance.now() - started),
   });
-  const limit = workspaceLimit(config, workspace);
-  const answer = (generation: NewGeneration, stored: Stored, used: number) => ({
-    ...toGeneration({ ...generation, ...stored, error_code: null, is_sample: false }),
-    usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) },
-  });
 
   const { period } = monthOf();
-  const testAccount = isTestAccount(config, user.email);
-  if (
-    testAccount &&
-    (await reserve(db, 'ai_user_usage_counters', user.id, period, config.AI_TEST_USER_MONTHLY_LIMIT)) === undefined
-  ) {
-    throw new AppError(
-      'TEST_ACCOUNT_LIMIT_REACHED',
-      `The test account limit is reached: test accounts may generate ${config.AI_TEST_USER_MONTHLY_LIMIT} times a month.`,
-    );
-  }
+  if (testAccount) await reserveTestAccount(deps, user.id, period);
   const releaseTestAccount = () => (testAccount ? release(db, 'ai_user_usage_counters', user.id, period) : undefined);
 
   if (deps.ai.inProcess) {

@@ -305,6 +305,9 @@ export const configSchema = z.object({
   PROVIDER_A_BASE_URL: optionalUrl(),
   PROVIDER_B_BASE_URL: optionalUrl(),
   AI_REQUEST_TIMEOUT_MS: int(30_000, 100),
+  AI_MOCK_STREAM_CHUNK_DELAY_MS: int(20, 0, 10_000),
+  // Internal (tests): how often an open event stream sends its `: keep-alive` comment.
+  AI_STREAM_KEEPALIVE_MS: int(15_000, 10, 600_000),
   AI_MONTHLY_GENERATION_LIMIT: int(100, 0),
   AI_TEST_USER_MONTHLY_LIMIT: int(5, 0),
   AI_TEST_USER_EMAILS: emailList('tester1@example.com,tester2@example.com'),

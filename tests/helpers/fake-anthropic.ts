@@ -3,7 +3,10 @@
 // checks the key (`x-api-key`, or the bearer token the current SDK sends) and the presence of
 // `anthropic-version`, records every request, and answers per its
 // mode, like tests/helpers/fake-openai.ts: a message, a 429 or a 500 carrying a canary and the prompt, a
-// hanging request, or a 200 that is not a usable message.
+// hanging request, or a 200 that is not a usable message. A request with `stream: true` is answered with the
+// Messages API's server-sent events (message_start, content_block_start, content_block_delta...,
+// content_block_stop, message_delta with the output tokens, message_stop); 'slow' and 'error-mid-stream'
+// as in the OpenAI fake (the error is Anthropic's `event: error`).
 import crypto from 'node:crypto';
 import http from 'node:http';
 import {
@@ -12,6 +15,9 @@ import {
   json,
   listenOnLoopback,
   recordedRequest,
+  textChunks,
+  writeSse,
+  type SseEvent,
   type ChatMessage,
   type FakeProvider,
   type FakeProviderMode,
@@ -45,6 +51,7 @@ export const fakeAnthropicAnswer = (lastUserMessage: string) =>
 export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promise<FakeAnthropic> {
   const requests: RecordedMessagesRequest[] = [];
   let mode: FakeProviderMode = 'ok';
+  let chunkDelayMs = 100;
 
   const error = (type: string, message: string) => ({
     type: 'error',
@@ -53,7 +60,7 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
   });
 
   const server = http.createServer(async (req, res) => {
-    const record: RecordedMessagesRequest = await recordedRequest(req);
+    const record: RecordedMessagesRequest = await recordedRequest(req, res);
     const { body } = record;
     record.system = body?.system;
     requests.push(record);
@@ -102,13 +109,60 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(`{"id": "msg_broken", "content": [ ${FAKE_ANTHROPIC_CANARY}`);
       case 'ok':
-      case 'ok-with-nul': {
+      case 'ok-with-nul':
+      case 'slow':
+      case 'error-mid-stream': {
         const output = answerIn(mode, fakeAnthropicAnswer(prompt));
         const inputTokens = 23 + (textOf(body?.system) + prompt).split(/\s+/).filter(Boolean).length;
         const outputTokens = 3 + output.split(/\s+/).filter(Boolean).length;
         record.answered = { output, promptTokens: inputTokens, completionTokens: outputTokens };
+        const id = `msg_${crypto.randomBytes(10).toString('hex')}`;
+        if (record.stream) {
+          const event = (name: string, data: object): SseEvent => ({
+            event: name,
+            data: JSON.stringify({ type: name, ...data }),
+          });
+          const events: SseEvent[] = [
+            event('message_start', {
+              message: {
+                id,
+                type: 'message',
+                role: 'assistant',
+                content: [],
+                model: body?.model,
+                stop_reason: null,
+                stop_sequence: null,
+                usage: { input_tokens: inputTokens, output_tokens: 1 },
+              },
+            }),
+            event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+            event('ping', {}),
+            ...textChunks(output).map((text) =>
+              event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }),
+            ),
+            event('content_block_stop', { index: 0 }),
+            event('message_delta', {
+              delta: { stop_reason: 'end_turn', stop_sequence: null },
+              usage: { output_tokens: outputTokens },
+            }),
+            event('message_stop', {}),
+          ];
+          const broken = [
+            ...events.slice(0, 5),
+            {
+              event: 'error',
+              data: JSON.stringify(
+                error('overloaded_error', `Overloaded (trace ${FAKE_ANTHROPIC_CANARY}) while processing: ${prompt}`),
+              ),
+            },
+          ];
+          return writeSse(res, record, mode === 'error-mid-stream' ? broken : events, {
+            delayMs: mode === 'slow' ? chunkDelayMs : 0,
+            isText: (e) => e.event === 'content_block_delta',
+          });
+        }
         return json(res, 200, {
-          id: `msg_${crypto.randomBytes(10).toString('hex')}`,
+          id,
           type: 'message',
           role: 'assistant',
           content: [{ type: 'text', text: output }],
@@ -126,6 +180,9 @@ export async function startFakeAnthropic({ apiKey }: { apiKey: string }): Promis
     requests,
     setMode(next) {
       mode = next;
+    },
+    setChunkDelay(ms) {
+      chunkDelayMs = ms;
     },
     close: () => closeHttpServer(server),
   };

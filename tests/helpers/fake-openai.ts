@@ -2,7 +2,10 @@
 // `openai` SDK talks to through PROVIDER_A_BASE_URL = `${url}/v1`. It checks the bearer key, records every
 // request, and answers according to its mode: a normal completion, a 429 or a 500 whose bodies carry a
 // secret-looking canary and an echo of the prompt (so tests can prove neither reaches a client or a log),
-// a request left hanging, or a 200 that is not a usable completion.
+// a request left hanging, or a 200 that is not a usable completion. A request with `stream: true` is answered
+// as the API streams (server-sent `chat.completion.chunk` events, the usage chunk when
+// `stream_options.include_usage`, then `data: [DONE]`); 'slow' spaces the chunks out, 'error-mid-stream'
+// sends an error event after the first chunks, and the record notes a client that closed the connection.
 import crypto from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +15,10 @@ import type { AddressInfo } from 'node:net';
  * invalid-json: 200, JSON content type, a body that does not parse.
  */
 /** 'ok-with-nul': as 'ok', with a NUL character in the answer (which Postgres cannot store as text). */
-export type FakeProviderMode = 'ok' | 'ok-with-nul' | 'rate-limit' | 'error' | 'hang' | 'malformed' | 'invalid-json';
+/** 'slow': as 'ok', a streamed answer's chunks `setChunkDelay` apart (default 100 ms); 'error-mid-stream':
+ * a streamed answer that breaks off with the protocol's error event after two chunks. */
+export type FakeProviderMode =
+  'ok' | 'ok-with-nul' | 'rate-limit' | 'error' | 'hang' | 'malformed' | 'invalid-json' | 'slow' | 'error-mid-stream';
 
 /** The answer of a fake in `mode` ('ok' or 'ok-with-nul'). */
 export const answerIn = (mode: FakeProviderMode, answer: string) =>
@@ -39,6 +45,12 @@ export interface RecordedProviderRequest {
   max_tokens?: number;
   /** What the fake answered with, for 'ok' answers. */
   answered?: { output: string; promptTokens: number; completionTokens: number };
+  /** The request asked for a streamed answer. */
+  stream?: boolean;
+  /** The chunks of text sent before the stream ended (or broke off). */
+  sentChunks?: number;
+  /** The client closed the connection before the answer was complete. */
+  clientClosed?: boolean;
 }
 
 export type RecordedChatRequest = RecordedProviderRequest;
@@ -49,6 +61,8 @@ export interface FakeProvider<R extends RecordedProviderRequest> {
   url: string;
   requests: R[];
   setMode(mode: FakeProviderMode): void;
+  /** The pause between two streamed chunks in 'slow' mode. */
+  setChunkDelay(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -73,9 +87,10 @@ export const fakeOpenAIUsage = (messages: ChatMessage[], output: string) => ({
 export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<FakeOpenAI> {
   const requests: RecordedChatRequest[] = [];
   let mode: FakeProviderMode = 'ok';
+  let chunkDelayMs = 100;
 
   const server = http.createServer(async (req, res) => {
-    const record: RecordedChatRequest = await recordedRequest(req);
+    const record: RecordedChatRequest = await recordedRequest(req, res);
     const { body } = record;
     requests.push(record);
 
@@ -133,10 +148,65 @@ export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<F
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(`{"id": "chatcmpl-broken", "choices": [ ${FAKE_OPENAI_CANARY}`);
       case 'ok':
-      case 'ok-with-nul': {
+      case 'ok-with-nul':
+      case 'slow':
+      case 'error-mid-stream': {
         const output = answerIn(mode, fakeOpenAIAnswer(prompt));
         const usage = fakeOpenAIUsage(messages, output);
         record.answered = { output, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
+        if (record.stream) {
+          const id = `chatcmpl-${crypto.randomBytes(8).toString('hex')}`;
+          const created = Math.floor(Date.now() / 1000);
+          const chunk = (delta: object, finish: string | null, extra: object = {}) => ({
+            data: JSON.stringify({
+              id,
+              object: 'chat.completion.chunk',
+              created,
+              model: body?.model,
+              system_fingerprint: 'fp_fake',
+              choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+              ...(body?.stream_options?.include_usage ? { usage: null } : {}),
+              ...extra,
+            }),
+          });
+          const pieces = textChunks(output);
+          const events: SseEvent[] = [
+            chunk({ role: 'assistant', content: '', refusal: null }, null),
+            ...pieces.map((text) => chunk({ content: text }, null)),
+            chunk({}, 'stop'),
+          ];
+          if (body?.stream_options?.include_usage) {
+            events.push({
+              data: JSON.stringify({
+                id,
+                object: 'chat.completion.chunk',
+                created,
+                model: body?.model,
+                system_fingerprint: 'fp_fake',
+                choices: [],
+                usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+              }),
+            });
+          }
+          events.push({ data: '[DONE]' });
+          const broken: SseEvent[] = [
+            ...events.slice(0, 3),
+            {
+              data: JSON.stringify({
+                error: {
+                  message: `The server had an error (trace ${FAKE_OPENAI_CANARY}) while processing: ${prompt}`,
+                  type: 'server_error',
+                  param: null,
+                  code: null,
+                },
+              }),
+            },
+          ];
+          return writeSse(res, record, mode === 'error-mid-stream' ? broken : events, {
+            delayMs: mode === 'slow' ? chunkDelayMs : 0,
+            isText: (e) => e.data.includes('"content":"') && !e.data.includes('"content":""'),
+          });
+        }
         return json(res, 200, {
           id: `chatcmpl-${crypto.randomBytes(8).toString('hex')}`,
           object: 'chat.completion',
@@ -162,8 +232,41 @@ export async function startFakeOpenAI({ apiKey }: { apiKey: string }): Promise<F
     setMode(next) {
       mode = next;
     },
+    setChunkDelay(ms) {
+      chunkDelayMs = ms;
+    },
     close: () => closeHttpServer(server),
   };
+}
+
+/** One server-sent event: its `event:` line (Anthropic names its events; OpenAI does not) and its data. */
+export interface SseEvent {
+  event?: string;
+  data: string;
+}
+
+/** An answer cut where the real APIs cut theirs: a word and the spaces after it. */
+export const textChunks = (text: string) => text.match(/\S+\s*|\s+/g) ?? [];
+
+/**
+ * Writes `events` as a text/event-stream, `delayMs` apart, counting the text chunks sent; stops (and notes
+ * it) when the client closes the connection first.
+ */
+export async function writeSse(
+  res: ServerResponse,
+  record: RecordedProviderRequest,
+  events: SseEvent[],
+  { delayMs, isText }: { delayMs: number; isText: (event: SseEvent) => boolean },
+) {
+  record.sentChunks = 0;
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  for (const [i, e] of events.entries()) {
+    if (i > 0 && delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    if (record.clientClosed || res.destroyed) return;
+    res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${e.data}\n\n`);
+    if (isText(e)) record.sentChunks += 1;
+  }
+  res.end();
 }
 
 /** Starts `server` on a free loopback port; answers its origin. */
@@ -176,9 +279,9 @@ export async function listenOnLoopback(server: http.Server): Promise<string> {
 }
 
 /** What a fake provider records of a request: the protocols share these fields. */
-export async function recordedRequest(req: IncomingMessage): Promise<RecordedProviderRequest> {
+export async function recordedRequest(req: IncomingMessage, res: ServerResponse): Promise<RecordedProviderRequest> {
   const body = await readJsonBody(req);
-  return {
+  const record: RecordedProviderRequest = {
     method: req.method ?? '',
     path: (req.url ?? '').split('?')[0],
     headers: req.headers,
@@ -187,7 +290,13 @@ export async function recordedRequest(req: IncomingMessage): Promise<RecordedPro
     messages: body?.messages,
     temperature: body?.temperature,
     max_tokens: body?.max_tokens,
+    stream: body?.stream === true,
   };
+  // The connection closed before the answer was all written: the client went away.
+  res.once('close', () => {
+    if (!res.writableFinished) record.clientClosed = true;
+  });
+  return record;
 }
 
 /** A request's body parsed as JSON; undefined when it is empty or does not parse. */

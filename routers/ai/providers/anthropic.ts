@@ -3,7 +3,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { Config } from '../../../server/platform/config.js';
 import { providerFailure } from './failure.js';
-import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
+import type { GenerationRequest, GenerationResult, StreamChunk, TextProvider } from './types.js';
 
 type AnthropicConfig = Pick<
   Config,
@@ -45,6 +45,40 @@ export function createAnthropicProvider(config: AnthropicConfig): TextProvider {
         promptTokens: message.usage?.input_tokens ?? 0,
         completionTokens: message.usage?.output_tokens ?? 0,
       };
+    },
+    async *stream(req: GenerationRequest, signal: AbortSignal): AsyncGenerator<StreamChunk> {
+      if (!client) throw new Error('PROVIDER_B is not configured');
+      let started = false;
+      try {
+        // message_start carries the input tokens, message_delta the output tokens so far, text arrives in
+        // content_block_delta events; an `error` event mid-stream is thrown by the SDK.
+        const stream = await client.messages.create(
+          {
+            model: req.model,
+            max_tokens: req.maxTokens,
+            ...(req.systemPrompt ? { system: req.systemPrompt } : {}),
+            ...(req.temperature !== undefined && { temperature: req.temperature }),
+            messages: [{ role: 'user', content: req.prompt }],
+            stream: true,
+          },
+          { signal },
+        );
+        for await (const event of stream) {
+          if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') {
+            started = true;
+            if (event.delta.text) yield { type: 'delta', text: event.delta.text };
+          } else if (event.type === 'message_start') {
+            yield { type: 'usage', promptTokens: event.message.usage?.input_tokens };
+          } else if (event.type === 'message_delta') {
+            yield { type: 'usage', completionTokens: event.usage?.output_tokens };
+          }
+        }
+        // The SDK ends an aborted stream quietly: the caller must still learn it ended unfinished.
+        signal.throwIfAborted();
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        throw providerFailure('PROVIDER_B', err, started ? 'stopped in the middle of its answer' : undefined);
+      }
     },
   };
 }

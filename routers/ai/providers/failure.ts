@@ -22,13 +22,15 @@ export class ProviderFailure extends AppError {
   }
 }
 
-export function providerFailure(provider: string, err: unknown): ProviderFailure {
+/** `midStream`: what to say of a failure after the answer began (the SDKs give such errors no status). */
+export function providerFailure(provider: string, err: unknown, midStream?: string): ProviderFailure {
   const status =
     typeof (err as { status?: unknown })?.status === 'number' ? (err as { status: number }).status : undefined;
   // The SDKs' timeout errors: Anthropic's sets its `name`, OpenAI's only has its class name.
   const names = err instanceof Error ? `${err.name} ${err.constructor.name}` : '';
   let kind = 'could not be reached';
   if (/timeout/i.test(names)) kind = 'did not answer in time';
+  else if (midStream) kind = midStream;
   else if (status !== undefined)
     kind = KIND_BY_STATUS[status] ?? (status >= 500 ? 'had an internal error' : 'answered with an error');
   return new ProviderFailure(provider, { status, kind });

@@ -16,7 +16,7 @@ export async function createTextProvider(config: Config): Promise<TextProvider> 
     const { createAnthropicProvider } = await import('./anthropic.js');
     return withStorableOutput(createAnthropicProvider(config));
   }
-  return createMockProvider();
+  return createMockProvider({ chunkDelayMs: config.AI_MOCK_STREAM_CHUNK_DELAY_MS });
 }
 
 /** A provider's output as Postgres can store it (a NUL in it failed the generation's insert: a 500). */
@@ -26,6 +26,11 @@ function withStorableOutput(provider: TextProvider): TextProvider {
     async generate(request) {
       const result = await provider.generate(request);
       return { ...result, output: storableText(result.output) };
+    },
+    async *stream(request, signal) {
+      for await (const chunk of provider.stream(request, signal)) {
+        yield chunk.type === 'delta' ? { type: 'delta', text: storableText(chunk.text) } : chunk;
+      }
     },
   };
 }

@@ -1,7 +1,8 @@
 // MOCK: no external call; the same request always gives the same answer, with token counts of a
 // realistic size (about four characters a token, as the real providers count English).
 import crypto from 'node:crypto';
-import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { GenerationRequest, GenerationResult, StreamChunk, TextProvider } from './types.js';
 
 const SENTENCES = [
   'Start with the reader: say in one line what they will get from this.',
@@ -20,8 +21,9 @@ const SENTENCES = [
 
 export const estimateTokens = (text: string) => Math.max(1, Math.ceil(text.length / 4));
 
-export function createMockProvider(): TextProvider {
-  return {
+/** The answer streamed a word at a time (with the spaces that follow it), `chunkDelayMs` apart. */
+export function createMockProvider({ chunkDelayMs = 20 }: { chunkDelayMs?: number } = {}): TextProvider {
+  const provider: TextProvider = {
     name: 'MOCK',
     configured: true,
     defaultModel: 'mock-writer-1',
@@ -42,5 +44,16 @@ export function createMockProvider(): TextProvider {
         completionTokens: estimateTokens(completion),
       };
     },
+    async *stream(req: GenerationRequest, signal: AbortSignal): AsyncGenerator<StreamChunk> {
+      const result = await provider.generate(req);
+      yield { type: 'usage', promptTokens: result.promptTokens };
+      for (const [i, text] of (result.output.match(/\S+\s*|\s+/g) ?? []).entries()) {
+        if (i > 0 && chunkDelayMs > 0) await delay(chunkDelayMs, undefined, { signal });
+        signal.throwIfAborted();
+        yield { type: 'delta', text };
+      }
+      yield { type: 'usage', completionTokens: result.completionTokens };
+    },
   };
+  return provider;
 }

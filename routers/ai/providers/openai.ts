@@ -3,7 +3,7 @@
 import OpenAI from 'openai';
 import type { Config } from '../../../server/platform/config.js';
 import { providerFailure } from './failure.js';
-import type { GenerationRequest, GenerationResult, TextProvider } from './types.js';
+import type { GenerationRequest, GenerationResult, StreamChunk, TextProvider } from './types.js';
 
 type OpenAIConfig = Pick<
   Config,
@@ -30,10 +30,7 @@ export function createOpenAIProvider(config: OpenAIConfig): TextProvider {
       try {
         completion = await client.chat.completions.create({
           model: req.model,
-          messages: [
-            ...(req.systemPrompt ? [{ role: 'system' as const, content: req.systemPrompt }] : []),
-            { role: 'user' as const, content: req.prompt },
-          ],
+          messages: messagesOf(req),
           ...(req.temperature !== undefined && { temperature: req.temperature }),
           max_tokens: req.maxTokens,
         });
@@ -48,5 +45,47 @@ export function createOpenAIProvider(config: OpenAIConfig): TextProvider {
         completionTokens: completion.usage?.completion_tokens ?? 0,
       };
     },
+    async *stream(req: GenerationRequest, signal: AbortSignal): AsyncGenerator<StreamChunk> {
+      if (!client) throw new Error('PROVIDER_A is not configured');
+      let started = false;
+      try {
+        // The last chunk (no choices) carries the usage of the whole answer (`include_usage`).
+        const stream = await client.chat.completions.create(
+          {
+            model: req.model,
+            messages: messagesOf(req),
+            ...(req.temperature !== undefined && { temperature: req.temperature }),
+            max_tokens: req.maxTokens,
+            stream: true,
+            stream_options: { include_usage: true },
+          },
+          { signal },
+        );
+        for await (const chunk of stream) {
+          const text = chunk.choices?.[0]?.delta?.content;
+          if (text) {
+            started = true;
+            yield { type: 'delta', text };
+          }
+          if (chunk.usage) {
+            yield {
+              type: 'usage',
+              promptTokens: chunk.usage.prompt_tokens,
+              completionTokens: chunk.usage.completion_tokens,
+            };
+          }
+        }
+        // The SDK ends an aborted stream quietly: the caller must still learn it ended unfinished.
+        signal.throwIfAborted();
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        throw providerFailure('PROVIDER_A', err, started ? 'stopped in the middle of its answer' : undefined);
+      }
+    },
   };
 }
+
+const messagesOf = (req: GenerationRequest) => [
+  ...(req.systemPrompt ? [{ role: 'system' as const, content: req.systemPrompt }] : []),
+  { role: 'user' as const, content: req.prompt },
+];

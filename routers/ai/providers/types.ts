@@ -16,6 +16,10 @@ export interface GenerationResult {
   completionTokens: number;
 }
 
+/** One piece of a streamed answer: text as it is written, or the tokens the provider reports at the end. */
+export type StreamChunk =
+  { type: 'delta'; text: string } | { type: 'usage'; promptTokens?: number; completionTokens?: number };
+
 export interface TextProvider {
   readonly name: AiProvider;
   /** The key the provider needs is set (MOCK needs none). */
@@ -27,4 +31,9 @@ export interface TextProvider {
   readonly inProcess?: boolean;
   /** Throws AppError('AI_PROVIDER_ERROR') with a friendly message when the provider fails. */
   generate(request: GenerationRequest): Promise<GenerationResult>;
+  /**
+   * The answer as the provider writes it. Aborting `signal` closes the provider's connection (the
+   * iteration then throws). A provider failure throws AppError('AI_PROVIDER_ERROR'), as generate() does.
+   */
+  stream(request: GenerationRequest, signal: AbortSignal): AsyncIterable<StreamChunk>;
 }
