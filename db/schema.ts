@@ -332,7 +332,7 @@ export interface BillingCommandsTable {
   kind: BillingCommandKind;
   /** METER_EVENT: the generation id (Stripe's `identifier`); SEAT_QUANTITY: the workspace id. */
   identifier: string;
-  /** The calendar month (UTC, YYYY-MM) the command belongs to. */
+  /** The calendar month (UTC, YYYY-MM-01, as the AI counters) the command belongs to. */
   period: string;
   not_before: ColumnType<Date, Date | string | undefined, Date | string>;
   /** A worker's lease: another may claim the row once it has passed. */

@@ -5,8 +5,11 @@ import type { PeriodicTask } from './platform/periodic.js';
 import { purgeDeletedWorkspaces } from '../routers/workspaces/lifecycle.js';
 import { runDataExports } from '../routers/account/exports.js';
 import { recheckDomains } from '../routers/sso/domains.js';
+import { drainBillingOutbox } from '../routers/billing/outbox.js';
 
-export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'mailer'>): PeriodicTask[] {
+export function periodicTasks(
+  deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'mailer' | 'processors'>,
+): PeriodicTask[] {
   return [
     { name: 'purge-deleted-workspaces', everyMs: 60_000, run: () => purgeDeletedWorkspaces(deps) },
     // Builds the exports waiting (in queue mode nothing else does: a few seconds is the wait) and deletes
@@ -14,5 +17,8 @@ export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 
     { name: 'data-exports', everyMs: 5_000, run: () => runDataExports(deps) },
     // Each verified domain's record is looked up about once an hour (the task takes the longest unchecked).
     { name: 'recheck-domains', everyMs: 600_000, run: () => recheckDomains(deps) },
+    // Seat quantities and meter events waiting in the billing outbox (a seat change is due at most once a
+    // minute per workspace; a meter event at once).
+    { name: 'billing-outbox', everyMs: 2_000, run: () => drainBillingOutbox(deps) },
   ];
 }

@@ -82,7 +82,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       if exists (select 1 from workspaces w join plans p on p.id = w.plan_id
                  where w.id = ws and p.pricing_model = 'PER_SEAT') then
         insert into billing_commands (workspace_id, kind, identifier, period, not_before)
-        values (ws, 'SEAT_QUANTITY', ws::text, to_char(now() at time zone 'utc', 'YYYY-MM'),
+        values (ws, 'SEAT_QUANTITY', ws::text, to_char(now() at time zone 'utc', 'YYYY-MM-01'),
           greatest(now(), coalesce((select max(acked_at) + interval '1 minute' from billing_commands
             where workspace_id = ws and kind = 'SEAT_QUANTITY' and result = 'SENT'), now())))
         on conflict (workspace_id) where kind = 'SEAT_QUANTITY' and acked_at is null do nothing;

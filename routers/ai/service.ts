@@ -15,6 +15,7 @@ import type { WorkspaceAccess } from '../workspaces/access.js';
 import { estimateTokens } from './providers/mock.js';
 import type { GenerationResult } from './providers/types.js';
 import { recordSucceeded, release, reserve, type Granted, type NewGeneration, type Stored } from './reservations.js';
+import { recordOverage } from '../billing/commands.js';
 import type { GenerateInput } from './schemas.js';
 
 const DEFAULT_MAX_TOKENS = 1024;
@@ -202,13 +203,21 @@ export async function generate(
     completion_tokens: result.completionTokens,
     duration_ms: Math.round(performance.now() - started),
   });
-  const limit = workspaceLimit(config, workspace);
-  const answer = (generation: NewGeneration, stored: Stored, used: number) => ({
-    ...toGeneration({ ...generation, ...stored, error_code: null, is_sample: false }),
-    usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) },
-  });
-
+  // On a metered plan (its limits copy says meteredOverage) generations past the plan's amount are billed
+  // as usage, up to the service's ceiling; each one past it becomes a meter event in the billing outbox.
   const { period } = monthOf();
+  const included = workspaceLimit(config, workspace);
+  const metered = workspace.limits.meteredOverage === 1;
+  const limit: EffectiveLimit = metered ? { limit: config.AI_MONTHLY_GENERATION_LIMIT, source: 'SYSTEM' } : included;
+  const answer = async (generation: NewGeneration, stored: Stored, used: number) => {
+    if (metered && used > included.limit)
+      await recordOverage(db, { workspaceId: workspace.id, generationId: generation.id, period });
+    return {
+      ...toGeneration({ ...generation, ...stored, error_code: null, is_sample: false }),
+      usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) },
+    };
+  };
+
   const testAccount = isTestAccount(config, user.email);
   if (
     testAccount &&

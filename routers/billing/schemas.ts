@@ -235,6 +235,24 @@ export const currentPlanOutput = z
       .enum([...SUBSCRIPTION_STATUSES, 'FREE'])
       .meta({ description: 'The subscription status, or FREE without one.' }),
     currentPeriodEnd: isoDate.nullable(),
+    seats: z
+      .object({
+        used: z.number().int().meta({ description: 'Active members (pending invitations are not counted).' }),
+        included: z.number().int().meta({ description: 'Seats the plan bills at least.' }),
+        billed: z.number().int().meta({ description: 'Seats billed: the larger of used and included.' }),
+      })
+      .nullable()
+      .meta({ description: 'Null unless the plan is PER_SEAT.' }),
+    trialEndsAt: isoDate.nullable().meta({ description: 'When the trial ends, while the subscription is TRIALING.' }),
+    pastDueSince: isoDate
+      .nullable()
+      .meta({ description: 'While PAST_DUE: since when; the plan is kept for BILLING_GRACE_DAYS after it.' }),
+    usage: z.object({
+      generations: z.number().int().meta({ description: "This month's generations (UTC calendar month)." }),
+      included: z.number().int().meta({ description: 'The effective monthly limit of the plan.' }),
+      overage: z.number().int().meta({ description: 'Generations past `included`, billed as usage (metered plans).' }),
+      reported: z.number().int().meta({ description: 'Overage generations the processor has acknowledged.' }),
+    }),
   })
   .meta({ id: 'CurrentPlan' });
 
