@@ -33,6 +33,8 @@ export const LIVE_SUBSCRIPTION_STATUSES = [
 ] as const satisfies readonly SubscriptionStatus[];
 export const PAYMENT_STATUSES = ['SUCCEEDED', 'FAILED', 'REFUNDED', 'PENDING'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+export const PRICING_MODELS = ['FLAT', 'PER_SEAT'] as const;
+export type PricingModel = (typeof PRICING_MODELS)[number];
 
 /** Numeric limits of a plan; a missing key means the built-in default of the edition. */
 export interface PlanLimits {
@@ -285,6 +287,13 @@ export interface PlansTable {
   limits: Json<PlanLimits>;
   processor_a_price_id: string | null;
   processor_b_variant_id: string | null;
+  pricing_model: ColumnType<PricingModel, PricingModel | undefined, PricingModel>;
+  included_seats: ColumnType<number, number | undefined, number>;
+  trial_days: ColumnType<number, number | undefined, number>;
+  metered_overage: ColumnType<boolean, boolean | undefined, boolean>;
+  processor_a_seat_price_id: string | null;
+  processor_a_meter_event_name: string | null;
+  processor_b_seat_variant_id: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -302,6 +311,55 @@ export interface SubscriptionsTable {
   cancel_at_period_end: ColumnType<boolean, boolean | undefined, boolean>;
   canceled_at: NullableTimestamp;
   last_event_at: NullableTimestamp;
+  trial_ends_at: NullableTimestamp;
+  trial_reminder_sent_at: NullableTimestamp;
+  /** Since when a failed invoice has left it PAST_DUE (the grace period counts from here). */
+  past_due_since: NullableTimestamp;
+  /** The seat quantity the processor last acknowledged, and when. */
+  seats_reported: number | null;
+  seats_reported_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export const BILLING_COMMAND_KINDS = ['SEAT_QUANTITY', 'METER_EVENT'] as const;
+export type BillingCommandKind = (typeof BILLING_COMMAND_KINDS)[number];
+
+/** The outbox of calls to the payment processor: a row stays until the processor acknowledged it. */
+export interface BillingCommandsTable {
+  id: Generated<string>;
+  workspace_id: string;
+  kind: BillingCommandKind;
+  /** METER_EVENT: the generation id (Stripe's `identifier`); SEAT_QUANTITY: the workspace id. */
+  identifier: string;
+  /** The calendar month (UTC, YYYY-MM-01, as the AI counters) the command belongs to. */
+  period: string;
+  not_before: ColumnType<Date, Date | string | undefined, Date | string>;
+  /** A worker's lease: another may claim the row once it has passed. */
+  locked_until: NullableTimestamp;
+  attempts: ColumnType<number, number | undefined, number>;
+  last_error: string | null;
+  acked_at: NullableTimestamp;
+  /** SENT: the processor acknowledged it; SKIPPED: nothing to send (no subscription at a processor). */
+  result: 'SENT' | 'SKIPPED' | null;
+  created_at: CreatedAt;
+}
+
+export const INVOICE_STATUSES = ['OPEN', 'PAID', 'FAILED', 'VOID'] as const;
+export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
+
+export interface InvoicesTable {
+  id: Generated<string>;
+  workspace_id: string;
+  provider: BillingProvider;
+  provider_invoice_id: string;
+  number: string | null;
+  amount_cents: number;
+  currency: string;
+  status: InvoiceStatus;
+  period_start: NullableTimestamp;
+  period_end: NullableTimestamp;
+  hosted_url: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -624,6 +682,8 @@ export interface Database {
   email_changes: EmailChangesTable;
   user_exports: UserExportsTable;
   workspace_domains: WorkspaceDomainsTable;
+  billing_commands: BillingCommandsTable;
+  invoices: InvoicesTable;
 }
 
 export type Plan = Selectable<PlansTable>;

@@ -6,8 +6,11 @@ import { purgeDeletedWorkspaces } from '../routers/workspaces/lifecycle.js';
 import { runDataExports } from '../routers/account/exports.js';
 import { recheckDomains } from '../routers/sso/domains.js';
 import { closeAbandonedStreams } from '../routers/ai/stream.js';
+import { drainBillingOutbox } from '../routers/billing/outbox.js';
 
-export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'mailer'>): PeriodicTask[] {
+export function periodicTasks(
+  deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'mailer' | 'processors'>,
+): PeriodicTask[] {
   return [
     { name: 'purge-deleted-workspaces', everyMs: 60_000, run: () => purgeDeletedWorkspaces(deps) },
     // Builds the exports waiting (in queue mode nothing else does: a few seconds is the wait) and deletes
@@ -17,5 +20,8 @@ export function periodicTasks(deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 
     { name: 'recheck-domains', everyMs: 600_000, run: () => recheckDomains(deps) },
     // Streamed generations left RUNNING by an API process that stopped mid-stream: FAILED, uncounted.
     { name: 'close-abandoned-generations', everyMs: 60_000, run: () => closeAbandonedStreams(deps) },
+    // Seat quantities and meter events waiting in the billing outbox (a seat change is due at most once a
+    // minute per workspace; a meter event at once).
+    { name: 'billing-outbox', everyMs: 2_000, run: () => drainBillingOutbox(deps) },
   ];
 }

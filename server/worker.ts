@@ -23,6 +23,7 @@ import { PasswordHasher } from './platform/security/passwords.js';
 import { reconnectDelay } from './platform/redis.js';
 import { createStorage } from './platform/storage.js';
 import { createDb } from '../db/index.js';
+import { createProcessors } from '../routers/billing/processors/index.js';
 import { migrateToLatest } from '../db/migrate.js';
 import {
   CLEAN_UP_TOKENS,
@@ -180,7 +181,7 @@ const passwords = new PasswordHasher(config.BCRYPT_COST);
 const storage = createStorage(config);
 const demoDeps = { db, config, passwords, secrets, storage };
 // The domains' periodic tasks run here when the queues are on (the API runs them otherwise).
-const tasks = periodicTasks({ db, config, storage, logger, mailer });
+const tasks = periodicTasks({ db, config, storage, logger, mailer, processors: await createProcessors(config) });
 
 {
   // The sweep queues deliveries through the webhooks queue, with a producer of its own.

@@ -15,6 +15,7 @@ import type { WorkspaceAccess } from '../workspaces/access.js';
 import { estimateTokens } from './providers/mock.js';
 import type { GenerationResult } from './providers/types.js';
 import { recordSucceeded, release, reserve, type Granted, type NewGeneration, type Stored } from './reservations.js';
+import { recordOverage } from '../billing/commands.js';
 import type { GenerateInput } from './schemas.js';
 
 const DEFAULT_MAX_TOKENS = 1024;
@@ -191,12 +192,24 @@ export async function prepareGeneration(
     system_prompt: input.systemPrompt ?? null,
     temperature: input.temperature ?? null,
   };
-  const limit = workspaceLimit(config, workspace);
-  /** A stored generation as the JSON answer gives it, with the month's usage. */
-  const answer = (generation: NewGeneration, stored: Stored, used: number) => ({
-    ...toGeneration({ ...generation, ...stored, error_code: null, is_sample: false }),
-    usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) },
-  });
+  // On a metered plan (its limits copy says meteredOverage) generations past the plan's amount are billed
+  // as usage, up to the service's ceiling; each one past it becomes a meter event in the billing outbox.
+  const included = workspaceLimit(config, workspace);
+  const metered = workspace.limits.meteredOverage === 1;
+  const limit: EffectiveLimit = metered ? { limit: config.AI_MONTHLY_GENERATION_LIMIT, source: 'SYSTEM' } : included;
+  /** A stored generation as the JSON answer gives it, with the month's usage (an overage recorded first). */
+  const answer = async (generation: NewGeneration, stored: Stored, used: number) => {
+    if (metered && used > included.limit)
+      await recordOverage(deps.db, {
+        workspaceId: workspace.id,
+        generationId: generation.id,
+        period: monthOf().period,
+      });
+    return {
+      ...toGeneration({ ...generation, ...stored, error_code: null, is_sample: false }),
+      usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) },
+    };
+  };
   return { user, request, base, limit, answer, testAccount: isTestAccount(config, user.email) };
 }
 

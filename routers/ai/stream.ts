@@ -131,7 +131,7 @@ export async function* generateStream(
       id,
       ...finished,
     };
-    yield { type: 'completed', generation: answer(generation, stored, granted.used) };
+    yield { type: 'completed', generation: await answer(generation, stored, granted.used) };
   } finally {
     clearInterval(heartbeat);
     // The client went away (the signal, or the iteration stopped early): the partial answer, counted.

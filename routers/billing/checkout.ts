@@ -10,6 +10,8 @@ import { recordAudit } from '../audit/service.js';
 import type { PaymentProcessor, ProcessorName } from './processors/types.js';
 import { applyProviderEvent, atProcessor } from './provider-events.js';
 import { currentPlan, findPurchasablePlan, mockCheckoutChanges, priceRef, type BillingDeps } from './service.js';
+import { seatRef } from './outbox.js';
+import { billedSeats, seatsUsed } from './usage.js';
 
 function notConfigured(config: Config, detail: string) {
   return new AppError(
@@ -64,7 +66,8 @@ export async function checkout(
     );
   }
   const processor = activeProcessor(deps);
-  const ref = priceRef(deps.config, processor.name, plan);
+  const perSeat = plan.pricing_model === 'PER_SEAT';
+  const ref = perSeat ? seatRef(deps.config, processor.name, plan) : priceRef(deps.config, processor.name, plan);
   if (!ref) throw notConfigured(deps.config, `the plan "${plan.slug}" has no ${processor.name} price`);
   const workspace = await deps.db
     .selectFrom('workspaces')
@@ -82,6 +85,8 @@ export async function checkout(
     customerId: processor.name === 'PROCESSOR_A' ? workspace.processor_a_customer_id : null,
     successUrl: deps.config.BILLING_SUCCESS_URL,
     cancelUrl: deps.config.BILLING_CANCEL_URL,
+    quantity: perSeat ? billedSeats(await seatsUsed(deps.db, workspaceId), plan.included_seats) : 1,
+    trialDays: plan.trial_days,
   });
   return { provider: processor.name, checkoutUrl };
 }

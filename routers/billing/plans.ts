@@ -146,6 +146,13 @@ function planColumns(input: UpdatePlanInput) {
     ...(set(input.limits) && { limits: JSON.stringify(input.limits) }),
     ...(set(input.providerAPriceId) && { processor_a_price_id: input.providerAPriceId }),
     ...(set(input.providerBVariantId) && { processor_b_variant_id: input.providerBVariantId }),
+    ...(set(input.pricingModel) && { pricing_model: input.pricingModel }),
+    ...(set(input.includedSeats) && { included_seats: input.includedSeats }),
+    ...(set(input.trialDays) && { trial_days: input.trialDays }),
+    ...(set(input.meteredOverage) && { metered_overage: input.meteredOverage }),
+    ...(set(input.providerASeatPriceId) && { processor_a_seat_price_id: input.providerASeatPriceId }),
+    ...(set(input.providerAMeterEventName) && { processor_a_meter_event_name: input.providerAMeterEventName }),
+    ...(set(input.providerBSeatVariantId) && { processor_b_seat_variant_id: input.providerBSeatVariantId }),
   };
 }
 

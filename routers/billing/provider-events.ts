@@ -21,6 +21,8 @@ import type {
   SubscriptionChange,
 } from './processors/types.js';
 import type { MockEvent } from './schemas.js';
+import { requestSeatSync } from './commands.js';
+import { monthOf } from '../ai/service.js';
 import {
   defaultPlan,
   findPurchasablePlan,
@@ -47,17 +49,18 @@ interface EventRun {
 }
 
 /** Moves the workspace onto a plan: edition, plan and a copy of its limits. */
-async function moveWorkspaceToPlan(
+export async function moveWorkspaceToPlan(
   trx: Trx,
   workspaceId: string,
-  plan: Pick<Plan, 'id' | 'edition' | 'limits'> | undefined,
+  plan: Pick<Plan, 'id' | 'edition' | 'limits' | 'metered_overage'> | undefined,
 ) {
   await trx
     .updateTable('workspaces')
     .set({
       plan_id: plan?.id ?? null,
       edition: plan?.edition ?? 'LITE',
-      limits: JSON.stringify(plan?.limits ?? {}),
+      // A metered plan is marked in the copy, so generation knows it from the membership it has loaded.
+      limits: JSON.stringify({ ...(plan?.limits ?? {}), ...(plan?.metered_overage ? { meteredOverage: 1 } : {}) }),
       updated_at: new Date(),
     })
     .where('id', '=', workspaceId)
@@ -240,10 +243,12 @@ async function syncWorkspacePlan(trx: Trx, sub: Subscription) {
   if (isLive(sub.status)) {
     const plan = await trx
       .selectFrom('plans')
-      .select(['id', 'edition', 'limits'])
+      .select(['id', 'edition', 'limits', 'metered_overage', 'pricing_model'])
       .where('id', '=', sub.plan_id)
       .executeTakeFirst();
     await moveWorkspaceToPlan(trx, sub.workspace_id, plan);
+    // Members may have changed since checkout counted them.
+    if (plan?.pricing_model === 'PER_SEAT') await requestSeatSync(trx, sub.workspace_id, monthOf().period);
     return;
   }
   if (!(await liveSubscriptionOf(trx, sub.workspace_id)))

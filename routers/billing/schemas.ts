@@ -7,6 +7,7 @@ import {
   PAYMENT_STATUSES,
   PLAN_INTERVALS,
   PLAN_STATUSES,
+  PRICING_MODELS,
   SUBSCRIPTION_STATUSES,
   type Plan,
 } from '../../db/schema.js';
@@ -60,6 +61,31 @@ const planFields = {
   limits: limitsSchema,
   providerAPriceId: z.string().trim().min(1).max(200).nullable(),
   providerBVariantId: z.string().trim().min(1).max(200).nullable(),
+  pricingModel: z
+    .enum(PRICING_MODELS)
+    .meta({ description: 'FLAT: one price; PER_SEAT: the subscription quantity follows the active members.' }),
+  includedSeats: exact(
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(100_000)
+      .meta({ description: 'PER_SEAT: seats billed at least (the quantity never goes below it).' }),
+  ),
+  trialDays: exact(z.number().int().min(0).max(365).meta({ description: 'Days of trial at checkout; 0: none.' })),
+  meteredOverage: exact(
+    z.boolean().meta({
+      description:
+        'Generations past limits.aiMonthlyGenerations are billed as usage (up to the service ceiling) instead of refused.',
+    }),
+  ),
+  providerASeatPriceId: z.string().trim().min(1).max(200).nullable(),
+  providerAMeterEventName: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9_.:-]{1,100}$/, { error: 'A Stripe meter event name: letters, digits, _ . : - (at most 100).' })
+    .nullable(),
+  providerBSeatVariantId: z.string().trim().min(1).max(200).nullable(),
 };
 
 export const createPlanInput = z.object({
@@ -77,6 +103,13 @@ export const createPlanInput = z.object({
   limits: limitsSchema.default({}),
   providerAPriceId: planFields.providerAPriceId.optional(),
   providerBVariantId: planFields.providerBVariantId.optional(),
+  pricingModel: planFields.pricingModel.default('FLAT'),
+  includedSeats: planFields.includedSeats.default(1),
+  trialDays: planFields.trialDays.default(0),
+  meteredOverage: planFields.meteredOverage.default(false),
+  providerASeatPriceId: planFields.providerASeatPriceId.optional(),
+  providerAMeterEventName: planFields.providerAMeterEventName.optional(),
+  providerBSeatVariantId: planFields.providerBSeatVariantId.optional(),
 });
 export type CreatePlanInput = z.infer<typeof createPlanInput>;
 
@@ -108,6 +141,13 @@ export const planOutput = z
     limits: z.record(z.string(), z.number()),
     providerAPriceId: z.string().nullable(),
     providerBVariantId: z.string().nullable(),
+    pricingModel: z.enum(PRICING_MODELS),
+    includedSeats: z.number().int(),
+    trialDays: z.number().int(),
+    meteredOverage: z.boolean(),
+    providerASeatPriceId: z.string().nullable(),
+    providerAMeterEventName: z.string().nullable(),
+    providerBSeatVariantId: z.string().nullable(),
     createdAt: isoDate,
     updatedAt: isoDate,
   })
@@ -134,6 +174,13 @@ export function toPlanOutput(p: Plan): PlanOutput {
     limits: p.limits as Record<string, number>,
     providerAPriceId: p.processor_a_price_id,
     providerBVariantId: p.processor_b_variant_id,
+    pricingModel: p.pricing_model,
+    includedSeats: p.included_seats,
+    trialDays: p.trial_days,
+    meteredOverage: p.metered_overage,
+    providerASeatPriceId: p.processor_a_seat_price_id,
+    providerAMeterEventName: p.processor_a_meter_event_name,
+    providerBSeatVariantId: p.processor_b_seat_variant_id,
     createdAt: p.created_at.toISOString(),
     updatedAt: p.updated_at.toISOString(),
   };
@@ -188,6 +235,24 @@ export const currentPlanOutput = z
       .enum([...SUBSCRIPTION_STATUSES, 'FREE'])
       .meta({ description: 'The subscription status, or FREE without one.' }),
     currentPeriodEnd: isoDate.nullable(),
+    seats: z
+      .object({
+        used: z.number().int().meta({ description: 'Active members (pending invitations are not counted).' }),
+        included: z.number().int().meta({ description: 'Seats the plan bills at least.' }),
+        billed: z.number().int().meta({ description: 'Seats billed: the larger of used and included.' }),
+      })
+      .nullable()
+      .meta({ description: 'Null unless the plan is PER_SEAT.' }),
+    trialEndsAt: isoDate.nullable().meta({ description: 'When the trial ends, while the subscription is TRIALING.' }),
+    pastDueSince: isoDate
+      .nullable()
+      .meta({ description: 'While PAST_DUE: since when; the plan is kept for BILLING_GRACE_DAYS after it.' }),
+    usage: z.object({
+      generations: z.number().int().meta({ description: "This month's generations (UTC calendar month)." }),
+      included: z.number().int().meta({ description: 'The effective monthly limit of the plan.' }),
+      overage: z.number().int().meta({ description: 'Generations past `included`, billed as usage (metered plans).' }),
+      reported: z.number().int().meta({ description: 'Overage generations the processor has acknowledged.' }),
+    }),
   })
   .meta({ id: 'CurrentPlan' });
 

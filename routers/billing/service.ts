@@ -11,6 +11,8 @@ import { AppError } from '../../server/platform/errors.js';
 import { listRequestOf, mapItems, paginate, type ListRequest } from '../../server/platform/pagination.js';
 import type { BillingChange, ProcessorName } from './processors/types.js';
 import { toPlanOutput } from './schemas.js';
+import { billedSeats, overageOf, seatsUsed } from './usage.js';
+import { monthOf, workspaceLimit } from '../ai/service.js';
 
 type Db = Kysely<Database>;
 
@@ -19,8 +21,11 @@ export type BillingDeps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger
 
 export const isLive = (status: string) => (LIVE_SUBSCRIPTION_STATUSES as readonly string[]).includes(status);
 
-/** What the caller may see of the workspace's billing. */
-export async function currentPlan({ db }: Pick<AppDeps, 'db'>, { workspaceId }: { workspaceId: string }) {
+/** What the caller may see of the workspace's billing: plan, subscription, seats, trial and usage. */
+export async function currentPlan(
+  { db, config }: Pick<AppDeps, 'db' | 'config'>,
+  { workspaceId }: { workspaceId: string },
+) {
   const [workspace, subscription] = await Promise.all([
     db
       .selectFrom('workspaces')
@@ -42,6 +47,18 @@ export async function currentPlan({ db }: Pick<AppDeps, 'db'>, { workspaceId }: 
     ? await db.selectFrom('plans').selectAll().where('id', '=', workspace.plan_id).executeTakeFirst()
     : undefined;
   const sub = subscription ?? null;
+  const { period } = monthOf();
+  const [used, counter, overage] = await Promise.all([
+    plan?.pricing_model === 'PER_SEAT' ? seatsUsed(db, workspaceId) : undefined,
+    db
+      .selectFrom('ai_usage_counters')
+      .select('generations')
+      .where('workspace_id', '=', workspaceId)
+      .where('period', '=', period)
+      .executeTakeFirst(),
+    overageOf(db, workspaceId, period),
+  ]);
+  const limits = workspace.limits as Record<string, number>;
   return {
     workspaceId,
     edition: workspace.edition,
@@ -58,6 +75,17 @@ export async function currentPlan({ db }: Pick<AppDeps, 'db'>, { workspaceId }: 
     },
     status: sub && isLive(sub.status) ? sub.status : ('FREE' as const),
     currentPeriodEnd: sub && isLive(sub.status) ? (sub.current_period_end?.toISOString() ?? null) : null,
+    seats:
+      plan && used !== undefined
+        ? { used, included: plan.included_seats, billed: billedSeats(used, plan.included_seats) }
+        : null,
+    trialEndsAt: sub?.status === 'TRIALING' ? (sub.trial_ends_at?.toISOString() ?? null) : null,
+    pastDueSince: sub?.status === 'PAST_DUE' ? (sub.past_due_since?.toISOString() ?? null) : null,
+    usage: {
+      generations: counter?.generations ?? 0,
+      included: workspaceLimit(config, { edition: workspace.edition, limits }).limit,
+      ...overage,
+    },
   };
 }
 
@@ -181,7 +209,11 @@ export function mockCheckoutChanges(plan: Plan, workspaceId: string, now: Date):
  * keep an ARCHIVED plan from being the default, and skipping a DRAFT default would leave workspaces planless.
  */
 export async function defaultPlan(db: Db) {
-  return db.selectFrom('plans').select(['id', 'edition', 'limits']).where('is_default', '=', true).executeTakeFirst();
+  return db
+    .selectFrom('plans')
+    .select(['id', 'edition', 'limits', 'metered_overage'])
+    .where('is_default', '=', true)
+    .executeTakeFirst();
 }
 
 /** The active payment provider and whether it is configured (never a secret). */

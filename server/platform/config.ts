@@ -322,6 +322,10 @@ export const configSchema = z.object({
   BILLING_SUPPORT_EMAIL: str('billing@localhost'),
   // The unsigned POST /billing/webhooks/mock in production too (it lets anyone move any workspace's plan).
   BILLING_MOCK_WEBHOOK_ENABLED: bool(false),
+  // Days a PAST_DUE subscription keeps its plan before the workspace goes to the default plan.
+  BILLING_GRACE_DAYS: int(7, 0, 365),
+  // How long a claimed command of the billing outbox is a worker's before another may send it again.
+  BILLING_OUTBOX_LEASE_SECONDS: int(60, 1, 3600),
   PROCESSOR_A_SECRET_KEY: optionalStr(),
   PROCESSOR_A_WEBHOOK_SECRET: optionalStr(),
   PROCESSOR_A_PRICE_LITE: optionalStr(),

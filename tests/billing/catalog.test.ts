@@ -158,6 +158,13 @@ describe('admin plan CRUD', () => {
       limits: { members: 7, apiKeys: 2, aiMonthlyGenerations: 70 },
       providerAPriceId: 'price_team_plus',
       providerBVariantId: '9001',
+      pricingModel: 'PER_SEAT',
+      includedSeats: 3,
+      trialDays: 14,
+      meteredOverage: true,
+      providerASeatPriceId: 'price_team_plus_seat',
+      providerAMeterEventName: 'ai_generations',
+      providerBSeatVariantId: '9002',
     };
     const res = await app.api('POST', '/admin/billing/plans', { token: admin.accessToken, body });
     expect(res.status, res.text).toBe(201);
@@ -201,6 +208,13 @@ describe('admin plan CRUD', () => {
       limits: {},
       providerAPriceId: null,
       providerBVariantId: null,
+      pricingModel: 'FLAT',
+      includedSeats: 1,
+      trialDays: 0,
+      meteredOverage: false,
+      providerASeatPriceId: null,
+      providerAMeterEventName: null,
+      providerBSeatVariantId: null,
       description: '',
       badgeText: '',
     });

@@ -27,6 +27,13 @@ export const PLAN_FIELDS = [
   'limits',
   'providerAPriceId',
   'providerBVariantId',
+  'pricingModel',
+  'includedSeats',
+  'trialDays',
+  'meteredOverage',
+  'providerASeatPriceId',
+  'providerAMeterEventName',
+  'providerBSeatVariantId',
   'createdAt',
   'updatedAt',
 ].sort();

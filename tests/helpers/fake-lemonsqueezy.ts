@@ -1,6 +1,7 @@
 // A local stand-in for the Lemon Squeezy API, as a real HTTP server the PROCESSOR_B adapter talks to
-// (through PROCESSOR_B_BASE_URL): checkout creation and subscription cancellation in JSON:API, with a
-// request log and a switch to make the next request fail or hang. Also builds signed webhook events.
+// (through PROCESSOR_B_BASE_URL): checkout creation, subscriptions (read, cancel), subscription-item
+// quantities and usage records in JSON:API, with a request log and a switch to make the next request fail
+// or hang. Also builds signed webhook events.
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { IncomingHttpHeaders, Server } from 'node:http';
@@ -23,6 +24,10 @@ export interface FakeLemonSqueezy {
   requests: RecordedLemonRequest[];
   /** The `ends_at` the fake answers for a cancelled subscription. */
   endsAt: string;
+  /** Quantities of subscription items, by item id (the item of subscription S is `S` + '1'). */
+  itemQuantities: Map<string, number>;
+  /** Usage records, in arrival order. */
+  usageRecords: Array<{ subscriptionItemId: string; quantity: number; action: string }>;
   failNext(failure: Failure): void;
   close(): Promise<void>;
 }
@@ -52,6 +57,9 @@ export async function startFakeLemonSqueezy({ apiKey }: { apiKey: string }): Pro
   const endsAt = '2031-02-28T12:00:00.000000Z';
   let pending: Failure | null = null;
   let nextId = 1000;
+  const itemQuantities = new Map<string, number>();
+  const usageRecords: FakeLemonSqueezy['usageRecords'] = [];
+  const itemOf = (subscriptionId: string) => `${subscriptionId}1`;
 
   const app = express();
   app.use(express.json({ type: JSON_API }));
@@ -94,6 +102,54 @@ export async function startFakeLemonSqueezy({ apiKey }: { apiKey: string }): Pro
     });
   });
 
+  app.get('/v1/subscriptions/:id', (req: Request, res: Response) => {
+    const id = String(req.params.id);
+    const item = itemOf(id);
+    jsonApi(res, 200, {
+      data: {
+        type: 'subscriptions',
+        id,
+        attributes: {
+          status: 'active',
+          first_subscription_item: {
+            id: Number(item),
+            subscription_id: Number(id),
+            price_id: 1,
+            quantity: itemQuantities.get(item) ?? 1,
+            is_usage_based: false,
+          },
+        },
+      },
+    });
+  });
+
+  app.patch('/v1/subscription-items/:id', (req: Request, res: Response) => {
+    const id = String(req.params.id);
+    const data = (req.body as { data?: any } | undefined)?.data;
+    if (data?.type !== 'subscription-items' || String(data.id) !== id || !Number.isInteger(data.attributes?.quantity))
+      return jsonApiError(res, 422, 'A subscription item update needs its id and a whole quantity.');
+    itemQuantities.set(id, data.attributes.quantity);
+    jsonApi(res, 200, {
+      data: { type: 'subscription-items', id, attributes: { quantity: data.attributes.quantity } },
+    });
+  });
+
+  app.post('/v1/usage-records', (req: Request, res: Response) => {
+    const data = (req.body as { data?: any } | undefined)?.data;
+    const item = data?.relationships?.['subscription-item']?.data?.id;
+    if (data?.type !== 'usage-records' || !item || !Number.isInteger(data.attributes?.quantity))
+      return jsonApiError(res, 422, 'A usage record needs a subscription item and a quantity.');
+    const action = data.attributes.action ?? 'increment';
+    usageRecords.push({ subscriptionItemId: String(item), quantity: data.attributes.quantity, action });
+    jsonApi(res, 201, {
+      data: {
+        type: 'usage-records',
+        id: String(nextId++),
+        attributes: { subscription_item_id: Number(item), quantity: data.attributes.quantity, action },
+      },
+    });
+  });
+
   app.delete('/v1/subscriptions/:id', (req: Request, res: Response) => {
     const id = String(req.params.id);
     jsonApi(res, 200, {
@@ -125,6 +181,8 @@ export async function startFakeLemonSqueezy({ apiKey }: { apiKey: string }): Pro
     url: `http://127.0.0.1:${port}`,
     requests,
     endsAt,
+    itemQuantities,
+    usageRecords,
     failNext(failure) {
       pending = failure;
     },

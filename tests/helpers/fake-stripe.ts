@@ -1,6 +1,8 @@
 // A local stand-in for the Stripe API, as a real HTTP server the official SDK talks to (through
-// PROCESSOR_A_BASE_URL): enough of Checkout Sessions, subscription updates and billing-portal sessions to
-// test the PROCESSOR_A adapter, with a request log and a switch to make the next request fail or hang.
+// PROCESSOR_A_BASE_URL): enough of Checkout Sessions, subscriptions and their items (quantities with
+// prorations), billing meter events (counted once per identifier, as Stripe does) and billing-portal
+// sessions to test the PROCESSOR_A adapter, with a request log and a switch to make the next request fail
+// or hang.
 // Also builds signed webhook events, signed with the SDK's own test helper.
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -25,6 +27,12 @@ export interface FakeStripe {
   requests: RecordedRequest[];
   /** The subscriptions the fake knows, by id (updated by POST /v1/subscriptions/:id). */
   subscriptions: Map<string, Record<string, any>>;
+  /** Meter events Stripe counted, by identifier (a repeated identifier is not counted again). */
+  meterEvents: Map<string, { event_name: string; payload: Record<string, string>; timestamp: number }>;
+  /** How many meter event requests arrived, duplicates included. */
+  meterEventRequests(): number;
+  /** Answers the next meter event (after counting it) with `status`: a lost acknowledgement. */
+  loseNextMeterAnswer(status: number): void;
   failNext(failure: Failure): void;
   close(): Promise<void>;
 }
@@ -42,6 +50,9 @@ function stripeError(res: Response, status: number, type: string, message: strin
 export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<FakeStripe> {
   const requests: RecordedRequest[] = [];
   const subscriptions = new Map<string, Record<string, any>>();
+  const meterEvents: FakeStripe['meterEvents'] = new Map();
+  let meterRequests = 0;
+  let loseMeterAnswer: number | null = null;
   let pending: Failure | null = null;
 
   const app = express();
@@ -88,6 +99,66 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
     });
   });
 
+  app.get('/v1/subscriptions/:id', (req: Request, res: Response) => {
+    const id = String(req.params.id);
+    const subscription = subscriptions.get(id) ?? fakeSubscription(id);
+    subscriptions.set(id, subscription);
+    res.json(subscription);
+  });
+
+  const findItem = (itemId: string) => {
+    for (const subscription of subscriptions.values()) {
+      const item = (subscription.items.data as Array<Record<string, any>>).find((i) => i.id === itemId);
+      if (item) return item;
+    }
+    return undefined;
+  };
+  const prorations = ['create_prorations', 'none', 'always_invoice'];
+
+  app.post('/v1/subscription_items/:id', (req: Request, res: Response) => {
+    const body = req.body as Record<string, any>;
+    const item = findItem(String(req.params.id));
+    if (!item)
+      return stripeError(res, 404, 'invalid_request_error', `No such subscription item: '${String(req.params.id)}'`);
+    if (body.proration_behavior !== undefined && !prorations.includes(body.proration_behavior))
+      return stripeError(res, 400, 'invalid_request_error', 'Invalid proration_behavior.');
+    if (body.quantity !== undefined) item.quantity = Number(body.quantity);
+    res.json(item);
+  });
+
+  app.post('/v1/subscription_items', (req: Request, res: Response) => {
+    const body = req.body as Record<string, any>;
+    const subscription = subscriptions.get(String(body.subscription));
+    if (!subscription)
+      return stripeError(res, 404, 'invalid_request_error', `No such subscription: '${body.subscription}'`);
+    const item = {
+      id: randomId('si'),
+      object: 'subscription_item',
+      price: { id: body.price, object: 'price' },
+      quantity: Number(body.quantity ?? 1),
+      subscription: subscription.id,
+    };
+    subscription.items.data.push(item);
+    res.json(item);
+  });
+
+  app.post('/v1/billing/meter_events', (req: Request, res: Response) => {
+    const body = req.body as Record<string, any>;
+    meterRequests += 1;
+    if (!body.event_name || !body.payload?.stripe_customer_id || body.payload?.value === undefined)
+      return stripeError(res, 400, 'invalid_request_error', 'event_name and payload are required.');
+    const identifier = String(body.identifier ?? randomId('mev'));
+    const event = { event_name: body.event_name, payload: body.payload, timestamp: Number(body.timestamp ?? now()) };
+    // Stripe enforces uniqueness of identifiers: a repeated one is not counted again.
+    if (!meterEvents.has(identifier)) meterEvents.set(identifier, event);
+    if (loseMeterAnswer !== null) {
+      const status = loseMeterAnswer;
+      loseMeterAnswer = null;
+      return stripeError(res, status, 'api_error', FAKE_STRIPE_ERROR_DETAIL);
+    }
+    res.json({ object: 'billing.meter_event', created: now(), identifier, livemode: false, ...event });
+  });
+
   app.post('/v1/subscriptions/:id', (req: Request, res: Response) => {
     const id = String(req.params.id);
     const body = req.body as Record<string, any>;
@@ -122,6 +193,11 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
     url: `http://127.0.0.1:${port}`,
     requests,
     subscriptions,
+    meterEvents,
+    meterEventRequests: () => meterRequests,
+    loseNextMeterAnswer(status) {
+      loseMeterAnswer = status;
+    },
     failNext(failure) {
       pending = failure;
     },
@@ -143,7 +219,15 @@ export function fakeSubscription(id: string, overrides: Record<string, any> = {}
     metadata: {},
     items: {
       object: 'list',
-      data: [{ id: `si_${id}`, object: 'subscription_item', current_period_start: start, current_period_end: end }],
+      data: [
+        {
+          id: `si_${id}`,
+          object: 'subscription_item',
+          quantity: 1,
+          current_period_start: start,
+          current_period_end: end,
+        },
+      ],
     },
     ...overrides,
   };

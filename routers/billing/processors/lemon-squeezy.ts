@@ -84,6 +84,29 @@ export function createLemonSqueezyProcessor(
       };
     },
 
+    async updateSeats({ providerSubscriptionId, quantity }) {
+      requireStore();
+      const item = await subscriptionItemOf(api, providerSubscriptionId);
+      // Lemon Squeezy prorates a quantity change unless told not to (disable_prorations).
+      await api.request('PATCH', `/v1/subscription-items/${encodeURIComponent(item)}`, {
+        data: { type: 'subscription-items', id: item, attributes: { quantity } },
+      });
+    },
+
+    async reportUsage({ providerSubscriptionId }) {
+      requireStore();
+      const item = await subscriptionItemOf(api, providerSubscriptionId);
+      // Usage records carry no identifier at Lemon Squeezy: the outbox sends each once it is claimed, and
+      // only a worker dying between the call and its acknowledgement can send one twice (docs/decisions.md).
+      await api.request('POST', '/v1/usage-records', {
+        data: {
+          type: 'usage-records',
+          attributes: { quantity: 1, action: 'increment' },
+          relationships: { 'subscription-item': { data: { type: 'subscription-items', id: item } } },
+        },
+      });
+    },
+
     // No createPortalSession: Lemon Squeezy has no portal-session API (each subscription carries its own
     // `urls.customer_portal` link instead).
 
@@ -114,14 +137,27 @@ interface JsonApiDocument<A> {
   data?: { type?: string; id?: string; attributes?: A };
 }
 
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
 interface LemonClient {
-  request<T>(method: 'POST' | 'DELETE', path: string, body?: unknown): Promise<T>;
+  request<T>(method: Method, path: string, body?: unknown): Promise<T>;
+}
+
+/** The subscription's (first and only) item, which carries its quantity and its usage. */
+async function subscriptionItemOf(api: LemonClient, providerSubscriptionId: string): Promise<string> {
+  const answer = await api.request<JsonApiDocument<{ first_subscription_item?: { id?: number | string } | null }>>(
+    'GET',
+    `/v1/subscriptions/${encodeURIComponent(providerSubscriptionId)}`,
+  );
+  const id = answer.data?.attributes?.first_subscription_item?.id;
+  if (id === undefined || id === null) throw new AppError('BAD_GATEWAY', UNAVAILABLE);
+  return String(id);
 }
 
 function createClient(baseUrl: string, apiKey: string | undefined, timeoutMs: number): LemonClient {
   const base = baseUrl.replace(/\/+$/, '');
   return {
-    async request<T>(method: 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+    async request<T>(method: Method, path: string, body?: unknown): Promise<T> {
       let response: Response;
       try {
         response = await fetch(`${base}${path}`, {
@@ -155,6 +191,10 @@ function checkoutDocument(request: CheckoutRequest, storeId: string) {
       attributes: {
         checkout_data: {
           email: request.customerEmail,
+          // Seats of a PER_SEAT plan. A trial is a setting of the variant at Lemon Squeezy, not of a checkout.
+          ...((request.quantity ?? 1) > 1
+            ? { variant_quantities: [{ variant_id: Number(request.priceRef), quantity: request.quantity }] }
+            : {}),
           // Comes back as `meta.custom_data` on every order and subscription event of this checkout.
           // The interval tells a one-time order from the first order of a subscription.
           custom: {

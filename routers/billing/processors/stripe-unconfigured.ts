@@ -17,6 +17,8 @@ export function unconfiguredStripeProcessor(): PaymentProcessor {
     mode: 'test',
     createCheckout: refuse,
     cancelSubscription: refuse,
+    updateSeats: refuse,
+    reportUsage: refuse,
     createPortalSession: refuse,
     parseWebhook() {
       throw new AppError('BILLING_NOT_CONFIGURED', WEBHOOKS_NOT_CONFIGURED);

@@ -67,6 +67,49 @@ export function createStripeProcessor(config: StripeConfig, options: ProcessorOp
       };
     },
 
+    async updateSeats({ providerSubscriptionId, seatRef, quantity }) {
+      const subscription = (await callStripe(() =>
+        client().subscriptions.retrieve(providerSubscriptionId),
+      )) as unknown as SubscriptionWire;
+      const items = subscription.items?.data ?? [];
+      const item = items.find((i) => seatRef && refId(i.price) === seatRef) ?? (seatRef ? undefined : items[0]);
+      // Prorations: the change is charged (or credited) for the rest of the period on the next invoice.
+      if (item?.id) {
+        await callStripe(() =>
+          client().subscriptionItems.update(item.id!, { quantity, proration_behavior: 'create_prorations' }),
+        );
+      } else if (seatRef) {
+        await callStripe(() =>
+          client().subscriptionItems.create({
+            subscription: providerSubscriptionId,
+            price: seatRef,
+            quantity,
+            proration_behavior: 'create_prorations',
+          }),
+        );
+      } else throw new AppError('BAD_GATEWAY', UNAVAILABLE);
+    },
+
+    async reportUsage({ customerId, meterEventName, identifier, occurredAt }) {
+      if (!customerId || !meterEventName) throw new AppError('BAD_GATEWAY', 'No customer or meter to report to.');
+      try {
+        await client().billing.meterEvents.create(
+          {
+            event_name: meterEventName,
+            // Stripe counts one event per identifier: a retry after a lost answer is not counted twice.
+            identifier,
+            timestamp: Math.floor(occurredAt.getTime() / 1000),
+            payload: { stripe_customer_id: customerId, value: '1' },
+          },
+          { idempotencyKey: `meter-${identifier}` },
+        );
+      } catch (err) {
+        // Already counted (an earlier attempt got through but its answer was lost): acknowledged.
+        if ((err as { code?: string }).code === 'resource_already_exists') return;
+        throw new AppError('BAD_GATEWAY', UNAVAILABLE);
+      }
+    },
+
     async createPortalSession(customerId, returnUrl) {
       const session = await callStripe(() =>
         client().billingPortal.sessions.create({ customer: customerId, return_url: returnUrl }),
@@ -127,14 +170,16 @@ function checkoutParams(request: CheckoutRequest): Stripe.Checkout.SessionCreate
   const metadata = { workspaceId: request.workspaceId, planId: request.planId, planSlug: request.planSlug };
   return {
     mode: oneTime ? 'payment' : 'subscription',
-    line_items: [{ price: request.priceRef, quantity: 1 }],
+    line_items: [{ price: request.priceRef, quantity: oneTime ? 1 : (request.quantity ?? 1) }],
     success_url: request.successUrl,
     cancel_url: request.cancelUrl,
     client_reference_id: request.workspaceId,
     metadata,
     // The metadata is copied onto what outlives the session, so later subscription and invoice events
     // still name the workspace and plan.
-    ...(oneTime ? { payment_intent_data: { metadata } } : { subscription_data: { metadata } }),
+    ...(oneTime
+      ? { payment_intent_data: { metadata } }
+      : { subscription_data: { metadata, ...(request.trialDays ? { trial_period_days: request.trialDays } : {}) } }),
     ...(request.customerId
       ? { customer: request.customerId }
       : {
@@ -238,7 +283,7 @@ interface SubscriptionWire extends PeriodWire {
   cancel_at_period_end?: boolean | null;
   cancel_at?: number | null;
   metadata?: Metadata;
-  items?: { data?: Array<PeriodWire & { price?: Ref }> };
+  items?: { data?: Array<PeriodWire & { id?: string; price?: Ref }> };
 }
 
 interface InvoiceWire {

@@ -20,6 +20,10 @@ export interface CheckoutRequest {
   customerId: string | null;
   successUrl: string;
   cancelUrl: string;
+  /** Seats to bill (PER_SEAT plans); 1 when absent. */
+  quantity?: number;
+  /** Days of trial before the first charge; none when absent. */
+  trialDays?: number;
 }
 
 /** A subscription as the provider reports it. workspaceId/planId come from checkout metadata. */
@@ -101,6 +105,22 @@ export interface PaymentProcessor {
   cancelSubscription(
     providerSubscriptionId: string,
   ): Promise<{ status: SubscriptionStatus; cancelAtPeriodEnd: boolean; currentPeriodEnd: Date | null }>;
+  /**
+   * Sets the seat quantity of the subscription (the item billed at `seatRef`, else its first item), with
+   * prorations. Throws AppError('BAD_GATEWAY') when the provider does not acknowledge it.
+   */
+  updateSeats(request: { providerSubscriptionId: string; seatRef: string | null; quantity: number }): Promise<void>;
+  /**
+   * Reports one unit of usage (one overage generation). `identifier` is ours and stable across retries: the
+   * provider counts one event per identifier (Stripe). Throws AppError('BAD_GATEWAY') when not acknowledged.
+   */
+  reportUsage(request: {
+    providerSubscriptionId: string;
+    customerId: string | null;
+    meterEventName: string | null;
+    identifier: string;
+    occurredAt: Date;
+  }): Promise<void>;
   /** A URL of the provider's billing portal for the customer, where the provider has one. */
   createPortalSession?(customerId: string, returnUrl: string): Promise<string>;
   /**

@@ -1,0 +1,170 @@
+// The outbox of calls to the payment processor: seat quantities of PER_SEAT plans and meter events of
+// overage generations. Commands are rows written with the change that causes them (a membership trigger,
+// the generation's reservation); drainBillingOutbox sends them, from the worker's periodic task (or the
+// API's, with the queues off). A row is claimed with a lease and stays until the processor acknowledged
+// it: a worker that dies leaves it to be claimed again when the lease ends, and a failure is retried with
+// a growing delay, without end. A meter event is sent with the generation id as Stripe's `identifier`, so
+// a second send of it is not counted twice.
+import type { Kysely, Selectable } from 'kysely';
+import type { BillingCommandsTable, Database, Plan, Subscription } from '../../db/schema.js';
+import { LIVE_SUBSCRIPTION_STATUSES } from '../../db/schema.js';
+import { AppError } from '../../server/platform/errors.js';
+import type { AppDeps } from '../../server/platform/context.js';
+import { atProcessor } from './provider-events.js';
+import { priceRef } from './service.js';
+import { billedSeats, seatsUsed } from './usage.js';
+
+type Db = Kysely<Database>;
+type Command = Selectable<BillingCommandsTable>;
+
+export type OutboxDeps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger'>;
+
+/** Commands claimed at a time, and sent at once. */
+const BATCH = 200;
+const CONCURRENCY = 16;
+/** A run ends after this many commands; the next run goes on. */
+const MAX_PER_RUN = 20_000;
+/** The longest wait before a failed command is tried again. */
+const MAX_BACKOFF_MS = 10 * 60_000;
+
+interface Target {
+  sub: Subscription;
+  plan: Plan;
+}
+
+/** The workspace's live subscription and its plan, if it has one. */
+async function liveTarget(db: Db, workspaceId: string): Promise<Target | undefined> {
+  const sub = await db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
+    .executeTakeFirst();
+  if (!sub) return undefined;
+  const plan = await db.selectFrom('plans').selectAll().where('id', '=', sub.plan_id).executeTakeFirstOrThrow();
+  return { sub, plan };
+}
+
+/** The processor price (PROCESSOR_A) or variant (PROCESSOR_B) seats are billed at. */
+export function seatRef(config: OutboxDeps['config'], provider: 'PROCESSOR_A' | 'PROCESSOR_B', plan: Plan) {
+  const own = provider === 'PROCESSOR_A' ? plan.processor_a_seat_price_id : plan.processor_b_seat_variant_id;
+  return own ?? priceRef(config, provider, plan) ?? null;
+}
+
+async function sendSeats(deps: OutboxDeps, cmd: Command, now: Date): Promise<'SENT' | 'SKIPPED'> {
+  const target = await liveTarget(deps.db, cmd.workspace_id);
+  if (!target || target.plan.pricing_model !== 'PER_SEAT') return 'SKIPPED';
+  const { sub, plan } = target;
+  const quantity = billedSeats(await seatsUsed(deps.db, cmd.workspace_id), plan.included_seats);
+  if (sub.seats_reported === quantity) return 'SKIPPED';
+  if (atProcessor(sub)) {
+    await deps.processors[sub.provider].updateSeats({
+      providerSubscriptionId: sub.provider_subscription_id,
+      seatRef: seatRef(deps.config, sub.provider, plan),
+      quantity,
+    });
+  }
+  await deps.db
+    .updateTable('subscriptions')
+    .set({ seats_reported: quantity, seats_reported_at: now })
+    .where('id', '=', sub.id)
+    .execute();
+  return 'SENT';
+}
+
+async function sendMeterEvent(deps: OutboxDeps, cmd: Command): Promise<'SENT' | 'SKIPPED'> {
+  const target = await liveTarget(deps.db, cmd.workspace_id);
+  if (!target) return 'SKIPPED';
+  const { sub, plan } = target;
+  // MOCK bills nothing: the event is reported here only.
+  if (sub.provider === 'MOCK') return 'SENT';
+  if (!atProcessor(sub)) return 'SKIPPED';
+  await deps.processors[sub.provider].reportUsage({
+    providerSubscriptionId: sub.provider_subscription_id,
+    customerId: sub.provider_customer_id,
+    meterEventName: plan.processor_a_meter_event_name,
+    identifier: cmd.identifier,
+    occurredAt: cmd.created_at,
+  });
+  return 'SENT';
+}
+
+/** Claims due commands: none acknowledged, none another worker holds a live lease on. */
+async function claim(deps: OutboxDeps, now: Date, workspaceIds?: string[]): Promise<Command[]> {
+  const lease = new Date(now.getTime() + deps.config.BILLING_OUTBOX_LEASE_SECONDS * 1000);
+  return deps.db
+    .updateTable('billing_commands')
+    .set((eb) => ({ locked_until: lease, attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('billing_commands')
+        .select('id')
+        .where('acked_at', 'is', null)
+        .where('not_before', '<=', now)
+        .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<', now)]))
+        .$if(workspaceIds !== undefined, (q) => q.where('workspace_id', 'in', workspaceIds!))
+        .orderBy('not_before')
+        .limit(BATCH)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
+    .execute();
+}
+
+async function runOne(deps: OutboxDeps, cmd: Command, now: Date): Promise<boolean> {
+  try {
+    const result = cmd.kind === 'SEAT_QUANTITY' ? await sendSeats(deps, cmd, now) : await sendMeterEvent(deps, cmd);
+    await deps.db
+      .updateTable('billing_commands')
+      .set({ acked_at: new Date(), result, locked_until: null, last_error: null })
+      .where('id', '=', cmd.id)
+      .execute();
+    return true;
+  } catch (err) {
+    // Never the provider's own text: it can echo the request (AppError messages are ours).
+    const message = err instanceof AppError ? err.message : 'unexpected error';
+    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(cmd.attempts, 20));
+    deps.logger.warn(
+      { commandId: cmd.id, kind: cmd.kind, workspaceId: cmd.workspace_id, attempts: cmd.attempts, reason: message },
+      'billing outbox: the processor did not acknowledge a command; it is retried',
+    );
+    await deps.db
+      .updateTable('billing_commands')
+      .set({ locked_until: null, not_before: new Date(Date.now() + delay), last_error: message })
+      .where('id', '=', cmd.id)
+      .where('acked_at', 'is', null)
+      .execute();
+    return false;
+  }
+}
+
+/**
+ * Sends the due commands of the outbox, a batch at a time, until none is due (or MAX_PER_RUN): all of them,
+ * or those of the given workspaces (a test, which shares the database with others). Answers how many were
+ * acknowledged and how many failed (to be retried).
+ */
+export async function drainBillingOutbox(
+  deps: OutboxDeps,
+  { workspaceIds }: { workspaceIds?: string[] } = {},
+): Promise<{ acked: number; failed: number }> {
+  let acked = 0;
+  let failed = 0;
+  while (acked + failed < MAX_PER_RUN) {
+    const now = new Date();
+    const batch = await claim(deps, now, workspaceIds);
+    if (batch.length === 0) break;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(CONCURRENCY, batch.length) }, async () => {
+        while (next < batch.length) {
+          const cmd = batch[next++];
+          if (await runOne(deps, cmd, now)) acked += 1;
+          else failed += 1;
+        }
+      }),
+    );
+    if (batch.length < BATCH) break;
+  }
+  return { acked, failed };
+}
