@@ -42,6 +42,7 @@ export const aiRouter = router({
 
   templates: authedProcedure
     .meta({
+      mcp: { scopes: ['read', 'ai:generate'] },
       openapi: {
         method: 'GET',
         path: '/ai/templates',
@@ -70,6 +71,7 @@ export const aiRouter = router({
 
   generate: workspaceProcedure('ai.generate', activeOrNamed)
     .meta({
+      mcp: { scopes: ['ai:generate', 'write'], write: true },
       openapi: {
         method: 'POST',
         path: '/ai/generate',
@@ -92,6 +94,7 @@ export const aiRouter = router({
 
   history: workspaceProcedure('ai.view', activeOrNamed)
     .meta({
+      mcp: { scopes: ['read'] },
       openapi: {
         method: 'GET',
         path: '/ai/history',
@@ -106,6 +109,7 @@ export const aiRouter = router({
 
   usage: workspaceProcedure('ai.view_usage', activeOrNamed)
     .meta({
+      mcp: { scopes: ['read'] },
       openapi: {
         method: 'GET',
         path: '/ai/usage',
