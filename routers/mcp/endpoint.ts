@@ -12,6 +12,7 @@ import {
   ListPromptsRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  type CallToolResult,
   type Prompt,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps, Context } from '../../server/platform/context.js';
@@ -20,7 +21,8 @@ import { errorBody, errorHeaders, toApiError, type ApiError } from '../../server
 import { noteRequest } from '../../server/platform/monitoring.js';
 import type { McpCredential } from '../../server/platform/principal.js';
 import { credentialOf, mcpCredential } from './credentials.js';
-import { callTool, mcpTools, type McpTool } from './tools.js';
+import { callTool, mcpTools, toolError, type McpTool } from './tools.js';
+import { runOnce } from '../../server/platform/idempotency.js';
 import { fillTemplate } from '../ai/service.js';
 
 export const MCP_PATH = '/mcp';
@@ -50,6 +52,17 @@ interface Template {
   variables: string[];
 }
 
+/**
+ * The Idempotency-Key of a tool call: the request's header (one call per request), else the call's
+ * `_meta.idempotencyKey` (for clients that cannot set headers per call).
+ */
+function idempotencyKeyOf(req: Request, meta: Record<string, unknown> | undefined): string | undefined {
+  const header = req.headers['idempotency-key'];
+  if (header !== undefined) return Array.isArray(header) ? header.join(', ') : header;
+  const fromMeta = meta?.idempotencyKey;
+  return typeof fromMeta === 'string' ? fromMeta : undefined;
+}
+
 export function mcpEndpoint(deps: AppDeps, router: AnyTRPCRouter): RequestHandler {
   const tools = mcpTools(router);
   const byName = new Map(tools.map((t) => [t.tool.name, t]));
@@ -66,7 +79,7 @@ export function mcpEndpoint(deps: AppDeps, router: AnyTRPCRouter): RequestHandle
   /** The active templates, through the ai.templates procedure (its scopes apply). */
   async function templates(ctx: Context): Promise<Template[]> {
     if (!templatesTool) return [];
-    const result = await callTool(router, ctx, templatesTool, undefined);
+    const { result } = await callTool(router, ctx, templatesTool, undefined);
     if (result.isError) {
       const { code, message } = result.structuredContent as { code: string; message: string };
       throw new McpError(ErrorCode.InvalidRequest, `${code}: ${message}`);
@@ -80,10 +93,30 @@ export function mcpEndpoint(deps: AppDeps, router: AnyTRPCRouter): RequestHandle
       { capabilities: { tools: {}, prompts: {} } },
     );
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map((t) => t.tool) }));
-    server.setRequestHandler(CallToolRequestSchema, ({ params }) => {
+    server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
       const tool: McpTool | undefined = byName.get(params.name);
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
-      return callTool(router, ctx, tool, params.arguments);
+      const key = tool.write ? idempotencyKeyOf(ctx.req, params._meta) : undefined;
+      if (key === undefined) return (await callTool(router, ctx, tool, params.arguments)).result;
+      // As on REST: one run per caller and key, the first answer replayed to a retry.
+      try {
+        const answer = await runOnce(
+          deps,
+          {
+            scope: `${ctx.mcp!.kind}:${ctx.mcp!.id}`,
+            key,
+            request: `MCP ${tool.tool.name}\n${JSON.stringify(params.arguments ?? {})}`,
+          },
+          async () => {
+            const { result, status } = await callTool(router, ctx, tool, params.arguments);
+            return { status, body: JSON.stringify(result) };
+          },
+        );
+        const result = JSON.parse(answer.body) as CallToolResult;
+        return answer.replayed ? { ...result, _meta: { ...result._meta, idempotentReplayed: true } } : result;
+      } catch (err) {
+        return toolError(err, ctx, tool.tool.name).result;
+      }
     });
     server.setRequestHandler(ListPromptsRequestSchema, async () => ({
       prompts: (await templates(ctx)).map((t): Prompt => ({

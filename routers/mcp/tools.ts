@@ -21,6 +21,8 @@ export interface McpTool {
   takesWorkspace: boolean;
   /** The procedure takes no input at all (z.void()). */
   takesNothing: boolean;
+  /** It changes something: an Idempotency-Key runs it once. */
+  write: boolean;
   meta: McpToolMeta;
 }
 
@@ -96,6 +98,7 @@ export function mcpTools(router: AnyTRPCRouter): McpTool[] {
       path,
       takesWorkspace: input.takesWorkspace,
       takesNothing: input.empty,
+      write,
       meta: meta.mcp,
       tool: {
         name: toolName(path),
@@ -110,13 +113,29 @@ export function mcpTools(router: AnyTRPCRouter): McpTool[] {
   return tools;
 }
 
-/** A tool's answer: the procedure's output as structuredContent (and as text), or its error as { code, message }. */
+/** A failed call: the error body's code and message (and issues) as structuredContent, and its status. */
+export function toolError(err: unknown, ctx: Pick<Context, 'logger' | 'requestId'>, tool?: string) {
+  const api = toApiError(err);
+  if (api.status >= 500) ctx.logger.error({ err, requestId: ctx.requestId, tool }, 'MCP tool failed');
+  const structured = { code: api.code, message: api.message, ...(api.issues ? { issues: api.issues } : {}) };
+  const result: CallToolResult = {
+    isError: true,
+    content: [{ type: 'text', text: `${api.code}: ${api.message}` }],
+    structuredContent: structured,
+  };
+  return { result, status: api.status };
+}
+
+/**
+ * A tool's answer: the procedure's output as structuredContent (and as text), or its error as
+ * { code, message }; with the HTTP status REST would have answered (for idempotency keys).
+ */
 export async function callTool(
   router: AnyTRPCRouter,
   ctx: Context,
   tool: McpTool,
   args: Record<string, unknown> | undefined,
-): Promise<CallToolResult> {
+): Promise<{ result: CallToolResult; status: number }> {
   const caller = createCallerFactory(router)(ctx) as unknown as Record<string, unknown>;
   const call = tool.path.split('.').reduce<unknown>((at, key) => (at as Record<string, unknown>)[key], caller) as (
     input: unknown,
@@ -128,15 +147,11 @@ export async function callTool(
     const output = await call(input);
     // As the REST answer would carry it: dates as ISO strings, undefined fields left out.
     const structured = JSON.parse(JSON.stringify(output ?? {})) as Record<string, unknown>;
-    return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
-  } catch (err) {
-    const api = toApiError(err);
-    if (api.status >= 500) ctx.logger.error({ err, requestId: ctx.requestId, tool: tool.tool.name }, 'MCP tool failed');
-    const structured = { code: api.code, message: api.message, ...(api.issues ? { issues: api.issues } : {}) };
     return {
-      isError: true,
-      content: [{ type: 'text', text: `${api.code}: ${api.message}` }],
-      structuredContent: structured,
+      result: { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured },
+      status: 200,
     };
+  } catch (err) {
+    return toolError(err, ctx, tool.tool.name);
   }
 }

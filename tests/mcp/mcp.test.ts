@@ -145,6 +145,29 @@ describe('POST /mcp with an API key', () => {
     await client.close();
   });
 
+  it('runs a write once per Idempotency-Key and replays its answer; another request with the key is refused', async () => {
+    const own = await ownerOn(app, 'enterprise', 'mcp-idem');
+    const key = await createKey(app, own, { scopes: ['write'] });
+    const client = await connect(key.rawKey);
+    const call = (prompt: string, idempotencyKey: string) =>
+      client.callTool({
+        name: 'ai_generate',
+        arguments: { prompt },
+        _meta: { idempotencyKey },
+      }) as Promise<CallToolResult>;
+    const first = await call('Once only', 'gen-1');
+    expect(first.isError, JSON.stringify(first)).toBeFalsy();
+    // The workspace allows one generation a month: a second run would be refused, the replay is not.
+    const again = await call('Once only', 'gen-1');
+    expect(again.structuredContent).toEqual(first.structuredContent);
+    expect(again._meta).toMatchObject({ idempotentReplayed: true });
+    const reused = await call('Something else', 'gen-1');
+    expect(reused.structuredContent).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
+    const rest = await app.api('GET', `/ai/history?workspaceId=${own.workspaceId}`, { token: own.accessToken });
+    expect(rest.body.items).toHaveLength(1);
+    await client.close();
+  });
+
   it('answers a bad argument as a tool error BAD_REQUEST with its issues', async () => {
     const key = await createKey(app, owner, { scopes: ['read'] });
     const client = await connect(key.rawKey);
