@@ -36,6 +36,7 @@ import { webhookQueueEnabled } from './platform/queue-mode.js';
 import { startAuthentication } from './platform/trpc.js';
 import { idempotencyKeys } from './platform/idempotency.js';
 import { generationStreams } from '../routers/ai/stream-http.js';
+import { MCP_PATH, mcpEndpoint } from '../routers/mcp/endpoint.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
 import {
   JSON_BODY_LIMIT_BYTES,
@@ -111,7 +112,14 @@ export function createApp(deps: AppDeps): express.Express {
   let procedureDeps = deps;
   if (deps.config.RATE_LIMIT_ENABLED) {
     app.use(
-      rateLimiter({ ...deps, redis: deps.redis?.commands, routes, knownApiKeyId: deps.auth.knownApiKeyId, onRejected }),
+      rateLimiter({
+        ...deps,
+        redis: deps.redis?.commands,
+        routes,
+        knownApiKeyId: deps.auth.knownApiKeyId,
+        onRejected,
+        otherPaths: { [MCP_PATH]: 'publicApi' },
+      }),
     );
     const failedSignIns = new FailureLimiter(
       { ...deps, redis: deps.redis?.commands, onRejected },
@@ -155,6 +163,8 @@ export function createApp(deps: AppDeps): express.Express {
   // Idempotency-Key runs once, and its answer is replayed to the same request again.
   app.use(idempotencyKeys(deps, appRouter, routes));
 
+  // MCP tools are procedures called through the tRPC caller: the procedure deps, as /trpc and REST have.
+  app.all(MCP_PATH, mcpEndpoint(procedureDeps, appRouter));
   app.use('/trpc', trpcHandler(appRouter, procedureDeps));
   app.use(restHandler(appRouter, procedureDeps));
   app.use(notFound);

@@ -44,6 +44,7 @@ export const aiRouter = router({
 
   templates: authedProcedure
     .meta({
+      mcp: { scopes: ['read', 'ai:generate'] },
       openapi: {
         method: 'GET',
         path: '/ai/templates',
@@ -72,6 +73,7 @@ export const aiRouter = router({
 
   generate: workspaceProcedure('ai.generate', activeOrNamed)
     .meta({
+      mcp: { scopes: ['ai:generate', 'write'], write: true },
       openapi: {
         method: 'POST',
         path: '/ai/generate',
@@ -111,6 +113,7 @@ export const aiRouter = router({
 
   history: workspaceProcedure('ai.view', activeOrNamed)
     .meta({
+      mcp: { scopes: ['read'] },
       openapi: {
         method: 'GET',
         path: '/ai/history',
@@ -125,6 +128,7 @@ export const aiRouter = router({
 
   usage: workspaceProcedure('ai.view_usage', activeOrNamed)
     .meta({
+      mcp: { scopes: ['read'] },
       openapi: {
         method: 'GET',
         path: '/ai/usage',

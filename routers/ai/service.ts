@@ -77,7 +77,7 @@ function toTemplate(t: Selectable<Database['ai_templates']>) {
  * The template's body with its {{variables}} filled. Without `variables` at all, the prompt fills them
  * (the simple use: pick a template, type the subject); with `variables`, a missing one is a 400 naming it.
  */
-function fillTemplate(
+export function fillTemplate(
   template: { body: string; variables: string[] },
   values: Record<string, string> | undefined,
   prompt: string,

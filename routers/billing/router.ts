@@ -58,6 +58,7 @@ export const billingRouter = router({
 
   current: workspaceProcedure('billing.view', activeOrNamed)
     .meta({
+      mcp: { scopes: ['read'] },
       openapi: {
         method: 'GET',
         path: '/billing/current',

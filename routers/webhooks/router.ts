@@ -25,6 +25,7 @@ const writer = workspaceProcedure('webhooks.manage', { refuseDemoAccounts: true 
 export const webhooksRouter = router({
   list: reader
     .meta({
+      mcp: { scopes: ['read'] },
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/webhooks',
@@ -115,6 +116,7 @@ export const webhooksRouter = router({
 
   deliveries: reader
     .meta({
+      mcp: { scopes: ['read'] },
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/webhook-deliveries',
@@ -130,6 +132,7 @@ export const webhooksRouter = router({
 
   retry: reader
     .meta({
+      mcp: { scopes: ['write'], write: true },
       openapi: {
         method: 'POST',
         path: '/workspaces/{workspaceId}/webhook-deliveries/{deliveryId}/retry',

@@ -79,6 +79,7 @@ export const workspacesRouter = router({
 
   get: workspaceProcedure('workspace.read')
     .meta({
+      mcp: { scopes: ['read', 'workspace:read'] },
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}',
@@ -112,6 +113,7 @@ export const workspacesRouter = router({
 
   members: workspaceProcedure('workspace.read')
     .meta({
+      mcp: { scopes: ['read', 'workspace:read'] },
       openapi: {
         method: 'GET',
         path: '/workspaces/{workspaceId}/members',

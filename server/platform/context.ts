@@ -11,7 +11,7 @@ import type { Monitor } from './monitoring.js';
 import type { Storage } from './storage.js';
 import type { InFlight } from './in-flight.js';
 import type { FailureLimiter } from './rate-limit.js';
-import type { Authenticator } from './principal.js';
+import type { Authenticator, McpCredential } from './principal.js';
 import { clientAddress } from './client-address.js';
 
 /**
@@ -60,6 +60,8 @@ export interface Context extends AppDeps, RequestMeta {
   res: Response;
   /** A success status other than 200, set from the procedure's meta (201 on creation). */
   response: { status?: number };
+  /** Set by the MCP endpoint (routers/mcp) for a tool call: the credential the builders check. */
+  mcp?: McpCredential;
 }
 
 export function requestMeta(req: Request): RequestMeta {

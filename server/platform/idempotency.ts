@@ -8,7 +8,7 @@ import type { AnyTRPCRouter } from '@trpc/server';
 import type { Request, RequestHandler, Response } from 'express';
 import { sql } from 'kysely';
 import type { AppDeps } from './context.js';
-import { errorBody, errorHeaders, type ApiError } from './errors.js';
+import { AppError, errorBody, errorHeaders, type ApiError } from './errors.js';
 import { noteRequest } from './monitoring.js';
 import type { Meta } from './route-meta.js';
 import type { RouteTemplate, RouteTemplates } from './route-templates.js';
@@ -48,10 +48,7 @@ interface Stored {
 export function idempotencyKeys(deps: Deps, router: AnyTRPCRouter, routes: RouteTemplates): RequestHandler {
   const procedures = router._def.procedures as Record<string, { _def: { meta?: Meta } } | undefined>;
   const isPublic = (route: RouteTemplate) => procedures[route.procedure!]?._def.meta?.openapi?.protect === false;
-  const fingerprintKey = crypto
-    .createHmac('sha256', deps.config.WEBHOOK_SECRET_ENCRYPTION_KEY)
-    .update('idempotency-key-fingerprint')
-    .digest();
+  const fingerprintKey = fingerprintKeyOf(deps.config);
 
   return (req, res, next) => {
     const header = req.headers['idempotency-key'];
@@ -110,10 +107,74 @@ export function idempotencyKeys(deps: Deps, router: AnyTRPCRouter, routes: Route
 }
 
 /**
+ * An Idempotency-Key outside REST (an MCP tool call): `work` runs once per caller scope and key; the same
+ * key and fingerprint again answers what the first run answered (`replayed`), another fingerprint is 422
+ * IDEMPOTENCY_KEY_REUSED, a run still going 409 IDEMPOTENCY_KEY_IN_USE. Kept as REST keeps answers: 2xx
+ * and 4xx, not 5xx, 429 or 401.
+ */
+export async function runOnce(
+  deps: Pick<AppDeps, 'db' | 'secrets' | 'config' | 'inFlight'>,
+  opts: { scope: string; key: string; request: string },
+  work: () => Promise<{ status: number; body: string }>,
+): Promise<{ status: number; body: string; replayed: boolean }> {
+  const { scope, key } = opts;
+  if (!VALID_KEY.test(key))
+    throw new AppError('BAD_REQUEST', `${IDEMPOTENCY_KEY_HEADER} must be 1 to 255 printable ASCII characters.`);
+  const fingerprint = crypto
+    .createHmac('sha256', fingerprintKeyOf(deps.config))
+    .update(opts.request)
+    .digest('base64url');
+  const claimed = await claim(deps, scope, key, fingerprint);
+  if (claimed !== true) {
+    if (claimed.fingerprint !== fingerprint)
+      throw new AppError(
+        'IDEMPOTENCY_KEY_REUSED',
+        `This ${IDEMPOTENCY_KEY_HEADER} was used with another request: use a new key for a new request.`,
+      );
+    if (claimed.status === null || claimed.body === null)
+      throw new AppError(
+        'IDEMPOTENCY_KEY_IN_USE',
+        `A request with this ${IDEMPOTENCY_KEY_HEADER} is still running: try again shortly.`,
+      );
+    return { status: claimed.status, body: deps.secrets.open(claimed.body), replayed: true };
+  }
+  const done = deps.inFlight.begin();
+  try {
+    const answer = await work().catch(async (err: unknown) => {
+      await release(deps, scope, key);
+      throw err;
+    });
+    if (!keeps(answer.status)) await release(deps, scope, key);
+    else
+      await deps.db
+        .updateTable('idempotency_keys')
+        .where('scope', '=', scope)
+        .where('key', '=', key)
+        .where('status', 'is', null)
+        .set({ status: answer.status, body: deps.secrets.seal(answer.body), content_type: 'application/json' })
+        .execute();
+    return { ...answer, replayed: false };
+  } finally {
+    done();
+  }
+}
+
+const release = (deps: Pick<AppDeps, 'db'>, scope: string, key: string) =>
+  deps.db
+    .deleteFrom('idempotency_keys')
+    .where('scope', '=', scope)
+    .where('key', '=', key)
+    .where('status', 'is', null)
+    .execute();
+
+const fingerprintKeyOf = (config: Pick<AppDeps['config'], 'WEBHOOK_SECRET_ENCRYPTION_KEY'>) =>
+  crypto.createHmac('sha256', config.WEBHOOK_SECRET_ENCRYPTION_KEY).update('idempotency-key-fingerprint').digest();
+
+/**
  * Claims the key for this request: true when it is ours to run (new, expired, or abandoned by a process
  * that died), else the row that holds it. Tried again when the holder let go of it meanwhile.
  */
-async function claim(deps: Deps, scope: string, key: string, fingerprint: string): Promise<true | Stored> {
+async function claim(deps: Pick<Deps, 'db'>, scope: string, key: string, fingerprint: string): Promise<true | Stored> {
   for (;;) {
     const now = Date.now();
     const claimed = await deps.db

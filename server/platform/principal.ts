@@ -52,3 +52,20 @@ export interface Authenticator {
   /** The id of a key this process has verified before, without a lookup (the rate limiter's identity). */
   knownApiKeyId: (raw: string) => string | undefined;
 }
+
+/**
+ * The credential of a call from the MCP endpoint (/mcp): a workspace API key or an OAuth access token,
+ * the user it acts for (a key's creator, a grant's user), its workspace and scopes. The procedure builders
+ * take it instead of the request's own credentials, and let through only procedures marked for MCP.
+ */
+export interface McpCredential {
+  kind: 'api-key' | 'oauth';
+  /** The API key, or the OAuth grant, that the audit log and the rate limiter name. */
+  id: string;
+  /** The OAuth client, for an OAuth access token. */
+  clientId?: string;
+  workspaceId: string;
+  scopes: readonly ApiKeyScope[];
+  /** The user the credential acts for, with their memberships (a session-less principal). */
+  principal: Omit<Principal, 'sessionId'>;
+}

@@ -161,6 +161,8 @@ export function rateLimiter(deps: {
   onRejected?: (tier: Tier) => void;
   /** The id of an API key already verified by this instance (the API-key domain), else undefined. */
   knownApiKeyId?: (raw: string) => string | undefined;
+  /** Paths served outside the routes, with their tier (/mcp: the public API's). */
+  otherPaths?: Readonly<Record<string, Tier>>;
 }): RequestHandler {
   const { config, routes } = deps;
   const limiters = buildLimiters(config, deps.redis);
@@ -180,7 +182,7 @@ export function rateLimiter(deps: {
     const procedures = trpcProcedures(path);
     if (!procedures) {
       const route = routes.matchRequest(req, path);
-      add(route ? route.tier : isDocsPath(path) ? undefined : 'default');
+      add(route ? route.tier : (deps.otherPaths?.[path] ?? (isDocsPath(path) ? undefined : 'default')));
       return charged;
     }
     for (const procedure of procedures) add(routes.tierOfProcedure(procedure));

@@ -2,6 +2,7 @@
 // the fields below). The limiter, the OpenAPI document, the REST handler and the tests read them there.
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { ErrorCode } from './errors.js';
+import type { ApiKeyScope } from '../../db/schema.js';
 
 /** The rate-limit tiers (RATE_LIMIT_* settings): each counts its own points per client and window. */
 export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook'] as const;
@@ -26,6 +27,18 @@ export interface RouteMeta {
   rateLimit?: Tier | false;
   /** Other statuses that answer with the success body (GET /health: 503 while the database is away). */
   sameBodyWith?: Record<number, string>;
+  /**
+   * Served as an MCP tool at /mcp (routers/mcp), named after the procedure's path with `_` for `.`. Only
+   * procedures marked here are tools; a call from /mcp to any other procedure is refused.
+   */
+  mcp?: McpToolMeta;
+}
+
+export interface McpToolMeta {
+  /** The credential (API key or OAuth grant) must hold one of these scopes. */
+  scopes: readonly ApiKeyScope[];
+  /** The tool changes something: an Idempotency-Key runs it once, and it is not annotated read-only. */
+  write?: boolean;
 }
 
 export type Meta = OpenApiMeta<RouteMeta>;

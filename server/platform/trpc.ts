@@ -15,7 +15,7 @@ import {
   type PlatformPermission,
   type WorkspacePermission,
 } from './permissions.js';
-import { API_KEY_PREFIX, type ApiKeyPrincipal, type Principal } from './principal.js';
+import { API_KEY_PREFIX, type ApiKeyPrincipal, type McpCredential, type Principal } from './principal.js';
 import type { ApiKeyScope } from '../../db/schema.js';
 import { resolveWorkspaceAccess, type AccessOptions } from './access.js';
 import { bearerToken } from './security/jwt.js';
@@ -124,10 +124,16 @@ const ADMIN_ERRORS = [...SIGNED_IN_ERRORS, 'FORBIDDEN'] as const;
 
 /** A signed-in ACTIVE user (suspension takes effect on the next request of any token). */
 export const authedProcedure = publicProcedure
-  .use(async ({ ctx, next }) => {
+  .use(async ({ ctx, meta, next }) => {
+    if (ctx.mcp) {
+      const { user, memberships } = mcpPrincipal(ctx.mcp, meta);
+      noteRequest(ctx.req, { userId: user.id, workspaceId: ctx.mcp.workspaceId });
+      const apiKey = ctx.mcp.kind === 'api-key' ? { id: ctx.mcp.id } : undefined;
+      return next({ ctx: { user, memberships, sessionId: null, apiKey } });
+    }
     const { user, memberships, sessionId } = await authenticateRequest(ctx, ctx.req);
     noteRequest(ctx.req, { userId: user.id });
-    return next({ ctx: { user, memberships, sessionId } });
+    return next({ ctx: { user, memberships, sessionId: sessionId, apiKey: undefined } });
   })
   .meta({ accessErrors: SIGNED_IN_ERRORS, caller: 'Any signed-in user (an access token of an ACTIVE account).' });
 
@@ -180,7 +186,8 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
   authedProcedure
     .use(async ({ ctx, getRawInput, next }) => {
       const raw = (await getRawInput()) as { workspaceId?: unknown } | undefined;
-      const candidate = raw?.workspaceId ?? ctx.req.query?.workspaceId;
+      // An MCP call acts in its credential's workspace, whatever the arguments say.
+      const candidate = ctx.mcp ? ctx.mcp.workspaceId : (raw?.workspaceId ?? ctx.req.query?.workspaceId);
       const needed = typeof permission === 'function' ? permission(Object(raw) as Record<string, unknown>) : permission;
       const access = resolveWorkspaceAccess(
         { email: ctx.user.email, mfaEnabled: ctx.user.mfa_enabled, memberships: ctx.memberships },
@@ -205,6 +212,24 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
         ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : []),
       ],
     });
+
+/**
+ * The user an MCP call acts for (routers/mcp), when the procedure is a tool (its meta's `mcp`) and the
+ * credential holds one of the tool's scopes; the workspace checks then run as for the user. Only the
+ * credential's workspace is among the memberships, so no other can be reached.
+ */
+function mcpPrincipal(credential: McpCredential, meta: Meta | undefined) {
+  const tool = meta?.mcp;
+  if (!tool) throw new AppError('NOT_FOUND', 'This procedure is not an MCP tool.');
+  if (tool.scopes.length && !tool.scopes.some((s) => credential.scopes.includes(s))) {
+    throw new AppError(
+      'PERMISSION_DENIED',
+      `This credential lacks the scope this tool needs (one of: ${tool.scopes.join(', ')}).`,
+    );
+  }
+  const { user, memberships } = credential.principal;
+  return { user, memberships: memberships.filter((m) => m.id === credential.workspaceId) };
+}
 
 /** The raw API key of a request: X-API-Key, else a Bearer value that looks like one. */
 function apiKeyOf(req: Request): string | undefined {

@@ -1,0 +1,55 @@
+// Who calls /mcp: a workspace API key (the public API's authentication), acting for the user who created
+// it. A user's own access token is not an MCP credential: agents get a key, or an OAuth grant.
+import type { AppDeps } from '../../server/platform/context.js';
+import { AppError } from '../../server/platform/errors.js';
+import { API_KEY_PREFIX, type McpCredential } from '../../server/platform/principal.js';
+import { bearerToken } from '../../server/platform/security/jwt.js';
+import { USER_COLUMNS } from '../auth/schemas.js';
+import { membershipsColumn } from '../workspaces/access.js';
+
+type Deps = Pick<AppDeps, 'db' | 'auth'>;
+
+export const noCredential = () =>
+  new AppError('UNAUTHORIZED', 'Send a workspace API key or an OAuth access token as Authorization: Bearer.');
+
+/** The raw credential of a request: the Bearer value, else X-API-Key. */
+export function credentialOf(headers: { authorization?: string; 'x-api-key'?: string | string[] }) {
+  const bearer = bearerToken(headers.authorization);
+  if (bearer) return bearer;
+  const key = headers['x-api-key'];
+  return typeof key === 'string' && key.trim() ? key.trim() : undefined;
+}
+
+/** The ACTIVE user `userId`, with their memberships; undefined when there is none. */
+async function activeUser(db: Deps['db'], userId: string) {
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => [...USER_COLUMNS, membershipsColumn(eb)])
+    .where('id', '=', userId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!row || row.status !== 'ACTIVE') return undefined;
+  const { memberships, ...user } = row;
+  return { user, memberships };
+}
+
+/**
+ * The credential behind a raw value: a live API key of a workspace whose plan allows keys, whose creator
+ * is still an ACTIVE member of it (their role bounds what the key may do, its scopes what it may ask).
+ */
+export async function mcpCredential(deps: Deps, raw: string | undefined): Promise<McpCredential> {
+  if (!raw) throw noCredential();
+  if (!raw.startsWith(API_KEY_PREFIX)) {
+    throw new AppError('UNAUTHORIZED', 'This token is not an MCP credential: use a workspace API key or OAuth.');
+  }
+  const key = await deps.auth.apiKey(raw);
+  const owner = await deps.db.selectFrom('api_keys').select('created_by').where('id', '=', key.id).executeTakeFirst();
+  const principal = owner?.created_by ? await activeUser(deps.db, owner.created_by) : undefined;
+  if (!principal?.memberships.some((m) => m.id === key.workspace_id)) {
+    throw new AppError(
+      'UNAUTHORIZED',
+      'The user who created this API key is no longer an active member of its workspace: create a new key.',
+    );
+  }
+  return { kind: 'api-key', id: key.id, workspaceId: key.workspace_id, scopes: key.scopes, principal };
+}
