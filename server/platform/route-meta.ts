@@ -4,7 +4,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { ErrorCode } from './errors.js';
 
 /** The rate-limit tiers (RATE_LIMIT_* settings): each counts its own points per client and window. */
-export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook'] as const;
+export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook', 'scim'] as const;
 export type Tier = (typeof TIERS)[number];
 
 export interface RouteMeta {

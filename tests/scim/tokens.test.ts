@@ -68,8 +68,13 @@ describe('SCIM tokens', () => {
 
   it('revokes a token: the directory is refused from its next call; a second revoke is 404', async () => {
     const created = await app.api('POST', tokensPath(), { token: ws.owner.accessToken, body: { name: 'Temp' } });
+    const raw: string = created.body.rawToken;
+    expect((await app.api('GET', '/scim/v2/Users', { token: raw })).status).toBe(200);
     const revoked = await app.api('DELETE', `${tokensPath()}/${created.body.id}`, { token: ws.owner.accessToken });
     expect(revoked.status).toBe(200);
+    const after = await app.api('GET', '/scim/v2/Users', { token: raw });
+    expect(after.status).toBe(401);
+    expect(after.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '401' });
     const again = await app.api('DELETE', `${tokensPath()}/${created.body.id}`, { token: ws.owner.accessToken });
     expectError(again, 404, 'NOT_FOUND');
     const list = await app.api('GET', tokensPath(), { token: ws.owner.accessToken });
@@ -139,5 +144,32 @@ describe('SCIM role mappings', () => {
     }
     const get = await app.api('GET', path(), { token: ws.owner.accessToken });
     expect(get.body).toEqual({ mappings: [{ group: 'Readers', role: 'VIEWER' }] });
+  });
+});
+
+describe('the SCIM rate-limit tier', () => {
+  it('counts /scim/v2 in its own tier and answers past it in the SCIM error shape', async () => {
+    const limited = await startTestApp({
+      RATE_LIMIT_ENABLED: 'true',
+      RATE_LIMIT_SCIM_MAX_REQUESTS: '3',
+      RATE_LIMIT_MAX_REQUESTS: '1000',
+      RATE_LIMIT_AUTH_MAX_REQUESTS: '1000',
+    });
+    try {
+      const own = await scimWorkspace(limited);
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push(await own.scim('GET', '/ServiceProviderConfig'));
+      expect(answers.slice(0, 3).map((a) => a.status)).toEqual([200, 200, 200]);
+      expect(answers[0].headers.get('ratelimit-policy')).toBe('3;w=60');
+      const refused = answers[3];
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(refused.headers.get('content-type')).toContain('application/scim+json');
+      expect(refused.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '429' });
+      // The default tier is not spent by directory calls.
+      expect((await limited.api('GET', '/auth/me', { token: own.owner.accessToken })).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
   });
 });
