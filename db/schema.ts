@@ -63,6 +63,8 @@ export interface UsersTable {
   mfa_enabled: ColumnType<boolean, boolean | undefined, boolean>;
   /** Erased by its owner: the address is a tombstone (`deleted+<id>@invalid`), the name `Deleted user`. */
   deleted_at: NullableTimestamp;
+  /** The workspace whose directory (SCIM) or single sign-on created the account; null for everyone else. */
+  provisioned_by_workspace_id: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -92,11 +94,25 @@ export interface WorkspacesTable {
   updated_at: UpdatedAt;
 }
 
+export const MEMBERSHIP_STATUSES = ['ACTIVE', 'SUSPENDED'] as const;
+export type MembershipStatus = (typeof MEMBERSHIP_STATUSES)[number];
+
 export interface WorkspaceMembersTable {
+  /** The membership's own id: its SCIM User id. */
+  id: Generated<string>;
   workspace_id: string;
   user_id: string;
   role: WorkspaceRole;
+  /** SUSPENDED by the workspace's directory (`active: false`): refused on its routes, not counted as a seat. */
+  status: ColumnType<MembershipStatus, MembershipStatus | undefined, MembershipStatus>;
+  /** The directory's id of the person (SCIM externalId), unique within the workspace. */
+  external_id: string | null;
+  given_name: string | null;
+  family_name: string | null;
+  /** Written by the workspace's directory at least once: its role follows the group role mappings. */
+  scim_managed: ColumnType<boolean, boolean | undefined, boolean>;
   created_at: CreatedAt;
+  updated_at: UpdatedAt;
 }
 
 export interface RefreshTokensTable {
@@ -644,6 +660,45 @@ export interface WorkspaceDomainsTable {
   missing_since: NullableTimestamp;
 }
 
+/** A workspace's SCIM bearer token (`scim_...`): only its SHA-256 and first characters are stored. */
+export interface ScimTokensTable {
+  id: Generated<string>;
+  workspace_id: string;
+  name: string;
+  prefix: string;
+  token_hash: string;
+  created_by: string | null;
+  created_at: CreatedAt;
+  last_used_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+}
+
+/** A group of the workspace's directory (SCIM Group). */
+export interface ScimGroupsTable {
+  id: Generated<string>;
+  workspace_id: string;
+  display_name: string;
+  external_id: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface ScimGroupMembersTable {
+  group_id: string;
+  /** workspace_members.id */
+  member_id: string;
+}
+
+export const SCIM_MAPPED_ROLES = ['ADMIN', 'MEMBER', 'VIEWER'] as const;
+export type ScimMappedRole = (typeof SCIM_MAPPED_ROLES)[number];
+
+/** A directory group's name and the role its members get (the highest of their groups wins). */
+export interface ScimRoleMappingsTable {
+  workspace_id: string;
+  group_name: string;
+  role: ScimMappedRole;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -684,6 +739,10 @@ export interface Database {
   workspace_domains: WorkspaceDomainsTable;
   billing_commands: BillingCommandsTable;
   invoices: InvoicesTable;
+  scim_tokens: ScimTokensTable;
+  scim_groups: ScimGroupsTable;
+  scim_group_members: ScimGroupMembersTable;
+  scim_role_mappings: ScimRoleMappingsTable;
 }
 
 export type Plan = Selectable<PlansTable>;

@@ -26,6 +26,7 @@ import { adminUsersRouter } from './users/router.js';
 import { adminWorkspacesRouter } from './workspaces/admin-router.js';
 import { workspacesRouter } from './workspaces/router.js';
 import { ssoRouter } from './sso/router.js';
+import { scimRouter } from './scim/router.js';
 
 export const appRouter = router({
   health: healthRouter,
@@ -36,6 +37,7 @@ export const appRouter = router({
   oauth: oauthRouter,
   workspaces: workspacesRouter,
   sso: ssoRouter,
+  scim: scimRouter,
   audit: auditRouter,
   billing: billingRouter,
   ai: aiRouter,

@@ -29,6 +29,7 @@ import { TIERS, type Tier } from './platform/route-meta.js';
 import { uploadOpenApiPaths, uploadRoutes } from '../routers/files/uploads.js';
 import { webhookEventsOpenApi } from '../routers/webhooks/events.js';
 import { oauthOpenApiPaths, oauthRedirectRoutes } from '../routers/oauth/redirects.js';
+import { SCIM_BASE_PATH, scimRoutes } from '../routers/scim/protocol.js';
 import { RouteTemplates, type RouteTemplate } from './platform/route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
 import { WEBHOOK_QUEUE } from '../jobs/queue.js';
@@ -146,6 +147,8 @@ export function createApp(deps: AppDeps): express.Express {
   // requests do not walk their route lists.
   const plain = express.Router().use(billingWebhookRoutes(deps), uploadRoutes(deps), oauthRedirectRoutes(deps));
   app.use(only((req) => isPlainRoute(routes.matchRequest(req)), plain));
+  // Directory sync: its own media type, error shape and token; documented in docs/api.md, not the document.
+  app.use(SCIM_BASE_PATH, scimRoutes(deps));
   const json = express.json({
     // Of the decoded body: a small compressed body that inflates past it is refused as it inflates.
     limit: JSON_BODY_LIMIT_BYTES,

@@ -69,12 +69,33 @@ export type AuditAction =
   | 'sso.domain_added'
   | 'sso.domain_verified'
   | 'sso.domain_removed'
-  | 'sso.domain_unverified';
+  | 'sso.domain_unverified'
+  | 'scim.token_created'
+  | 'scim.token_revoked'
+  | 'scim.role_mappings_updated'
+  | 'scim.user_provisioned'
+  | 'scim.user_updated'
+  | 'scim.user_suspended'
+  | 'scim.user_reactivated'
+  | 'scim.user_deprovisioned'
+  | 'scim.group_created'
+  | 'scim.group_updated'
+  | 'scim.group_deleted';
 
 export interface AuditEntry {
   action: AuditAction;
   targetType?:
-    'user' | 'workspace' | 'invitation' | 'member' | 'plan' | 'subscription' | 'api_key' | 'webhook' | 'domain';
+    | 'user'
+    | 'workspace'
+    | 'invitation'
+    | 'member'
+    | 'plan'
+    | 'subscription'
+    | 'api_key'
+    | 'webhook'
+    | 'domain'
+    | 'scim_token'
+    | 'scim_group';
   targetId?: string;
   workspaceId?: string | null;
   metadata?: AuditMetadata;
@@ -99,7 +120,9 @@ export async function recordAudit(db: Kysely<Database>, actor: Actor, entry: Aud
       workspace_id: entry.workspaceId ?? null,
       request_id: actor.requestId,
       ip: actor.ip,
-      metadata: JSON.stringify(safeMetadata(entry.metadata)),
+      metadata: JSON.stringify(
+        safeMetadata(actor.scimTokenId ? { ...entry.metadata, scimCredentialId: actor.scimTokenId } : entry.metadata),
+      ),
     })
     .execute();
 }

@@ -67,7 +67,13 @@ export const workspaceContextOutput = z
     activeWorkspace: workspaceSummaryOutput.nullable(),
     hasActiveWorkspace: z.boolean(),
     workspaceUnavailableReason: z
-      .enum(['WORKSPACE_SUSPENDED', 'WORKSPACE_ARCHIVED', 'WORKSPACE_PENDING_DELETION', 'NO_WORKSPACE'])
+      .enum([
+        'WORKSPACE_SUSPENDED',
+        'WORKSPACE_ARCHIVED',
+        'WORKSPACE_PENDING_DELETION',
+        'MEMBERSHIP_SUSPENDED',
+        'NO_WORKSPACE',
+      ])
       .optional(),
   })
   .meta({ id: 'WorkspaceContext' });

@@ -25,6 +25,17 @@ const apiKey = z.object({
   prefix: z.string().max(32).meta({ description: 'The first characters of the key, to recognise it.' }),
   scopes: z.array(z.enum(API_KEY_SCOPES)).max(API_KEY_SCOPES.length),
 });
+const scimToken = z.object({
+  scimTokenId: z.uuid(),
+  name: z
+    .string()
+    .max(100)
+    .meta({ examples: ['Okta'] }),
+  prefix: z.string().max(32).meta({ description: 'The first characters of the token, to recognise it.' }),
+});
+const provisioned = member.extend({
+  memberId: z.uuid().meta({ description: 'The membership, also its SCIM User id.' }),
+});
 const payment = z.object({
   paymentId: z.uuid(),
   amountCents: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
@@ -80,6 +91,27 @@ export const EVENTS = {
   'member.added': { when: 'Someone joined the workspace (an invitation accepted).', data: member },
   'member.removed': { when: 'A member was removed by another member; `role` is the one they had.', data: member },
   'member.left': { when: 'A member left the workspace on their own; `role` is the one they had.', data: member },
+  'member.provisioned': {
+    when: "The workspace's directory (SCIM) added someone; an unknown address got an account.",
+    data: provisioned,
+  },
+  'member.suspended': {
+    when: "The workspace's directory deactivated a member (`active: false`): refused on the workspace's routes.",
+    data: provisioned,
+  },
+  'member.reactivated': { when: "The workspace's directory activated a suspended member again.", data: provisioned },
+  'member.deprovisioned': {
+    when: "The workspace's directory deleted a member: they are no longer a member; `role` is the one they had.",
+    data: provisioned,
+  },
+  'scim_token.created': { when: 'A SCIM token was created (the token itself is never sent).', data: scimToken },
+  'scim_token.revoked': { when: 'A SCIM token was revoked: directory calls with it are refused.', data: scimToken },
+  'scim.role_mappings_updated': {
+    when: "The mappings of the directory's groups to roles were replaced.",
+    data: z.object({
+      mappings: z.array(z.object({ group: z.string().max(256), role: z.enum(['ADMIN', 'MEMBER', 'VIEWER']) })).max(100),
+    }),
+  },
   'user.deleted': {
     when: 'A member deleted their account: they are no longer a member, and their name and address are erased.',
     data: z.object({ userId: z.uuid(), role: z.enum(WORKSPACE_ROLES) }),

@@ -284,7 +284,7 @@ const signedInRefusals = {
 const workspaceRefusals = {
   403: errorResponse(
     'The account is suspended, the workspace is not ACTIVE, requires two-factor sign-in the caller lacks, or the role lacks the permission',
-    ['MFA_REQUIRED', 'PERMISSION_DENIED', 'USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE'],
+    ['MEMBERSHIP_SUSPENDED', 'MFA_REQUIRED', 'PERMISSION_DENIED', 'USER_SUSPENDED', 'WORKSPACE_UNAVAILABLE'],
   ),
   404: errorResponse('No such workspace among mine', ['NOT_FOUND']),
 };

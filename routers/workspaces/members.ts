@@ -39,6 +39,8 @@ export async function assertMemberCapacity(
     .selectFrom('workspace_members')
     .select((eb) => eb.fn.countAll<string>().as('n'))
     .where('workspace_id', '=', workspaceId)
+    // A membership the directory suspended is not a seat.
+    .where('status', '=', 'ACTIVE')
     .executeTakeFirstOrThrow();
   let taken = Number(members.n);
   if (opts.countOpenInvitations) {

@@ -30,6 +30,7 @@ export function workspaceRows(db: Db) {
         .selectFrom('workspace_members as m')
         .select((e) => e.fn.countAll<string>().as('n'))
         .whereRef('m.workspace_id', '=', 'w.id')
+        .where('m.status', '=', 'ACTIVE')
         .as('member_count'),
     ])
     .where('w.deleted_at', 'is', null);
@@ -124,7 +125,7 @@ export async function insertWorkspace(
     .insertInto('workspace_members')
     .values({ workspace_id: workspace.id, user_id: opts.ownerId, role: 'OWNER' })
     .execute();
-  return { ...workspace, role: 'OWNER' };
+  return { ...workspace, role: 'OWNER', membership_status: 'ACTIVE' };
 }
 
 export async function createWorkspace({ db }: Deps, actor: Actor, input: { name: string }) {

@@ -47,6 +47,11 @@ export function resolveWorkspaceAccess(
     access = caller.memberships.find((m) => m.id === parsed.data);
   }
   if (!access) throw new AppError('NOT_FOUND', 'Workspace not found.');
+  if (access.membership_status === 'SUSPENDED')
+    throw new AppError(
+      'MEMBERSHIP_SUSPENDED',
+      "Your access to this workspace is suspended by its directory (SCIM). Ask the workspace's administrators.",
+    );
   if (access.status !== 'ACTIVE' && !(opts.whilePendingDeletion && access.status === 'PENDING_DELETION')) {
     throw new AppError(
       'WORKSPACE_UNAVAILABLE',
@@ -75,7 +80,7 @@ export function resolveWorkspaceAccess(
 }
 
 export type WorkspaceUnavailableReason =
-  'WORKSPACE_SUSPENDED' | 'WORKSPACE_ARCHIVED' | 'WORKSPACE_PENDING_DELETION' | 'NO_WORKSPACE';
+  'WORKSPACE_SUSPENDED' | 'WORKSPACE_ARCHIVED' | 'WORKSPACE_PENDING_DELETION' | 'MEMBERSHIP_SUSPENDED' | 'NO_WORKSPACE';
 
 export interface WorkspaceContext {
   activeWorkspace: WorkspaceAccess | null;
@@ -89,12 +94,16 @@ export interface WorkspaceContext {
  * NO_WORKSPACE).
  */
 export function workspaceContext(memberships: WorkspaceAccess[]): WorkspaceContext {
-  const active = memberships.find((m) => m.status === 'ACTIVE');
+  const active = memberships.find((m) => m.status === 'ACTIVE' && m.membership_status === 'ACTIVE');
   if (active) return { activeWorkspace: active, hasActiveWorkspace: true };
   const first = memberships[0];
   return {
     activeWorkspace: null,
     hasActiveWorkspace: false,
-    workspaceUnavailableReason: first ? (`WORKSPACE_${first.status}` as WorkspaceUnavailableReason) : 'NO_WORKSPACE',
+    workspaceUnavailableReason: !first
+      ? 'NO_WORKSPACE'
+      : first.status === 'ACTIVE'
+        ? 'MEMBERSHIP_SUSPENDED'
+        : (`WORKSPACE_${first.status}` as WorkspaceUnavailableReason),
   };
 }

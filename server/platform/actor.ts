@@ -11,6 +11,8 @@ export interface Actor {
   sessionId: string | null;
   /** The API key the request came with. */
   apiKeyId: string | null;
+  /** The SCIM token of a directory's call (/scim/v2): the workspace's directory acts. */
+  scimTokenId: string | null;
   requestId: string | null;
   ip: string | null;
   userAgent: string | null;
@@ -27,6 +29,7 @@ export interface ActorSource {
   user?: { id: string; email?: string | null } | null;
   sessionId?: string | null;
   apiKey?: { id: string };
+  scimToken?: { id: string };
 }
 
 /**
@@ -40,6 +43,7 @@ export function actorOf(source: ActorSource, user: ActorSource['user'] = source.
     email: user?.email ?? null,
     sessionId: user && user.id === source.user?.id ? (source.sessionId ?? null) : null,
     apiKeyId: source.apiKey?.id ?? null,
+    scimTokenId: source.scimToken?.id ?? null,
     requestId: source.requestId ?? null,
     ip: source.ip ?? null,
     userAgent: source.userAgent ?? null,

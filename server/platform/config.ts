@@ -284,6 +284,7 @@ export const configSchema = z.object({
   RATE_LIMIT_UPLOAD_MAX_REQUESTS: int(20, 1),
   RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: int(300, 1),
   RATE_LIMIT_WEBHOOK_MAX_REQUESTS: int(60, 1),
+  RATE_LIMIT_SCIM_MAX_REQUESTS: int(600, 1),
 
   // ---- monitoring
   MONITORING_ENABLED: bool(true),

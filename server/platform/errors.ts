@@ -79,6 +79,7 @@ export const ERROR_STATUS = {
   // Enterprise single sign-on and directory sync
   DOMAIN_NOT_VERIFIED: 409,
   DOMAIN_TAKEN: 409,
+  MEMBERSHIP_SUSPENDED: 403,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -106,7 +106,7 @@ const sanitizePath = (path: string) =>
   ).slice(0, 200);
 
 /** Values shaped like this service's secrets (and JWTs), should a message ever echo one. */
-const SECRET_SHAPES = /\b(?:whsec_|wsk_|rt_|sk_(?:live|test)_|eyJ)[A-Za-z0-9._+/=-]{8,}/g;
+const SECRET_SHAPES = /\b(?:whsec_|wsk_|rt_|scim_|sk_(?:live|test)_|eyJ)[A-Za-z0-9._+/=-]{8,}/g;
 const redactSecrets = (message: string) => message.replace(SECRET_SHAPES, '[redacted]');
 
 export class Monitor {

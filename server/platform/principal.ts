@@ -1,7 +1,15 @@
 // Who is calling: the principal behind an access token or an API key, as the procedure builders see it.
 // The platform only states what it needs; the auth and API-key domains implement the Authenticator, and the
 // composition root hands it in (AppDeps.auth), so the platform imports no domain.
-import type { ApiKeyScope, Edition, PlanLimits, User, WorkspaceRole, WorkspaceStatus } from '../../db/schema.js';
+import type {
+  ApiKeyScope,
+  Edition,
+  MembershipStatus,
+  PlanLimits,
+  User,
+  WorkspaceRole,
+  WorkspaceStatus,
+} from '../../db/schema.js';
 
 /** The user columns every authenticated request loads. */
 export type UserRow = Pick<
@@ -20,6 +28,8 @@ export interface WorkspaceAccess {
   role: WorkspaceRole;
   /** Members without two-factor sign-in are refused here (MFA_REQUIRED). */
   require_mfa: boolean;
+  /** SUSPENDED by the workspace's directory: refused on its routes (MEMBERSHIP_SUSPENDED). */
+  membership_status: MembershipStatus;
 }
 
 export interface Principal {

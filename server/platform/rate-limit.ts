@@ -29,6 +29,11 @@ import { clientAddress } from './client-address.js';
 
 export const RATE_LIMIT_MESSAGE = 'Too many requests. Please try again later.';
 
+const SCIM_ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+
+/** Directory sync's mount (routers/scim/protocol.ts), any case as Express matches it. */
+export const isScimPath = (path: string) => /^\/scim\/v2(?:\/|$)/i.test(path);
+
 /** The docs UI's mount: `/docs` and what is under it, not every path that merely starts with `/docs`. */
 export const isDocsPath = (path: string) => path === '/docs' || path.startsWith('/docs/');
 
@@ -42,6 +47,8 @@ function points(config: Config, tier: Tier): number {
       return config.RATE_LIMIT_PUBLIC_API_MAX_REQUESTS;
     case 'webhook':
       return config.RATE_LIMIT_WEBHOOK_MAX_REQUESTS;
+    case 'scim':
+      return config.RATE_LIMIT_SCIM_MAX_REQUESTS;
     default:
       // The contact tier uses the default tier's value (spec).
       return config.RATE_LIMIT_MAX_REQUESTS;
@@ -181,6 +188,11 @@ export function rateLimiter(deps: {
     const path = req.path;
     const procedures = trpcProcedures(path);
     if (!procedures) {
+      // Directory sync (/scim/v2) is a plain router outside the document: its own tier.
+      if (isScimPath(path)) {
+        add('scim');
+        return charged;
+      }
       const route = routes.matchRequest(req, path);
       add(route ? route.tier : (deps.otherPaths?.[path] ?? (isDocsPath(path) ? undefined : 'default')));
       return charged;
@@ -223,6 +235,12 @@ export function rateLimiter(deps: {
     const api = { status: 429, code: 'RATE_LIMITED', message: RATE_LIMIT_MESSAGE };
     noteRequest(req, { error: api, errorName: 'RateLimited' });
     deps.onRejected?.(shown.tier);
+    // Directory sync answers in SCIM's error shape (RFC 7644 3.12), as every other /scim/v2 answer.
+    if (isScimPath(req.path))
+      return void res
+        .status(429)
+        .type('application/scim+json')
+        .send(JSON.stringify({ schemas: [SCIM_ERROR], status: '429', detail: RATE_LIMIT_MESSAGE }));
     const procedures = trpcProcedures(req.path);
     res.status(429).json(procedures ? trpcRateLimited(req, procedures, api) : errorBody(api, req.id));
   };

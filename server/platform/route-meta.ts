@@ -5,7 +5,7 @@ import type { ErrorCode } from './errors.js';
 import type { ApiKeyScope } from '../../db/schema.js';
 
 /** The rate-limit tiers (RATE_LIMIT_* settings): each counts its own points per client and window. */
-export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook'] as const;
+export const TIERS = ['default', 'auth', 'contact', 'upload', 'publicApi', 'webhook', 'scim'] as const;
 export type Tier = (typeof TIERS)[number];
 
 export interface RouteMeta {

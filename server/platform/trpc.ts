@@ -209,6 +209,7 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
         'WORKSPACE_UNAVAILABLE',
         'PERMISSION_DENIED',
         'MFA_REQUIRED',
+        'MEMBERSHIP_SUSPENDED',
         ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : []),
       ],
     });

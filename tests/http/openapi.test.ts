@@ -144,6 +144,7 @@ describe('GET /openapi.json', () => {
     expect(codes('get', '/admin/users', 403)).toEqual(['FORBIDDEN', 'USER_SUSPENDED']);
     expect(codes('patch', '/admin/users/{userId}', 403)).toEqual(['DEMO_READ_ONLY', 'FORBIDDEN', 'USER_SUSPENDED']);
     expect(codes('get', '/workspaces/{workspaceId}/members', 403)).toEqual([
+      'MEMBERSHIP_SUSPENDED',
       'MFA_REQUIRED',
       'PERMISSION_DENIED',
       'USER_SUSPENDED',
@@ -153,6 +154,7 @@ describe('GET /openapi.json', () => {
       'API_KEYS_NOT_IN_PLAN',
       'API_KEY_LIMIT_REACHED',
       'DEMO_READ_ONLY',
+      'MEMBERSHIP_SUSPENDED',
       'MFA_REQUIRED',
       'PERMISSION_DENIED',
       'USER_SUSPENDED',

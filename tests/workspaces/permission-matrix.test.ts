@@ -216,7 +216,7 @@ interface Call {
 
 interface Route {
   label: string;
-  method: 'GET' | 'PATCH' | 'POST' | 'DELETE';
+  method: 'GET' | 'PATCH' | 'PUT' | 'POST' | 'DELETE';
   /** As it appears in /openapi.json. */
   openapi: string;
   /** The request of one cell on `ws`, made by `caller` (undefined: anonymous). */
@@ -686,7 +686,85 @@ const ROUTES: Route[] = [
     },
     check: (res) => expect(res.body).toEqual({ message: expect.any(String) }),
   },
+  {
+    label: 'GET /workspaces/{id}/scim/tokens',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/scim/tokens',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/scim/tokens` }),
+    check: (res) => expect(Array.isArray(res.body.items)).toBe(true),
+  },
+  {
+    label: 'POST /workspaces/{id}/scim/tokens',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/scim/tokens',
+    call: async (ws) => {
+      const name = `matrix ${crypto.randomBytes(4).toString('hex')}`;
+      return {
+        path: `/workspaces/${ws.id}/scim/tokens`,
+        body: { name },
+        after: async (res) => {
+          const rows = await app.deps.db
+            .selectFrom('scim_tokens')
+            .select('workspace_id')
+            .where('name', '=', name)
+            .execute();
+          expect(rows).toEqual(is2xx(res.status) ? [{ workspace_id: ws.id }] : []);
+        },
+      };
+    },
+    check: (res) => expect(res.body.rawToken).toMatch(/^scim_/),
+  },
+  {
+    label: 'DELETE /workspaces/{id}/scim/tokens/{tokenId}',
+    method: 'DELETE',
+    openapi: '/workspaces/{workspaceId}/scim/tokens/{tokenId}',
+    call: async (ws) => {
+      const token = await disposableScimToken(ws.id);
+      return {
+        path: `/workspaces/${ws.id}/scim/tokens/${token}`,
+        after: async (res) => {
+          const row = await app.deps.db
+            .selectFrom('scim_tokens')
+            .select('revoked_at')
+            .where('id', '=', token)
+            .executeTakeFirstOrThrow();
+          expect(row.revoked_at !== null).toBe(is2xx(res.status));
+        },
+      };
+    },
+    check: (res) => expect(res.body).toEqual({ message: expect.any(String) }),
+  },
+  {
+    label: 'GET /workspaces/{id}/scim/role-mappings',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/scim/role-mappings',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/scim/role-mappings` }),
+    check: (res) => expect(Array.isArray(res.body.mappings)).toBe(true),
+  },
+  {
+    label: 'PUT /workspaces/{id}/scim/role-mappings',
+    method: 'PUT',
+    openapi: '/workspaces/{workspaceId}/scim/role-mappings',
+    // The same (empty) mappings every time: later cells see the same workspace.
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/scim/role-mappings`, body: { mappings: [] } }),
+    check: (res) => expect(res.body).toEqual({ mappings: [] }),
+  },
 ];
+
+/** A SCIM token of the workspace made just for one cell (straight in the database: any workspace state). */
+async function disposableScimToken(workspaceId: string) {
+  const row = await app.deps.db
+    .insertInto('scim_tokens')
+    .values({
+      workspace_id: workspaceId,
+      name: 'matrix',
+      prefix: 'scim_matrix0',
+      token_hash: crypto.randomBytes(32).toString('hex'),
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
 
 // ------------------------------------------------------------------ expectations, written out
 
@@ -744,6 +822,12 @@ const ACTIVE_TABLE: Record<string, [string, string, string, string, string, stri
   'POST /workspaces/{id}/domains': ['201', DENIED, DENIED, DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/domains/{domainId}/verify': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
   'DELETE /workspaces/{id}/domains/{domainId}': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  // Directory sync: OWNER only, reads included.
+  'GET /workspaces/{id}/scim/tokens': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/scim/tokens': ['201', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'DELETE /workspaces/{id}/scim/tokens/{tokenId}': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/scim/role-mappings': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'PUT /workspaces/{id}/scim/role-mappings': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
 };
 
 type Unavailable =
@@ -844,10 +928,10 @@ describe('permission matrix', () => {
     await call.after?.(res);
   });
 
-  it(`covers 492 cells: 41 routes x (OWNER, ADMIN, MEMBER, VIEWER, outsider, anonymous) + 41 routes x 6 members of SUSPENDED/ARCHIVED/PENDING_DELETION workspaces`, () => {
-    expect(ROUTES).toHaveLength(41);
-    expect(cells).toHaveLength(492);
-    expect(new Set(cells.map((c) => c.label)).size).toBe(492);
+  it(`covers ${ROUTES.length * 12} cells: ${ROUTES.length} routes x (OWNER, ADMIN, MEMBER, VIEWER, outsider, anonymous) + ${ROUTES.length} routes x 6 members of SUSPENDED/ARCHIVED/PENDING_DELETION workspaces`, () => {
+    expect(cells).toHaveLength(ROUTES.length * 12);
+    expect(new Set(cells.map((c) => c.label)).size).toBe(ROUTES.length * 12);
+    expect(new Set(ROUTES.map((r) => `${r.method} ${r.openapi}`)).size).toBe(ROUTES.length);
     expect(Object.keys(ACTIVE_TABLE).sort()).toEqual(ROUTES.map((r) => r.label).sort());
     for (const label of Object.keys(UNAVAILABLE_EXCEPTIONS)) expect(ACTIVE_TABLE).toHaveProperty([label]);
   });
