@@ -69,12 +69,19 @@ export type AuditAction =
   | 'sso.domain_added'
   | 'sso.domain_verified'
   | 'sso.domain_removed'
-  | 'sso.domain_unverified';
+  | 'sso.domain_unverified'
+  | 'sso.connection_created'
+  | 'sso.connection_updated'
+  | 'sso.connection_deleted'
+  | 'sso.sign_in'
+  | 'sso.sign_in_failed'
+  | 'sso.account_created'
+  | 'sso.break_glass';
 
 export interface AuditEntry {
   action: AuditAction;
   targetType?:
-    'user' | 'workspace' | 'invitation' | 'member' | 'plan' | 'subscription' | 'api_key' | 'webhook' | 'domain';
+    'user' | 'workspace' | 'invitation' | 'member' | 'plan' | 'subscription' | 'api_key' | 'webhook' | 'domain' | 'sso_connection';
   targetId?: string;
   workspaceId?: string | null;
   metadata?: AuditMetadata;
