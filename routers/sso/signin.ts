@@ -152,10 +152,10 @@ export async function finishSaml(deps: Deps, actor: Actor, answer: Answer & { sa
   const requests: CacheProvider = {
     saveAsync: () => Promise.resolve(null),
     removeAsync: () => Promise.resolve(null),
+    // node-saml reads the value as the request's time: the SQL has checked the expiry already.
     async getAsync(key) {
-      if (taken) return taken.id === key ? 'taken' : null;
-      taken = await takeRequest(deps.db, key, connection.id, answer.browserBinding);
-      return taken ? 'taken' : null;
+      if (!taken) taken = await takeRequest(deps.db, key, connection.id, answer.browserBinding);
+      return taken?.id === key ? new Date().toISOString() : null;
     },
   };
   return finish(deps, actor, connection, taken, async () => {
