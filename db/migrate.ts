@@ -20,6 +20,7 @@ import * as m0014 from './migrations/0014_list_changes.js';
 import * as m0015 from './migrations/0015_second_factor_failures.js';
 import * as m0016 from './migrations/0016_self_service.js';
 import * as m0017 from './migrations/0017_sso_domains.js';
+import * as m0018 from './migrations/0018_sso_connections.js';
 import * as m0019 from './migrations/0019_scim.js';
 import * as m0020 from './migrations/0020_ai_streaming.js';
 import * as m0021 from './migrations/0021_billing_seats_usage.js';
@@ -42,6 +43,7 @@ export const migrations: Record<string, Migration> = {
   '0015_second_factor_failures': m0015,
   '0016_self_service': m0016,
   '0017_sso_domains': m0017,
+  '0018_sso_connections': m0018,
   '0019_scim': m0019,
   '0020_ai_streaming': m0020,
   '0021_billing_seats_usage': m0021,

@@ -84,6 +84,8 @@ export interface WorkspacesTable {
   logo_file_id: string | null;
   /** Members without two-factor sign-in are refused on the workspace's routes (MFA_REQUIRED). */
   require_mfa: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Members on its verified domains must sign in through its SSO connection (owners: break-glass). */
+  require_sso: ColumnType<boolean, boolean | undefined, boolean>;
   deleted_at: NullableTimestamp;
   /** An owner's deletion (status PENDING_DELETION): when it was asked, and when the purge may run. */
   deletion_requested_at: NullableTimestamp;
@@ -146,6 +148,9 @@ export interface SessionsTable {
   expires_at: Timestamp;
   revoked_at: NullableTimestamp;
   revoked_reason: string | null;
+  /** How the session signed in: `sso` through a workspace's connection; null for the other methods. */
+  method: ColumnType<string | null, string | null | undefined, string | null>;
+  sso_connection_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A user's TOTP secret, sealed (SecretBox); pending until confirmed_at. */
@@ -233,10 +238,12 @@ export interface OAuthExchangeCodesTable {
   code_hash: string;
   kind: OAuthPurpose;
   user_id: string;
-  provider: IdentityProviderId;
+  provider: IdentityProviderId | 'sso';
   subject: string;
   email: string | null;
   email_verified: ColumnType<boolean, boolean | undefined, boolean>;
+  /** The SSO connection of an SSO sign-in's code (`provider` is then 'sso'). */
+  sso_connection_id: ColumnType<string | null, string | null | undefined, string | null>;
   expires_at: Timestamp;
   used_at: NullableTimestamp;
   created_at: CreatedAt;
@@ -699,6 +706,67 @@ export interface ScimRoleMappingsTable {
   role: ScimMappedRole;
 }
 
+export const SSO_CONNECTION_TYPES = ['SAML', 'OIDC'] as const;
+export type SsoConnectionType = (typeof SSO_CONNECTION_TYPES)[number];
+export const SSO_CONNECTION_STATUSES = ['ACTIVE', 'INACTIVE'] as const;
+export type SsoConnectionStatus = (typeof SSO_CONNECTION_STATUSES)[number];
+/** The roles a connection may give (never OWNER). */
+export const SSO_DEFAULT_ROLES = ['ADMIN', 'MEMBER', 'VIEWER'] as const;
+export type SsoDefaultRole = (typeof SSO_DEFAULT_ROLES)[number];
+
+/** A workspace's SAML or OpenID Connect identity provider. */
+export interface SsoConnectionsTable {
+  id: Generated<string>;
+  workspace_id: string;
+  type: SsoConnectionType;
+  name: string;
+  status: ColumnType<SsoConnectionStatus, SsoConnectionStatus | undefined, SsoConnectionStatus>;
+  default_role: ColumnType<SsoDefaultRole, SsoDefaultRole | undefined, SsoDefaultRole>;
+  allow_idp_initiated: ColumnType<boolean, boolean | undefined, boolean>;
+  idp_entity_id: string | null;
+  idp_sso_url: string | null;
+  /** PEM bodies of the IdP's signing certificates (two during a roll-over). */
+  idp_certificates: ColumnType<string[], string[] | undefined, string[]>;
+  issuer: string | null;
+  client_id: string | null;
+  /** SecretBox-sealed; never answered. */
+  client_secret_encrypted: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+/** A request sent to a connection's identity provider (SAML AuthnRequest ID, or SHA-256 of an OIDC state). */
+export interface SsoRequestsTable {
+  id: string;
+  connection_id: string;
+  purpose: OAuthPurpose;
+  user_id: string | null;
+  browser_hash: string | null;
+  code_verifier: string | null;
+  nonce: string | null;
+  redirect_to: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+export interface SsoAssertionsTable {
+  connection_id: string;
+  assertion_id: string;
+  expires_at: Timestamp;
+}
+
+export interface SsoIdentitiesTable {
+  id: Generated<string>;
+  connection_id: string;
+  workspace_id: string;
+  user_id: string;
+  subject: string;
+  created_account: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: CreatedAt;
+  last_used_at: NullableTimestamp;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -743,6 +811,10 @@ export interface Database {
   scim_groups: ScimGroupsTable;
   scim_group_members: ScimGroupMembersTable;
   scim_role_mappings: ScimRoleMappingsTable;
+  sso_connections: SsoConnectionsTable;
+  sso_requests: SsoRequestsTable;
+  sso_assertions: SsoAssertionsTable;
+  sso_identities: SsoIdentitiesTable;
 }
 
 export type Plan = Selectable<PlansTable>;

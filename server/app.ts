@@ -30,6 +30,7 @@ import { uploadOpenApiPaths, uploadRoutes } from '../routers/files/uploads.js';
 import { webhookEventsOpenApi } from '../routers/webhooks/events.js';
 import { oauthOpenApiPaths, oauthRedirectRoutes } from '../routers/oauth/redirects.js';
 import { SCIM_BASE_PATH, scimRoutes } from '../routers/scim/protocol.js';
+import { ssoOpenApiPaths, ssoRedirectRoutes } from '../routers/sso/redirects.js';
 import { RouteTemplates, type RouteTemplate } from './platform/route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
 import { WEBHOOK_QUEUE } from '../jobs/queue.js';
@@ -56,6 +57,7 @@ export const plainRoutePaths: ZodOpenApiPathsObject = {
   ...billingWebhookOpenApiPaths,
   ...uploadOpenApiPaths,
   ...oauthOpenApiPaths,
+  ...ssoOpenApiPaths,
 };
 
 export function createApp(deps: AppDeps): express.Express {
@@ -145,7 +147,9 @@ export function createApp(deps: AppDeps): express.Express {
   // Before the JSON parser: provider signatures are checked over the raw bytes, uploads are multipart.
   // Entered only by requests for one of their paths (the plain routes of `routes`), so the procedures'
   // requests do not walk their route lists.
-  const plain = express.Router().use(billingWebhookRoutes(deps), uploadRoutes(deps), oauthRedirectRoutes(deps));
+  const plain = express
+    .Router()
+    .use(billingWebhookRoutes(deps), uploadRoutes(deps), oauthRedirectRoutes(deps), ssoRedirectRoutes(deps));
   app.use(only((req) => isPlainRoute(routes.matchRequest(req)), plain));
   // Directory sync: its own media type, error shape and token; documented in docs/api.md, not the document.
   app.use(SCIM_BASE_PATH, scimRoutes(deps));

@@ -80,7 +80,14 @@ export type AuditAction =
   | 'scim.user_deprovisioned'
   | 'scim.group_created'
   | 'scim.group_updated'
-  | 'scim.group_deleted';
+  | 'scim.group_deleted'
+  | 'sso.connection_created'
+  | 'sso.connection_updated'
+  | 'sso.connection_deleted'
+  | 'sso.sign_in'
+  | 'sso.sign_in_failed'
+  | 'sso.account_created'
+  | 'sso.break_glass';
 
 export interface AuditEntry {
   action: AuditAction;
@@ -95,7 +102,8 @@ export interface AuditEntry {
     | 'webhook'
     | 'domain'
     | 'scim_token'
-    | 'scim_group';
+    | 'scim_group'
+    | 'sso_connection';
   targetId?: string;
   workspaceId?: string | null;
   metadata?: AuditMetadata;

@@ -179,10 +179,12 @@ export async function login(deps: Deps, actor: Actor, input: { email: string; pa
 export async function createSessionResult(
   deps: Pick<Deps, 'config' | 'db' | 'logger' | 'mailer'>,
   actor: Actor,
-  { user, passwordHash }: { user: UserRow; passwordHash?: string },
+  { user, passwordHash, sso }: { user: UserRow; passwordHash?: string; sso?: { connectionId: string } },
 ): Promise<SessionResult | MfaChallenge> {
   if (user.status !== 'ACTIVE')
     throw new AppError('USER_SUSPENDED', 'This account is suspended. Contact support to restore access.');
+  // Through a workspace's single sign-on, second factors are the identity provider's.
+  if (sso) return openSessionResult(deps, actor, user, passwordHash, sso);
   if (user.mfa_enabled) {
     const challenge = await startMfaChallenge(deps, user.id, passwordHash);
     if (!challenge) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
@@ -197,9 +199,10 @@ async function openSessionResult(
   actor: Actor,
   user: UserRow,
   passwordHash: string | undefined,
+  sso?: { connectionId: string },
 ): Promise<SessionResult> {
   // Undefined when a password reset committed during the check: the password given is no longer it.
-  const opened = await openSession(deps, user.id, passwordHash, actor);
+  const opened = await openSession(deps, user.id, passwordHash, actor, sso);
   if (!opened) throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password.');
   const [memberships] = await Promise.all([
     membershipsOf(deps.db, user.id),

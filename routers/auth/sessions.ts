@@ -83,6 +83,7 @@ export async function issueTokens(
   userId: string,
   actor: Pick<Actor, 'ip' | 'userAgent'>,
   rotated?: { id: string; family_id: string },
+  sso?: { connectionId: string },
 ): Promise<TokenPair> {
   const refreshToken = `rt_${randomToken(32)}`;
   const now = new Date();
@@ -105,6 +106,7 @@ export async function issueTokens(
         created_at: now,
         last_used_at: now,
         expires_at: expiresAt,
+        ...(sso ? { method: 'sso', sso_connection_id: sso.connectionId } : {}),
       })
       .execute();
   }
@@ -159,12 +161,13 @@ export async function openSession(
   userId: string,
   passwordHash: string | undefined,
   actor: Pick<Actor, 'ip' | 'userAgent'>,
+  sso?: { connectionId: string },
 ): Promise<{ tokens: TokenPair; newDevice: boolean } | undefined> {
   return deps.db.transaction().execute(async (trx) => {
     await lockSessionsOf(trx, userId);
     if (!(await passwordStill(trx, userId, passwordHash))) return undefined;
     const newDevice = await isNewDevice(trx, userId, actor);
-    return { tokens: await issueTokens(deps, trx, userId, actor), newDevice };
+    return { tokens: await issueTokens(deps, trx, userId, actor, undefined, sso), newDevice };
   });
 }
 

@@ -7,6 +7,8 @@ import {
   API_KEY_SCOPES,
   BILLING_PROVIDERS,
   EDITIONS,
+  SSO_CONNECTION_STATUSES,
+  SSO_CONNECTION_TYPES,
   SUBSCRIPTION_STATUSES,
   WORKSPACE_ROLES,
 } from '../../db/schema.js';
@@ -35,6 +37,15 @@ const scimToken = z.object({
 });
 const provisioned = member.extend({
   memberId: z.uuid().meta({ description: 'The membership, also its SCIM User id.' }),
+});
+const ssoConnection = z.object({
+  connectionId: z.uuid(),
+  type: z.enum(SSO_CONNECTION_TYPES),
+  name: z
+    .string()
+    .max(100)
+    .meta({ examples: ['Okta'] }),
+  status: z.enum(SSO_CONNECTION_STATUSES),
 });
 const payment = z.object({
   paymentId: z.uuid(),
@@ -126,6 +137,15 @@ export const EVENTS = {
   },
   'api_key.created': { when: 'An API key was created or rotated (the key itself is never sent).', data: apiKey },
   'api_key.revoked': { when: 'An API key was revoked.', data: apiKey },
+  'sso_connection.created': {
+    when: 'An owner added a single sign-on connection (SAML or OIDC) to the workspace.',
+    data: ssoConnection,
+  },
+  'sso_connection.updated': {
+    when: "An owner changed a single sign-on connection's settings (name, role, status, certificates, secret).",
+    data: ssoConnection,
+  },
+  'sso_connection.deleted': { when: 'An owner removed a single sign-on connection.', data: ssoConnection },
   'ai.generation.completed': {
     when: 'A text generation of the workspace completed.',
     data: z.object({

@@ -17,6 +17,8 @@ import {
 import * as oauth from './service.js';
 import * as flows from './flows.js';
 import { requestBase } from './redirects.js';
+import { apiBase } from '../sso/connections.js';
+import { startLink as startSsoLink } from '../sso/signin.js';
 
 const tags = ['Auth'];
 
@@ -90,19 +92,28 @@ export const oauthRouter = router({
         description:
           "Answers the provider's authorization URL: navigate the browser there. The provider sends it back to " +
           '`APP_URL/auth/callback?code=...` (or `?error=CODE`); post that code to `POST /auth/oauth/exchange` with ' +
-          "this account's access token to finish the link. `redirectTo` (a path of the web app) comes back with it.",
+          "this account's access token to finish the link. `redirectTo` (a path of the web app) comes back with it. " +
+          'With `sso` and `email`: the identity provider of the connection of the workspace that verified the ' +
+          "address's domain; the link also makes the account a member of that workspace.",
       },
-      errors: ['OAUTH_PROVIDER_NOT_ENABLED', 'IDENTITY_ALREADY_LINKED', 'OAUTH_PROVIDER_ERROR'],
+      errors: ['OAUTH_PROVIDER_NOT_ENABLED', 'IDENTITY_ALREADY_LINKED', 'OAUTH_PROVIDER_ERROR', 'SSO_NOT_CONFIGURED'],
     })
     .input(linkStartInput)
     .output(linkStartOutput)
     .mutation(async ({ ctx, input }) => ({
-      url: await flows.startFlow(ctx, actorOf(ctx), {
-        provider: input.provider,
-        purpose: 'LINK',
-        redirectTo: input.redirectTo,
-        requestBase: requestBase(ctx.req),
-      }),
+      url:
+        input.provider === 'sso'
+          ? await startSsoLink(ctx, actorOf(ctx), {
+              email: input.email ?? '',
+              redirectTo: input.redirectTo,
+              base: apiBase(ctx.config, requestBase(ctx.req)),
+            })
+          : await flows.startFlow(ctx, actorOf(ctx), {
+              provider: input.provider,
+              purpose: 'LINK',
+              redirectTo: input.redirectTo,
+              requestBase: requestBase(ctx.req),
+            }),
     })),
 
   unlink: authedProcedure

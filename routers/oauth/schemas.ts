@@ -48,7 +48,13 @@ export const redirectToSchema = z.string().max(2048).optional().meta({
   description: 'A path of the web app to land on afterwards (e.g. /settings/security); anything else: /dashboard.',
 });
 
-export const linkStartInput = z.object({ provider: providerParam, redirectTo: redirectToSchema });
+export const linkStartInput = z.object({
+  provider: providerParam,
+  redirectTo: redirectToSchema,
+  email: z.email().max(254).optional().meta({
+    description: 'For `sso` only: the address whose workspace connection to link (its domain decides the connection).',
+  }),
+});
 export const linkStartOutput = z
   .object({
     url: z.string().meta({ description: "The provider's authorization URL: navigate the browser there." }),

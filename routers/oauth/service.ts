@@ -12,6 +12,7 @@ import { actorOf, signedInUser, type Actor } from '../../server/platform/actor.j
 import { recordAudit } from '../audit/service.js';
 import { createSessionResult } from '../auth/service.js';
 import { USER_COLUMNS } from '../auth/schemas.js';
+import { linkSsoIdentity } from '../sso/links.js';
 import { providerName } from './providers/index.js';
 import type { IdentityProvider } from './providers/types.js';
 
@@ -132,7 +133,7 @@ export async function exchangeCode(
   const digest = sha256Hex(input.code);
   const pending = await deps.db
     .selectFrom('oauth_exchange_codes')
-    .select(['id', 'kind', 'user_id', 'provider', 'subject', 'email', 'email_verified'])
+    .select(['id', 'kind', 'user_id', 'provider', 'subject', 'email', 'email_verified', 'sso_connection_id'])
     .where('code_hash', '=', digest)
     .where('used_at', 'is', null)
     .where('expires_at', '>', new Date())
@@ -155,15 +156,21 @@ export async function exchangeCode(
       .returning('id')
       .executeTakeFirst();
     if (!taken) throw codeInvalid();
-    if (pending.kind === 'LINK') await linkIdentity(deps, trx, pending, actor);
+    if (pending.kind === 'LINK' && pending.provider === 'sso')
+      await linkSsoIdentity(trx, actorOf(actor, { id: pending.user_id }), pending);
+    else if (pending.kind === 'LINK' && pending.provider !== 'sso')
+      await linkIdentity(deps, trx, { ...pending, provider: pending.provider }, actor);
     return userById(trx, pending.user_id);
   });
-  const result = await createSessionResult(deps, actor, { user });
+  // An SSO sign-in: the identity provider is responsible for second factors; the session keeps its connection.
+  const sso =
+    pending.provider === 'sso' && pending.sso_connection_id ? { connectionId: pending.sso_connection_id } : undefined;
+  const result = await createSessionResult(deps, actor, { user, sso });
   await recordAudit(deps.db, actorOf(actor, user), {
-    action: 'auth.oauth_login',
+    action: sso ? 'sso.sign_in' : 'auth.oauth_login',
     targetType: 'user',
     targetId: user.id,
-    metadata: { provider: pending.provider },
+    metadata: { provider: pending.provider, ...(sso ? { connectionId: sso.connectionId } : {}) },
   });
   return result;
 }

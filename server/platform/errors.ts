@@ -80,6 +80,10 @@ export const ERROR_STATUS = {
   DOMAIN_NOT_VERIFIED: 409,
   DOMAIN_TAKEN: 409,
   MEMBERSHIP_SUSPENDED: 403,
+  SSO_NOT_CONFIGURED: 404,
+  SSO_ASSERTION_INVALID: 400,
+  SSO_DOMAIN_MISMATCH: 403,
+  SSO_REQUIRED: 403,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, uniqueEmail, type ApiResponse, type Session } from '../helpers/http.js';
+import { makeKeyPair } from '../helpers/saml-idp.js';
 import { createWorkspace, upgradeWorkspace, inviteAndJoin, roleIn, type Role } from './helpers.js';
 
 let app: TestApp;
@@ -89,6 +90,24 @@ async function disposableKey(workspaceId: string) {
     .executeTakeFirstOrThrow();
   return row.id;
 }
+
+/** A SAML connection of the workspace made just for one cell (no certificate: it is never signed in with). */
+async function disposableConnection(workspaceId: string) {
+  return app.deps.db
+    .insertInto('sso_connections')
+    .values({
+      workspace_id: workspaceId,
+      type: 'SAML',
+      name: 'matrix',
+      idp_entity_id: 'e',
+      idp_sso_url: 'https://idp.example/sso',
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+}
+const connectionExists = async (id: string) =>
+  Boolean(await app.deps.db.selectFrom('sso_connections').select('id').where('id', '=', id).executeTakeFirst());
+let idpCertificate: string | undefined;
 
 /** A webhook of the workspace made just for one cell, with a failed delivery to retry. */
 async function disposableWebhook(workspaceId: string) {
@@ -749,6 +768,72 @@ const ROUTES: Route[] = [
     call: async (ws) => ({ path: `/workspaces/${ws.id}/scim/role-mappings`, body: { mappings: [] } }),
     check: (res) => expect(res.body).toEqual({ mappings: [] }),
   },
+  {
+    label: 'GET /workspaces/{id}/sso/connections',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/sso/connections',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/sso/connections` }),
+    check: (res) => expect(Array.isArray(res.body.items)).toBe(true),
+  },
+  {
+    label: 'POST /workspaces/{id}/sso/connections',
+    method: 'POST',
+    openapi: '/workspaces/{workspaceId}/sso/connections',
+    call: async (ws) => {
+      idpCertificate ??= makeKeyPair('matrix-idp').certificate;
+      const name = `matrix-${crypto.randomBytes(4).toString('hex')}`;
+      return {
+        path: `/workspaces/${ws.id}/sso/connections`,
+        body: { type: 'SAML', name, idpEntityId: 'e', idpSsoUrl: 'https://idp.example/sso', idpCertificate },
+        after: async (res) => {
+          const rows = await app.deps.db.selectFrom('sso_connections').select('id').where('name', '=', name).execute();
+          expect(rows.length).toBe(is2xx(res.status) ? 1 : 0);
+        },
+      };
+    },
+    check: (res) => expect(res.body).toMatchObject({ type: 'SAML', status: 'ACTIVE' }),
+  },
+  {
+    label: 'GET /workspaces/{id}/sso/connections/{connectionId}',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/sso/connections/{connectionId}',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/sso/connections/${(await disposableConnection(ws.id)).id}` }),
+    check: (res) => expect(res.body).toMatchObject({ type: 'SAML', name: 'matrix' }),
+  },
+  {
+    label: 'PATCH /workspaces/{id}/sso/connections/{connectionId}',
+    method: 'PATCH',
+    openapi: '/workspaces/{workspaceId}/sso/connections/{connectionId}',
+    call: async (ws) => {
+      const { id } = await disposableConnection(ws.id);
+      return {
+        path: `/workspaces/${ws.id}/sso/connections/${id}`,
+        body: { status: 'INACTIVE' },
+        after: async (res) => {
+          const row = await app.deps.db
+            .selectFrom('sso_connections')
+            .select('status')
+            .where('id', '=', id)
+            .executeTakeFirstOrThrow();
+          expect(row.status).toBe(is2xx(res.status) ? 'INACTIVE' : 'ACTIVE');
+        },
+      };
+    },
+    check: (res) => expect(res.body).toMatchObject({ status: 'INACTIVE' }),
+  },
+  {
+    label: 'DELETE /workspaces/{id}/sso/connections/{connectionId}',
+    method: 'DELETE',
+    openapi: '/workspaces/{workspaceId}/sso/connections/{connectionId}',
+    call: async (ws) => {
+      const { id } = await disposableConnection(ws.id);
+      return {
+        path: `/workspaces/${ws.id}/sso/connections/${id}`,
+        after: async (res) => expect(await connectionExists(id)).toBe(!is2xx(res.status)),
+      };
+    },
+    check: (res) => expect(res.body).toEqual({ message: expect.any(String) }),
+  },
 ];
 
 /** A SCIM token of the workspace made just for one cell (straight in the database: any workspace state). */
@@ -828,6 +913,12 @@ const ACTIVE_TABLE: Record<string, [string, string, string, string, string, stri
   'DELETE /workspaces/{id}/scim/tokens/{tokenId}': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
   'GET /workspaces/{id}/scim/role-mappings': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
   'PUT /workspaces/{id}/scim/role-mappings': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  // Single sign-on: owners only, reads included (a connection can sign in any address of the domains).
+  'GET /workspaces/{id}/sso/connections': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'POST /workspaces/{id}/sso/connections': ['201', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/sso/connections/{connectionId}': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'PATCH /workspaces/{id}/sso/connections/{connectionId}': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
+  'DELETE /workspaces/{id}/sso/connections/{connectionId}': ['200', DENIED, DENIED, DENIED, HIDDEN, ANON],
 };
 
 type Unavailable =
