@@ -82,6 +82,10 @@ describe('GET /openapi.json', () => {
       'GET /auth/providers',
       'GET /auth/oauth/{provider}/start',
       'GET /auth/oauth/{provider}/callback',
+      // Enterprise single sign-on: the browser's legs and the service provider's metadata.
+      'GET /auth/sso/start',
+      'GET /auth/sso/oidc/{connectionId}/callback',
+      'GET /auth/sso/saml/{connectionId}/metadata',
       ...DECLARED_ROUTES.filter(
         (r) =>
           (r.startsWith('POST /auth/') && !r.startsWith('POST /auth/identities/') && !SIGNED_IN_AUTH_POSTS.has(r)) ||
@@ -266,6 +270,7 @@ describe('GET /openapi.json', () => {
         'PATCH /admin/billing/plans/{planId}',
         'PATCH /admin/billing/settings',
         'PATCH /admin/users/{userId}',
+        'PATCH /workspaces/{workspaceId}/sso/connections/{connectionId}',
       ].sort(),
     );
     // The payment providers always send a body, which their signature covers.
