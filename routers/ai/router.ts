@@ -26,6 +26,15 @@ const tags = ['AI'];
 const activeOrNamed = { orActiveWorkspace: true };
 const NEVER_ABORTED = new AbortController().signal;
 
+/** The streamed answer of the generate routes (stream-http.ts), for /openapi.json. */
+const GENERATION_EVENTS =
+  'With `Accept: text/event-stream`: server-sent events as the text is written. `event: started` (`{ id }`), ' +
+  '`event: delta` (`{ text }`) for each piece, then `event: completed` with the generation as the JSON answer ' +
+  'gives it; a failure after the stream began is `event: error` (`{ code, message }`, the generation stored ' +
+  'FAILED and not counted). A `: keep-alive` comment every 15 s. Refusals before the stream (validation, ' +
+  'limits, demo rules, permissions) are the JSON errors listed; an `Idempotency-Key` with a stream is a 400. ' +
+  'A client that disconnects cancels the generation (stored CANCELED with its partial text, counted).';
+
 export const aiRouter = router({
   providerStatus: authedProcedure
     .meta({
@@ -80,6 +89,7 @@ export const aiRouter = router({
         tags,
         summary: 'Generate text for a workspace (body or query workspaceId, else the active one)',
       },
+      eventStream: GENERATION_EVENTS,
       errors: [
         'AI_MONTHLY_LIMIT_REACHED',
         'AI_PROVIDER_ERROR',
@@ -147,6 +157,7 @@ export const aiRouter = router({
         tags,
         summary: 'Generate text in this workspace',
       },
+      eventStream: GENERATION_EVENTS,
       errors: [
         'AI_MONTHLY_LIMIT_REACHED',
         'AI_PROVIDER_ERROR',

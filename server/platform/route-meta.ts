@@ -26,6 +26,11 @@ export interface RouteMeta {
   rateLimit?: Tier | false;
   /** Other statuses that answer with the success body (GET /health: 503 while the database is away). */
   sameBodyWith?: Record<number, string>;
+  /**
+   * The route also answers `Accept: text/event-stream` with a stream of events (the streamed generation):
+   * what the events are, in a sentence, for /openapi.json. The stream itself is served beside the procedure.
+   */
+  eventStream?: string;
 }
 
 export type Meta = OpenApiMeta<RouteMeta>;

@@ -376,3 +376,17 @@ describe('the sweep of abandoned streams', () => {
     expect(await workspaceCounter(app, owner.workspaceId)).toBe(1);
   });
 });
+
+describe('/openapi.json', () => {
+  it('declares the text/event-stream answer of both generate routes, beside the JSON one', async () => {
+    const doc = (await app.api('GET', '/openapi.json')).body;
+    for (const path of ['/ai/generate', '/workspaces/{workspaceId}/ai/generate']) {
+      const ok = doc.paths[path].post.responses['200'];
+      expect(Object.keys(ok.content).sort()).toEqual(['application/json', 'text/event-stream']);
+      expect(ok.content['text/event-stream'].schema.description).toMatch(
+        /event: started.*event: delta.*event: completed/s,
+      );
+      expect(Object.keys(ok.headers)).toEqual(expect.arrayContaining(['Cache-Control', 'X-Accel-Buffering']));
+    }
+  });
+});
