@@ -20,7 +20,7 @@ import {
 } from './schemas.js';
 import * as ai from './service.js';
 import * as history from './history.js';
-import { generateStream } from './stream.js';
+import { generateStream, startedStream } from './stream.js';
 
 const tags = ['AI'];
 const activeOrNamed = { orActiveWorkspace: true };
@@ -115,8 +115,10 @@ export const aiRouter = router({
       ],
     })
     .input(generateInput)
-    .mutation(async function* ({ ctx, input, signal }) {
-      yield* generateStream(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace }, signal ?? NEVER_ABORTED);
+    .mutation(async ({ ctx, input, signal }) => {
+      const events = generateStream(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace }, signal ?? NEVER_ABORTED);
+      // Run to the first event, so that a refusal (limits, demo rule) is the call's error, not the stream's.
+      return startedStream(events, await events.next());
     }),
 
   history: workspaceProcedure('ai.view', activeOrNamed)
