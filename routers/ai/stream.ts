@@ -14,6 +14,7 @@ import { estimateTokens } from './providers/mock.js';
 import {
   closeAbandoned,
   closeStreamed,
+  insertRunning,
   release,
   reserve,
   type NewGeneration,
@@ -66,10 +67,7 @@ export async function* generateStream(
   }
   const id = crypto.randomUUID();
   try {
-    await db
-      .insertInto('ai_generations')
-      .values({ ...base, id, status: 'RUNNING', heartbeat_at: new Date() })
-      .execute();
+    await insertRunning(db, { ...base, id });
   } catch (err) {
     await releaseAll();
     throw err;
