@@ -127,6 +127,8 @@ interface Declared {
   caller?: string;
   /** The domain errors it declares itself (not those of its access check). */
   ownErrors: readonly ErrorCode[];
+  /** Its text/event-stream answer, described (RouteMeta.eventStream). */
+  eventStream?: string;
 }
 
 function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
@@ -141,6 +143,7 @@ function declaredByOperation(router: AnyTRPCRouter): Map<string, Declared> {
       tier: tierOf(meta.rateLimit),
       caller: meta.caller,
       ownErrors: meta.errors ?? [],
+      eventStream: meta.eventStream,
     });
   }
   return declared;
@@ -226,6 +229,15 @@ function describeError(status: number, own: Response | undefined, codes: Set<str
 }
 
 const WHO = '**Who may call it:**';
+
+/** The headers of an event-stream answer: nothing may cache or buffer it. */
+const EVENT_STREAM_HEADERS = {
+  'Cache-Control': { description: '`no-cache` on an event stream', schema: { type: 'string' } },
+  'X-Accel-Buffering': {
+    description: '`no` on an event stream: proxies (nginx) pass each event on at once',
+    schema: { type: 'string' },
+  },
+};
 
 /**
  * A procedure's description: its own (what it does), then who may call it and the errors of its own, from
@@ -341,6 +353,17 @@ export function buildOpenApiDocument(
         // A replayed answer carries the header; a replayed error is documented by its status as it stands.
         const success = responses[String(own.successStatus ?? 200)];
         if (success) success.headers = { ...success.headers, 'Idempotent-Replayed': REPLAYED_RESPONSE_HEADER };
+      }
+      if (own?.eventStream) {
+        // The same success status, as server-sent events when asked for with Accept: text/event-stream.
+        const success = responses[String(own.successStatus ?? 200)];
+        if (success?.content) {
+          success.content = {
+            ...success.content,
+            'text/event-stream': { schema: { type: 'string', description: own.eventStream } },
+          };
+          success.headers = { ...success.headers, ...EVENT_STREAM_HEADERS };
+        }
       }
       for (const [status, description] of Object.entries(own?.sameBodyWith ?? {})) {
         const success = responses[String(own?.successStatus ?? 200)];

@@ -7,7 +7,9 @@ import {
   TRPCClientError,
   createTRPCClient,
   httpBatchLink,
+  httpBatchStreamLink,
   httpLink,
+  splitLink,
   type TRPCClient,
   type TRPCLink,
 } from '@trpc/client';
@@ -260,6 +262,8 @@ export type ApiClient = TRPCClient<AppRouter> & { readonly session: Session };
 
 /** Procedures whose UNAUTHORIZED is their answer, not an expired access token. */
 const SESSION_PROCEDURES = new Set(['auth.login', 'auth.register', 'auth.refresh', 'auth.logout', 'auth.mfaVerify']);
+/** Procedures whose answer is an async iterable, read as it arrives (httpBatchStreamLink). */
+const STREAMED_PROCEDURES = new Set(['ai.generateStream']);
 /** The operation context entry carrying the access token a call is sent with. */
 const ACCESS_TOKEN = 'workspaceSaas.accessToken';
 
@@ -297,7 +301,20 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           maxURLLength: MAX_URL_LENGTH,
           headers: ({ opList }) => bearer(opList[0].context[ACCESS_TOKEN]),
         });
-  const trpc = createTRPCClient<AppRouter>({ links: [sessionLink(renewal), transport] });
+  // Procedures that answer as they go (ai.generateStream) are read with httpBatchStreamLink: a POST whose
+  // answer arrives in pieces, each piece an event of the procedure's async iterable.
+  const streaming = httpBatchStreamLink({
+    url,
+    fetch: fetchFn,
+    maxItems: 1,
+    headers: ({ opList }) => bearer(opList[0].context[ACCESS_TOKEN]),
+  });
+  const trpc = createTRPCClient<AppRouter>({
+    links: [
+      sessionLink(renewal),
+      splitLink({ condition: (op) => STREAMED_PROCEDURES.has(op.path), true: streaming, false: transport }),
+    ],
+  });
 
   const session: Session = {
     async signIn(email, password) {
@@ -389,6 +406,23 @@ class Renewal {
   }
 }
 
+/** A streamed answer (an async iterable) whose failures, once it has begun, are thrown as ApiErrors too. */
+function withApiErrors<V extends { result: { data?: unknown } }>(value: V): V {
+  const data = value.result.data;
+  if (typeof data !== 'object' || data === null || !(Symbol.asyncIterator in data)) return value;
+  const iterable = data as AsyncIterable<unknown>;
+  const wrapped = {
+    async *[Symbol.asyncIterator]() {
+      try {
+        yield* iterable;
+      } catch (err) {
+        throw toApiError(err);
+      }
+    },
+  };
+  return { ...value, result: { ...value.result, data: wrapped } };
+}
+
 const isUnauthorized = (err: unknown) =>
   err instanceof TRPCClientError && (err as TRPCClientError<AppRouter>).data?.code === 'UNAUTHORIZED';
 
@@ -405,7 +439,7 @@ function sessionLink(renewal: Renewal): TRPCLink<AppRouter> {
           if (stopped) return;
           const sent = tokens?.accessToken;
           current = next({ ...op, context: { ...op.context, [ACCESS_TOKEN]: sent } }).subscribe({
-            next: (value) => observer.next(value),
+            next: (value) => observer.next(withApiErrors(value)),
             complete: () => observer.complete(),
             error: (err) => {
               if (isRetry || sent === undefined || SESSION_PROCEDURES.has(op.path) || !isUnauthorized(err))

@@ -94,23 +94,50 @@ export type StreamedEnd = Pick<
   'status' | 'output' | 'prompt_tokens' | 'completion_tokens' | 'duration_ms'
 > & { error_code?: string };
 
+/** A streamed generation as stored when its stream starts. */
+export type RunningGeneration = Omit<
+  NewGeneration,
+  'output' | 'status' | 'prompt_tokens' | 'completion_tokens' | 'duration_ms'
+>;
+
+/** Stores streamed generations RUNNING, many requests' in one statement. */
+export const insertRunning = batched<RunningGeneration, true>(async (db, inputs) => {
+  await db
+    .insertInto('ai_generations')
+    .values(inputs.map((g) => ({ ...g, status: 'RUNNING' as const, heartbeat_at: sql<Date>`now()` })))
+    .execute();
+  return inputs.map(() => true as const);
+});
+
 /**
- * Closes a RUNNING (streamed) generation in one statement, with its ai.generation.completed event when it
- * SUCCEEDED. Undefined when it was not RUNNING any more (the sweep closed it).
+ * Closes RUNNING (streamed) generations in one statement (the rows travel as one JSON parameter), with the
+ * ai.generation.completed event of each that SUCCEEDED. A generation no longer RUNNING (the sweep closed
+ * it) is left as it is, and answered undefined.
  */
-export async function closeStreamed(db: Db, id: string, end: StreamedEnd): Promise<Stored | undefined> {
-  const update = sql`update ai_generations set status = ${end.status}, output = ${end.output},
-      prompt_tokens = ${end.prompt_tokens}, completion_tokens = ${end.completion_tokens},
-      duration_ms = ${end.duration_ms}, error_code = ${end.error_code ?? null}, heartbeat_at = null
-    where id = ${id} and status = 'RUNNING'
-    returning id, workspace_id, model, provider, prompt_tokens, completion_tokens, temperature, created_at`;
-  const { rows } = await (
-    end.status === 'SUCCEEDED'
-      ? sql<Stored>`with generation as (${update}), ${completedEvents()} select id, temperature, created_at from generation`
-      : sql<Stored>`with generation as (${update}) select id, temperature, created_at from generation`
-  ).execute(db);
-  return rows[0];
+async function closeMany(db: Db, items: ReadonlyArray<StreamedEnd & { id: string }>) {
+  const rows = JSON.stringify(items.map((i) => ({ ...i, error_code: i.error_code ?? null })));
+  const { rows: closed } = await sql<Stored>`with ended as (
+      select * from jsonb_to_recordset(${rows}::jsonb) as e(id uuid, status text, output text, prompt_tokens int,
+        completion_tokens int, duration_ms int, error_code text)
+    ), closed as (
+      update ai_generations g set status = e.status, output = e.output, prompt_tokens = e.prompt_tokens,
+        completion_tokens = e.completion_tokens, duration_ms = e.duration_ms, error_code = e.error_code,
+        heartbeat_at = null
+      from ended e where g.id = e.id and g.status = 'RUNNING'
+      returning g.id, g.workspace_id, g.model, g.provider, g.prompt_tokens, g.completion_tokens, g.temperature,
+        g.created_at, g.status
+    ), generation as (select * from closed where status = 'SUCCEEDED'), ${completedEvents()}
+    select id, temperature, created_at from closed`.execute(db);
+  return closed;
 }
+
+/** Closes a RUNNING (streamed) generation, batched with other requests' (see closeMany). */
+const closeOne = batched<StreamedEnd & { id: string }, Stored | undefined>(async (db, inputs) => {
+  const closed = new Map((await closeMany(db, inputs)).map((row) => [row.id, row]));
+  return inputs.map((i) => closed.get(i.id));
+});
+
+export const closeStreamed = (db: Db, id: string, end: StreamedEnd) => closeOne(db, { ...end, id });
 
 /**
  * Closes the streamed generations whose API process stopped renewing their heartbeat (it died

@@ -20,11 +20,20 @@ import {
 } from './schemas.js';
 import * as ai from './service.js';
 import * as history from './history.js';
-import { generateStream } from './stream.js';
+import { generateStream, startedStream } from './stream.js';
 
 const tags = ['AI'];
 const activeOrNamed = { orActiveWorkspace: true };
 const NEVER_ABORTED = new AbortController().signal;
+
+/** The streamed answer of the generate routes (stream-http.ts), for /openapi.json. */
+const GENERATION_EVENTS =
+  'With `Accept: text/event-stream`: server-sent events as the text is written. `event: started` (`{ id }`), ' +
+  '`event: delta` (`{ text }`) for each piece, then `event: completed` with the generation as the JSON answer ' +
+  'gives it; a failure after the stream began is `event: error` (`{ code, message }`, the generation stored ' +
+  'FAILED and not counted). A `: keep-alive` comment every 15 s. Refusals before the stream (validation, ' +
+  'limits, demo rules, permissions) are the JSON errors listed; an `Idempotency-Key` with a stream is a 400. ' +
+  'A client that disconnects cancels the generation (stored CANCELED with its partial text, counted).';
 
 export const aiRouter = router({
   providerStatus: authedProcedure
@@ -82,6 +91,7 @@ export const aiRouter = router({
         tags,
         summary: 'Generate text for a workspace (body or query workspaceId, else the active one)',
       },
+      eventStream: GENERATION_EVENTS,
       errors: [
         'AI_MONTHLY_LIMIT_REACHED',
         'AI_PROVIDER_ERROR',
@@ -107,8 +117,10 @@ export const aiRouter = router({
       ],
     })
     .input(generateInput)
-    .mutation(async function* ({ ctx, input, signal }) {
-      yield* generateStream(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace }, signal ?? NEVER_ABORTED);
+    .mutation(async ({ ctx, input, signal }) => {
+      const events = generateStream(ctx, actorOf(ctx), { ...input, workspace: ctx.workspace }, signal ?? NEVER_ABORTED);
+      // Run to the first event, so that a refusal (limits, demo rule) is the call's error, not the stream's.
+      return startedStream(events, await events.next());
     }),
 
   history: workspaceProcedure('ai.view', activeOrNamed)
@@ -151,6 +163,7 @@ export const aiRouter = router({
         tags,
         summary: 'Generate text in this workspace',
       },
+      eventStream: GENERATION_EVENTS,
       errors: [
         'AI_MONTHLY_LIMIT_REACHED',
         'AI_PROVIDER_ERROR',

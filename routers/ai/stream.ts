@@ -14,6 +14,7 @@ import { estimateTokens } from './providers/mock.js';
 import {
   closeAbandoned,
   closeStreamed,
+  insertRunning,
   release,
   reserve,
   type NewGeneration,
@@ -66,10 +67,7 @@ export async function* generateStream(
   }
   const id = crypto.randomUUID();
   try {
-    await db
-      .insertInto('ai_generations')
-      .values({ ...base, id, status: 'RUNNING', heartbeat_at: new Date() })
-      .execute();
+    await insertRunning(db, { ...base, id });
   } catch (err) {
     await releaseAll();
     throw err;
@@ -87,7 +85,17 @@ export async function* generateStream(
     duration_ms: Math.round(performance.now() - started),
     error_code: errorCode,
   });
+  let closed = false;
   const heartbeat = setInterval(() => {
+    if (signal.aborted && !closed) {
+      // Aborted while nobody reads the stream any more (the consumer never resumed it): close it here.
+      closed = true;
+      clearInterval(heartbeat);
+      void closeStreamed(db, id, end('CANCELED')).catch((err: unknown) =>
+        deps.logger.warn({ err, generationId: id }, 'closing an abandoned generation failed'),
+      );
+      return;
+    }
     db.updateTable('ai_generations')
       .set({ heartbeat_at: new Date() })
       .where('id', '=', id)
@@ -97,7 +105,6 @@ export async function* generateStream(
   }, HEARTBEAT_MS);
   heartbeat.unref();
 
-  let closed = false;
   try {
     yield { type: 'started', id };
     try {
@@ -144,4 +151,14 @@ export async function closeAbandonedStreams({ db, logger }: Pick<AppDeps, 'db' |
   const closed = await closeAbandoned(db, new Date(now.getTime() - ABANDONED_AFTER_MS));
   if (closed) logger.warn({ closed }, 'closed streamed generations left running');
   return closed;
+}
+
+/** The events of a stream whose first has been taken already (`first`), from the start. */
+export async function* startedStream<T>(
+  events: AsyncGenerator<T, void, undefined>,
+  first: IteratorResult<T, void>,
+): AsyncGenerator<T, void, undefined> {
+  if (first.done) return;
+  yield first.value;
+  yield* events;
 }

@@ -28,6 +28,11 @@ export interface RouteMeta {
   /** Other statuses that answer with the success body (GET /health: 503 while the database is away). */
   sameBodyWith?: Record<number, string>;
   /**
+   * The route also answers `Accept: text/event-stream` with a stream of events (the streamed generation):
+   * what the events are, in a sentence, for /openapi.json. The stream itself is served beside the procedure.
+   */
+  eventStream?: string;
+  /**
    * Served as an MCP tool at /mcp (routers/mcp), named after the procedure's path with `_` for `.`. Only
    * procedures marked here are tools; a call from /mcp to any other procedure is refused.
    */

@@ -14,7 +14,16 @@ import { FAKE_OPENAI_CANARY, fakeOpenAIAnswer, startFakeOpenAI, type FakeOpenAI 
 import { FAKE_ANTHROPIC_CANARY, fakeAnthropicAnswer, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { waitFor } from '../helpers/wait.js';
 import { closeAbandonedStreams } from '../../routers/ai/stream.js';
-import { generateOk, generationRow, GENERATION_FIELDS, uniquePrompt, UUID_RE, workspaceCounter } from './helpers.js';
+import {
+  domainEvents,
+  generateOk,
+  generationRow,
+  GENERATION_FIELDS,
+  subscribeWebhook,
+  uniquePrompt,
+  UUID_RE,
+  workspaceCounter,
+} from './helpers.js';
 import { openStream, type SseMessage } from './stream-helpers.js';
 
 const DEMO_EMAIL = uniqueEmail('ai-stream-demo');
@@ -131,6 +140,18 @@ describe('POST /ai/generate with Accept: text/event-stream (MOCK)', () => {
     });
     expect(demoStream.status).toBe(403);
     expect(demoStream.json.code).toBe('DEMO_GENERATION_DISABLED');
+  });
+
+  it('writes the ai.generation.completed event of a completed stream', async () => {
+    const owner = await registerAndLogin(app.api, { prefix: 'ai-stream-event' });
+    await subscribeWebhook(app, owner);
+    const stream = await openStream(app, '/ai/generate', {
+      token: owner.accessToken,
+      body: { prompt: uniquePrompt() },
+    });
+    const completed = (await stream.rest()).at(-1)!;
+    const events = await domainEvents(app, owner.workspaceId, 'ai.generation.completed');
+    expect(events.map((e) => (e.payload as { generationId: string }).generationId)).toEqual([completed.data.id]);
   });
 
   it('refuses an Idempotency-Key on a streaming request with a 400, counting nothing', async () => {
@@ -374,5 +395,19 @@ describe('the sweep of abandoned streams', () => {
     expect(await generationRow(app, abandoned)).toMatchObject({ status: 'FAILED', error_code: 'INTERRUPTED' });
     expect(await generationRow(app, live)).toMatchObject({ status: 'RUNNING' });
     expect(await workspaceCounter(app, owner.workspaceId)).toBe(1);
+  });
+});
+
+describe('/openapi.json', () => {
+  it('declares the text/event-stream answer of both generate routes, beside the JSON one', async () => {
+    const doc = (await app.api('GET', '/openapi.json')).body;
+    for (const path of ['/ai/generate', '/workspaces/{workspaceId}/ai/generate']) {
+      const ok = doc.paths[path].post.responses['200'];
+      expect(Object.keys(ok.content).sort()).toEqual(['application/json', 'text/event-stream']);
+      expect(ok.content['text/event-stream'].schema.description).toMatch(
+        /event: started.*event: delta.*event: completed/s,
+      );
+      expect(Object.keys(ok.headers)).toEqual(expect.arrayContaining(['Cache-Control', 'X-Accel-Buffering']));
+    }
   });
 });

@@ -1,7 +1,8 @@
 // The built client in a real browser (Debian's Chromium, headless): a static page on one origin loads
 // client/dist as an ES module (tRPC's own files through an import map, as a bundler would link them),
-// signs in against the service on another origin, calls auth.me, and shows an error's code. CORS_ORIGINS
-// admits the page's origin, and a page of another origin is refused.
+// signs in against the service on another origin, calls auth.me, shows an error's code, and streams a
+// generation (ai.generateStream). CORS_ORIGINS admits the page's origin, and a page of another origin is
+// refused.
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -61,6 +62,21 @@ function page(): string {
     show('errorCode', isApiError(err) ? err.code : String(err));
     show('requestId', err.requestId ?? '');
     show('narrowed', String(isApiError(err, 'INVALID_CREDENTIALS')));
+  }
+  if (params.get('stream')) {
+    try {
+      let deltas = 0;
+      let text = '';
+      let completed = '';
+      for await (const event of await api.ai.generateStream.mutate({ prompt: params.get('stream') })) {
+        if (event.type === 'delta') { deltas += 1; text += event.text; }
+        if (event.type === 'completed') completed = event.generation.status + ' ' + String(event.generation.output === text);
+      }
+      show('streamDeltas', String(deltas));
+      show('streamCompleted', completed);
+    } catch (err) {
+      show('streamError', isApiError(err) ? err.code : String(err));
+    }
   }
   show('done', 'yes');
 </script></body></html>`;
@@ -162,6 +178,19 @@ describe('the built client in Chromium, from another origin than the service', (
       .filter((l) => l.method === 'OPTIONS' && String(l.url).startsWith('/trpc/'));
     expect(preflights.length).toBeGreaterThan(0);
     expect(preflights.every((l) => l.status === 204)).toBe(true);
+  });
+
+  it('streams a generation (ai.generateStream) into the page as it is written', async () => {
+    const streamed = await visit(originOf(allowed), {
+      api: apiUrl,
+      email: account.email,
+      password: account.password,
+      stream: 'A browser streams this',
+    });
+    expect(streamed.problems).toEqual([]);
+    expect(streamed.shown).toMatchObject({ me: account.email, streamCompleted: 'SUCCEEDED true', done: 'yes' });
+    expect(Number(streamed.shown.streamDeltas)).toBeGreaterThan(5);
+    await streamed.tab.close();
   });
 
   it('a page of an origin CORS_ORIGINS does not list cannot read the service: NETWORK_ERROR', async () => {
