@@ -20,6 +20,7 @@ import * as m0014 from './migrations/0014_list_changes.js';
 import * as m0015 from './migrations/0015_second_factor_failures.js';
 import * as m0016 from './migrations/0016_self_service.js';
 import * as m0017 from './migrations/0017_sso_domains.js';
+import * as m0022 from './migrations/0022_mcp_oauth.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -39,6 +40,7 @@ export const migrations: Record<string, Migration> = {
   '0015_second_factor_failures': m0015,
   '0016_self_service': m0016,
   '0017_sso_domains': m0017,
+  '0022_mcp_oauth': m0022,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

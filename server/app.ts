@@ -36,6 +36,7 @@ import { webhookQueueEnabled } from './platform/queue-mode.js';
 import { startAuthentication } from './platform/trpc.js';
 import { idempotencyKeys } from './platform/idempotency.js';
 import { MCP_PATH, mcpEndpoint } from '../routers/mcp/endpoint.js';
+import { oauthRoutes } from '../routers/mcp/oauth.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
 import {
   JSON_BODY_LIMIT_BYTES,
@@ -145,6 +146,9 @@ export function createApp(deps: AppDeps): express.Express {
   // requests do not walk their route lists.
   const plain = express.Router().use(billingWebhookRoutes(deps), uploadRoutes(deps), oauthRedirectRoutes(deps));
   app.use(only((req) => isPlainRoute(routes.matchRequest(req)), plain));
+  // The OAuth authorization server of MCP clients: before the JSON parser, as the provider reads its own bodies.
+  const oauth = oauthRoutes(deps);
+  app.use(only((req) => req.path.startsWith('/oauth/') || req.path.startsWith('/.well-known/oauth-'), oauth.routes));
   const json = express.json({
     // Of the decoded body: a small compressed body that inflates past it is refused as it inflates.
     limit: JSON_BODY_LIMIT_BYTES,
@@ -161,7 +165,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(idempotencyKeys(deps, appRouter, routes));
 
   // MCP tools are procedures called through the tRPC caller: the procedure deps, as /trpc and REST have.
-  app.all(MCP_PATH, mcpEndpoint(procedureDeps, appRouter));
+  app.all(MCP_PATH, mcpEndpoint(procedureDeps, appRouter, oauth.verify));
   app.use('/trpc', trpcHandler(appRouter, procedureDeps));
   app.use(restHandler(appRouter, procedureDeps));
   app.use(notFound);
