@@ -26,6 +26,7 @@ import { adminUsersRouter } from './users/router.js';
 import { adminWorkspacesRouter } from './workspaces/admin-router.js';
 import { workspacesRouter } from './workspaces/router.js';
 import { ssoRouter } from './sso/router.js';
+import { mcpRouter } from './mcp/router.js';
 
 export const appRouter = router({
   health: healthRouter,
@@ -40,6 +41,7 @@ export const appRouter = router({
   billing: billingRouter,
   ai: aiRouter,
   apiKeys: apiKeysRouter,
+  mcp: mcpRouter,
   publicApi: publicApiRouter,
   webhooks: webhooksRouter,
   monitoring: monitoringRouter,

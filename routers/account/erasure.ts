@@ -13,6 +13,7 @@ import { acceptSecondFactor } from '../auth/mfa.js';
 import { WRONG_CODE, cappedSecondFactorCheck } from '../auth/second-factor-cap.js';
 import { emitEvent } from '../events/emit.js';
 import { accountOf, reauthenticate, refuseDemoAccount } from './service.js';
+import { revokeUserGrants } from '../mcp/grants.js';
 
 type Trx = Transaction<Database>;
 type Deps = Pick<AppDeps, 'db' | 'config' | 'mailer' | 'logger' | 'passwords' | 'secrets' | 'storage' | 'monitor'>;
@@ -249,6 +250,7 @@ async function eraseThePerson(trx: Trx, userId: string, person: { email: string;
     })
     .where('id', '=', userId)
     .execute();
+  await revokeUserGrants(trx, userId);
   for (const table of [
     'refresh_tokens',
     'sessions',

@@ -60,6 +60,7 @@ export type AuditAction =
   | 'api_key.updated'
   | 'api_key.rotated'
   | 'api_key.revoked'
+  | 'oauth_grant.revoked'
   | 'webhook.created'
   | 'webhook.updated'
   | 'webhook.deleted'
@@ -74,7 +75,16 @@ export type AuditAction =
 export interface AuditEntry {
   action: AuditAction;
   targetType?:
-    'user' | 'workspace' | 'invitation' | 'member' | 'plan' | 'subscription' | 'api_key' | 'webhook' | 'domain';
+    | 'user'
+    | 'workspace'
+    | 'invitation'
+    | 'member'
+    | 'plan'
+    | 'subscription'
+    | 'api_key'
+    | 'webhook'
+    | 'domain'
+    | 'oauth_grant';
   targetId?: string;
   workspaceId?: string | null;
   metadata?: AuditMetadata;

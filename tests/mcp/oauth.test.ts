@@ -13,8 +13,9 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import type { Session } from '../helpers/http.js';
+import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
+import { login, type Session } from '../helpers/http.js';
+import { latestMailToken } from '../helpers/mail.js';
 import { ownerOn } from '../developer/helpers.js';
 import { ledger } from '../helpers/secret-ledger.js';
 
@@ -107,7 +108,7 @@ class Browser {
 }
 
 /** Signs in and consents on the pages, as a user would; answers the authorization code. */
-async function consent(url: URL, opts: { workspaceId?: string; scopes?: string[] } = {}) {
+async function consent(url: URL, who: Session = owner, opts: { scopes?: string[] } = {}) {
   const browser = new Browser();
   let { res } = await browser.follow(await browser.go(url));
   expect(res.status, await res.clone().text()).toBe(200);
@@ -115,7 +116,7 @@ async function consent(url: URL, opts: { workspaceId?: string; scopes?: string[]
   expect(login).toContain('Sign in');
   const loginAction = /action="([^"]+\/login)"/.exec(login)![1];
   ({ res } = await browser.follow(
-    await browser.go(loginAction, { method: 'POST', form: { email: owner.email, password: owner.password } }),
+    await browser.go(loginAction, { method: 'POST', form: { email: who.email, password: who.password } }),
   ));
   const page = await res.text();
   expect(page).toContain('Connect');
@@ -124,7 +125,7 @@ async function consent(url: URL, opts: { workspaceId?: string; scopes?: string[]
     await browser.go(action, {
       method: 'POST',
       form: {
-        workspaceId: opts.workspaceId ?? owner.workspaceId,
+        workspaceId: who.workspaceId,
         scope: opts.scopes ?? ['read', 'workspace:read'],
         allow: '1',
       },
@@ -138,9 +139,9 @@ async function consent(url: URL, opts: { workspaceId?: string; scopes?: string[]
 
 const mcpUrl = () => new URL('/mcp', app.url);
 
-async function authorize(provider = new MemoryProvider()) {
+async function authorize(provider = new MemoryProvider(), who: Session = owner) {
   expect(await auth(provider, { serverUrl: mcpUrl() })).toBe('REDIRECT');
-  const code = await consent(provider.authorizationUrl!);
+  const code = await consent(provider.authorizationUrl!, who);
   expect(await auth(provider, { serverUrl: mcpUrl(), authorizationCode: code })).toBe('AUTHORIZED');
   return provider;
 }
@@ -253,6 +254,64 @@ describe('OAuth for MCP clients', () => {
     const bad = await authorizeWith({ redirect_uri: 'https://attacker.example/cb' });
     expect(bad.status).toBe(400);
     expect(bad.headers.get('location')).toBeNull();
+  });
+
+  it('lists the grant in its workspace, and a revocation stops its tokens at once', async () => {
+    const provider = await authorize();
+    const token = provider.saved!.access_token;
+    expect(await mcpStatus(token)).toBe(200);
+    const list = await app.api('GET', `/workspaces/${owner.workspaceId}/oauth-grants`, { token: owner.accessToken });
+    expect(list.status, list.text).toBe(200);
+    const grant = list.body.items.find((g: { clientId: string }) => g.clientId === provider.info!.client_id);
+    expect(grant).toMatchObject({
+      clientName: 'Test agent',
+      scopes: ['read', 'workspace:read'],
+      user: { id: owner.userId, email: owner.email },
+    });
+    expect(list.text).not.toContain(token);
+    const revoked = await app.api('DELETE', `/workspaces/${owner.workspaceId}/oauth-grants/${grant.id}`, {
+      token: owner.accessToken,
+    });
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(await mcpStatus(token)).toBe(401);
+    const refreshed = await fetch(new URL('/oauth/token', app.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: provider.saved!.refresh_token!,
+        client_id: provider.info!.client_id,
+      }),
+    });
+    expect(refreshed.status).toBe(400);
+    const again = await app.api('DELETE', `/workspaces/${owner.workspaceId}/oauth-grants/${grant.id}`, {
+      token: owner.accessToken,
+    });
+    expect(again.status).toBe(404);
+  });
+
+  it("revokes a user's grants when their password is reset or they are suspended", async () => {
+    const resetting = await ownerOn(app, 'enterprise', 'mcp-reset');
+    const reset = await authorize(new MemoryProvider(), resetting);
+    expect(await mcpStatus(reset.saved!.access_token)).toBe(200);
+    expect((await app.api('POST', '/auth/forgot-password', { body: { email: resetting.email } })).status).toBe(200);
+    const resetToken = await latestMailToken(app, resetting.email, 'password-reset');
+    const done = await app.api('POST', '/auth/reset-password', {
+      body: { token: resetToken, newPassword: 'Brand-new-pass-456' },
+    });
+    expect(done.status, done.text).toBe(200);
+    expect(await mcpStatus(reset.saved!.access_token)).toBe(401);
+
+    const suspending = await ownerOn(app, 'enterprise', 'mcp-suspend');
+    const suspended = await authorize(new MemoryProvider(), suspending);
+    expect(await mcpStatus(suspended.saved!.access_token)).toBe(200);
+    const admin = await login(app.api, TEST_ADMIN.email, TEST_ADMIN.password);
+    const moved = await app.api('POST', `/admin/users/${suspending.userId}/suspend`, { token: admin.accessToken });
+    expect(moved.status, moved.text).toBe(200);
+    expect(await mcpStatus(suspended.saved!.access_token)).toBe(401);
+    // Activated again, the app stays disconnected: the grant was revoked, not paused.
+    await app.api('POST', `/admin/users/${suspending.userId}/activate`, { token: admin.accessToken });
+    expect(await mcpStatus(suspended.saved!.access_token)).toBe(401);
   });
 
   it('refuses a token of another resource, and a made-up one, at /mcp', async () => {
