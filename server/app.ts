@@ -147,7 +147,7 @@ export function createApp(deps: AppDeps): express.Express {
   const plain = express.Router().use(billingWebhookRoutes(deps), uploadRoutes(deps), oauthRedirectRoutes(deps));
   app.use(only((req) => isPlainRoute(routes.matchRequest(req)), plain));
   // The OAuth authorization server of MCP clients: before the JSON parser, as the provider reads its own bodies.
-  const oauth = oauthRoutes(deps);
+  const oauth = oauthRoutes(procedureDeps);
   app.use(only((req) => req.path.startsWith('/oauth/') || req.path.startsWith('/.well-known/oauth-'), oauth.routes));
   const json = express.json({
     // Of the decoded body: a small compressed body that inflates past it is refused as it inflates.

@@ -9,7 +9,8 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { API_KEY_SCOPES, type ApiKeyScope } from '../../db/schema.js';
 import type { AppDeps } from '../../server/platform/context.js';
-import { AppError } from '../../server/platform/errors.js';
+import { AppError, toApiError } from '../../server/platform/errors.js';
+import type { Attempt } from '../../server/platform/rate-limit.js';
 import { roleHas } from '../../server/platform/permissions.js';
 import type { McpCredential } from '../../server/platform/principal.js';
 import { normalizeEmail } from '../auth/service.js';
@@ -25,7 +26,7 @@ const OAUTH_PREFIX = '/oauth';
 const ACCESS_TOKEN_TTL_SECONDS = 3600;
 const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 
-type Deps = Pick<AppDeps, 'config' | 'db' | 'passwords' | 'secrets' | 'logger'>;
+type Deps = Pick<AppDeps, 'config' | 'db' | 'passwords' | 'secrets' | 'logger' | 'failedSignIns'>;
 
 /** The public base URL of this API: API_URL, else the request's own. */
 export function apiBase(config: AppDeps['config'], req: IncomingMessage & { protocol?: string }) {
@@ -245,12 +246,19 @@ export function oauthRoutes(deps: Deps): {
         typeof details.params.redirect_uri === 'string' ? new URL(details.params.redirect_uri).origin : undefined;
       const body = req.body as Record<string, string | undefined>;
       let userId: string;
+      // Counted with the REST sign-ins of the account: this page is no way around their limit.
+      const email = normalizeEmail(body.email ?? '');
+      let attempt: Attempt | undefined;
       try {
-        userId = await signIn(deps, body.email ?? '', body.password ?? '', body.code ?? '');
+        attempt = await deps.failedSignIns?.begin(res, `login:${email}`);
+        userId = await signIn(deps, email, body.password ?? '', body.code ?? '');
+        attempt?.settle(false);
       } catch (err) {
-        if (!(err instanceof AppError)) throw err;
-        res.status(err.code === 'USER_SUSPENDED' ? 403 : 400);
-        return loginPage(res, details.uid, err.message, target);
+        const api = toApiError(err);
+        attempt?.settle(api.code === 'INVALID_CREDENTIALS' || api.code === 'INVALID_MFA_CODE');
+        if (api.status >= 500) throw err;
+        res.status(api.status);
+        return loginPage(res, details.uid, api.message, target);
       }
       await provider.interactionFinished(
         req,
@@ -345,6 +353,15 @@ export function oauthRoutes(deps: Deps): {
     if (!grant || grant.user_id !== token.accountId) throw invalid;
     const principal = await activeUser(deps.db, grant.user_id);
     if (!principal?.memberships.some((m) => m.id === grant.workspace_id)) throw invalid;
+    // About once a minute per grant, as API keys' last use.
+    if (!grant.last_used_at || Date.now() - grant.last_used_at.getTime() >= 60_000) {
+      await deps.db
+        .updateTable('oauth_grants')
+        .set({ last_used_at: new Date() })
+        .where('id', '=', grant.id)
+        .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(Date.now() - 60_000))]))
+        .execute();
+    }
     const tokenScopes = (token.scope ?? '').split(' ').filter(Boolean);
     const granted = grant.scopes;
     const scopes = tokenScopes.length ? granted.filter((s) => tokenScopes.includes(s)) : granted;

@@ -256,6 +256,22 @@ describe('OAuth for MCP clients', () => {
     expect(bad.headers.get('location')).toBeNull();
   });
 
+  it('shows the sign-in form again, with the reason, after a wrong password', async () => {
+    const provider = new MemoryProvider();
+    expect(await auth(provider, { serverUrl: mcpUrl() })).toBe('REDIRECT');
+    const browser = new Browser();
+    const { res } = await browser.follow(await browser.go(provider.authorizationUrl!));
+    const action = /action="([^"]+\/login)"/.exec(await res.text())![1];
+    const wrong = await browser.go(action, {
+      method: 'POST',
+      form: { email: owner.email, password: 'Wrong-pass-000' },
+    });
+    expect(wrong.status).toBe(401);
+    const page = await wrong.text();
+    expect(page).toContain('Invalid e-mail or password.');
+    expect(page).toContain('name="password"');
+  });
+
   it('lists the grant in its workspace, and a revocation stops its tokens at once', async () => {
     const provider = await authorize();
     const token = provider.saved!.access_token;
@@ -267,6 +283,7 @@ describe('OAuth for MCP clients', () => {
       clientName: 'Test agent',
       scopes: ['read', 'workspace:read'],
       user: { id: owner.userId, email: owner.email },
+      lastUsedAt: expect.any(String),
     });
     expect(list.text).not.toContain(token);
     const revoked = await app.api('DELETE', `/workspaces/${owner.workspaceId}/oauth-grants/${grant.id}`, {
