@@ -21,6 +21,8 @@
 //                                         each page of 1,000,000 rows (page 1, page 500, the deep cursor) also
 //                                         >= 0.85x of the bound of an authenticated page (GET /auth/me plus
 //                                         what the bare page adds to bare /json), p99 <= 2x the bare page's p99
+//   POST /mcp tools/call ai_history, 1,000 rows   ratio to GET /ai/history, 1,000 rows, target >= 0.7x (bench/mcp.ts)
+//   POST /mcp tools/list                  ratio to GET /auth/me, target >= 0.8x
 //   GET /ai/history page 500, 1,000,000 rows ratio to page 1 of the same, target >= 0.5x (rows 9,981 to 10,000)
 //   GET /ai/history cursor at row 900,000    ratio to page 1 of the same, target >= 0.8x
 //   POST /ai/generate (MOCK)              ratio to bare /json, target >= 0.25x
@@ -77,6 +79,7 @@ import { STARTUP_TARGETS, measureStartup } from './startup.js';
 import { ISOLATION_TARGETS, measureIsolation } from './isolation.js';
 import { PURGE_TARGETS, measurePurge } from './purge.js';
 import { cpuSecondsBetween, cpuSecondsByPid, cpuSecondsOf } from './cpu.js';
+import { MCP_HISTORY_BODY, MCP_LIST_BODY, mcpHeaders, mcpHistoryPage, mcpToolList } from './mcp.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
@@ -319,6 +322,8 @@ interface Targets {
   smallHistoryWorkspace: string;
   /** A cursor of historyWorkspace's list after its 900,000th row. */
   deepCursor: string;
+  /** An API key (scope read) of smallHistoryWorkspace, for /mcp. */
+  mcpKey: string;
 }
 
 function scenarios(t: Targets): Scenario[] {
@@ -393,6 +398,28 @@ function scenarios(t: Targets): Scenario[] {
       ...base,
       baseline: BARE_PAGE,
       check: historyPage(1_000),
+    },
+    {
+      name: 'POST /mcp tools/call ai_history, 1,000 rows',
+      url: `${t.api}/mcp`,
+      method: 'POST',
+      headers: mcpHeaders(t.mcpKey),
+      body: MCP_HISTORY_BODY,
+      ...base,
+      baseline: 'GET /ai/history, 1,000 rows',
+      target: 0.7,
+      check: mcpHistoryPage(1_000),
+    },
+    {
+      name: 'POST /mcp tools/list',
+      url: `${t.api}/mcp`,
+      method: 'POST',
+      headers: mcpHeaders(t.mcpKey),
+      body: MCP_LIST_BODY,
+      ...base,
+      baseline: 'GET /auth/me',
+      target: 0.8,
+      check: mcpToolList,
     },
     {
       name: 'GET /ai/history page 1, 1,000,000 rows',
@@ -917,6 +944,7 @@ const PLACEHOLDER_TARGETS: Targets = {
   historyWorkspace: '',
   smallHistoryWorkspace: '',
   deepCursor: '',
+  mcpKey: '',
 };
 
 /** Whether BENCH_ONLY selects any scenario of the main list (the HTTP scenarios and the queue runs). */
@@ -932,7 +960,9 @@ function mainListSelected(): boolean {
 
 /** Whether a selected scenario reads AI history (which needs the 1,000,000 generations seeded). */
 const historySelected = () =>
-  selected(scenarios(PLACEHOLDER_TARGETS)).some((s) => s.name.startsWith('GET /ai/history') || s.name === BARE_PAGE);
+  selected(scenarios(PLACEHOLDER_TARGETS)).some(
+    (s) => s.name.startsWith('GET /ai/history') || s.name === BARE_PAGE || s.name.includes('ai_history'),
+  );
 
 async function main(): Promise<void> {
   await ownScenarios();
@@ -1021,6 +1051,21 @@ async function main(): Promise<void> {
   );
   const history = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench history' }, 201);
   const smallHistory = await call(`${apis.api.url}/workspaces`, 'POST', accessToken, { name: 'bench small' }, 201);
+  // The MCP scenarios read the small workspace's history with a key of its own (its plan must allow keys).
+  await call(
+    `${apis.api.url}/billing/checkout`,
+    'POST',
+    accessToken,
+    { planCode: 'enterprise', workspaceId: smallHistory.id },
+    200,
+  );
+  const mcpKey = await call(
+    `${apis.api.url}/workspaces/${String(smallHistory.id)}/api-keys`,
+    'POST',
+    accessToken,
+    { name: 'bench mcp', scopes: ['read'] },
+    201,
+  );
   let deepCursor = '';
   if (historySelected()) {
     deepCursor = await seedHistory(db.url, String(history.id), String(smallHistory.id), shared.JWT_ACCESS_SECRET);
@@ -1039,6 +1084,7 @@ async function main(): Promise<void> {
     historyWorkspace: String(history.id),
     smallHistoryWorkspace: String(smallHistory.id),
     deepCursor: encodeURIComponent(deepCursor),
+    mcpKey: String(mcpKey.rawKey),
   };
   // Every scenario runs in BENCH_ROUNDS rounds over the whole list, so that a slow minute of a shared
   // machine weighs on every scenario and its baseline alike instead of on whichever ran then.

@@ -24,6 +24,7 @@ import * as m0018 from './migrations/0018_sso_connections.js';
 import * as m0019 from './migrations/0019_scim.js';
 import * as m0020 from './migrations/0020_ai_streaming.js';
 import * as m0021 from './migrations/0021_billing_seats_usage.js';
+import * as m0022 from './migrations/0022_mcp_oauth.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -47,6 +48,7 @@ export const migrations: Record<string, Migration> = {
   '0019_scim': m0019,
   '0020_ai_streaming': m0020,
   '0021_billing_seats_usage': m0021,
+  '0022_mcp_oauth': m0022,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

@@ -488,6 +488,32 @@ export const API_KEY_SCOPES = [
 ] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
+/** oidc-provider's models (routers/mcp/oauth-adapter.ts): one row per model instance, its payload as JSON. */
+export interface OAuthPayloadsTable {
+  model: string;
+  id: string;
+  payload: Json<Record<string, unknown>>;
+  grant_id: string | null;
+  uid: string | null;
+  user_code: string | null;
+  expires_at: NullableTimestamp;
+  consumed_at: NullableTimestamp;
+}
+
+/** A user's consent to an MCP client (OAuth), for one workspace and its scopes; `id` is the provider's grant id. */
+export interface OAuthGrantsTable {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  client_id: string;
+  client_name: string | null;
+  scopes: Json<ApiKeyScope[]>;
+  resource: string;
+  created_at: CreatedAt;
+  last_used_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+}
+
 export interface ApiKeysTable {
   id: Generated<string>;
   workspace_id: string;
@@ -815,6 +841,8 @@ export interface Database {
   sso_requests: SsoRequestsTable;
   sso_assertions: SsoAssertionsTable;
   sso_identities: SsoIdentitiesTable;
+  oauth_payloads: OAuthPayloadsTable;
+  oauth_grants: OAuthGrantsTable;
 }
 
 export type Plan = Selectable<PlansTable>;

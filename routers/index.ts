@@ -27,6 +27,7 @@ import { adminWorkspacesRouter } from './workspaces/admin-router.js';
 import { workspacesRouter } from './workspaces/router.js';
 import { ssoRouter } from './sso/router.js';
 import { scimRouter } from './scim/router.js';
+import { mcpRouter } from './mcp/router.js';
 
 export const appRouter = router({
   health: healthRouter,
@@ -42,6 +43,7 @@ export const appRouter = router({
   billing: billingRouter,
   ai: aiRouter,
   apiKeys: apiKeysRouter,
+  mcp: mcpRouter,
   publicApi: publicApiRouter,
   webhooks: webhooksRouter,
   monitoring: monitoringRouter,

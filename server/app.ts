@@ -39,6 +39,7 @@ import { startAuthentication } from './platform/trpc.js';
 import { idempotencyKeys } from './platform/idempotency.js';
 import { generationStreams } from '../routers/ai/stream-http.js';
 import { MCP_PATH, mcpEndpoint } from '../routers/mcp/endpoint.js';
+import { oauthRoutes } from '../routers/mcp/oauth.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
 import {
   JSON_BODY_LIMIT_BYTES,
@@ -153,6 +154,9 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(only((req) => isPlainRoute(routes.matchRequest(req)), plain));
   // Directory sync: its own media type, error shape and token; documented in docs/api.md, not the document.
   app.use(SCIM_BASE_PATH, scimRoutes(deps));
+  // The OAuth authorization server of MCP clients: before the JSON parser, as the provider reads its own bodies.
+  const oauth = oauthRoutes(procedureDeps);
+  app.use(only((req) => req.path.startsWith('/oauth/') || req.path.startsWith('/.well-known/oauth-'), oauth.routes));
   const json = express.json({
     // Of the decoded body: a small compressed body that inflates past it is refused as it inflates.
     limit: JSON_BODY_LIMIT_BYTES,
@@ -171,7 +175,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(idempotencyKeys(deps, appRouter, routes));
 
   // MCP tools are procedures called through the tRPC caller: the procedure deps, as /trpc and REST have.
-  app.all(MCP_PATH, mcpEndpoint(procedureDeps, appRouter));
+  app.all(MCP_PATH, mcpEndpoint(procedureDeps, appRouter, oauth.verify));
   app.use('/trpc', trpcHandler(appRouter, procedureDeps));
   app.use(restHandler(appRouter, procedureDeps));
   app.use(notFound);

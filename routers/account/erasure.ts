@@ -14,6 +14,7 @@ import { WRONG_CODE, cappedSecondFactorCheck } from '../auth/second-factor-cap.j
 import { personalWorkspaceName } from '../auth/service.js';
 import { emitEvent } from '../events/emit.js';
 import { accountOf, reauthenticate, refuseDemoAccount } from './service.js';
+import { revokeUserGrants } from '../mcp/grants.js';
 
 type Trx = Transaction<Database>;
 type Deps = Pick<AppDeps, 'db' | 'config' | 'mailer' | 'logger' | 'passwords' | 'secrets' | 'storage' | 'monitor'>;
@@ -322,6 +323,7 @@ async function eraseThePerson(
     })
     .where('id', '=', userId)
     .execute();
+  await revokeUserGrants(trx, userId);
   for (const table of [
     'refresh_tokens',
     'sessions',

@@ -112,7 +112,7 @@ async function insertKey(
 }
 
 /** The keys a workspace's plan allows: its limits, else its edition's (0: no API access). */
-const keysAllowed = (workspace: { edition: Edition; limits: unknown }) =>
+export const keysAllowed = (workspace: { edition: Edition; limits: unknown }) =>
   (workspace.limits as PlanLimits).apiKeys ?? EDITION_KEYS[workspace.edition];
 
 const notInPlan = () =>

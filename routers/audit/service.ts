@@ -60,6 +60,7 @@ export type AuditAction =
   | 'api_key.updated'
   | 'api_key.rotated'
   | 'api_key.revoked'
+  | 'oauth_grant.revoked'
   | 'webhook.created'
   | 'webhook.updated'
   | 'webhook.deleted'
@@ -103,7 +104,8 @@ export interface AuditEntry {
     | 'domain'
     | 'scim_token'
     | 'scim_group'
-    | 'sso_connection';
+    | 'sso_connection'
+    | 'oauth_grant';
   targetId?: string;
   workspaceId?: string | null;
   metadata?: AuditMetadata;

@@ -19,6 +19,7 @@ import { openSession, revokeAllSessions, revokeSessionOf, type Principal, type T
 import { recordAudit } from '../audit/service.js';
 import { endMfaChallenges, startMfaChallenge, verifyMfaChallenge, type MfaAttempts, type MfaChallenge } from './mfa.js';
 import { actorOf, type Actor } from '../../server/platform/actor.js';
+import { revokeUserGrants } from '../mcp/grants.js';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'logger' | 'mailer' | 'passwords'>;
 
@@ -343,6 +344,7 @@ export async function resetPassword(deps: Deps, actor: Actor, input: { token: st
     // Sessions first: this waits out a refresh in flight, so the access token it issued is older than
     // tokens_valid_after below.
     await revokeAllSessions(trx, used.user_id, 'password_reset');
+    await revokeUserGrants(trx, used.user_id);
     await endMfaChallenges(trx, used.user_id);
     const now = new Date();
     await trx

@@ -20,8 +20,10 @@ export function credentialOf(headers: { authorization?: string; 'x-api-key'?: st
   return typeof key === 'string' && key.trim() ? key.trim() : undefined;
 }
 
+const withoutMemberships = <T extends { memberships: unknown }>({ memberships: _, ...user }: T) => user;
+
 /** The ACTIVE user `userId`, with their memberships; undefined when there is none. */
-async function activeUser(db: Deps['db'], userId: string) {
+export async function activeUser(db: Deps['db'], userId: string) {
   const row = await db
     .selectFrom('users')
     .select((eb) => [...USER_COLUMNS, membershipsColumn(eb)])
@@ -37,14 +39,28 @@ async function activeUser(db: Deps['db'], userId: string) {
  * The credential behind a raw value: a live API key of a workspace whose plan allows keys, whose creator
  * is still an ACTIVE member of it (their role bounds what the key may do, its scopes what it may ask).
  */
-export async function mcpCredential(deps: Deps, raw: string | undefined): Promise<McpCredential> {
+export async function mcpCredential(
+  deps: Deps,
+  raw: string | undefined,
+  oauth: (token: string) => Promise<McpCredential>,
+): Promise<McpCredential> {
   if (!raw) throw noCredential();
-  if (!raw.startsWith(API_KEY_PREFIX)) {
-    throw new AppError('UNAUTHORIZED', 'This token is not an MCP credential: use a workspace API key or OAuth.');
-  }
+  // Anything else is an OAuth access token or nothing: a user's own access token is not one.
+  if (!raw.startsWith(API_KEY_PREFIX)) return oauth(raw);
   const key = await deps.auth.apiKey(raw);
-  const owner = await deps.db.selectFrom('api_keys').select('created_by').where('id', '=', key.id).executeTakeFirst();
-  const principal = owner?.created_by ? await activeUser(deps.db, owner.created_by) : undefined;
+  // The key's creator and their memberships, in one statement.
+  const row = await deps.db
+    .selectFrom('api_keys')
+    .innerJoin('users', 'users.id', 'api_keys.created_by')
+    .select((eb) => [
+      ...USER_COLUMNS.map((c) => `users.${c}` as const),
+      membershipsColumn(eb as unknown as Parameters<typeof membershipsColumn>[0]),
+    ])
+    .where('api_keys.id', '=', key.id)
+    .where('users.deleted_at', 'is', null)
+    .executeTakeFirst();
+  const principal =
+    row?.status === 'ACTIVE' ? { user: withoutMemberships(row), memberships: row.memberships } : undefined;
   if (!principal?.memberships.some((m) => m.id === key.workspace_id)) {
     throw new AppError(
       'UNAUTHORIZED',

@@ -21,17 +21,12 @@ import { errorBody, errorHeaders, toApiError, type ApiError } from '../../server
 import { noteRequest } from '../../server/platform/monitoring.js';
 import type { McpCredential } from '../../server/platform/principal.js';
 import { credentialOf, mcpCredential } from './credentials.js';
+import { PROTECTED_RESOURCE_METADATA_PATH, apiBase } from './oauth.js';
 import { callTool, mcpTools, toolError, type McpTool } from './tools.js';
 import { runOnce } from '../../server/platform/idempotency.js';
 import { fillTemplate } from '../ai/service.js';
 
 export const MCP_PATH = '/mcp';
-export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
-
-/** The public base URL of this API: API_URL, else the request's own. */
-export function apiBase(config: AppDeps['config'], req: Request) {
-  return (config.API_URL ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`).replace(/\/+$/, '');
-}
 
 /**
  * The origins a browser may call /mcp from: CORS_ORIGINS, APP_URL's and API_URL's. A request without
@@ -63,7 +58,11 @@ function idempotencyKeyOf(req: Request, meta: Record<string, unknown> | undefine
   return typeof fromMeta === 'string' ? fromMeta : undefined;
 }
 
-export function mcpEndpoint(deps: AppDeps, router: AnyTRPCRouter): RequestHandler {
+export function mcpEndpoint(
+  deps: AppDeps,
+  router: AnyTRPCRouter,
+  oauth: (issuer: string, token: string) => Promise<McpCredential>,
+): RequestHandler {
   const tools = mcpTools(router);
   const byName = new Map(tools.map((t) => [t.tool.name, t]));
   const origins = allowedOrigins(deps.config);
@@ -161,7 +160,7 @@ export function mcpEndpoint(deps: AppDeps, router: AnyTRPCRouter): RequestHandle
       const raw = credentialOf(req.headers);
       let credential: McpCredential;
       try {
-        credential = await mcpCredential(deps, raw);
+        credential = await mcpCredential(deps, raw, (token) => oauth(apiBase(deps.config, req), token));
       } catch (err) {
         const api = toApiError(err);
         if (api.status !== 401) return refuse(req, res, api);

@@ -43,17 +43,27 @@ const TOOL_ERROR_SCHEMA: JsonSchema = {
 
 export const toolName = (path: string) => path.replaceAll('.', '_');
 
+/**
+ * Without the regular expressions Zod adds beside a `format` (uuid, date-time): the format says the same,
+ * and the list of tools, sent on every tools/list, is a fraction of the size.
+ */
+function withoutFormatPatterns(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutFormatPatterns);
+  if (!node || typeof node !== 'object') return node;
+  const entries = Object.entries(node as JsonSchema);
+  const hasFormat = entries.some(([k, v]) => k === 'format' && typeof v === 'string');
+  return Object.fromEntries(
+    entries.filter(([k]) => !(hasFormat && k === 'pattern')).map(([k, v]) => [k, withoutFormatPatterns(v)]),
+  );
+}
+
 /** JSON Schema (draft 7, as the SDK's client validates) of a Zod schema, split into body and definitions. */
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output') {
   const {
     $schema: _,
     definitions,
     ...body
-  } = z.toJSONSchema(schema, {
-    io,
-    target: 'draft-7',
-    unrepresentable: 'any',
-  }) as JsonSchema;
+  } = withoutFormatPatterns(z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' })) as JsonSchema;
   return { body, definitions: definitions as JsonSchema | undefined };
 }
 

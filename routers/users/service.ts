@@ -9,6 +9,7 @@ import { membershipsOf } from '../workspaces/access.js';
 import { adminResetMfa } from '../auth/mfa.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { escapeLike } from '../../db/text.js';
+import { revokeUserGrants } from '../mcp/grants.js';
 
 type Deps = Pick<AppDeps, 'db'>;
 
@@ -135,6 +136,8 @@ export async function moveUser(
       );
     }
     await trx.updateTable('users').set({ status: rule.to, updated_at: new Date() }).where('id', '=', userId).execute();
+    // Sessions are kept for an activation, but apps connected over OAuth must be connected again.
+    if (move === 'suspend') await revokeUserGrants(trx, userId);
     await recordAudit(trx, actor, {
       action: rule.action,
       targetType: 'user',

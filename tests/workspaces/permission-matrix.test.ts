@@ -75,6 +75,23 @@ afterAll(() => app?.close());
 
 // ------------------------------------------------------------------ routes
 
+/** An OAuth grant of the workspace made just for one cell (straight in the database: any workspace state). */
+async function disposableGrant(ws: Ws) {
+  const id = `matrix-${crypto.randomBytes(8).toString('hex')}`;
+  await app.deps.db
+    .insertInto('oauth_grants')
+    .values({
+      id,
+      workspace_id: ws.id,
+      user_id: ws.owner.userId,
+      client_id: 'matrix-client',
+      scopes: JSON.stringify(['read']),
+      resource: `${app.url}/mcp`,
+    })
+    .execute();
+  return id;
+}
+
 /** An API key of the workspace made just for one cell (straight in the database: any workspace state). */
 async function disposableKey(workspaceId: string) {
   const row = await app.deps.db
@@ -380,6 +397,20 @@ const ROUTES: Route[] = [
       },
     }),
     check: (res) => expect(res.body).toMatchObject({ status: 'FREE', edition: 'LITE' }),
+  },
+  {
+    label: 'GET /workspaces/{id}/oauth-grants',
+    method: 'GET',
+    openapi: '/workspaces/{workspaceId}/oauth-grants',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/oauth-grants` }),
+    check: (res) => expect(Array.isArray(res.body.items)).toBe(true),
+  },
+  {
+    label: 'DELETE /workspaces/{id}/oauth-grants/{grantId}',
+    method: 'DELETE',
+    openapi: '/workspaces/{workspaceId}/oauth-grants/{grantId}',
+    call: async (ws) => ({ path: `/workspaces/${ws.id}/oauth-grants/${await disposableGrant(ws)}` }),
+    check: (res) => expect(res.body).toMatchObject({ message: expect.any(String) }),
   },
   {
     label: 'GET /workspaces/{id}/api-keys',
@@ -876,6 +907,8 @@ const ACTIVE_TABLE: Record<string, [string, string, string, string, string, stri
   'GET /workspaces/{id}/billing/payments': ['200', '200', '200', DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/billing/mock-checkout': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/billing/cancel': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'GET /workspaces/{id}/oauth-grants': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
+  'DELETE /workspaces/{id}/oauth-grants/{grantId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'GET /workspaces/{id}/api-keys': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
   'POST /workspaces/{id}/api-keys': ['201', '201', DENIED, DENIED, HIDDEN, ANON],
   'PATCH /workspaces/{id}/api-keys/{apiKeyId}': ['200', '200', DENIED, DENIED, HIDDEN, ANON],
