@@ -107,25 +107,37 @@ export async function listUsers(
   caller: ScimCaller,
   query: { filter?: string; startIndex: number; count: number },
 ) {
-  let rows = userRows(db, caller.workspaceId);
-  if (query.filter) rows = rows.where(compileFilter(parseFilter(query.filter), USER_ATTRIBUTES));
-  const [total, page] = await Promise.all([
-    db
-      .selectFrom(rows.as('f'))
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .executeTakeFirstOrThrow(),
-    query.count === 0
-      ? Promise.resolve([])
-      : rows
-          .orderBy('m.created_at')
-          .orderBy('m.id')
-          .offset(query.startIndex - 1)
-          .limit(query.count)
-          .execute(),
+  const { workspaceId } = caller;
+  const members = db.selectFrom('workspace_members as m').where('m.workspace_id', '=', workspaceId);
+  let rows = userRows(db, workspaceId);
+  let total;
+  let page;
+  if (query.filter) {
+    rows = rows.where(compileFilter(parseFilter(query.filter), USER_ATTRIBUTES));
+    total = db.selectFrom(rows.as('f')).select((eb) => eb.fn.countAll<string>().as('n'));
+    page = rows
+      .orderBy('m.created_at')
+      .orderBy('m.id')
+      .offset(query.startIndex - 1)
+      .limit(query.count);
+  } else {
+    // Unfiltered, the page is found in the memberships' index alone, and only its rows are joined.
+    total = members.select((eb) => eb.fn.countAll<string>().as('n'));
+    const ids = members
+      .select('m.id')
+      .orderBy('m.created_at')
+      .orderBy('m.id')
+      .offset(query.startIndex - 1)
+      .limit(query.count);
+    page = rows.where('m.id', 'in', ids).orderBy('m.created_at').orderBy('m.id');
+  }
+  const [counted, found] = await Promise.all([
+    total.executeTakeFirstOrThrow(),
+    query.count === 0 ? Promise.resolve([]) : page.execute(),
   ]);
   return listResponse(
-    page.map((r) => toScimUser(r, caller.baseUrl)),
-    Number(total.n),
+    found.map((r) => toScimUser(r, caller.baseUrl)),
+    Number(counted.n),
     query.startIndex,
   );
 }

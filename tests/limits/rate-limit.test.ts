@@ -66,7 +66,7 @@ async function withApp(settings: Record<string, string>, fn: (app: TestApp) => P
 
 /** `app` with no limit at all: accounts, API keys and the RATE_LIMIT_ENABLED=false checks. */
 let plain: TestApp;
-/** The six tiers, in memory, TRUST_PROXY=false: the client is the connection's address. */
+/** The seven tiers, in memory, TRUST_PROXY=false: the client is the connection's address. */
 let tiers: TestApp;
 let apiKeyOwner: Session;
 const agents: http.Agent[] = [];

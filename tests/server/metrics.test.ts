@@ -344,7 +344,7 @@ describe('GET /metrics in queue mode', () => {
     expect(valueOf(samples, 'webhook_queue_up')).toBe(0);
     expect(find(samples, 'webhook_queue_jobs')).toEqual([]);
     // The rest of the scrape is intact.
-    expect(find(samples, 'rate_limit_rejections_total').length).toBe(6);
+    expect(find(samples, 'rate_limit_rejections_total').length).toBe(7);
     expect(find(samples, 'process_cpu_user_seconds_total')).toHaveLength(1);
     // And again: a broken queue handle is replaced, not reused forever, and still fails soft.
     expect(valueOf((await scrape(app)).samples, 'webhook_queue_up')).toBe(0);
