@@ -22,7 +22,7 @@ export const membershipsColumn = (eb: ExpressionBuilder<Database, 'users'>) =>
     eb
       .selectFrom('workspace_members as m')
       .innerJoin('workspaces as w', 'w.id', 'm.workspace_id')
-      .select(['w.id', 'w.name', 'w.status', 'w.edition', 'w.limits', 'm.role', 'w.require_mfa'])
+      .select(['w.id', 'w.name', 'w.status', 'w.edition', 'w.limits', 'm.role', 'w.require_mfa', 'w.require_sso'])
       .whereRef('m.user_id', '=', 'users.id')
       .where('w.deleted_at', 'is', null)
       .orderBy('m.created_at')

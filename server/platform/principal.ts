@@ -1,6 +1,7 @@
 // Who is calling: the principal behind an access token or an API key, as the procedure builders see it.
 // The platform only states what it needs; the auth and API-key domains implement the Authenticator, and the
 // composition root hands it in (AppDeps.auth), so the platform imports no domain.
+import type { Actor } from './actor.js';
 import type { ApiKeyScope, Edition, PlanLimits, User, WorkspaceRole, WorkspaceStatus } from '../../db/schema.js';
 
 /** The user columns every authenticated request loads. */
@@ -20,6 +21,8 @@ export interface WorkspaceAccess {
   role: WorkspaceRole;
   /** Members without two-factor sign-in are refused here (MFA_REQUIRED). */
   require_mfa: boolean;
+  /** Members on its verified domains must sign in through its SSO connection (SSO_REQUIRED). */
+  require_sso: boolean;
 }
 
 export interface Principal {
@@ -51,4 +54,6 @@ export interface Authenticator {
   apiKey: (raw: string | undefined) => Promise<ApiKeyPrincipal>;
   /** The id of a key this process has verified before, without a lookup (the rate limiter's identity). */
   knownApiKeyId: (raw: string) => string | undefined;
+  /** For a workspace with `require_sso`: SSO_REQUIRED unless the session came through its connection. */
+  ssoPolicy: (actor: Actor, principal: Principal, access: WorkspaceAccess) => Promise<void>;
 }

@@ -20,6 +20,7 @@ import type { ApiKeyScope } from '../../db/schema.js';
 import { resolveWorkspaceAccess, type AccessOptions } from './access.js';
 import { bearerToken } from './security/jwt.js';
 import { noteRequest } from './monitoring.js';
+import { actorOf } from './actor.js';
 
 /**
  * The request id of errors tRPC raises before it has made the context (a batch too large, a missing
@@ -189,6 +190,7 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
         { ...opts, config: ctx.config },
       );
       noteRequest(ctx.req, { workspaceId: access.id });
+      if (access.require_sso) await ctx.auth.ssoPolicy(actorOf(ctx), ctx, access);
       return next({ ctx: { workspace: access } });
     })
     .meta({
@@ -202,6 +204,7 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
         'WORKSPACE_UNAVAILABLE',
         'PERMISSION_DENIED',
         'MFA_REQUIRED',
+        'SSO_REQUIRED',
         ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : []),
       ],
     });
