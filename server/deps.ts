@@ -1,6 +1,7 @@
 // The composition root's services: every long-lived dependency of the app, built once from the settings
 // (database and migrations, Redis, mail, storage, the domains' services and the authenticator the
 // platform's procedure builders use), then the start-up seeds. Used by server.ts, the tests and the bench.
+import { enforceSsoPolicy } from '../routers/sso/policy.js';
 import type { Config } from './platform/config.js';
 import type { AppDeps } from './platform/context.js';
 import type { Logger } from './platform/logger.js';
@@ -56,6 +57,7 @@ export async function createDeps(config: Config, logger: Logger): Promise<AppDep
         user: (authorization) => authenticate({ config, db }, authorization),
         apiKey: (raw) => authenticateApiKey({ db }, { key: raw }),
         knownApiKeyId: verifiedApiKeyId,
+        ssoPolicy: (actor, principal, access) => enforceSsoPolicy({ db }, actor, principal, access),
       },
       processors: await createProcessors(config),
       ai: await createTextProvider(config),

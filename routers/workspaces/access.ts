@@ -31,6 +31,7 @@ export const membershipsColumn = (eb: ExpressionBuilder<Database, 'users'>) =>
         'm.role',
         'w.require_mfa',
         'm.status as membership_status',
+        'w.require_sso',
       ])
       .whereRef('m.user_id', '=', 'users.id')
       .where('w.deleted_at', 'is', null)

@@ -92,7 +92,7 @@ export const workspacesRouter = router({
     .output(myWorkspaceOutput)
     .query(({ ctx }) => workspaces.getWorkspace(ctx, { workspace: ctx.workspace })),
 
-  update: workspaceProcedure('workspace.update')
+  update: workspaceProcedure((input) => (input.requireSso !== undefined ? 'ownership.manage' : 'workspace.update'))
     .meta({
       openapi: {
         method: 'PATCH',
@@ -102,8 +102,11 @@ export const workspacesRouter = router({
         description:
           '`name` renames it. `requireMfa: true` refuses members without two-factor sign-in on every route of ' +
           'the workspace (403 `MFA_REQUIRED`; API keys keep working); only a caller who has two-factor sign-in ' +
-          'may turn it on (403 `MFA_REQUIRED` otherwise).',
+          'may turn it on (403 `MFA_REQUIRED` otherwise). `requireSso` (OWNER only; needs an ACTIVE SSO connection ' +
+          'and a VERIFIED domain, else 409 `INVALID_STATE`) refuses members on its verified domains whose session ' +
+          'did not come through its connection (403 `SSO_REQUIRED`); owners keep access (break-glass, audited).',
       },
+      errors: ['INVALID_STATE'],
     })
     .input(updateWorkspaceInput)
     .output(workspaceOutput)

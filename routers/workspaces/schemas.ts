@@ -20,8 +20,17 @@ export const updateWorkspaceInput = workspaceIdInput
       .union([z.literal(true), z.literal(false)])
       .optional()
       .meta({ description: 'Members without two-factor sign-in are refused on this workspace (MFA_REQUIRED).' }),
+    requireSso: z
+      .union([z.literal(true), z.literal(false)])
+      .optional()
+      .meta({
+        description:
+          'OWNER only. Members on its verified domains must sign in through its SSO connection (SSO_REQUIRED); owners keep a break-glass sign-in, audited.',
+      }),
   })
-  .refine((i) => i.name !== undefined || i.requireMfa !== undefined, { error: 'Send name, requireMfa or both.' });
+  .refine((i) => i.name !== undefined || i.requireMfa !== undefined || i.requireSso !== undefined, {
+    error: 'Send name, requireMfa or requireSso.',
+  });
 export const inviteInput = workspaceIdInput.extend({ email: emailSchema, role: z.enum(WORKSPACE_ROLES) });
 export const acceptInvitationInput = z.object({ token: z.string({ error: 'Expected a token string.' }).max(16_384) });
 export const changeRoleInput = memberInput.extend({ role: z.enum(WORKSPACE_ROLES) });
@@ -35,6 +44,8 @@ export const workspaceOutput = z
     isPersonal: z.boolean(),
     /** Members without two-factor sign-in are refused on its routes. */
     requireMfa: z.boolean(),
+    /** Members on its verified domains must sign in through its SSO connection. */
+    requireSso: z.boolean(),
     memberCount: z.number().int(),
     createdAt: isoDate,
     updatedAt: isoDate,

@@ -1,5 +1,6 @@
 // Workspaces as their members see them: reading, creating and changing one. Members and invitations are in
 // members.ts, the platform admin's operations in admin.ts. Every change is audited in its own transaction.
+import { checkRequireSso } from '../sso/policy.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { signedInUser, type Actor } from '../../server/platform/actor.js';
@@ -24,6 +25,7 @@ export function workspaceRows(db: Db) {
       'w.edition',
       'w.is_personal',
       'w.require_mfa',
+      'w.require_sso',
       'w.created_at',
       'w.updated_at',
       eb
@@ -46,6 +48,7 @@ export function toWorkspace(w: WorkspaceRow) {
     edition: w.edition,
     isPersonal: w.is_personal,
     requireMfa: w.require_mfa,
+    requireSso: w.require_sso,
     memberCount: Number(w.member_count ?? 0),
     createdAt: w.created_at.toISOString(),
     updatedAt: w.updated_at.toISOString(),
@@ -119,7 +122,7 @@ export async function insertWorkspace(
       edition: plan?.edition ?? 'LITE',
       limits: JSON.stringify(plan?.limits ?? {}),
     })
-    .returning(['id', 'name', 'status', 'edition', 'limits', 'require_mfa'])
+    .returning(['id', 'name', 'status', 'edition', 'limits', 'require_mfa', 'require_sso'])
     .executeTakeFirstOrThrow();
   await db
     .insertInto('workspace_members')
@@ -151,9 +154,10 @@ export async function createWorkspace({ db }: Deps, actor: Actor, input: { name:
 export async function updateWorkspace(
   { db }: Deps,
   actor: Actor,
-  input: { workspaceId: string; name?: string; requireMfa?: boolean; callerMfaEnabled?: boolean },
+  input: { workspaceId: string; name?: string; requireMfa?: boolean; requireSso?: boolean; callerMfaEnabled?: boolean },
 ) {
   const { workspaceId, callerMfaEnabled = true, ...changes } = input;
+  if (changes.requireSso) await checkRequireSso({ db }, workspaceId);
   if (changes.requireMfa && !callerMfaEnabled)
     throw new AppError(
       'MFA_REQUIRED',
@@ -165,6 +169,7 @@ export async function updateWorkspace(
       .set({
         ...(changes.name !== undefined ? { name: changes.name } : {}),
         ...(changes.requireMfa !== undefined ? { require_mfa: changes.requireMfa } : {}),
+        ...(changes.requireSso !== undefined ? { require_sso: changes.requireSso } : {}),
         updated_at: new Date(),
       })
       .where('id', '=', workspaceId)
@@ -180,6 +185,7 @@ export async function updateWorkspace(
       metadata: {
         ...(changes.name !== undefined ? { name: changes.name } : {}),
         ...(changes.requireMfa !== undefined ? { requireMfa: changes.requireMfa } : {}),
+        ...(changes.requireSso !== undefined ? { requireSso: changes.requireSso } : {}),
       },
     });
   });

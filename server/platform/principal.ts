@@ -1,6 +1,7 @@
 // Who is calling: the principal behind an access token or an API key, as the procedure builders see it.
 // The platform only states what it needs; the auth and API-key domains implement the Authenticator, and the
 // composition root hands it in (AppDeps.auth), so the platform imports no domain.
+import type { Actor } from './actor.js';
 import type {
   ApiKeyScope,
   Edition,
@@ -30,6 +31,8 @@ export interface WorkspaceAccess {
   require_mfa: boolean;
   /** SUSPENDED by the workspace's directory: refused on its routes (MEMBERSHIP_SUSPENDED). */
   membership_status: MembershipStatus;
+  /** Members on its verified domains must sign in through its SSO connection (SSO_REQUIRED). */
+  require_sso: boolean;
 }
 
 export interface Principal {
@@ -61,6 +64,8 @@ export interface Authenticator {
   apiKey: (raw: string | undefined) => Promise<ApiKeyPrincipal>;
   /** The id of a key this process has verified before, without a lookup (the rate limiter's identity). */
   knownApiKeyId: (raw: string) => string | undefined;
+  /** For a workspace with `require_sso`: SSO_REQUIRED unless the session came through its connection. */
+  ssoPolicy: (actor: Actor, principal: Principal, access: WorkspaceAccess) => Promise<void>;
 }
 
 /**

@@ -20,6 +20,7 @@ import type { ApiKeyScope } from '../../db/schema.js';
 import { resolveWorkspaceAccess, type AccessOptions } from './access.js';
 import { bearerToken } from './security/jwt.js';
 import { noteRequest } from './monitoring.js';
+import { actorOf } from './actor.js';
 
 /**
  * The request id of errors tRPC raises before it has made the context (a batch too large, a missing
@@ -196,6 +197,9 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
         { ...opts, config: ctx.config },
       );
       noteRequest(ctx.req, { workspaceId: access.id });
+      // Sessions only: an MCP call carries a workspace credential (a key or a grant), not a sign-in.
+      if (access.require_sso && ctx.sessionId !== null)
+        await ctx.auth.ssoPolicy(actorOf(ctx), { ...ctx, sessionId: ctx.sessionId }, access);
       return next({ ctx: { workspace: access } });
     })
     .meta({
@@ -210,6 +214,7 @@ export const workspaceProcedure = (permission: WorkspacePermission | PermissionO
         'PERMISSION_DENIED',
         'MFA_REQUIRED',
         'MEMBERSHIP_SUSPENDED',
+        'SSO_REQUIRED',
         ...(opts.refuseDemoAccounts ? (['DEMO_READ_ONLY'] as const) : []),
       ],
     });

@@ -54,6 +54,7 @@ describe('GET /workspaces', () => {
       'memberCount',
       'name',
       'requireMfa',
+      'requireSso',
       'role',
       'status',
       'updatedAt',
