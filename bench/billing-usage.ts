@@ -5,7 +5,7 @@
 //   2. the same on a metered plan (every generation past the first of each workspace is overage, so that
 //      many meter events), the worker SIGKILLed halfway and another started: the metered rate;
 //   3. waits for every meter event to reach the fake Stripe (tests/helpers/fake-stripe.ts, a real HTTP
-//      server the official SDK talks to).
+//      server the official SDK talks to, in a child process of its own: bench/fake-stripe-server.ts).
 // Targets: every meter event at the fake Stripe within 60 s of the last generation, none counted twice by
 // identifier (resends are counted and printed), the metered rate >= 0.9x the flat rate. Exit code 1 when a
 // target is missed.
@@ -16,7 +16,7 @@ import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import pg from 'pg';
-import { fakeSubscription, signStripe, startFakeStripe, stripeEvent } from '../tests/helpers/fake-stripe.js';
+import { fakeSubscription, signStripe, stripeEvent } from '../tests/helpers/fake-stripe.js';
 
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -46,7 +46,21 @@ async function main() {
   await admin(`create database "${dbName}"`);
   const dbUrl = new URL(ADMIN_URL);
   dbUrl.pathname = `/${dbName}`;
-  const stripe = await startFakeStripe({ apiKey: STRIPE_KEY });
+  const stripeChild = spawn(process.execPath, ['--import', 'tsx', 'bench/fake-stripe-server.ts'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', FAKE_STRIPE_API_KEY: STRIPE_KEY },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const stripeUrl = await new Promise<string>((resolve, reject) => {
+    stripeChild.stdout.once('data', (chunk: Buffer) => resolve((JSON.parse(chunk.toString()) as { url: string }).url));
+    stripeChild.once('exit', () => reject(new Error('the fake Stripe exited')));
+  });
+  const stripe = {
+    url: stripeUrl,
+    counts: async () =>
+      (await (
+        await fetch(`${stripeUrl}/__fake/meter-events`, { headers: { authorization: `Bearer ${STRIPE_KEY}` } })
+      ).json()) as { counted: number; requests: number },
+  };
   const port = await freePort();
   const env: Record<string, string> = {
     NODE_ENV: 'test',
@@ -170,42 +184,54 @@ async function main() {
     const first = startWorker();
     // Warm-up, untimed: a few generations of each kind.
     await run(flat.slice(0, 4), 40);
-    const flatRate = await run(flat, GENERATIONS - 40);
+    // Two rounds, flat then metered each, so that a slow minute of the machine weighs on both alike; the
+    // worker is killed halfway through the first metered round.
     const overage = WORKSPACES * (perWorkspace - 1);
-    const meteredRate = await run(metered, WORKSPACES * perWorkspace, () => {
-      first.kill('SIGKILL');
-      startWorker();
-    });
+    const flatRates: number[] = [];
+    const meteredRates: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      flatRates.push(await run(flat, Math.floor((GENERATIONS - 40) / 2)));
+      meteredRates.push(
+        await run(metered, (WORKSPACES * perWorkspace) / 2, () => {
+          if (round > 0) return;
+          first.kill('SIGKILL');
+          startWorker();
+        }),
+      );
+    }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const [flatRate, meteredRate] = [mean(flatRates), mean(meteredRates)];
     const lastGeneration = performance.now();
 
     let allThere = false;
+    let counts = await stripe.counts();
     while (performance.now() - lastGeneration < DELIVERY_TARGET_MS + 30_000) {
-      if (stripe.meterEvents.size >= overage) {
+      counts = await stripe.counts();
+      if (counts.counted >= overage) {
         allThere = true;
         break;
       }
       await new Promise((r) => setTimeout(r, 100));
     }
     const deliveredIn = performance.now() - lastGeneration;
-    const resends = stripe.meterEventRequests() - stripe.meterEvents.size;
+    const resends = counts.requests - counts.counted;
     const ratio = meteredRate / flatRate;
     const results = {
       generationsPerSec: { flat: Math.round(flatRate), metered: Math.round(meteredRate), ratio: +ratio.toFixed(3) },
       meterEvents: {
         expected: overage,
-        counted: stripe.meterEvents.size,
+        counted: counts.counted,
         resends,
         deliveredInMs: Math.round(deliveredIn),
       },
     };
     console.log(JSON.stringify(results, null, 2));
-    const pass =
-      allThere && stripe.meterEvents.size === overage && deliveredIn <= DELIVERY_TARGET_MS && ratio >= RATE_TARGET;
+    const pass = allThere && counts.counted === overage && deliveredIn <= DELIVERY_TARGET_MS && ratio >= RATE_TARGET;
     console.log(pass ? 'billing usage bench: all targets met' : 'billing usage bench: a target was missed');
     process.exitCode = pass ? 0 : 1;
   } finally {
     for (const child of children) child.kill('SIGKILL');
-    await stripe.close();
+    stripeChild.kill('SIGKILL');
     await admin(`drop database if exists "${dbName}" with (force)`);
   }
 }

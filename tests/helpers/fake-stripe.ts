@@ -79,6 +79,11 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
     next();
   });
 
+  // Not Stripe's: what the fake has counted, for a process that runs it as a child (bench/billing-usage.ts).
+  app.get('/__fake/meter-events', (_req: Request, res: Response) => {
+    res.json({ counted: meterEvents.size, requests: meterRequests });
+  });
+
   app.post('/v1/checkout/sessions', (req: Request, res: Response) => {
     const body = req.body as Record<string, any>;
     const id = randomId('cs_test');
