@@ -7,6 +7,7 @@ import { runDataExports } from '../routers/account/exports.js';
 import { recheckDomains } from '../routers/sso/domains.js';
 import { closeAbandonedStreams } from '../routers/ai/stream.js';
 import { drainBillingOutbox } from '../routers/billing/outbox.js';
+import { endGracePeriods, endMockTrials, remindTrialsEnding } from '../routers/billing/lifecycle.js';
 
 export function periodicTasks(
   deps: Pick<AppDeps, 'db' | 'config' | 'storage' | 'logger' | 'mailer' | 'processors'>,
@@ -23,5 +24,15 @@ export function periodicTasks(
     // Seat quantities and meter events waiting in the billing outbox (a seat change is due at most once a
     // minute per workspace; a meter event at once).
     { name: 'billing-outbox', everyMs: 2_000, run: () => drainBillingOutbox(deps) },
+    // Trial reminders (3 days before the end), MOCK trials that ended, grace periods that ended unpaid.
+    {
+      name: 'billing-lifecycle',
+      everyMs: 60_000,
+      run: async () => {
+        await remindTrialsEnding(deps);
+        await endMockTrials(deps);
+        await endGracePeriods(deps);
+      },
+    },
   ];
 }

@@ -32,17 +32,25 @@ interface Target {
   plan: Plan;
 }
 
-/** The workspace's live subscription and its plan, if it has one. */
-async function liveTarget(db: Db, workspaceId: string): Promise<Target | undefined> {
-  const sub = await db
+/** The live subscription and its plan of each of the workspaces that have one: two queries a batch. */
+async function liveTargets(db: Db, workspaceIds: string[]): Promise<Map<string, Target>> {
+  const subs = await db
     .selectFrom('subscriptions')
     .selectAll()
-    .where('workspace_id', '=', workspaceId)
+    .where('workspace_id', 'in', workspaceIds)
     .where('status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
-    .executeTakeFirst();
-  if (!sub) return undefined;
-  const plan = await db.selectFrom('plans').selectAll().where('id', '=', sub.plan_id).executeTakeFirstOrThrow();
-  return { sub, plan };
+    .execute();
+  if (subs.length === 0) return new Map();
+  const plans = new Map(
+    (
+      await db
+        .selectFrom('plans')
+        .selectAll()
+        .where('id', 'in', [...new Set(subs.map((s) => s.plan_id))])
+        .execute()
+    ).map((p) => [p.id, p]),
+  );
+  return new Map(subs.map((sub) => [sub.workspace_id, { sub, plan: plans.get(sub.plan_id)! }]));
 }
 
 /** The processor price (PROCESSOR_A) or variant (PROCESSOR_B) seats are billed at. */
@@ -51,8 +59,12 @@ export function seatRef(config: OutboxDeps['config'], provider: 'PROCESSOR_A' | 
   return own ?? priceRef(config, provider, plan) ?? null;
 }
 
-async function sendSeats(deps: OutboxDeps, cmd: Command, now: Date): Promise<'SENT' | 'SKIPPED'> {
-  const target = await liveTarget(deps.db, cmd.workspace_id);
+async function sendSeats(
+  deps: OutboxDeps,
+  cmd: Command,
+  target: Target | undefined,
+  now: Date,
+): Promise<'SENT' | 'SKIPPED'> {
   if (!target || target.plan.pricing_model !== 'PER_SEAT') return 'SKIPPED';
   const { sub, plan } = target;
   const quantity = billedSeats(await seatsUsed(deps.db, cmd.workspace_id), plan.included_seats);
@@ -72,8 +84,7 @@ async function sendSeats(deps: OutboxDeps, cmd: Command, now: Date): Promise<'SE
   return 'SENT';
 }
 
-async function sendMeterEvent(deps: OutboxDeps, cmd: Command): Promise<'SENT' | 'SKIPPED'> {
-  const target = await liveTarget(deps.db, cmd.workspace_id);
+async function sendMeterEvent(deps: OutboxDeps, cmd: Command, target: Target | undefined): Promise<'SENT' | 'SKIPPED'> {
   if (!target) return 'SKIPPED';
   const { sub, plan } = target;
   // MOCK bills nothing: the event is reported here only.
@@ -112,15 +123,17 @@ async function claim(deps: OutboxDeps, now: Date, workspaceIds?: string[]): Prom
     .execute();
 }
 
-async function runOne(deps: OutboxDeps, cmd: Command, now: Date): Promise<boolean> {
+/** Sends one command: its result, or false when the processor did not acknowledge it (retried later). */
+async function runOne(
+  deps: OutboxDeps,
+  cmd: Command,
+  target: Target | undefined,
+  now: Date,
+): Promise<'SENT' | 'SKIPPED' | false> {
   try {
-    const result = cmd.kind === 'SEAT_QUANTITY' ? await sendSeats(deps, cmd, now) : await sendMeterEvent(deps, cmd);
-    await deps.db
-      .updateTable('billing_commands')
-      .set({ acked_at: new Date(), result, locked_until: null, last_error: null })
-      .where('id', '=', cmd.id)
-      .execute();
-    return true;
+    return cmd.kind === 'SEAT_QUANTITY'
+      ? await sendSeats(deps, cmd, target, now)
+      : await sendMeterEvent(deps, cmd, target);
   } catch (err) {
     // Never the provider's own text: it can echo the request (AppError messages are ours).
     const message = err instanceof AppError ? err.message : 'unexpected error';
@@ -139,6 +152,19 @@ async function runOne(deps: OutboxDeps, cmd: Command, now: Date): Promise<boolea
   }
 }
 
+/** Records the acknowledged commands of a batch, in one statement per result. */
+async function ack(deps: OutboxDeps, results: Map<string, 'SENT' | 'SKIPPED'>) {
+  for (const result of ['SENT', 'SKIPPED'] as const) {
+    const ids = [...results].filter(([, r]) => r === result).map(([id]) => id);
+    if (ids.length === 0) continue;
+    await deps.db
+      .updateTable('billing_commands')
+      .set({ acked_at: new Date(), result, locked_until: null, last_error: null })
+      .where('id', 'in', ids)
+      .execute();
+  }
+}
+
 /**
  * Sends the due commands of the outbox, a batch at a time, until none is due (or MAX_PER_RUN): all of them,
  * or those of the given workspaces (a test, which shares the database with others). Answers how many were
@@ -154,16 +180,22 @@ export async function drainBillingOutbox(
     const now = new Date();
     const batch = await claim(deps, now, workspaceIds);
     if (batch.length === 0) break;
+    const targets = await liveTargets(deps.db, [...new Set(batch.map((c) => c.workspace_id))]);
+    const results = new Map<string, 'SENT' | 'SKIPPED'>();
     let next = 0;
     await Promise.all(
       Array.from({ length: Math.min(CONCURRENCY, batch.length) }, async () => {
         while (next < batch.length) {
           const cmd = batch[next++];
-          if (await runOne(deps, cmd, now)) acked += 1;
+          const result = await runOne(deps, cmd, targets.get(cmd.workspace_id), now);
+          if (result) results.set(cmd.id, result);
           else failed += 1;
         }
       }),
     );
+    // A worker that dies before this line leaves the batch claimed: it is sent again after the lease.
+    await ack(deps, results);
+    acked += results.size;
     if (batch.length < BATCH) break;
   }
   return { acked, failed };

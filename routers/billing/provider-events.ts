@@ -22,6 +22,7 @@ import type {
 } from './processors/types.js';
 import type { MockEvent } from './schemas.js';
 import { requestSeatSync } from './commands.js';
+import { applyInvoice, type AfterCommit } from './invoices.js';
 import { monthOf } from '../ai/service.js';
 import {
   defaultPlan,
@@ -37,7 +38,7 @@ type Trx = Transaction<Database>;
 export type EventOutcome = 'applied' | 'duplicate' | 'stale' | 'unmatched' | 'ignored';
 
 /** What applying a provider event needs. */
-export type EventDeps = Pick<BillingDeps, 'db' | 'config' | 'processors' | 'logger'>;
+export type EventDeps = Pick<BillingDeps, 'db' | 'config' | 'processors' | 'logger' | 'mailer'>;
 
 /** One event being applied; `replaced` collects the live subscriptions that new ones ended. */
 interface EventRun {
@@ -46,6 +47,7 @@ interface EventRun {
   provider: BillingProvider;
   event: ProviderEvent;
   replaced: Subscription[];
+  afterCommit: AfterCommit;
 }
 
 /** Moves the workspace onto a plan: edition, plan and a copy of its limits. */
@@ -180,6 +182,8 @@ async function applySubscription(run: EventRun, change: SubscriptionChange): Pro
         ...(change.currentPeriodStart !== undefined && { current_period_start: change.currentPeriodStart }),
         ...(change.currentPeriodEnd !== undefined && { current_period_end: change.currentPeriodEnd }),
         ...(change.cancelAtPeriodEnd !== undefined && { cancel_at_period_end: change.cancelAtPeriodEnd }),
+        ...(change.trialEndsAt !== undefined && { trial_ends_at: change.trialEndsAt }),
+        past_due_since: change.status === 'PAST_DUE' ? (existing.past_due_since ?? event.occurredAt) : null,
         canceled_at: change.status === 'CANCELED' ? (existing.canceled_at ?? event.occurredAt) : null,
         last_event_at: event.occurredAt,
         updated_at: new Date(),
@@ -204,6 +208,8 @@ async function applySubscription(run: EventRun, change: SubscriptionChange): Pro
         current_period_start: change.currentPeriodStart ?? null,
         current_period_end: change.currentPeriodEnd ?? null,
         cancel_at_period_end: change.cancelAtPeriodEnd ?? false,
+        trial_ends_at: change.trialEndsAt ?? null,
+        past_due_since: change.status === 'PAST_DUE' ? event.occurredAt : null,
         canceled_at: change.status === 'CANCELED' ? event.occurredAt : null,
         last_event_at: event.occurredAt,
       })
@@ -317,6 +323,7 @@ export async function applyProviderEvent(
   { provider, event }: { provider: BillingProvider; event: ProviderEvent },
 ): Promise<EventOutcome> {
   const replaced: Subscription[] = [];
+  const afterCommit: AfterCommit = [];
   const outcome = await deps.db.transaction().execute(async (trx): Promise<EventOutcome> => {
     const recorded = await trx
       .insertInto('billing_events')
@@ -328,7 +335,7 @@ export async function applyProviderEvent(
     if (!recorded) return 'duplicate';
     const outcomes: EventOutcome[] = [];
     for (const change of event.changes)
-      outcomes.push(await applyChange({ trx, deps, provider, event, replaced }, change));
+      outcomes.push(await applyChange({ trx, deps, provider, event, replaced, afterCommit }, change));
     const outcome = outcomes.length === 0 ? 'ignored' : outcomes.includes('applied') ? 'applied' : outcomes[0];
     const named = event.changes.map((c) => (c.kind === 'refund' ? undefined : c.workspaceId)).find(Boolean);
     const workspaceId =
@@ -356,20 +363,37 @@ export async function applyProviderEvent(
     return outcome;
   });
   await cancelReplacedAtProcessor(deps, replaced);
+  for (const then of afterCommit) await then(deps);
   return outcome;
 }
 
 /**
  * Applies an event of the development webhook of BILLING_PROVIDER=MOCK: `checkout.completed` with
  * `data: { workspaceId, planCode | planId }` moves the workspace to the plan like a MOCK checkout;
- * `subscription.canceled` with `data: { workspaceId }` ends its live subscription. Other types are
- * recorded and ignored. A repeated id changes nothing.
+ * `subscription.canceled` with `data: { workspaceId }` ends its live subscription;
+ * `invoice.payment_failed` and `invoice.paid` with `data: { workspaceId }` bill its live subscription
+ * (dunning, locally). Other types are recorded and ignored. A repeated id changes nothing.
  */
 export async function applyMockEvent(deps: EventDeps, { id, type, data }: MockEvent): Promise<EventOutcome> {
   const event: ProviderEvent = { id, type, occurredAt: new Date(), changes: [] };
   if (type === 'checkout.completed' && data?.workspaceId && (data.planCode || data.planId)) {
     const plan = await findPurchasablePlan(deps.db, data);
     event.changes = mockCheckoutChanges(plan, data.workspaceId, event.occurredAt);
+  } else if ((type === 'invoice.payment_failed' || type === 'invoice.paid') && data?.workspaceId) {
+    // Dunning without a processor: a failed (or paid) invoice of the live MOCK subscription.
+    const live = await liveMockSubscription(deps, data.workspaceId);
+    if (live?.provider_subscription_id) {
+      event.changes = [
+        {
+          kind: 'invoice',
+          providerInvoiceId: `mock_inv_${id}`,
+          providerSubscriptionId: live.provider_subscription_id,
+          amountCents: live.price_cents,
+          currency: live.currency,
+          status: type === 'invoice.paid' ? 'PAID' : 'FAILED',
+        },
+      ];
+    }
   } else if (type === 'subscription.canceled' && data?.workspaceId) {
     const live = await deps.db
       .selectFrom('subscriptions')
@@ -392,6 +416,16 @@ export async function applyMockEvent(deps: EventDeps, { id, type, data }: MockEv
   return applyProviderEvent(deps, { provider: 'MOCK', event });
 }
 
+const liveMockSubscription = (deps: EventDeps, workspaceId: string) =>
+  deps.db
+    .selectFrom('subscriptions as s')
+    .innerJoin('plans as p', 'p.id', 's.plan_id')
+    .select(['s.provider_subscription_id', 'p.price_cents', 'p.currency'])
+    .where('s.workspace_id', '=', workspaceId)
+    .where('s.provider', '=', 'MOCK')
+    .where('s.status', 'in', [...LIVE_SUBSCRIPTION_STATUSES])
+    .executeTakeFirst();
+
 function applyChange(run: EventRun, change: BillingChange): Promise<EventOutcome> {
   switch (change.kind) {
     case 'subscription':
@@ -400,6 +434,8 @@ function applyChange(run: EventRun, change: BillingChange): Promise<EventOutcome
       return applyPayment(run.trx, run.provider, change);
     case 'refund':
       return applyRefund(run.trx, run.provider, change);
+    case 'invoice':
+      return applyInvoice(run.trx, run.provider, change, run.event.occurredAt, run.afterCommit);
   }
 }
 

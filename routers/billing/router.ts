@@ -9,6 +9,7 @@ import {
   currentPlanOutput,
   historyInput,
   historyOutput,
+  invoicesOutput,
   legacyCheckoutInput,
   legacyHistoryInput,
   legacyWorkspaceInput,
@@ -18,6 +19,7 @@ import {
 } from './schemas.js';
 import * as billing from './service.js';
 import * as checkout from './checkout.js';
+import * as invoices from './invoices.js';
 
 const tags = ['Billing'];
 const legacy = ['Billing (legacy)'];
@@ -85,6 +87,21 @@ export const billingRouter = router({
     .input(historyInput)
     .output(historyOutput)
     .query(({ ctx, input }) => billing.paymentHistory(ctx, { ...input, workspaceId: ctx.workspace.id })),
+
+  invoices: workspaceProcedure('billing.view', activeOrNamed)
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/billing/invoices',
+        description:
+          "The workspace's invoices as the processor reported them (OPEN, PAID, FAILED, VOID), newest first, by page or cursor. hostedUrl is the processor's page of the invoice, when it has one.",
+        tags,
+        summary: 'Invoices, newest first',
+      },
+    })
+    .input(historyInput)
+    .output(invoicesOutput)
+    .query(({ ctx, input }) => invoices.listInvoices(ctx, { ...input, workspaceId: ctx.workspace.id })),
 
   cancel: workspaceProcedure('billing.manage', activeOrNamed)
     .meta({

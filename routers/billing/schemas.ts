@@ -4,6 +4,7 @@ import { displayName, exact } from '../../server/platform/validation.js';
 import {
   BILLING_PROVIDERS,
   EDITIONS,
+  INVOICE_STATUSES,
   PAYMENT_STATUSES,
   PLAN_INTERVALS,
   PLAN_STATUSES,
@@ -289,6 +290,21 @@ export const historyInput = workspaceBillingInput.extend(listInput.shape);
 export const legacyWorkspaceInput = z.object({ workspaceId: z.uuid() });
 export const legacyHistoryInput = legacyWorkspaceInput.extend(historyInput.shape).extend({ workspaceId: z.uuid() });
 export const historyOutput = listOutput(paymentOutput);
+
+export const invoiceOutput = z
+  .object({
+    id: z.uuid(),
+    number: z.string().nullable(),
+    amountCents: z.number().int(),
+    currency: z.string(),
+    status: z.enum(INVOICE_STATUSES),
+    periodStart: isoDate.nullable(),
+    periodEnd: isoDate.nullable(),
+    hostedUrl: z.string().nullable(),
+    createdAt: isoDate,
+  })
+  .meta({ id: 'Invoice' });
+export const invoicesOutput = listOutput(invoiceOutput);
 
 export const providerStatusOutput = z
   .object({

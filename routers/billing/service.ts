@@ -17,7 +17,7 @@ import { monthOf, workspaceLimit } from '../ai/service.js';
 type Db = Kysely<Database>;
 
 /** What billing's use cases need: the database, the settings, the payment processors and the log. */
-export type BillingDeps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger'>;
+export type BillingDeps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger' | 'mailer'>;
 
 export const isLive = (status: string) => (LIVE_SUBSCRIPTION_STATUSES as readonly string[]).includes(status);
 
@@ -174,21 +174,27 @@ function periodEnd(start: Date, interval: Plan['interval']): Date | null {
   return end;
 }
 
-/** What a completed MOCK checkout reports: an ACTIVE subscription and, for a paid plan, its payment. */
+/**
+ * What a completed MOCK checkout reports: an ACTIVE subscription and, for a paid plan, its payment; for a
+ * plan with trial days, a TRIALING subscription until the trial's end, and nothing paid yet.
+ */
 export function mockCheckoutChanges(plan: Plan, workspaceId: string, now: Date): BillingChange[] {
   const providerSubscriptionId = `mock_sub_${crypto.randomUUID()}`;
+  const trialEndsAt =
+    plan.trial_days > 0 && plan.interval !== 'ONE_TIME' ? new Date(now.getTime() + plan.trial_days * 86_400_000) : null;
   const changes: BillingChange[] = [
     {
       kind: 'subscription',
       providerSubscriptionId,
       workspaceId,
       planId: plan.id,
-      status: 'ACTIVE',
+      status: trialEndsAt ? 'TRIALING' : 'ACTIVE',
       currentPeriodStart: now,
-      currentPeriodEnd: periodEnd(now, plan.interval),
+      currentPeriodEnd: trialEndsAt ?? periodEnd(now, plan.interval),
+      trialEndsAt,
     },
   ];
-  if (plan.price_cents > 0) {
+  if (plan.price_cents > 0 && !trialEndsAt) {
     changes.push({
       kind: 'payment',
       providerPaymentId: `mock_pay_${crypto.randomUUID()}`,

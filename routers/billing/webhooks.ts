@@ -28,7 +28,7 @@ const rawJson = [
   refuseTrailingBytes(express.raw({ type: () => true, limit: JSON_BODY_LIMIT_BYTES })),
 ];
 
-type Deps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger'>;
+type Deps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger' | 'mailer'>;
 
 function processorWebhook(deps: Deps, name: ProcessorName): RequestHandler {
   return async (req, res, next) => {

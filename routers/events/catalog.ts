@@ -56,6 +56,15 @@ const payment = z.object({
     .meta({ description: 'ISO 4217, upper case.', examples: ['USD'] }),
   provider,
 });
+const invoice = z.object({
+  invoiceId: z.uuid(),
+  amountCents: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  currency: z
+    .string()
+    .max(3)
+    .meta({ description: 'ISO 4217, upper case.', examples: ['USD'] }),
+  provider,
+});
 
 /**
  * Every domain event: when it happens and what its `data` holds. The one list of what a service may emit
@@ -96,6 +105,31 @@ export const EVENTS = {
   'subscription.canceled': {
     when: "The workspace's subscription was canceled.",
     data: z.object({ subscriptionId: z.uuid(), planId: z.uuid().nullable(), provider }),
+  },
+  'subscription.trial_will_end': {
+    when: "The workspace's trial ends in 3 days or less (the owners are mailed); the processor then charges or ends it.",
+    data: z.object({
+      subscriptionId: z.uuid(),
+      planId: z.uuid().nullable(),
+      trialEndsAt: z.iso.datetime({ offset: true }),
+    }),
+  },
+  'invoice.paid': {
+    when: 'An invoice of the workspace was paid (a PAST_DUE subscription is ACTIVE again).',
+    data: invoice,
+  },
+  'invoice.payment_failed': {
+    when: 'An invoice of the workspace could not be paid: the subscription is PAST_DUE, the owners are mailed.',
+    data: invoice,
+  },
+  'plan.downgraded': {
+    when: 'The grace period of a PAST_DUE subscription ended unpaid: the workspace is on the default plan now.',
+    data: z.object({
+      subscriptionId: z.uuid(),
+      fromPlanId: z.uuid().nullable(),
+      toPlanId: z.uuid().nullable(),
+      reason: z.enum(['PAYMENT_FAILED']),
+    }),
   },
   'payment.succeeded': { when: 'A payment of the workspace went through.', data: payment },
   'payment.failed': { when: 'A payment of the workspace failed.', data: payment },

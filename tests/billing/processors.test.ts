@@ -461,7 +461,7 @@ describe('PROCESSOR_A webhooks: translation', () => {
         invoice_pdf: 'https://pay.stripe.test/in_old.pdf',
       }),
     );
-    expect(event.changes).toEqual([
+    expect(event.changes.filter((c) => c.kind !== 'invoice')).toEqual([
       {
         kind: 'payment',
         providerPaymentId: 'in_old',
@@ -489,7 +489,7 @@ describe('PROCESSOR_A webhooks: translation', () => {
         parent: { type: 'subscription_details', subscription_details: { subscription: 'sub_456', metadata: null } },
       }),
     );
-    expect(event.changes).toEqual([
+    expect(event.changes.filter((c) => c.kind !== 'invoice')).toEqual([
       {
         kind: 'payment',
         providerPaymentId: 'in_new',
@@ -759,6 +759,7 @@ describe('PROCESSOR_B webhooks: translation', () => {
         status: 'ACTIVE',
         currentPeriodEnd: new Date('2030-02-01T10:00:00Z'),
         cancelAtPeriodEnd: false,
+        trialEndsAt: null,
       },
     ]);
   });
@@ -803,7 +804,9 @@ describe('PROCESSOR_B webhooks: translation', () => {
         { ...odd, plan_interval: 'ONE_TIME' },
       ),
     );
-    expect(oneTime.changes.map((c) => c.kind !== 'refund' && [c.workspaceId, c.planId])).toEqual([
+    expect(
+      oneTime.changes.map((c) => (c.kind === 'subscription' || c.kind === 'payment') && [c.workspaceId, c.planId]),
+    ).toEqual([
       [undefined, undefined],
       [undefined, undefined],
     ]);
@@ -852,7 +855,7 @@ describe('PROCESSOR_B webhooks: translation', () => {
   };
 
   it('subscription_payment_success is a payment of the subscription', () => {
-    expect(parse(lemonEvent('subscription_payment_success', invoice, custom)).changes).toEqual([
+    expect(parse(lemonEvent('subscription_payment_success', invoice, custom)).changes.slice(0, 1)).toEqual([
       {
         kind: 'payment',
         providerPaymentId: '5005',
@@ -954,8 +957,8 @@ describe('PROCESSOR_B webhooks: signatures', () => {
       b.parseWebhook(rawBody, { 'x-signature': signature });
 
   it('accepts the hex HMAC of the raw body, in either letter case', () => {
-    expect(b.parseWebhook(body, { 'x-signature': signLemon(raw, LEMON_SECRET) }).changes).toHaveLength(1);
-    expect(b.parseWebhook(body, { 'x-signature': signLemon(raw, LEMON_SECRET).toUpperCase() }).changes).toHaveLength(1);
+    expect(b.parseWebhook(body, { 'x-signature': signLemon(raw, LEMON_SECRET) }).changes).toHaveLength(2);
+    expect(b.parseWebhook(body, { 'x-signature': signLemon(raw, LEMON_SECRET).toUpperCase() }).changes).toHaveLength(2);
   });
 
   it.each<[string, () => string | string[] | undefined, Buffer?]>([

@@ -31,8 +31,11 @@ export interface FakeStripe {
   meterEvents: Map<string, { event_name: string; payload: Record<string, string>; timestamp: number }>;
   /** How many meter event requests arrived, duplicates included. */
   meterEventRequests(): number;
-  /** Answers the next meter event (after counting it) with `status`: a lost acknowledgement. */
-  loseNextMeterAnswer(status: number): void;
+  /**
+   * Counts the next meter event, then answers it with `status` or never ('hang'): an acknowledgement lost
+   * on its way back.
+   */
+  loseNextMeterAnswer(answer: Failure): void;
   failNext(failure: Failure): void;
   close(): Promise<void>;
 }
@@ -52,7 +55,7 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
   const subscriptions = new Map<string, Record<string, any>>();
   const meterEvents: FakeStripe['meterEvents'] = new Map();
   let meterRequests = 0;
-  let loseMeterAnswer: number | null = null;
+  let loseMeterAnswer: Failure | null = null;
   let pending: Failure | null = null;
 
   const app = express();
@@ -74,6 +77,11 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
       return stripeError(res, 401, 'invalid_request_error', 'Invalid API Key provided.');
     }
     next();
+  });
+
+  // Not Stripe's: what the fake has counted, for a process that runs it as a child (bench/billing-usage.ts).
+  app.get('/__fake/meter-events', (_req: Request, res: Response) => {
+    res.json({ counted: meterEvents.size, requests: meterRequests });
   });
 
   app.post('/v1/checkout/sessions', (req: Request, res: Response) => {
@@ -152,9 +160,10 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
     // Stripe enforces uniqueness of identifiers: a repeated one is not counted again.
     if (!meterEvents.has(identifier)) meterEvents.set(identifier, event);
     if (loseMeterAnswer !== null) {
-      const status = loseMeterAnswer;
+      const answer = loseMeterAnswer;
       loseMeterAnswer = null;
-      return stripeError(res, status, 'api_error', FAKE_STRIPE_ERROR_DETAIL);
+      if (answer === 'hang') return;
+      return stripeError(res, answer, 'api_error', FAKE_STRIPE_ERROR_DETAIL);
     }
     res.json({ object: 'billing.meter_event', created: now(), identifier, livemode: false, ...event });
   });
@@ -195,8 +204,8 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
     subscriptions,
     meterEvents,
     meterEventRequests: () => meterRequests,
-    loseNextMeterAnswer(status) {
-      loseMeterAnswer = status;
+    loseNextMeterAnswer(answer) {
+      loseMeterAnswer = answer;
     },
     failNext(failure) {
       pending = failure;

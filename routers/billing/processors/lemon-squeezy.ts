@@ -10,6 +10,7 @@ import {
   ourId,
   type BillingChange,
   type CheckoutRequest,
+  type InvoiceChange,
   type PaymentChange,
   type PaymentProcessor,
   type ProcessorOptions,
@@ -275,6 +276,7 @@ interface SubscriptionAttributes {
   variant_id?: number | string;
   renews_at?: string | null;
   ends_at?: string | null;
+  trial_ends_at?: string | null;
   created_at?: string;
   updated_at?: string;
 }
@@ -303,9 +305,9 @@ function translate(event: EventWire): BillingChange[] {
   switch (name) {
     case 'subscription_payment_success':
     case 'subscription_payment_recovered':
-      return [fromInvoice(event, 'SUCCEEDED')];
+      return [fromInvoice(event, 'SUCCEEDED'), invoiceOf(event, 'PAID')];
     case 'subscription_payment_failed':
-      return [fromInvoice(event, 'FAILED')];
+      return [fromInvoice(event, 'FAILED'), invoiceOf(event, 'FAILED')];
     case 'order_created':
       return fromOrder(event);
     // A one-time payment is stored under its order id, a subscription payment under its invoice id.
@@ -367,6 +369,7 @@ function fromSubscription(event: EventWire): BillingChange[] {
     status: state.status,
     currentPeriodEnd: periodEnd(attributes),
     cancelAtPeriodEnd: state.cancelAtPeriodEnd,
+    ...(attributes.trial_ends_at !== undefined && { trialEndsAt: parseDate(attributes.trial_ends_at) ?? null }),
   };
   return [change];
 }
@@ -394,6 +397,21 @@ function fromInvoice(event: EventWire, status: 'SUCCEEDED' | 'FAILED'): PaymentC
     currency: (attributes.currency ?? '').toUpperCase(),
     status,
     ...(attributes.urls?.invoice_url ? { invoiceUrl: attributes.urls.invoice_url } : {}),
+  };
+}
+
+function invoiceOf(event: EventWire, status: 'PAID' | 'FAILED'): InvoiceChange {
+  const attributes = event.data.attributes ?? {};
+  return {
+    kind: 'invoice',
+    providerInvoiceId: event.data.id,
+    providerSubscriptionId: idString(attributes.subscription_id),
+    workspaceId: ourId(event.meta.custom_data?.workspace_id),
+    number: null,
+    amountCents: attributes.total ?? 0,
+    currency: (attributes.currency ?? '').toUpperCase(),
+    status,
+    hostedUrl: attributes.urls?.invoice_url ?? null,
   };
 }
 

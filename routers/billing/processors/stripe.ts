@@ -14,6 +14,7 @@ import {
   ourId,
   type BillingChange,
   type CheckoutRequest,
+  type InvoiceChange,
   type PaymentChange,
   type PaymentProcessor,
   type ProcessorOptions,
@@ -282,12 +283,16 @@ interface SubscriptionWire extends PeriodWire {
   customer?: Ref;
   cancel_at_period_end?: boolean | null;
   cancel_at?: number | null;
+  trial_end?: number | null;
   metadata?: Metadata;
   items?: { data?: Array<PeriodWire & { id?: string; price?: Ref }> };
 }
 
 interface InvoiceWire {
   id: string;
+  number?: string | null;
+  period_start?: number | null;
+  period_end?: number | null;
   amount_paid?: number;
   amount_due?: number;
   attempt_count?: number;
@@ -314,9 +319,19 @@ function translate(event: EventWire): BillingChange[] {
       return fromSubscription(object as unknown as SubscriptionWire);
     case 'invoice.paid':
     case 'invoice.payment_succeeded':
-      return [fromInvoice(object as unknown as InvoiceWire, 'SUCCEEDED')];
+      return [
+        fromInvoice(object as unknown as InvoiceWire, 'SUCCEEDED'),
+        invoiceOf(object as unknown as InvoiceWire, 'PAID'),
+      ];
     case 'invoice.payment_failed':
-      return [fromInvoice(object as unknown as InvoiceWire, 'FAILED')];
+      return [
+        fromInvoice(object as unknown as InvoiceWire, 'FAILED'),
+        invoiceOf(object as unknown as InvoiceWire, 'FAILED'),
+      ];
+    case 'invoice.finalized':
+      return [invoiceOf(object as unknown as InvoiceWire, 'OPEN')];
+    case 'invoice.voided':
+      return [invoiceOf(object as unknown as InvoiceWire, 'VOID')];
     case 'charge.refunded':
       return fromRefundedCharge(object as unknown as ChargeWire);
     default:
@@ -403,6 +418,7 @@ function fromSubscription(subscription: SubscriptionWire): BillingChange[] {
     currentPeriodStart: period.start,
     currentPeriodEnd: period.end,
     cancelAtPeriodEnd: cancelsAtPeriodEnd(subscription),
+    ...(subscription.trial_end !== undefined && { trialEndsAt: fromUnix(subscription.trial_end) ?? null }),
   };
   return [change];
 }
@@ -442,6 +458,24 @@ function fromInvoice(invoice: InvoiceWire, status: PaymentStatus): PaymentChange
     status,
     ...(invoice.hosted_invoice_url ? { invoiceUrl: invoice.hosted_invoice_url } : {}),
     ...(invoice.invoice_pdf ? { receiptUrl: invoice.invoice_pdf } : {}),
+  };
+}
+
+function invoiceOf(invoice: InvoiceWire, status: InvoiceChange['status']): InvoiceChange {
+  const details = invoice.parent?.subscription_details;
+  const metadata = details?.metadata ?? invoice.subscription_details?.metadata;
+  return {
+    kind: 'invoice',
+    providerInvoiceId: invoice.id,
+    providerSubscriptionId: refId(invoice.subscription) ?? refId(details?.subscription),
+    workspaceId: ourId(metadata?.workspaceId),
+    number: invoice.number ?? null,
+    amountCents: (status === 'PAID' ? invoice.amount_paid : invoice.amount_due) ?? 0,
+    currency: (invoice.currency ?? '').toUpperCase(),
+    status,
+    periodStart: fromUnix(invoice.period_start) ?? null,
+    periodEnd: fromUnix(invoice.period_end) ?? null,
+    hostedUrl: invoice.hosted_invoice_url ?? null,
   };
 }
 

@@ -39,6 +39,8 @@ export interface SubscriptionChange {
   currentPeriodStart?: Date | null;
   currentPeriodEnd?: Date | null;
   cancelAtPeriodEnd?: boolean;
+  /** When the trial ends (null: no trial); undefined keeps what is stored. */
+  trialEndsAt?: Date | null;
 }
 
 /** A charge as the provider reports it. Without workspaceId it is matched through its subscription. */
@@ -67,7 +69,22 @@ export interface RefundChange {
   fully: boolean;
 }
 
-export type BillingChange = SubscriptionChange | PaymentChange | RefundChange;
+/** An invoice of a subscription as the provider reports it (kept for GET /billing/invoices; drives dunning). */
+export interface InvoiceChange {
+  kind: 'invoice';
+  providerInvoiceId: string;
+  providerSubscriptionId?: string;
+  workspaceId?: string;
+  number?: string | null;
+  amountCents: number;
+  currency: string;
+  status: 'OPEN' | 'PAID' | 'FAILED' | 'VOID';
+  periodStart?: Date | null;
+  periodEnd?: Date | null;
+  hostedUrl?: string | null;
+}
+
+export type BillingChange = SubscriptionChange | PaymentChange | RefundChange | InvoiceChange;
 
 const uuid = z.uuid();
 

@@ -238,3 +238,45 @@ export function signInSetupChangedMail(opts: { to: string; workspaceName: string
     link: appPage(opts.appUrl, '/settings/workspace/security'),
   });
 }
+
+export function trialEndingMail(opts: {
+  to: string;
+  name: string;
+  workspaceName: string;
+  trialEndsAt: Date;
+  appUrl: string;
+}): Mail {
+  return actionMail({
+    to: opts.to,
+    subject: `Your trial of ${opts.workspaceName} ends soon`,
+    template: 'billing-trial-ending',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      `The trial of the workspace "${opts.workspaceName}" ends on ${opts.trialEndsAt.toISOString().slice(0, 10)}.`,
+      'After that, the payment method on file is charged; without one, the workspace goes back to the free plan.',
+    ],
+    action: 'Review billing',
+    link: appPage(opts.appUrl, '/settings/billing'),
+  });
+}
+
+export function paymentFailedMail(opts: {
+  to: string;
+  name: string;
+  workspaceName: string;
+  graceDays: number;
+  appUrl: string;
+}): Mail {
+  return actionMail({
+    to: opts.to,
+    subject: `Payment failed for ${opts.workspaceName}`,
+    template: 'billing-payment-failed',
+    greeting: `Hi ${opts.name},`,
+    lines: [
+      `We could not collect the latest payment of the workspace "${opts.workspaceName}".`,
+      `Its plan stays for ${opts.graceDays} days; update the payment method before then, or the workspace goes back to the free plan.`,
+    ],
+    action: 'Update payment method',
+    link: appPage(opts.appUrl, '/settings/billing'),
+  });
+}

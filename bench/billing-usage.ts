@@ -1,0 +1,251 @@
+// `npx tsx bench/billing-usage.ts`: usage billing under load (issue 37). On a database of its own, with the
+// API (server/index.ts) and the worker (server/worker.ts) as child processes:
+//   1. POST /ai/generate on a flat plan: BENCH_BILLING_GENERATIONS generations across
+//      BENCH_BILLING_WORKSPACES workspaces, BENCH_BILLING_CONCURRENCY at a time: the flat rate;
+//   2. the same on a metered plan (every generation past the first of each workspace is overage, so that
+//      many meter events), the worker SIGKILLed halfway and another started: the metered rate;
+//   3. waits for every meter event to reach the fake Stripe (tests/helpers/fake-stripe.ts, a real HTTP
+//      server the official SDK talks to, in a child process of its own: bench/fake-stripe-server.ts).
+// Targets: every meter event at the fake Stripe within 60 s of the last generation, none counted twice by
+// identifier (resends are counted and printed), the metered rate >= 0.9x the flat rate. Exit code 1 when a
+// target is missed.
+// Environment: BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
+// (default redis://127.0.0.1:6379), BENCH_BILLING_GENERATIONS (10000), BENCH_BILLING_WORKSPACES (100),
+// BENCH_BILLING_CONCURRENCY (32).
+import crypto from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import pg from 'pg';
+import { fakeSubscription, signStripe, stripeEvent } from '../tests/helpers/fake-stripe.js';
+
+const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const GENERATIONS = Number(process.env.BENCH_BILLING_GENERATIONS ?? 10_000);
+const WORKSPACES = Number(process.env.BENCH_BILLING_WORKSPACES ?? 100);
+const CONCURRENCY = Number(process.env.BENCH_BILLING_CONCURRENCY ?? 32);
+const DELIVERY_TARGET_MS = 60_000;
+const RATE_TARGET = 0.9;
+
+const hex = (n = 4) => crypto.randomBytes(n).toString('hex');
+const STRIPE_KEY = `sk_test_bench${hex(8)}`;
+const WHSEC = `whsec_bench${hex(8)}`;
+const ADMIN = { email: 'bench-admin@bench.local', password: 'Bench-admin-pass-1234' };
+
+async function admin(sql: string) {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function main() {
+  const dbName = `bench_billing_${Date.now().toString(36)}_${hex(2)}`;
+  await admin(`create database "${dbName}"`);
+  const dbUrl = new URL(ADMIN_URL);
+  dbUrl.pathname = `/${dbName}`;
+  const stripeChild = spawn(process.execPath, ['--import', 'tsx', 'bench/fake-stripe-server.ts'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', FAKE_STRIPE_API_KEY: STRIPE_KEY },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const stripeUrl = await new Promise<string>((resolve, reject) => {
+    stripeChild.stdout.once('data', (chunk: Buffer) => resolve((JSON.parse(chunk.toString()) as { url: string }).url));
+    stripeChild.once('exit', () => reject(new Error('the fake Stripe exited')));
+  });
+  const stripe = {
+    url: stripeUrl,
+    counts: async () =>
+      (await (
+        await fetch(`${stripeUrl}/__fake/meter-events`, { headers: { authorization: `Bearer ${STRIPE_KEY}` } })
+      ).json()) as { counted: number; requests: number },
+  };
+  const port = await freePort();
+  const env: Record<string, string> = {
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATABASE_URL: dbUrl.toString(),
+    REDIS_URL,
+    QUEUES_ENABLED: 'true',
+    WEBHOOK_QUEUE_ENABLED: 'true',
+    QUEUE_PREFIX: `bench-billing-${hex()}`,
+    MAINTENANCE_SCHEDULER_ENABLED: 'false',
+    RATE_LIMIT_ENABLED: 'false',
+    LOG_LEVEL: 'warn',
+    BCRYPT_COST: '4',
+    JWT_ACCESS_SECRET: `bench-access-${hex(16)}`,
+    JWT_REFRESH_SECRET: `bench-refresh-${hex(16)}`,
+    WEBHOOK_SECRET_ENCRYPTION_KEY: `bench-webhook-key-${hex(16)}`,
+    SEED_ADMIN_EMAIL: ADMIN.email,
+    SEED_ADMIN_PASSWORD: ADMIN.password,
+    BILLING_PROVIDER: 'PROCESSOR_A',
+    PROCESSOR_A_SECRET_KEY: STRIPE_KEY,
+    PROCESSOR_A_WEBHOOK_SECRET: WHSEC,
+    PROCESSOR_A_BASE_URL: stripe.url,
+    AI_MONTHLY_GENERATION_LIMIT: String(Math.ceil(GENERATIONS / WORKSPACES) + 10),
+    BILLING_OUTBOX_LEASE_SECONDS: '5',
+  };
+  const children: ChildProcess[] = [];
+  const startChild = (entry: string) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: 'ignore',
+    });
+    children.push(child);
+    return child;
+  };
+  const startWorker = () => startChild('server/worker.ts');
+  const server = { url: `http://127.0.0.1:${port}` };
+  startChild('server/index.ts');
+  for (let i = 0; ; i++) {
+    const up = await fetch(`${server.url}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) break;
+    if (i > 600) throw new Error('the API did not start within 60 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+
+  const api = async (method: string, path: string, body?: unknown, token?: string, raw?: Record<string, string>) => {
+    const res = await fetch(`${server.url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...raw },
+      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text) as Record<string, any>;
+  };
+
+  try {
+    const adminToken = (await api('POST', '/auth/login', ADMIN)).accessToken as string;
+    const perWorkspace = Math.ceil(GENERATIONS / WORKSPACES);
+    const plan = async (metered: boolean) =>
+      api(
+        'POST',
+        '/admin/billing/plans',
+        {
+          name: metered ? 'Bench metered' : 'Bench flat',
+          slug: `bench-${metered ? 'metered' : 'flat'}-${hex()}`,
+          priceCents: 1000,
+          status: 'PUBLISHED',
+          meteredOverage: metered,
+          providerAPriceId: `price_bench_${hex()}`,
+          providerAMeterEventName: 'ai_generations',
+          // Metered: only the first generation of each workspace is included; flat: all of them.
+          limits: { members: 5, apiKeys: 0, aiMonthlyGenerations: metered ? 1 : perWorkspace + 10 },
+        },
+        adminToken,
+      );
+    const [flatPlan, meteredPlan] = [await plan(false), await plan(true)];
+
+    /** WORKSPACES accounts, each workspace subscribed to `planId` through a signed Stripe event. */
+    const accounts = async (planId: string, label: string) => {
+      const out: Array<{ token: string; workspaceId: string }> = [];
+      for (let i = 0; i < WORKSPACES; i++) {
+        const email = `${label}-${i}-${hex()}@bench.local`;
+        await api('POST', '/auth/register', { email, password: 'Bench-pass-1234', name: 'Bench' });
+        const login = await api('POST', '/auth/login', { email, password: 'Bench-pass-1234' });
+        const workspaceId = login.activeWorkspace.id as string;
+        const payload = stripeEvent(
+          'customer.subscription.created',
+          fakeSubscription(`sub_${hex(8)}`, { customer: `cus_${hex(6)}`, metadata: { workspaceId, planId } }),
+        );
+        await api('POST', '/billing/webhooks/processor-a', payload, undefined, {
+          'stripe-signature': signStripe(payload, WHSEC),
+        });
+        out.push({ token: login.accessToken as string, workspaceId });
+      }
+      return out;
+    };
+    const flat = await accounts(flatPlan.id as string, 'flat');
+    const metered = await accounts(meteredPlan.id as string, 'metered');
+
+    /** `total` generations round-robin over the accounts, CONCURRENCY at a time; answers generations/s. */
+    const run = async (who: typeof flat, total: number, halfway?: () => void) => {
+      let next = 0;
+      let done = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < total) {
+            const a = who[next++ % who.length];
+            await api('POST', '/ai/generate', { workspaceId: a.workspaceId, prompt: `bench ${next}` }, a.token);
+            if (++done === Math.floor(total / 2)) halfway?.();
+          }
+        }),
+      );
+      return total / ((performance.now() - started) / 1000);
+    };
+
+    const first = startWorker();
+    // Warm-up, untimed: a few generations of each kind.
+    await run(flat.slice(0, 4), 40);
+    // Two rounds, flat then metered each, so that a slow minute of the machine weighs on both alike; the
+    // worker is killed halfway through the first metered round.
+    const overage = WORKSPACES * (perWorkspace - 1);
+    const flatRates: number[] = [];
+    const meteredRates: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      flatRates.push(await run(flat, Math.floor((GENERATIONS - 40) / 2)));
+      meteredRates.push(
+        await run(metered, (WORKSPACES * perWorkspace) / 2, () => {
+          if (round > 0) return;
+          first.kill('SIGKILL');
+          startWorker();
+        }),
+      );
+    }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const [flatRate, meteredRate] = [mean(flatRates), mean(meteredRates)];
+    const lastGeneration = performance.now();
+
+    let allThere = false;
+    let counts = await stripe.counts();
+    while (performance.now() - lastGeneration < DELIVERY_TARGET_MS + 30_000) {
+      counts = await stripe.counts();
+      if (counts.counted >= overage) {
+        allThere = true;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const deliveredIn = performance.now() - lastGeneration;
+    const resends = counts.requests - counts.counted;
+    const ratio = meteredRate / flatRate;
+    const results = {
+      generationsPerSec: { flat: Math.round(flatRate), metered: Math.round(meteredRate), ratio: +ratio.toFixed(3) },
+      meterEvents: {
+        expected: overage,
+        counted: counts.counted,
+        resends,
+        deliveredInMs: Math.round(deliveredIn),
+      },
+    };
+    console.log(JSON.stringify(results, null, 2));
+    const pass = allThere && counts.counted === overage && deliveredIn <= DELIVERY_TARGET_MS && ratio >= RATE_TARGET;
+    console.log(pass ? 'billing usage bench: all targets met' : 'billing usage bench: a target was missed');
+    process.exitCode = pass ? 0 : 1;
+  } finally {
+    for (const child of children) child.kill('SIGKILL');
+    stripeChild.kill('SIGKILL');
+    await admin(`drop database if exists "${dbName}" with (force)`);
+  }
+}
+
+/** A loopback port free a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+await main();
