@@ -1,6 +1,9 @@
 // Who calls /mcp: a workspace API key (the public API's authentication), acting for the user who created
 // it. A user's own access token is not an MCP credential: agents get a key, or an OAuth grant.
+import { sql } from 'kysely';
 import type { AppDeps } from '../../server/platform/context.js';
+import { compiledOnce } from '../../db/compiled.js';
+import { batchedLookup } from '../../db/batched.js';
 import { AppError } from '../../server/platform/errors.js';
 import { API_KEY_PREFIX, type McpCredential } from '../../server/platform/principal.js';
 import { bearerToken } from '../../server/platform/security/jwt.js';
@@ -20,7 +23,28 @@ export function credentialOf(headers: { authorization?: string; 'x-api-key'?: st
   return typeof key === 'string' && key.trim() ? key.trim() : undefined;
 }
 
-const withoutMemberships = <T extends { memberships: unknown }>({ memberships: _, ...user }: T) => user;
+/** By key id: the key's creator (not deleted) and their memberships, as a prepared statement. */
+const creatorQuery = compiledOnce((db, keyIds: string[]) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('users', 'users.id', 'api_keys.created_by')
+    .select((eb) => [
+      'api_keys.id as key_id',
+      ...USER_COLUMNS.map((c) => `users.${c}` as const),
+      membershipsColumn(eb as unknown as Parameters<typeof membershipsColumn>[0]),
+    ])
+    .where(sql<boolean>`api_keys.id = any(${keyIds})`)
+    .where('users.deleted_at', 'is', null),
+);
+
+/** The creator lookup of every /mcp call with a key, batched under load (db/batched.ts). */
+const creatorOf = batchedLookup(creatorQuery, (row) => row.key_id);
+
+const withoutMemberships = <T extends { memberships: unknown; key_id: string }>({
+  memberships: _,
+  key_id: __,
+  ...user
+}: T) => user;
 
 /** The ACTIVE user `userId`, with their memberships; undefined when there is none. */
 export async function activeUser(db: Deps['db'], userId: string) {
@@ -48,17 +72,7 @@ export async function mcpCredential(
   // Anything else is an OAuth access token or nothing: a user's own access token is not one.
   if (!raw.startsWith(API_KEY_PREFIX)) return oauth(raw);
   const key = await deps.auth.apiKey(raw);
-  // The key's creator and their memberships, in one statement.
-  const row = await deps.db
-    .selectFrom('api_keys')
-    .innerJoin('users', 'users.id', 'api_keys.created_by')
-    .select((eb) => [
-      ...USER_COLUMNS.map((c) => `users.${c}` as const),
-      membershipsColumn(eb as unknown as Parameters<typeof membershipsColumn>[0]),
-    ])
-    .where('api_keys.id', '=', key.id)
-    .where('users.deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await creatorOf(deps.db, key.id);
   const principal =
     row?.status === 'ACTIVE' ? { user: withoutMemberships(row), memberships: row.memberships } : undefined;
   if (!principal?.memberships.some((m) => m.id === key.workspace_id)) {
