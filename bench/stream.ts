@@ -7,7 +7,8 @@
 // /proc/<pid>/status every 50 ms) under 300 MB; its event-loop delay p99 during the burst (prom-client's
 // nodejs_eventloop_lag_p99_seconds, read from /metrics, which resets it at each read) under 50 ms; the
 // burst's median time to the first delta at most 1.2x the one stream alone. The exit code is non-zero
-// only when the run crashes. BENCH_POSTGRES_URL: the admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
+// only when the run crashes. BENCH_PROFILE_DIR: the API writes a V8 CPU profile there when it exits.
+// BENCH_POSTGRES_URL: the admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -129,7 +130,10 @@ async function main() {
   dbUrl.pathname = `/${name}`;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/index.ts'], {
+  const profile = process.env.BENCH_PROFILE_DIR
+    ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
+    : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'server/index.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
