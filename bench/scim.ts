@@ -167,8 +167,13 @@ async function main() {
       );
     }
   } finally {
-    child?.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child!.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
     await sql(ADMIN_URL, `drop database if exists "${name}" with (force)`);
   }
 }

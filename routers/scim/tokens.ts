@@ -7,6 +7,8 @@ import type { Database, ScimMappedRole, ScimTokensTable, WorkspaceRole } from '.
 import type { Actor } from '../../server/platform/actor.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { AppError } from '../../server/platform/errors.js';
+import { batchedLookup } from '../../db/batched.js';
+import { compiledOnce } from '../../db/compiled.js';
 import { recordAudit } from '../audit/service.js';
 import { emitEvent } from '../events/emit.js';
 import { mailOwners } from '../sso/owners.js';
@@ -184,6 +186,26 @@ export interface ScimPrincipal {
   workspaceId: string;
 }
 
+/** By token hash: the token and its workspace's state. */
+const tokenQuery = compiledOnce((db, hashes: string[]) =>
+  db
+    .selectFrom('scim_tokens as t')
+    .innerJoin('workspaces as w', 'w.id', 't.workspace_id')
+    .select([
+      't.id',
+      't.name',
+      't.workspace_id',
+      't.token_hash',
+      't.revoked_at',
+      'w.status as workspace_status',
+      'w.deleted_at as workspace_deleted_at',
+    ])
+    .where(sql<boolean>`t.token_hash = any(${hashes})`),
+);
+
+/** The token lookup of every /scim/v2 request, batched under load (db/batched.ts), as API keys are. */
+const tokenLookup = batchedLookup(tokenQuery, (row) => row.token_hash);
+
 /** Last time this process wrote last_used_at of a token: one write a minute per token at most. */
 const lastUsedWrites = new Map<string, number>();
 const LAST_USED_EVERY_MS = 60_000;
@@ -197,15 +219,8 @@ export async function authenticateScimToken(
   raw: string | undefined,
 ): Promise<ScimPrincipal | undefined> {
   if (!raw || !SCIM_TOKEN_FORMAT.test(raw)) return undefined;
-  const row = await db
-    .selectFrom('scim_tokens as t')
-    .innerJoin('workspaces as w', 'w.id', 't.workspace_id')
-    .select(['t.id', 't.name', 't.workspace_id'])
-    .where('t.token_hash', '=', hashScimToken(raw))
-    .where('t.revoked_at', 'is', null)
-    .where('w.status', '=', 'ACTIVE')
-    .where('w.deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await tokenLookup(db, hashScimToken(raw));
+  if (!row || row.revoked_at || row.workspace_status !== 'ACTIVE' || row.workspace_deleted_at) return undefined;
   if (!row) return undefined;
   const now = Date.now();
   if (now - (lastUsedWrites.get(row.id) ?? 0) >= LAST_USED_EVERY_MS) {

@@ -4,9 +4,10 @@
 // (refused on the workspace's routes from the next request; not a seat). Deleting it removes the
 // membership, and an account that SCIM or SSO created and that belongs nowhere else is suspended with its
 // sessions ended. Every write is audited with the token as actor.
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Compilable, type Kysely, type Transaction } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../../db/schema.js';
+import { batchedSelect } from '../../db/batched.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Actor } from '../../server/platform/actor.js';
 import type { AppDeps } from '../../server/platform/context.js';
@@ -131,12 +132,19 @@ export async function listUsers(
       .limit(query.count);
     page = rows.where('m.id', 'in', ids).orderBy('m.created_at').orderBy('m.id');
   }
-  const [counted, found] = await Promise.all([
-    total.executeTakeFirstOrThrow(),
-    query.count === 0 ? Promise.resolve([]) : page.execute(),
-  ]);
+  // Batched with the lists of concurrent requests (db/batched.ts): one statement per batch.
+  const rowsOf = async <T>(q: Compilable<T>): Promise<T[]> => {
+    const rows: unknown[] = await batchedSelect(db, q.compile());
+    return rows as T[];
+  };
+  const [[counted], found] = await Promise.all([rowsOf(total), query.count === 0 ? [] : rowsOf(page)]);
+
+  // A batch's statement does not keep each select's order: sorted again, as the page was cut.
+  const ordered = [...found].sort(
+    (x, y) => x.created_at.getTime() - y.created_at.getTime() || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0),
+  );
   return listResponse(
-    found.map((r) => toScimUser(r, caller.baseUrl)),
+    ordered.map((r) => toScimUser(r, caller.baseUrl)),
     Number(counted.n),
     query.startIndex,
   );
