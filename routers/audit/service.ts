@@ -81,7 +81,16 @@ export type AuditAction =
 export interface AuditEntry {
   action: AuditAction;
   targetType?:
-    'user' | 'workspace' | 'invitation' | 'member' | 'plan' | 'subscription' | 'api_key' | 'webhook' | 'domain' | 'sso_connection';
+    | 'user'
+    | 'workspace'
+    | 'invitation'
+    | 'member'
+    | 'plan'
+    | 'subscription'
+    | 'api_key'
+    | 'webhook'
+    | 'domain'
+    | 'sso_connection';
   targetId?: string;
   workspaceId?: string | null;
   metadata?: AuditMetadata;

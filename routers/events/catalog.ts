@@ -30,7 +30,10 @@ const apiKey = z.object({
 const ssoConnection = z.object({
   connectionId: z.uuid(),
   type: z.enum(SSO_CONNECTION_TYPES),
-  name: z.string().max(100).meta({ examples: ['Okta'] }),
+  name: z
+    .string()
+    .max(100)
+    .meta({ examples: ['Okta'] }),
   status: z.enum(SSO_CONNECTION_STATUSES),
 });
 const payment = z.object({
