@@ -54,6 +54,12 @@ export async function cleanUpExpiredTokens(db: Kysely<Database>) {
       db.deleteFrom('idempotency_keys').where('expires_at', '<=', new Date()).executeTakeFirst(),
     ],
   );
+  // Single sign-on requests (routers/sso): 10 minutes of life; assertion ids kept for replay until their
+  // own expiry.
+  const [ssoRequests, ssoAssertions] = await Promise.all([
+    db.deleteFrom('sso_requests').where('expires_at', '<', before).executeTakeFirst(),
+    db.deleteFrom('sso_assertions').where('expires_at', '<', new Date()).executeTakeFirst(),
+  ]);
   // Sessions over for a week, once their refresh tokens are gone (a session's tokens reference it).
   const sessions = await db
     .deleteFrom('sessions')
@@ -73,5 +79,7 @@ export async function cleanUpExpiredTokens(db: Kysely<Database>) {
     mfaChallenges: Number(mfaChallenges.numDeletedRows),
     sessions: Number(sessions.numDeletedRows),
     idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
+    ssoRequests: Number(ssoRequests.numDeletedRows),
+    ssoAssertions: Number(ssoAssertions.numDeletedRows),
   };
 }

@@ -158,7 +158,7 @@ export async function finishSaml(deps: Deps, actor: Actor, answer: Answer & { sa
       return taken?.id === key ? new Date().toISOString() : null;
     },
   };
-  return finish(deps, actor, connection, taken, async () => {
+  return finish(deps, actor, connection, async () => {
     if (typeof answer.samlResponse !== 'string' || answer.samlResponse.length > 1_000_000)
       throw assertionInvalid('no SAMLResponse');
     let verified;
@@ -190,7 +190,7 @@ export async function finishOidc(deps: Deps, actor: Actor, answer: Answer & { qu
     return appCallbackUrl(deps.config, { error: 'SSO_NOT_CONFIGURED' });
   const taken = await takeRequest(deps.db, sha256Hex(state), connection.id, answer.browserBinding);
   if (!taken) return appCallbackUrl(deps.config, { error: 'OAUTH_STATE_INVALID' });
-  return finish(deps, actor, connection, taken, async () => {
+  return finish(deps, actor, connection, async () => {
     const redirectUri = oidcRedirectUri(answer.base, connection.id);
     const url = new URL(redirectUri);
     url.search = answer.query.toString();
@@ -216,13 +216,7 @@ interface Identified {
   request: Taken | undefined;
 }
 
-async function finish(
-  deps: Deps,
-  actor: Actor,
-  connection: Connection,
-  _before: Taken | undefined,
-  identify: () => Promise<Identified>,
-) {
+async function finish(deps: Deps, actor: Actor, connection: Connection, identify: () => Promise<Identified>) {
   let request: Taken | undefined;
   try {
     const who = await identify();

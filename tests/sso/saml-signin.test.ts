@@ -2,6 +2,7 @@
 // e-mail, the HTTP-POST answer at the ACS, the one-time code exchanged for a session marked as SSO, accounts
 // and membership made just in time, known accounts that must link first, and the link itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanUpExpiredTokens } from '../../jobs/processors/maintenance.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
 import { expectError, registerAndLogin, STRONG_PASSWORD } from '../helpers/http.js';
@@ -186,6 +187,24 @@ describe('known accounts', () => {
       body: { email: 'x@unclaimed-domain.example' },
     });
     expectError(res, 404, 'SSO_NOT_CONFIGURED');
+  });
+});
+
+describe('the daily clean-up', () => {
+  it('removes expired SSO requests and assertion ids past their validity', async () => {
+    const email = person();
+    const { request } = await startSso(app, email);
+    const old = new Date(Date.now() - 30 * 86_400_000);
+    await app.deps.db.updateTable('sso_requests').set({ expires_at: old }).where('id', '=', request.id).execute();
+    await app.deps.db
+      .insertInto('sso_assertions')
+      .values({ connection_id: connectionId, assertion_id: `_old-${Date.now()}`, expires_at: old })
+      .execute();
+    const removed = await cleanUpExpiredTokens(app.deps.db);
+    expect(removed.ssoRequests).toBeGreaterThanOrEqual(1);
+    expect(removed.ssoAssertions).toBeGreaterThanOrEqual(1);
+    const left = await app.deps.db.selectFrom('sso_requests').select('id').where('id', '=', request.id).execute();
+    expect(left).toEqual([]);
   });
 });
 
