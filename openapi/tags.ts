@@ -6,6 +6,8 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
     'Health and status of the service and its providers. Public and never rate-limited, for load balancers and status pages.',
   'Single sign-on':
     "A workspace's enterprise sign-in: the domains it has verified (a TXT record), its SAML and OpenID Connect connections, and the policy that requires them. Owners only.",
+  'Directory sync (SCIM)':
+    "A workspace's directory sync set-up: SCIM bearer tokens (scim_..., shown once) and the mapping of directory groups to roles. Owners only. The SCIM protocol itself is served at /scim/v2 (RFC 7643, 7644), outside this document.",
   Auth: 'Accounts and sessions: register, sign in (password or identity provider), refresh and revoke tokens, verify the e-mail address, reset the password.',
   Profile: "The signed-in user's own profile and avatar, and other users' avatars.",
   Account:
@@ -37,5 +39,6 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   'Admin: billing': 'Platform administration of plans and of the billing settings.',
   'Admin: monitoring': 'Platform administration: request and error figures of this instance.',
   Monitoring: 'Prometheus metrics, behind METRICS_TOKEN.',
+  MCP: 'The apps connected to a workspace through the MCP endpoint (/mcp, OAuth 2.1): list and revoke their grants.',
   Meta: 'Where to start: GET / links to these docs, this document and the health check.',
 };

@@ -84,6 +84,7 @@ const planFields = {
   providerAMeterEventName: z
     .string()
     .trim()
+    .max(100)
     .regex(/^[A-Za-z0-9_.:-]{1,100}$/, { error: 'A Stripe meter event name: letters, digits, _ . : - (at most 100).' })
     .nullable(),
   providerBSeatVariantId: z.string().trim().min(1).max(200).nullable(),
