@@ -35,6 +35,15 @@ const STREAM_HEADERS = {
   'X-Accel-Buffering': 'no',
 };
 
+/** A path segment decoded; as it came when it is not valid percent-encoding (then not a valid id either). */
+function decodedOrRaw(segment: string) {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /** The Express handler of streamed generations; every other request goes on to `next`. */
@@ -69,7 +78,7 @@ async function serve(deps: AppDeps, req: Request, res: Response, makeContext: Re
   const pathWorkspace = GENERATE_PATH.exec(req.path)?.[1];
   const input = (
     pathWorkspace !== undefined && body && typeof body === 'object' && !Array.isArray(body)
-      ? { ...body, workspaceId: decodeURIComponent(pathWorkspace) }
+      ? { ...body, workspaceId: decodedOrRaw(pathWorkspace) }
       : body
   ) as GenerateStreamInput;
 

@@ -127,6 +127,19 @@ describe('POST /ai/generate with Accept: text/event-stream (MOCK)', () => {
     expect(elsewhere.status).toBeLessThan(500);
     expect(elsewhere.headers.get('content-type')).toMatch(/^application\/json/);
 
+    for (const path of ['/workspaces/not-a-uuid/ai/generate', '/workspaces/%E0%A4%A/ai/generate']) {
+      const odd = await openStream(app, path, { token: user.accessToken, body: { prompt: 'hello' } });
+      expect(odd.status, path).toBeGreaterThanOrEqual(400);
+      expect(odd.status, path).toBeLessThan(500);
+      expect(odd.json.code, path).toBeTruthy();
+    }
+    const notJson = await openStream(app, '/ai/generate', {
+      token: user.accessToken,
+      body: 'prompt',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(notJson.status).toBe(415);
+
     const demo = await app.api('POST', '/auth/register', {
       body: { email: DEMO_EMAIL, password: 'Strong-pass-123', name: 'Demo' },
     });
