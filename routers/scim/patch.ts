@@ -51,18 +51,23 @@ export function applyPatch<T extends object>(resource: T, body: unknown): T {
   const operations = parsed.data.Operations.flatMap((o): Array<Record<string, unknown>> => {
     // Entra removes members as { op: "Remove", path: "members", value: [{ value }] }: one removal by value
     // each, as a filter path, since the stored members carry more than `value`.
-    if (o.op === 'remove' && o.path && !o.path.includes('[') && Array.isArray(o.value))
-      return (o.value as unknown[]).map((v) => {
+    // A value that is not there is already removed (a directory retrying), not an error.
+    if (o.op === 'remove' && o.path && !o.path.includes('[') && Array.isArray(o.value)) {
+      const current: unknown = (resource as Record<string, unknown>)[o.path];
+      const present = new Set(Array.isArray(current) ? current.map((m) => (isRecord(m) ? m.value : undefined)) : []);
+      return (o.value as unknown[]).flatMap((v) => {
         const id = isRecord(v) && typeof v.value === 'string' ? v.value : undefined;
         if (id === undefined) throw new ScimError(400, 'A removal by value names each value.', 'invalidValue');
-        return { op: 'remove', path: `${o.path}[value eq ${JSON.stringify(id)}]` };
+        return present.has(id) ? [{ op: 'remove', path: `${o.path}[value eq ${JSON.stringify(id)}]` }] : [];
       });
+    }
     const value =
       o.path === undefined && o.value && typeof o.value === 'object' && !Array.isArray(o.value)
         ? expandDotted(o.value as Record<string, unknown>)
         : o.value;
     return [{ op: o.op, ...(o.path !== undefined ? { path: o.path } : {}), ...(value !== undefined ? { value } : {}) }];
   }) as unknown as ScimPatchOperation[];
+  if (operations.length === 0) return structuredClone(resource);
   try {
     patchBodyValidation({ schemas: [PATCH_SCHEMA], Operations: operations });
     return scimPatch(structuredClone(resource) as unknown as ScimResource, operations, {

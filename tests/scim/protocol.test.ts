@@ -396,6 +396,13 @@ describe('Groups and roles', () => {
     expect(remove.status, remove.text).toBe(200);
     expect(await roleOf(a.body.id)).toBe('VIEWER');
 
+    // Removing by value someone who is not a member (a directory retrying) changes nothing.
+    const again = await scim('PATCH', `/Groups/${admins.body.id}`, {
+      Operations: [{ op: 'Remove', path: 'members', value: [{ value: a.body.id }] }],
+    });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.members).toEqual([]);
+
     expect((await scim('DELETE', `/Groups/${readers.body.id}`)).status).toBe(204);
     expect(await roleOf(a.body.id)).toBe('MEMBER');
 
