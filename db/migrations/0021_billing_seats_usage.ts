@@ -1,4 +1,4 @@
-// Seats, trials, usage-based overage, dunning and invoices (DESIGN.md, "Seats, trials and usage billing").
+// Seats, trials, usage-based overage, dunning and invoices.
 // - plans: how a plan is priced (FLAT or PER_SEAT), its included seats, trial days, whether generations past
 //   its amount are billed as usage, and the processor ids of the seat price and the meter.
 // - subscriptions: the trial's end and its reminder, since when it is past due, the seats last acknowledged.

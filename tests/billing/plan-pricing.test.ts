@@ -1,4 +1,4 @@
-// The pricing fields of a plan (DESIGN.md, "Seats, trials and usage billing"): per-seat pricing, included
+// The pricing fields of a plan: per-seat pricing, included
 // seats, trial days, metered overage and the processor ids of the seat price and the meter, edited through
 // the admin plan routes and shown in the public catalogue and /openapi.json.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

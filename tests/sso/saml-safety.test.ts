@@ -1,4 +1,4 @@
-// The safety rules of a SAML answer (DESIGN.md, "Enterprise single sign-on"), one test each: every forged or
+// The safety rules of a SAML answer, one test each: every forged or
 // misdirected answer lands in the web app with ?error=SSO_ASSERTION_INVALID (or SSO_DOMAIN_MISMATCH) and
 // signs nobody in, creates no account and grants no membership. Answers are built and signed as a real
 // identity provider does (tests/helpers/saml-idp.ts), then changed the way an attacker would.
