@@ -311,6 +311,14 @@ async function signIn(deps: Deps, requester: Actor, connection: Connection, subj
               .where('user_id', '=', account.id)
               .where('created_account', '=', true),
           )
+          // An account the workspace's directory sync (or its SSO) created.
+          .unionAll(
+            trx
+              .selectFrom('users')
+              .select('id as user_id')
+              .where('id', '=', account.id)
+              .where('provisioned_by_workspace_id', '=', connection.workspace_id),
+          )
           .executeTakeFirst();
         if (!known) throw linkRequired();
         await insertIdentity(trx, connection, account.id, subject, false);
@@ -322,6 +330,8 @@ async function signIn(deps: Deps, requester: Actor, connection: Connection, subj
             name: email.split('@')[0].slice(0, 100) || 'New user',
             password_hash: null,
             email_verified_at: new Date(),
+            // Directory sync's removal suspends an account the workspace made and nothing else holds.
+            provisioned_by_workspace_id: connection.workspace_id,
           })
           .returning(USER_COLUMNS)
           .executeTakeFirstOrThrow();

@@ -60,6 +60,8 @@ describe('SAML sign-in', () => {
       .where('user_id', '=', user.id)
       .execute();
     expect(memberships).toEqual([{ workspace_id: ws.id }]);
+    // Marked as the workspace's: its directory sync's removal suspends it (tests/scim).
+    expect(user.provisioned_by_workspace_id).toBe(ws.id);
     const session = await app.deps.db
       .selectFrom('sessions')
       .select(['method', 'sso_connection_id'])
@@ -178,6 +180,22 @@ describe('known accounts', () => {
     const again = await signInWithSso(app, email);
     expect(again.error).toBeUndefined();
     expect((await exchange(app, again.code)).body.user.id).toBe(account.id);
+  });
+
+  it("an account the workspace's directory sync created signs in without linking", async () => {
+    const email = person();
+    const account = await app.deps.db
+      .insertInto('users')
+      .values({ email, name: 'From the directory', email_verified_at: new Date(), provisioned_by_workspace_id: ws.id })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    idp.signInAs(email);
+    const landing = await signInWithSso(app, email);
+    expect(landing.error).toBeUndefined();
+    const res = await exchange(app, landing.code);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.user.id).toBe(account.id);
+    expect(await roleIn(app, ws.id, account.id)).toBe('MEMBER');
   });
 
   it('POST /auth/identities/sso/link/start for an address without SSO answers 404 SSO_NOT_CONFIGURED', async () => {
