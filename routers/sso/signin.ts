@@ -13,7 +13,6 @@ import { AppError } from '../../server/platform/errors.js';
 import { randomToken, sha256Hex } from '../../server/platform/security/tokens.js';
 import { recordAudit } from '../audit/service.js';
 import { USER_COLUMNS, type UserRow } from '../auth/schemas.js';
-import { openIdConnectProvider } from '../oauth/providers/oidc.js';
 import { FLOW_TTL_MS, appCallbackUrl, safeRedirectPath } from '../oauth/service.js';
 import { oidcRedirectUri } from './connections.js';
 import { connectionById, ensureMember, insertIdentity } from './links.js';
@@ -53,7 +52,9 @@ async function connectionFor(db: Kysely<Database>, email: string): Promise<Conne
   return row;
 }
 
-function oidcOf(deps: Pick<Deps, 'secrets'>, c: Connection) {
+/** The OIDC client of a connection; openid-client is loaded on the first OIDC sign-in, not at start-up. */
+async function oidcOf(deps: Pick<Deps, 'secrets'>, c: Connection) {
+  const { openIdConnectProvider } = await import('../oauth/providers/oidc.js');
   return openIdConnectProvider({
     id: 'oidc',
     name: c.name,
@@ -100,7 +101,7 @@ export async function startSignIn(deps: Deps, start: Start): Promise<string> {
     nonce: randomToken(32),
     redirectUri: oidcRedirectUri(start.base, connection.id),
   };
-  const url = await oidcOf(deps, connection).authorizationUrl(checks);
+  const url = await (await oidcOf(deps, connection)).authorizationUrl(checks);
   await deps.db
     .insertInto('sso_requests')
     .values({ id: sha256Hex(checks.state), code_verifier: checks.codeVerifier, nonce: checks.nonce, ...row })
@@ -196,7 +197,9 @@ export async function finishOidc(deps: Deps, actor: Actor, answer: Answer & { qu
     url.search = answer.query.toString();
     let profile;
     try {
-      profile = await oidcOf(deps, connection).profile(url, {
+      profile = await (
+        await oidcOf(deps, connection)
+      ).profile(url, {
         state,
         codeVerifier: taken.code_verifier ?? '',
         nonce: taken.nonce ?? undefined,
