@@ -110,7 +110,12 @@ const urlOf = (op: Operation) =>
  * Reads only an OWNER may make (ownership.manage: the sign-in set-up of the workspace): an ADMIN with 2FA
  * passes the policy there and is then refused by the role, 403 PERMISSION_DENIED.
  */
-const OWNER_ONLY_READS = new Set(['/workspaces/{workspaceId}/domains', '/workspaces/{workspaceId}/sso/connections']);
+const OWNER_ONLY_READS = new Set([
+  '/workspaces/{workspaceId}/domains',
+  '/workspaces/{workspaceId}/sso/connections',
+  '/workspaces/{workspaceId}/scim/tokens',
+  '/workspaces/{workspaceId}/scim/role-mappings',
+]);
 
 function expectOutcome(res: ApiResponse, expected: string, label: string) {
   if (expected === 'passes') {
