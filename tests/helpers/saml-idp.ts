@@ -1,6 +1,7 @@
 // A SAML 2.0 identity provider on loopback, for the single sign-on tests: a key pair and a self-signed
 // certificate made at test time (openssl), metadata, and the HTTP-Redirect sign-in endpoint that reads the
-// AuthnRequest and answers the HTML form that posts a signed Response back to the ACS (as Okta or Entra do).
+// AuthnRequest and answers the HTML form that posts a signed Response back to the ACS (as Okta or Entra do);
+// with `mode.loginPage`, first a login page whose button the person clicks.
 // Responses are signed with xml-crypto (enveloped, exclusive C14N, RSA-SHA256 by default); tests can also
 // build answers by hand (`response`) to forge what an attacker would send.
 import { execFileSync } from 'node:child_process';
@@ -182,7 +183,13 @@ export interface TestSamlIdp {
   /** Who signs in at the next request (the NameID, an e-mail). */
   signInAs(email: string): void;
   /** How the next answers are made (defaults: assertion signed, RSA-SHA256). */
-  mode: { sign: 'assertion' | 'response'; attributes?: Record<string, string>; nameIdFormat?: string };
+  mode: {
+    sign: 'assertion' | 'response';
+    attributes?: Record<string, string>;
+    nameIdFormat?: string;
+    /** GET /sso shows a login page whose button posts to /sso/login, which answers the form (browser tests). */
+    loginPage?: boolean;
+  };
   /** The signed SAMLResponse (base64) this IdP would post for `request`. */
   answer(request: AuthnRequest, email?: string): string;
   close(): Promise<void>;
@@ -193,10 +200,31 @@ export async function startSamlIdp(): Promise<TestSamlIdp> {
   let person = 'nobody@example.invalid';
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', idp.url);
+    if (url.pathname === '/sso' && req.method === 'GET' && idp.mode.loginPage) {
+      // The login page: the AuthnRequest's query rides along to /sso/login, posted by the person's click.
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(
+          `<html><body><h1>Test IdP</h1><form method="post" action="/sso/login">` +
+            `<input type="hidden" name="query" value="${xmlText(url.search)}"/><button type="submit">Sign in</button></form></body></html>`,
+        );
+      return;
+    }
+    if (url.pathname === '/sso/login' && req.method === 'POST' && idp.mode.loginPage) {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => answerForm(new URL(`/sso${new URLSearchParams(body).get('query') ?? ''}`, idp.url), res));
+      return;
+    }
     if (url.pathname !== '/sso') {
       res.writeHead(404).end();
       return;
     }
+    answerForm(url, res);
+  });
+  /** The auto-submitting HTML form that posts the signed answer to the AuthnRequest of `url` to its ACS. */
+  function answerForm(url: URL, res: http.ServerResponse) {
     const request = readAuthnRequest(url);
     const samlResponse = idp.answer(request);
     const relay = request.relayState
@@ -208,7 +236,7 @@ export async function startSamlIdp(): Promise<TestSamlIdp> {
         `<html><body onload="document.forms[0].submit()"><form method="post" action="${xmlText(request.acsUrl)}">` +
           `<input type="hidden" name="SAMLResponse" value="${samlResponse}"/>${relay}<noscript><button>Continue</button></noscript></form></body></html>`,
       );
-  });
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const certBody = key.certificate.replace(/-----[^-]+-----|\s+/g, '');
