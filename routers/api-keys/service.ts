@@ -12,6 +12,7 @@ import type { Actor } from '../../server/platform/actor.js';
 import type { AppDeps } from '../../server/platform/context.js';
 import { recordAudit } from '../audit/service.js';
 import { emitEvent } from '../events/emit.js';
+import { touchLastUsed } from '../../db/last-used.js';
 
 type Db = Kysely<Database>;
 type Deps = Pick<AppDeps, 'db'>;
@@ -341,10 +342,6 @@ const keyQuery = compiledOnce((db, keyHashes: string[]) =>
 /** The key lookup of every public-API request, batched under load (db/batched.ts). */
 const keyLookup = batchedLookup(keyQuery, (row) => row.key_hash);
 
-/** Last time this process wrote last_used_at of a key: one write a minute per key at most. */
-const lastUsedWrites = new Map<string, number>();
-const LAST_USED_EVERY_MS = 60_000;
-
 /**
  * The live key behind a raw value, with its workspace. A value that is not a well-formed key is refused
  * before any database lookup.
@@ -367,17 +364,6 @@ export async function authenticateApiKey(
   // use them.
   if (keysAllowed(key) <= 0) throw notInPlan();
   rememberVerified(hash, key.id);
-  if (now - (lastUsedWrites.get(key.id) ?? 0) >= LAST_USED_EVERY_MS) {
-    lastUsedWrites.set(key.id, now);
-    // Conditional, so several instances also write about once a minute.
-    await db
-      .updateTable('api_keys')
-      .set({ last_used_at: new Date(now) })
-      .where('id', '=', key.id)
-      .where((eb) =>
-        eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now - LAST_USED_EVERY_MS))]),
-      )
-      .execute();
-  }
+  await touchLastUsed(db, 'api_keys', key.id, now);
   return key;
 }

@@ -12,6 +12,7 @@ import { compiledOnce } from '../../db/compiled.js';
 import { recordAudit } from '../audit/service.js';
 import { emitEvent } from '../events/emit.js';
 import { mailOwners } from '../sso/owners.js';
+import { touchLastUsed } from '../../db/last-used.js';
 
 type Db = Kysely<Database>;
 type Deps = Pick<AppDeps, 'db' | 'config' | 'mailer' | 'logger'>;
@@ -206,10 +207,6 @@ const tokenQuery = compiledOnce((db, hashes: string[]) =>
 /** The token lookup of every /scim/v2 request, batched under load (db/batched.ts), as API keys are. */
 const tokenLookup = batchedLookup(tokenQuery, (row) => row.token_hash);
 
-/** Last time this process wrote last_used_at of a token: one write a minute per token at most. */
-const lastUsedWrites = new Map<string, number>();
-const LAST_USED_EVERY_MS = 60_000;
-
 /**
  * The live token behind a bearer value, with its ACTIVE workspace; undefined for anything else (an unknown,
  * revoked or malformed token, a workspace that is not ACTIVE). A malformed value costs no lookup.
@@ -221,18 +218,6 @@ export async function authenticateScimToken(
   if (!raw || !SCIM_TOKEN_FORMAT.test(raw)) return undefined;
   const row = await tokenLookup(db, hashScimToken(raw));
   if (!row || row.revoked_at || row.workspace_status !== 'ACTIVE' || row.workspace_deleted_at) return undefined;
-  if (!row) return undefined;
-  const now = Date.now();
-  if (now - (lastUsedWrites.get(row.id) ?? 0) >= LAST_USED_EVERY_MS) {
-    lastUsedWrites.set(row.id, now);
-    await db
-      .updateTable('scim_tokens')
-      .set({ last_used_at: new Date(now) })
-      .where('id', '=', row.id)
-      .where((eb) =>
-        eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(now - LAST_USED_EVERY_MS))]),
-      )
-      .execute();
-  }
+  await touchLastUsed(db, 'scim_tokens', row.id);
   return { id: row.id, name: row.name, workspaceId: row.workspace_id };
 }
