@@ -151,6 +151,7 @@ describe('GET /openapi.json', () => {
       'MEMBERSHIP_SUSPENDED',
       'MFA_REQUIRED',
       'PERMISSION_DENIED',
+      'SSO_REQUIRED',
       'USER_SUSPENDED',
       'WORKSPACE_UNAVAILABLE',
     ]);
@@ -161,6 +162,7 @@ describe('GET /openapi.json', () => {
       'MEMBERSHIP_SUSPENDED',
       'MFA_REQUIRED',
       'PERMISSION_DENIED',
+      'SSO_REQUIRED',
       'USER_SUSPENDED',
       'WORKSPACE_UNAVAILABLE',
     ]);
