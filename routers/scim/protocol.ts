@@ -11,7 +11,7 @@ import { bearerToken } from '../../server/platform/security/jwt.js';
 import { JSON_BODY_LIMIT_BYTES, refuseTrailingBytes } from '../../server/platform/request-body.js';
 import { ScimError } from './errors.js';
 import * as groups from './groups.js';
-import { paging, resourceTypes, schemas, serviceProviderConfig } from './resources.js';
+import { listResponse, paging, resourceTypes, schemas, serviceProviderConfig } from './resources.js';
 import { authenticateScimToken } from './tokens.js';
 import * as users from './users.js';
 import type { ScimCaller } from './users.js';
@@ -85,48 +85,26 @@ export function scimRoutes(deps: Deps): express.Router {
     '/ServiceProviderConfig',
     handle((_req, res) => send(res, 200, serviceProviderConfig(callerOf(res).baseUrl))),
   );
-  r.get(
-    '/ResourceTypes',
-    handle((_req, res) => {
-      const types = resourceTypes(callerOf(res).baseUrl);
-      send(res, 200, {
-        schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
-        totalResults: types.length,
-        startIndex: 1,
-        itemsPerPage: types.length,
-        Resources: types,
-      });
-    }),
-  );
-  r.get(
-    '/ResourceTypes/:name',
-    handle((req, res) => {
-      const found = resourceTypes(callerOf(res).baseUrl).find((t) => t.id === req.params.name);
-      if (!found) throw new ScimError(404, 'No such resource type.');
-      send(res, 200, found);
-    }),
-  );
-  r.get(
-    '/Schemas',
-    handle((_req, res) => {
-      const all = schemas(callerOf(res).baseUrl);
-      send(res, 200, {
-        schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
-        totalResults: all.length,
-        startIndex: 1,
-        itemsPerPage: all.length,
-        Resources: all,
-      });
-    }),
-  );
-  r.get(
-    '/Schemas/:id',
-    handle((req, res) => {
-      const found = schemas(callerOf(res).baseUrl).find((s) => s.id === req.params.id);
-      if (!found) throw new ScimError(404, 'No such schema.');
-      send(res, 200, found);
-    }),
-  );
+  // The discovery lists (RFC 7644 4): each listed whole, and one by its id.
+  const discovery = (path: string, all: (baseUrl: string) => Array<{ id: string }>, missing: string) => {
+    r.get(
+      path,
+      handle((_req, res) => {
+        const items = all(callerOf(res).baseUrl);
+        send(res, 200, listResponse(items, items.length, 1));
+      }),
+    );
+    r.get(
+      `${path}/:id`,
+      handle((req, res) => {
+        const found = all(callerOf(res).baseUrl).find((item) => item.id === req.params.id);
+        if (!found) throw new ScimError(404, missing);
+        send(res, 200, found);
+      }),
+    );
+  };
+  discovery('/ResourceTypes', resourceTypes, 'No such resource type.');
+  discovery('/Schemas', schemas, 'No such schema.');
 
   r.get(
     '/Users',
