@@ -1,7 +1,7 @@
 // A sign-in or link through an identity provider, from its start (state, PKCE, nonce kept in Postgres,
 // single use, 10 minutes) to its callback (the provider's answer verified, the account found, linked or
 // created, and the one-time code the web app exchanges in service.ts). No HTTP here: redirects.ts.
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { z } from 'zod';
 import type { Database, IdentityProviderId, OAuthPurpose } from '../../db/schema.js';
 import { AppError } from '../../server/platform/errors.js';
@@ -102,6 +102,14 @@ interface Flow {
  * Takes the flow of `state` for good (single use): one of this provider, not expired, and of this browser
  * when it was a sign-in (its binding cookie). Atomic: of two callbacks with one state, one gets it.
  */
+/**
+ * The condition on a stored flow's `browser_hash` that the browser finishing it is the one that started it:
+ * the flow carries no binding, or the binding cookie sent now hashes to it. Identity-provider flows and
+ * single sign-on requests share it.
+ */
+export const fromTheSameBrowser = (browserBinding: string | undefined) =>
+  sql<boolean>`(browser_hash is null or browser_hash = ${browserBinding === undefined ? '' : sha256Hex(browserBinding)})`;
+
 async function takeFlow(db: Kysely<Database>, provider: IdentityProviderId, state: string, browserBinding?: string) {
   const now = new Date();
   const row = await db
@@ -111,12 +119,7 @@ async function takeFlow(db: Kysely<Database>, provider: IdentityProviderId, stat
     .where('provider', '=', provider)
     .where('used_at', 'is', null)
     .where('expires_at', '>', now)
-    .where((eb) =>
-      eb.or([
-        eb('browser_hash', 'is', null),
-        eb('browser_hash', '=', browserBinding === undefined ? '' : sha256Hex(browserBinding)),
-      ]),
-    )
+    .where(fromTheSameBrowser(browserBinding))
     .returning(['purpose', 'user_id', 'code_verifier', 'nonce', 'redirect_uri', 'redirect_to'])
     .executeTakeFirst();
   return row && { ...row, state };

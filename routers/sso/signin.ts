@@ -4,6 +4,7 @@
 // exchanges at POST /auth/oauth/exchange. A request is single use, 10 minutes, for one connection and one
 // browser (its binding cookie). No HTTP here: redirects.ts.
 import type { Kysely, Selectable } from 'kysely';
+import { fromTheSameBrowser } from '../oauth/flows.js';
 import type { CacheProvider } from '@node-saml/node-saml';
 import { z } from 'zod';
 import type { Database, OAuthPurpose, SsoConnectionsTable } from '../../db/schema.js';
@@ -128,12 +129,7 @@ async function takeRequest(db: Kysely<Database>, id: string, connectionId: strin
     .where('connection_id', '=', connectionId)
     .where('used_at', 'is', null)
     .where('expires_at', '>', now)
-    .where((eb) =>
-      eb.or([
-        eb('browser_hash', 'is', null),
-        eb('browser_hash', '=', browserBinding === undefined ? '' : sha256Hex(browserBinding)),
-      ]),
-    )
+    .where(fromTheSameBrowser(browserBinding))
     .returning(['id', 'purpose', 'user_id', 'redirect_to', 'code_verifier', 'nonce'])
     .executeTakeFirst() as Promise<Taken | undefined>;
 }
