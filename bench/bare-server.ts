@@ -7,8 +7,15 @@
 //                 pg (one prepared statement on the history index), mapped by the API's toGeneration, as
 //                 JSON: the floor of a list page, without authentication, validation, totals or signed cursors.
 //                 Only with BENCH_DATABASE_URL.
+//   POST /stream  an event stream shaped as the API's streamed generation (`started`, BENCH_STREAM_CHUNKS
+//                 `delta` events STREAM_CHUNK_DELAY_MS apart, the first at once, then `completed`), without
+//                 authentication, validation or a database: the floor of a streamed answer (bench/stream.ts).
+//   GET  /loop    {p99Ms}: this process's event-loop delay p99 since the last read (10 ms resolution).
 // Settings from the environment: PORT, HOST (default 127.0.0.1), BCRYPT_COST (default 12),
 // BENCH_PASSWORD (the password the hash is made of) and BENCH_DATABASE_URL.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import express from 'express';
 import bcrypt from 'bcrypt';
 import type { Selectable } from 'kysely';
@@ -36,6 +43,35 @@ app.post('/bcrypt', express.json(), async (req, res) => {
   res.status(ok ? 200 : 401).json({ ok });
 });
 
+const streamChunks = Number(process.env.BENCH_STREAM_CHUNKS ?? 55);
+const streamDelayMs = Number(process.env.STREAM_CHUNK_DELAY_MS ?? 20);
+const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+// The event-loop delay as the API's /metrics measures it (prom-client: 10 ms resolution), p99 since the
+// last read: the floor of the streaming bench's loop delay.
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
+app.get('/loop', (_req, res) => {
+  res.json({ p99Ms: loop.percentile(99) / 1e6 });
+  loop.reset();
+});
+
+app.post('/stream', (req, res) => {
+  const id = crypto.randomUUID();
+  res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
+  res.flushHeaders();
+  res.write(sse('started', { id }));
+  let sent = 0;
+  const send = () => {
+    if (res.destroyed) return;
+    res.write(sse('delta', { text: 'word ' }));
+    sent += 1;
+    if (sent < streamChunks) return void setTimeout(send, streamDelayMs);
+    res.end(sse('completed', { id, output: 'word '.repeat(streamChunks) }));
+  };
+  send();
+});
+
 const databaseUrl = process.env.BENCH_DATABASE_URL;
 if (databaseUrl) {
   // As many connections as the API's pool (DATABASE_POOL_MAX's default).
@@ -54,8 +90,8 @@ if (databaseUrl) {
   });
 }
 
-const server = app.listen(port, host, (err) => {
-  if (err) throw err;
+// The API's listen backlog (server/server.ts), so that a burst of connections meets the same queue.
+const server = http.createServer(app).listen({ port, host, backlog: 4096 }, () => {
   console.log(`bare server on http://${host}:${port} (bcrypt cost ${cost})`);
 });
 

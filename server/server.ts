@@ -16,6 +16,13 @@ import { PeriodicTimers } from './platform/periodic.js';
 import { periodicTasks } from './tasks.js';
 import { webhookQueueEnabled } from './platform/queue-mode.js';
 
+/**
+ * Connections the kernel queues for accept() (capped by net.core.somaxconn). Node's default, 511, drops the
+ * SYNs of a burst past it, and each dropped client retries only after a second: 1,000 streams opened at once
+ * waited a median 1 s for their first byte before this (docs/performance.md, "Streaming generation").
+ */
+const LISTEN_BACKLOG = 4096;
+
 export interface RunningServer {
   /** The URL this machine reaches the server at (loopback when it listens on every interface). */
   url: string;
@@ -123,7 +130,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   answerClientErrors(server, config, logger);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(config.PORT, config.HOST, () => resolve());
+    server.listen({ port: config.PORT, host: config.HOST, backlog: LISTEN_BACKLOG }, () => resolve());
   });
   const listened = server.address() as AddressInfo;
   const { port } = listened;
