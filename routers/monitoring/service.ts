@@ -71,12 +71,12 @@ export function trafficSummary({ monitor }: Deps) {
 
 export function recentErrors({ monitor }: Deps, filters: RequestFilters) {
   assertEnabled(monitor);
-  return paginate(filtered(monitor.errors.toArray(), filters), filters);
+  return paginate(filtered(monitor.recentErrors(), filters), filters);
 }
 
 export function recentRequests({ monitor }: Deps, filters: RequestFilters) {
   assertEnabled(monitor);
-  return paginate(filtered(monitor.requests.toArray(), filters), filters);
+  return paginate(filtered(monitor.recentRequests(), filters), filters);
 }
 
 export function clearRecord({ monitor }: Deps) {

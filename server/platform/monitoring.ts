@@ -71,6 +71,13 @@ export interface ErrorRecord extends RequestRecord {
   message: string;
 }
 
+/** An entry as the buffers keep it: the time as a number, made an ISO string only when it is read. */
+type Stored<T extends RequestRecord> = Omit<T, 'timestamp'> & { at: number };
+
+function withTimestamp<T extends RequestRecord>({ at, ...rest }: Stored<T>): T {
+  return { ...rest, timestamp: new Date(at).toISOString() } as unknown as T;
+}
+
 /** What request handling learnt about a request, for its record. */
 interface Notes {
   userId?: string;
@@ -79,15 +86,20 @@ interface Notes {
   errorName?: string;
 }
 
-const notes = new WeakMap<Request, Notes>();
+/** Kept on the request itself: a WeakMap entry per request cost more than the rest of the record. */
+const NOTES = Symbol('monitoring notes');
+type Noted = Request & { [NOTES]?: Notes };
+const notesOf = (req: Request): Notes | undefined => (req as Noted)[NOTES];
 
 /** Called where a request is authenticated, scoped to a workspace, or answered with an error. */
 export function noteRequest(req: Request, facts: Notes): void {
-  notes.set(req, { ...notes.get(req), ...facts });
+  const known = notesOf(req);
+  if (known) Object.assign(known, facts);
+  else (req as Noted)[NOTES] = { ...facts };
 }
 
 /** The code of the error a request was answered with (ERROR_STATUS), once it has been answered. */
-export const notedErrorCode = (req: Request): string | undefined => notes.get(req)?.error?.code;
+export const notedErrorCode = (req: Request): string | undefined => notesOf(req)?.error?.code;
 
 const FRIENDLY_5XX = 'The request failed on the server.';
 
@@ -110,8 +122,8 @@ const SECRET_SHAPES = /\b(?:whsec_|wsk_|rt_|scim_|sk_(?:live|test)_|eyJ)[A-Za-z0
 const redactSecrets = (message: string) => message.replace(SECRET_SHAPES, '[redacted]');
 
 export class Monitor {
-  readonly requests: RingBuffer<RequestRecord>;
-  readonly errors: RingBuffer<ErrorRecord>;
+  readonly requests: RingBuffer<Stored<RequestRecord>>;
+  readonly errors: RingBuffer<Stored<ErrorRecord>>;
   readonly startedAt = Date.now();
 
   constructor(private readonly config: Config) {
@@ -132,22 +144,23 @@ export class Monitor {
       const path = req.path;
       if (path === METRICS_PATH) return next();
       const started = performance.now();
-      res.once('finish', () => {
+      // `on`, not `once`: 'finish' comes once, and once() would wrap the listener for every request.
+      res.on('finish', () => {
         const elapsedMs = performance.now() - started;
         // The route template, or `/trpc/{procedure}`: the same name for metrics and for the record.
         const label = routes.labelRequest(req, path);
         metrics?.observeRequest(req.method, label, res.statusCode, elapsedMs / 1000);
         if (!recording) return;
         const durationMs = Math.round(elapsedMs * 10) / 10;
-        const facts = notes.get(req) ?? {};
-        const record: RequestRecord = {
+        const facts = notesOf(req) ?? {};
+        const record: Stored<RequestRecord> = {
           requestId: req.id,
           method: req.method,
           path: label === UNMATCHED_ROUTE ? sanitizePath(path) : label,
           status: res.statusCode,
           durationMs,
           slow: durationMs >= config.REQUEST_LOG_SLOW_MS,
-          timestamp: new Date().toISOString(),
+          at: Date.now(),
           userId: facts.userId ?? null,
           workspaceId: facts.workspaceId ?? null,
         };
@@ -185,9 +198,19 @@ export class Monitor {
     this.errors.clear();
   }
 
+  /** The recorded requests, newest first. */
+  recentRequests(): RequestRecord[] {
+    return this.requests.toArray().map(withTimestamp);
+  }
+
+  /** The recorded error answers, newest first. */
+  recentErrors(): ErrorRecord[] {
+    return this.errors.toArray().map((entry) => withTimestamp<ErrorRecord>(entry));
+  }
+
   /** Success rate, status mix, top routes by count and by p95, and a per-minute timeline. */
   summary() {
-    const requests = this.requests.toArray();
+    const requests = this.recentRequests();
     const byStatus: Record<string, number> = {};
     const byClass: Record<string, number> = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 };
     const byRoute = new Map<string, number[]>();

@@ -148,6 +148,9 @@ const chargeTogether = batched<Charge, { result: RateLimiterRes; rejected: boole
     );
     return outcomes;
   },
+  // One consume at a time per limiter set: the charges that arrive meanwhile go together in the next one,
+  // so under load a Redis command serves several requests, and alone a request waits for no one.
+  { inFlight: 1 },
 );
 
 function headers(limit: number, windowSeconds: number, res: RateLimiterRes) {
@@ -206,14 +209,14 @@ export function rateLimiter(deps: {
     if (charged.size === 0) return next();
     const client = clientOf(config, req, deps.knownApiKeyId);
     // Every tier is charged; the answer's headers describe the tightest one.
-    const outcomes = await Promise.all(
-      [...charged].map(([tier, cost]) =>
-        chargeTogether(limiters, { tier, key: `${client}:${tier}`, cost, limit: points(config, tier) }).then(
-          ({ result, rejected }) => ({ tier, result, rejected }),
-          (err: unknown) => ({ tier, result: err, rejected: true }),
-        ),
-      ),
-    );
+    const charge = ([tier, cost]: [Tier, number]) =>
+      chargeTogether(limiters, { tier, key: `${client}:${tier}`, cost, limit: points(config, tier) }).then(
+        ({ result, rejected }) => ({ tier, result, rejected }),
+        (err: unknown) => ({ tier, result: err, rejected: true }),
+      );
+    // Most requests are charged in one tier: no Promise.all for them.
+    const tiers = [...charged];
+    const outcomes = tiers.length === 1 ? [await charge(tiers[0])] : await Promise.all(tiers.map(charge));
     const answered: Array<{ tier: Tier; result: RateLimiterRes; rejected: boolean }> = [];
     for (const { tier, result, rejected } of outcomes) {
       if (result instanceof RateLimiterRes) answered.push({ tier, result, rejected });
