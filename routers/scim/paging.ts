@@ -52,6 +52,13 @@ const counters = (workspaceId: string) =>
   sql`(select coalesce(sum(n), 0)::text as total, coalesce(sum(changes), 0)::text as version
        from list_counters where scope = ${MEMBER_SCOPE} and scope_id = ${workspaceId})`;
 
+/** The Groups a member is in (a User's read-only `groups`, RFC 7643 4.1.2), by name: JSON of {id, name}. */
+export const groupsOf = (memberId: string) =>
+  sql<Array<{ id: string; name: string }>>`coalesce((
+    select json_agg(json_build_object('id', g.id, 'name', g.display_name) order by g.display_name, g.id)
+    from scim_group_members gm join scim_groups g on g.id = gm.group_id
+    where gm.member_id = ${sql.ref(memberId)}), '[]'::json)`;
+
 export interface MemberPageRow {
   id: string | null;
   user_id: string;
@@ -65,6 +72,7 @@ export interface MemberPageRow {
   email: string;
   name: string;
   provisioned_by_workspace_id: string | null;
+  groups: Array<{ id: string; name: string }>;
   list_at: string;
   total: string;
   version: string;
@@ -92,7 +100,8 @@ export async function memberPage(db: Kysely<Database>, workspaceId: string, star
     select p.*, c.total, c.version from ${counters(workspaceId)} as c
     left join lateral (
       select m.id, m.user_id, m.role, m.status, m.external_id, m.given_name, m.family_name, m.created_at,
-        m.updated_at, u.email, u.name, u.provisioned_by_workspace_id, ${AT('m.created_at')} as list_at
+        m.updated_at, u.email, u.name, u.provisioned_by_workspace_id, ${groupsOf('m.id')} as groups,
+        ${AT('m.created_at')} as list_at
       from workspace_members m
       join users u on u.id = m.user_id
       where m.workspace_id = ${workspaceId}::uuid

@@ -17,7 +17,7 @@ import { emitEvent } from '../events/emit.js';
 import { assertMemberCapacity } from '../workspaces/members.js';
 import { ScimError } from './errors.js';
 import { compileFilter, parseFilter, type Attributes } from './filter.js';
-import { memberPage } from './paging.js';
+import { groupsOf, memberPage } from './paging.js';
 import { applyPatch } from './patch.js';
 import { USER_SCHEMA, listResponse, readResource, userResource, type UserResource } from './resources.js';
 import { applyGroupRoles } from './tokens.js';
@@ -49,6 +49,7 @@ const userRows = (db: Db, workspaceId: string) =>
       'u.email',
       'u.name',
       'u.provisioned_by_workspace_id',
+      groupsOf('m.id').as('groups'),
     ])
     .where('m.workspace_id', '=', workspaceId);
 type UserRow = Awaited<ReturnType<ReturnType<typeof userRows>['executeTakeFirstOrThrow']>>;
@@ -85,6 +86,17 @@ export function toScimUser(r: UserRow, baseUrl: string) {
     displayName: r.name,
     emails: [{ value: r.email, type: 'work', primary: true }],
     active: r.status === 'ACTIVE',
+    // Read-only: the Groups it is in (a PUT or PATCH of `groups` is ignored; Groups name their members).
+    ...(r.groups.length
+      ? {
+          groups: r.groups.map((g) => ({
+            value: g.id,
+            $ref: `${baseUrl}/scim/v2/Groups/${g.id}`,
+            display: g.name,
+            type: 'direct',
+          })),
+        }
+      : {}),
     meta: {
       resourceType: 'User',
       created: r.created_at.toISOString(),
