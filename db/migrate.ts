@@ -25,6 +25,7 @@ import * as m0019 from './migrations/0019_scim.js';
 import * as m0020 from './migrations/0020_ai_streaming.js';
 import * as m0021 from './migrations/0021_billing_seats_usage.js';
 import * as m0022 from './migrations/0022_mcp_oauth.js';
+import * as m0023 from './migrations/0023_member_counters.js';
 
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
@@ -49,6 +50,7 @@ export const migrations: Record<string, Migration> = {
   '0020_ai_streaming': m0020,
   '0021_billing_seats_usage': m0021,
   '0022_mcp_oauth': m0022,
+  '0023_member_counters': m0023,
 };
 
 export const migrationProvider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

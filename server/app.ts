@@ -30,6 +30,7 @@ import { uploadOpenApiPaths, uploadRoutes } from '../routers/files/uploads.js';
 import { webhookEventsOpenApi } from '../routers/webhooks/events.js';
 import { oauthOpenApiPaths, oauthRedirectRoutes } from '../routers/oauth/redirects.js';
 import { SCIM_BASE_PATH, scimRoutes } from '../routers/scim/protocol.js';
+import { verifiedScimTokenId } from '../routers/scim/tokens.js';
 import { ssoOpenApiPaths, ssoRedirectRoutes } from '../routers/sso/redirects.js';
 import { RouteTemplates, type RouteTemplate } from './platform/route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
@@ -121,6 +122,7 @@ export function createApp(deps: AppDeps): express.Express {
         redis: deps.redis?.commands,
         routes,
         knownApiKeyId: deps.auth.knownApiKeyId,
+        knownScimTokenId: verifiedScimTokenId,
         onRejected,
         otherPaths: { [MCP_PATH]: 'publicApi' },
       }),

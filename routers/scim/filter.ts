@@ -14,6 +14,11 @@ export interface Attribute {
   type: AttributeType;
   /** Stored in lower case already (addresses): `eq` compares the column itself, so its index serves. */
   storedLowerCase?: boolean;
+  /**
+   * A multi-valued attribute kept in rows of another table (a Group's members): the condition over
+   * `column` holds when some row does, `exists (...)` around it.
+   */
+  some?: (condition: RawBuilder<boolean>) => RawBuilder<boolean>;
 }
 
 /** Attributes by lower-cased path (`username`, `emails.value`, `meta.lastmodified`). */
@@ -97,6 +102,8 @@ function compare(
   }
 }
 
+const someOf = (attr: Attribute, condition: RawBuilder<boolean>) => (attr.some ? attr.some(condition) : condition);
+
 /**
  * The SQL condition of a parsed filter over `attributes`. A value path (`emails[type eq "work"]`) is read
  * as its filter over the sub-attributes (`emails.type`), which holds for single-valued stores such as this
@@ -116,9 +123,12 @@ export function compileFilter(filter: Filter, attributes: Attributes, prefix = '
     case 'pr': {
       const path = prefix + filter.attrPath;
       const attr = attributeOf(attributes, path);
-      return attr.type === 'string' || attr.type === 'caseExactString'
-        ? sql<boolean>`(${attr.column} is not null and ${attr.column} <> '')`
-        : sql<boolean>`(${attr.column} is not null)`;
+      return someOf(
+        attr,
+        attr.type === 'string' || attr.type === 'caseExactString'
+          ? sql<boolean>`(${attr.column} is not null and ${attr.column} <> '')`
+          : sql<boolean>`(${attr.column} is not null)`,
+      );
     }
     case 'eq':
     case 'ne':
@@ -130,7 +140,8 @@ export function compileFilter(filter: Filter, attributes: Attributes, prefix = '
     case 'ge':
     case 'le': {
       const path = prefix + filter.attrPath;
-      return compare(attributeOf(attributes, path), path, filter.op, filter.compValue);
+      const attr = attributeOf(attributes, path);
+      return someOf(attr, compare(attr, path, filter.op, filter.compValue));
     }
     default:
       throw invalidFilter(`Unknown filter operator "${(filter as { op: string }).op}".`);

@@ -7,7 +7,7 @@ import type { Database } from '../../db/schema.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { recordAudit } from '../audit/service.js';
 import { ScimError } from './errors.js';
-import { compileFilter, parseFilter, type Attributes } from './filter.js';
+import { compileFilter, parseFilter, type Attribute, type Attributes } from './filter.js';
 import { applyPatch } from './patch.js';
 import { GROUP_SCHEMA, groupResource, listResponse, readResource, type GroupResource } from './resources.js';
 import { applyGroupRoles } from './tokens.js';
@@ -17,12 +17,23 @@ import type { AppDeps } from '../../server/platform/context.js';
 type Db = Kysely<Database>;
 type Deps = Pick<AppDeps, 'db'>;
 
+// `members.value eq "<User id>"` (`members[value eq ...]`, `members eq ...`): the groups a User is in, as
+// Entra and Okta ask; one probe of the members' primary key (group_id, member_id) per group.
+const MEMBERS_VALUE: Attribute = {
+  column: sql`gm.member_id::text`,
+  type: 'caseExactString',
+  some: (condition) =>
+    sql<boolean>`exists (select 1 from scim_group_members gm where gm.group_id = g.id and ${condition})`,
+};
+
 const GROUP_ATTRIBUTES: Attributes = {
   displayname: { column: sql`g.display_name`, type: 'string' },
   externalid: { column: sql`g.external_id`, type: 'caseExactString' },
   id: { column: sql`g.id::text`, type: 'caseExactString' },
   'meta.created': { column: sql`g.created_at`, type: 'dateTime' },
   'meta.lastmodified': { column: sql`g.updated_at`, type: 'dateTime' },
+  'members.value': MEMBERS_VALUE,
+  members: MEMBERS_VALUE,
 };
 
 const groupRows = (db: Db, workspaceId: string) =>

@@ -159,6 +159,16 @@ export function schemas(base: string) {
         subAttributes: [attribute('value', 'string'), attribute('type', 'string'), attribute('primary', 'boolean')],
       }),
       attribute('active', 'boolean'),
+      attribute('groups', 'complex', {
+        multiValued: true,
+        mutability: 'readOnly',
+        subAttributes: [
+          attribute('value', 'string', { mutability: 'readOnly' }),
+          attribute('$ref', 'reference', { mutability: 'readOnly', referenceTypes: ['Group'] }),
+          attribute('display', 'string', { mutability: 'readOnly' }),
+          attribute('type', 'string', { mutability: 'readOnly', canonicalValues: ['direct'] }),
+        ],
+      }),
     ]),
     schema(GROUP_SCHEMA, 'Group', [
       attribute('displayName', 'string', { required: true, uniqueness: 'server' }),

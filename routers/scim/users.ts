@@ -17,6 +17,7 @@ import { emitEvent } from '../events/emit.js';
 import { assertMemberCapacity } from '../workspaces/members.js';
 import { ScimError } from './errors.js';
 import { compileFilter, parseFilter, type Attributes } from './filter.js';
+import { groupsOf, memberPage } from './paging.js';
 import { applyPatch } from './patch.js';
 import { USER_SCHEMA, listResponse, readResource, userResource, type UserResource } from './resources.js';
 import { applyGroupRoles } from './tokens.js';
@@ -48,6 +49,7 @@ const userRows = (db: Db, workspaceId: string) =>
       'u.email',
       'u.name',
       'u.provisioned_by_workspace_id',
+      groupsOf('m.id').as('groups'),
     ])
     .where('m.workspace_id', '=', workspaceId);
 type UserRow = Awaited<ReturnType<ReturnType<typeof userRows>['executeTakeFirstOrThrow']>>;
@@ -84,6 +86,17 @@ export function toScimUser(r: UserRow, baseUrl: string) {
     displayName: r.name,
     emails: [{ value: r.email, type: 'work', primary: true }],
     active: r.status === 'ACTIVE',
+    // Read-only: the Groups it is in (a PUT or PATCH of `groups` is ignored; Groups name their members).
+    ...(r.groups.length
+      ? {
+          groups: r.groups.map((g) => ({
+            value: g.id,
+            $ref: `${baseUrl}/scim/v2/Groups/${g.id}`,
+            display: g.name,
+            type: 'direct',
+          })),
+        }
+      : {}),
     meta: {
       resourceType: 'User',
       created: r.created_at.toISOString(),
@@ -108,43 +121,36 @@ export async function listUsers(
   caller: ScimCaller,
   query: { filter?: string; startIndex: number; count: number },
 ) {
-  const { workspaceId } = caller;
-  const members = db.selectFrom('workspace_members as m').where('m.workspace_id', '=', workspaceId);
-  let rows = userRows(db, workspaceId);
-  let total;
-  let page;
-  if (query.filter) {
-    rows = rows.where(compileFilter(parseFilter(query.filter), USER_ATTRIBUTES));
-    total = db.selectFrom(rows.as('f')).select((eb) => eb.fn.countAll<string>().as('n'));
-    page = rows
-      .orderBy('m.created_at')
-      .orderBy('m.id')
-      .offset(query.startIndex - 1)
-      .limit(query.count);
-  } else {
-    // Unfiltered, the page is found in the memberships' index alone, and only its rows are joined.
-    total = members.select((eb) => eb.fn.countAll<string>().as('n'));
-    const ids = members
-      .select('m.id')
-      .orderBy('m.created_at')
-      .orderBy('m.id')
-      .offset(query.startIndex - 1)
-      .limit(query.count);
-    page = rows.where('m.id', 'in', ids).orderBy('m.created_at').orderBy('m.id');
+  const { workspaceId, baseUrl } = caller;
+  if (!query.filter) {
+    // Unfiltered: the total from the members' counter, the page from its nearest mark (paging.ts).
+    const { rows, total } = await memberPage(db, workspaceId, query.startIndex, query.count);
+    return listResponse(
+      rows.map((r) => toScimUser(r, baseUrl)),
+      total,
+      query.startIndex,
+    );
   }
+  const rows = userRows(db, workspaceId).where(compileFilter(parseFilter(query.filter), USER_ATTRIBUTES));
+  const total = db.selectFrom(rows.as('f')).select((eb) => eb.fn.countAll<string>().as('n'));
+  const page = rows
+    .select(sql<string>`to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('list_at'))
+    .orderBy('m.created_at')
+    .orderBy('m.id')
+    .offset(query.startIndex - 1)
+    .limit(query.count);
   // Batched with the lists of concurrent requests (db/batched.ts): one statement per batch.
   const rowsOf = async <T>(q: Compilable<T>): Promise<T[]> => {
     const rows: unknown[] = await batchedSelect(db, q.compile());
     return rows as T[];
   };
   const [[counted], found] = await Promise.all([rowsOf(total), query.count === 0 ? [] : rowsOf(page)]);
-
   // A batch's statement does not keep each select's order: sorted again, as the page was cut.
-  const ordered = [...found].sort(
-    (x, y) => x.created_at.getTime() - y.created_at.getTime() || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0),
+  const ordered = [...found].sort((x, y) =>
+    x.list_at < y.list_at ? -1 : x.list_at > y.list_at ? 1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0,
   );
   return listResponse(
-    ordered.map((r) => toScimUser(r, caller.baseUrl)),
+    ordered.map((r) => toScimUser(r, baseUrl)),
     Number(counted.n),
     query.startIndex,
   );

@@ -61,6 +61,10 @@ export const memberOutput = z
     email: z.string(),
     name: z.string(),
     role: z.enum(WORKSPACE_ROLES),
+    status: z.enum(['ACTIVE', 'SUSPENDED']).meta({
+      description:
+        "SUSPENDED: the workspace's directory (SCIM) deactivated this membership: refused on the workspace's routes and not a seat, until the directory reactivates it.",
+    }),
     joinedAt: isoDate,
   })
   .meta({ id: 'Member' });

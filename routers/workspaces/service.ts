@@ -89,7 +89,7 @@ export async function listMembers({ db }: Deps, { workspaceId }: { workspaceId: 
   const rows = await db
     .selectFrom('workspace_members as m')
     .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select(['u.id', 'u.email', 'u.name', 'm.role', 'm.created_at'])
+    .select(['u.id', 'u.email', 'u.name', 'm.role', 'm.status', 'm.created_at'])
     .where('m.workspace_id', '=', workspaceId)
     .orderBy('m.created_at')
     .orderBy('u.id')
@@ -99,6 +99,7 @@ export async function listMembers({ db }: Deps, { workspaceId }: { workspaceId: 
     email: r.email,
     name: r.name,
     role: r.role,
+    status: r.status,
     joinedAt: r.created_at.toISOString(),
   }));
 }

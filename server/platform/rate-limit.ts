@@ -2,8 +2,9 @@
 // RATE_LIMIT_WINDOW_SECONDS; in memory, or in Redis (atomic, shared by every instance) when REDIS_URL is
 // set, with an in-memory insurance limiter that takes over when Redis fails or takes longer than 100 ms.
 // Client identity: `user:{userId}:{tier}` for a request with a valid access token, `key:{keyId}:{tier}`
-// for an API key this instance has verified before, else the client address (req.ip: the X-Forwarded-For
-// entry TRUST_PROXY names). A /trpc batch is charged one point per call, each in its procedure's tier.
+// for an API key this instance has verified before, `scim:{tokenId}:{tier}` for a SCIM token it knows
+// (made or authenticated here), else the client address (req.ip: the X-Forwarded-For entry TRUST_PROXY
+// names). A /trpc batch is charged one point per call, each in its procedure's tier.
 // FailureLimiter counts failed attempts per key whatever the client (sign-ins per account).
 import crypto from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
@@ -60,8 +61,11 @@ function clientOf(
   config: Config,
   req: Request,
   knownApiKeyId: ((raw: string) => string | undefined) | undefined,
+  knownScimTokenId?: (raw: string) => string | undefined,
 ): string {
   const token = bearerToken(req.headers.authorization);
+  const scimTokenId = token?.startsWith('scim_') ? knownScimTokenId?.(token) : undefined;
+  if (scimTokenId) return `scim:${scimTokenId}`;
   const claims = token && !token.startsWith('wsk_') ? verifyAccessToken(config, token) : null;
   if (claims) return `user:${claims.userId}`;
   const apiKey =
@@ -171,6 +175,8 @@ export function rateLimiter(deps: {
   onRejected?: (tier: Tier) => void;
   /** The id of an API key already verified by this instance (the API-key domain), else undefined. */
   knownApiKeyId?: (raw: string) => string | undefined;
+  /** The id of a SCIM token this instance knows (directory sync), else undefined. */
+  knownScimTokenId?: (raw: string) => string | undefined;
   /** Paths served outside the routes, with their tier (/mcp: the public API's). */
   otherPaths?: Readonly<Record<string, Tier>>;
 }): RequestHandler {
@@ -207,7 +213,7 @@ export function rateLimiter(deps: {
   return async (req, res, next) => {
     const charged = charges(req);
     if (charged.size === 0) return next();
-    const client = clientOf(config, req, deps.knownApiKeyId);
+    const client = clientOf(config, req, deps.knownApiKeyId, deps.knownScimTokenId);
     // Every tier is charged; the answer's headers describe the tightest one.
     const charge = ([tier, cost]: [Tier, number]) =>
       chargeTogether(limiters, { tier, key: `${client}:${tier}`, cost, limit: points(config, tier) }).then(

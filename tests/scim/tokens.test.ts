@@ -172,4 +172,38 @@ describe('the SCIM rate-limit tier', () => {
       await limited.close();
     }
   });
+
+  it('counts each token on its own, whatever the address, and made-up tokens by address', async () => {
+    const limited = await startTestApp({
+      RATE_LIMIT_ENABLED: 'true',
+      RATE_LIMIT_SCIM_MAX_REQUESTS: '3',
+      RATE_LIMIT_MAX_REQUESTS: '1000',
+      RATE_LIMIT_AUTH_MAX_REQUESTS: '1000',
+      TRUST_PROXY: 'true',
+    });
+    try {
+      const [a, b] = [await scimWorkspace(limited), await scimWorkspace(limited)];
+      const from = (address: string) => ({ headers: { 'x-forwarded-for': address, accept: 'application/scim+json' } });
+      const call = (token: string, address: string) =>
+        limited.api('GET', '/scim/v2/ServiceProviderConfig', { token, ...from(address) });
+      // One directory's token spends its own budget, from whichever address it calls...
+      const statuses = [];
+      for (const address of ['203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4'])
+        statuses.push((await call(a.token, address)).status);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      // ...and not another's behind the same address.
+      const other = await call(b.token, '203.0.113.1');
+      expect(other.status).toBe(200);
+      expect(other.headers.get('ratelimit')).toContain('remaining=2');
+
+      // A token nobody made is counted by address: refused past the tier, with the SCIM 401 before.
+      const fake = `scim_${'Z'.repeat(40)}`;
+      const guesses = [];
+      for (let i = 0; i < 4; i++) guesses.push((await call(fake, '198.51.100.7')).status);
+      expect(guesses).toEqual([401, 401, 401, 429]);
+      expect((await call(b.token, '198.51.100.7')).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
 });

@@ -17,7 +17,14 @@ const accept = (token: string, invitationToken: unknown) =>
 const members = async (token: string, workspaceId: string) => {
   const res = await app.api('GET', `/workspaces/${workspaceId}/members`, { token });
   expect(res.status, res.text).toBe(200);
-  return res.body.items as Array<{ userId: string; email: string; name: string; role: string; joinedAt: string }>;
+  return res.body.items as Array<{
+    userId: string;
+    email: string;
+    name: string;
+    role: string;
+    status: string;
+    joinedAt: string;
+  }>;
 };
 const membershipRows = (workspaceId: string, userId: string) =>
   app.deps.db
@@ -214,13 +221,14 @@ describe('GET and PATCH /workspaces/{workspaceId}', () => {
 });
 
 describe('GET /workspaces/{workspaceId}/members', () => {
-  it('lists each member with exactly userId, email, name, role and joinedAt', async () => {
+  it('lists each member with exactly userId, email, name, role, status and joinedAt', async () => {
     const t = await team('members');
     const admin = await inviteAndJoin(app, t.owner.accessToken, t.id, 'ADMIN');
     const items = await members(t.owner.accessToken, t.id);
     expect(items).toHaveLength(2);
     for (const m of items) {
-      expect(Object.keys(m).sort()).toEqual(['email', 'joinedAt', 'name', 'role', 'userId']);
+      expect(Object.keys(m).sort()).toEqual(['email', 'joinedAt', 'name', 'role', 'status', 'userId']);
+      expect(m.status).toBe('ACTIVE');
       expect(Date.parse(m.joinedAt)).not.toBeNaN();
     }
     expect(items).toEqual(
