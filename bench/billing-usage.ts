@@ -8,7 +8,11 @@
 //      server the official SDK talks to, in a child process of its own: bench/fake-stripe-server.ts).
 // Targets: every meter event at the fake Stripe within 60 s of the last generation, none counted twice by
 // identifier (resends are counted and printed), the metered rate >= 0.9x the flat rate. Exit code 1 when a
-// target is missed.
+// target is missed. Beside the rates, less noisy on a shared machine, per generation of each round: the
+// database's transactions (pg_stat_database: every statement outside a transaction is one; the worker's
+// included) and the CPU of the API, the workers, the fake Stripe and Postgres (read from /proc). Those are
+// read after the round and a settling pause (Postgres reports a backend's counts up to 10 s late), so the
+// worker's sends of a round's meter events count in that round.
 // Environment: BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379), BENCH_BILLING_GENERATIONS (10000), BENCH_BILLING_WORKSPACES (100),
 // BENCH_BILLING_CONCURRENCY (32).
@@ -16,6 +20,7 @@ import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import pg from 'pg';
+import { cpuSecondsBetween, cpuSecondsByPid, cpuSecondsOf } from './cpu.js';
 import { fakeSubscription, signStripe, stripeEvent } from '../tests/helpers/fake-stripe.js';
 
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -25,6 +30,8 @@ const WORKSPACES = Number(process.env.BENCH_BILLING_WORKSPACES ?? 100);
 const CONCURRENCY = Number(process.env.BENCH_BILLING_CONCURRENCY ?? 32);
 const DELIVERY_TARGET_MS = 60_000;
 const RATE_TARGET = 0.9;
+/** Longer than Postgres's PGSTAT_IDLE_INTERVAL (10 s): an idle backend's counts are in the view by then. */
+const SETTLE_MS = 11_000;
 
 const hex = (n = 4) => crypto.randomBytes(n).toString('hex');
 const STRIPE_KEY = `sk_test_bench${hex(8)}`;
@@ -182,6 +189,54 @@ async function main() {
     };
 
     const first = startWorker();
+    const workers = [first];
+    const apiPid = children[0].pid!;
+    /** The database's transactions so far and the CPU seconds of each process of the bench. */
+    const snapshot = async () => {
+      const client = new pg.Client({ connectionString: dbUrl.toString() });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ n: string }>(
+          'select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()',
+        );
+        return {
+          xacts: Number(rows[0].n),
+          api: await cpuSecondsOf(apiPid),
+          workers: await Promise.all(workers.map((w) => cpuSecondsOf(w.pid!))),
+          stripe: await cpuSecondsOf(stripeChild.pid!),
+          postgres: await cpuSecondsByPid('postgres'),
+        };
+      } finally {
+        await client.end();
+      }
+    };
+    type Snapshot = Awaited<ReturnType<typeof snapshot>>;
+    const settled = async () => {
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+      return snapshot();
+    };
+    /** Per generation between two snapshots: transactions, and CPU µs of each process (undefined when a
+     * process's CPU could not be read at both ends: the worker killed meanwhile). */
+    const perGeneration = (before: Snapshot, after: Snapshot, n: number) => {
+      const us = (a?: number, b?: number) =>
+        a === undefined || b === undefined ? undefined : Math.round(((b - a) * 1e6) / n);
+      // A worker started meanwhile counts from zero; one dead at both ends counts nothing; one killed
+      // meanwhile makes the sum unknown.
+      const workerCpu = after.workers.map((w, i) => {
+        const from = i < before.workers.length ? before.workers[i] : 0;
+        if (from === undefined) return 0;
+        return w === undefined ? undefined : w - from;
+      });
+      return {
+        xacts: +((after.xacts - before.xacts) / n).toFixed(3),
+        apiCpuUs: us(before.api, after.api),
+        workerCpuUs: workerCpu.some((w) => w === undefined)
+          ? undefined
+          : Math.round((workerCpu.reduce((a, b) => a! + b!, 0)! * 1e6) / n),
+        stripeCpuUs: us(before.stripe, after.stripe),
+        postgresCpuUs: Math.round(((cpuSecondsBetween(before.postgres, after.postgres) ?? NaN) * 1e6) / n),
+      };
+    };
     // Warm-up, untimed: a few generations of each kind.
     await run(flat.slice(0, 4), 40);
     // Two rounds, flat then metered each, so that a slow minute of the machine weighs on both alike; the
@@ -189,31 +244,48 @@ async function main() {
     const overage = WORKSPACES * (perWorkspace - 1);
     const flatRates: number[] = [];
     const meteredRates: number[] = [];
+    const rounds: Array<{ plan: string; perSec: number } & ReturnType<typeof perGeneration>> = [];
+    let lastGeneration = 0;
+    let counts = await stripe.counts();
+    let allThere = false;
+    let deliveredIn = 0;
+    let before = await settled();
     for (let round = 0; round < 2; round++) {
-      flatRates.push(await run(flat, Math.floor((GENERATIONS - 40) / 2)));
+      const flatTotal = Math.floor((GENERATIONS - 40) / 2);
+      flatRates.push(await run(flat, flatTotal));
+      let after = await settled();
+      rounds.push({ plan: 'flat', perSec: Math.round(flatRates[round]), ...perGeneration(before, after, flatTotal) });
+      before = after;
+      const meteredTotal = (WORKSPACES * perWorkspace) / 2;
       meteredRates.push(
-        await run(metered, (WORKSPACES * perWorkspace) / 2, () => {
+        await run(metered, meteredTotal, () => {
           if (round > 0) return;
           first.kill('SIGKILL');
-          startWorker();
+          workers.push(startWorker());
         }),
       );
+      if (round === 1) {
+        lastGeneration = performance.now();
+        while (performance.now() - lastGeneration < DELIVERY_TARGET_MS + 30_000) {
+          counts = await stripe.counts();
+          if (counts.counted >= overage) {
+            allThere = true;
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        deliveredIn = performance.now() - lastGeneration;
+      }
+      after = await settled();
+      rounds.push({
+        plan: 'metered',
+        perSec: Math.round(meteredRates[round]),
+        ...perGeneration(before, after, meteredTotal),
+      });
+      before = after;
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const [flatRate, meteredRate] = [mean(flatRates), mean(meteredRates)];
-    const lastGeneration = performance.now();
-
-    let allThere = false;
-    let counts = await stripe.counts();
-    while (performance.now() - lastGeneration < DELIVERY_TARGET_MS + 30_000) {
-      counts = await stripe.counts();
-      if (counts.counted >= overage) {
-        allThere = true;
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const deliveredIn = performance.now() - lastGeneration;
     const resends = counts.requests - counts.counted;
     const ratio = meteredRate / flatRate;
     const results = {
@@ -224,6 +296,8 @@ async function main() {
         resends,
         deliveredInMs: Math.round(deliveredIn),
       },
+      // Per generation; the first metered round's worker CPU is unknown (the killed worker's is gone).
+      rounds,
     };
     console.log(JSON.stringify(results, null, 2));
     const pass = allThere && counts.counted === overage && deliveredIn <= DELIVERY_TARGET_MS && ratio >= RATE_TARGET;

@@ -3,6 +3,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { batched, groupPositions } from '../../db/batched.js';
 import type { AiGenerationsTable, Database } from '../../db/schema.js';
+import { meterCommandsOfRows } from '../billing/commands.js';
 import { eventsOfRows } from '../events/emit.js';
 
 type Db = Kysely<Database>;
@@ -33,6 +34,16 @@ export type NewGeneration = Pick<
 /** What the database adds to a stored generation (the temperature as the real column holds it). */
 export type Stored = Pick<Selectable<AiGenerationsTable>, 'id' | 'temperature' | 'created_at'>;
 
+/**
+ * A generation of a metered plan: past the plan's `included` generations of the month, each one is
+ * overage, and its meter command (routers/billing/commands.ts) is written by the statement that stores it.
+ */
+export interface Metering {
+  /** The month of the counter (YYYY-MM-01). */
+  period: string;
+  included: number;
+}
+
 interface Reservation {
   table: CounterTable;
   /** The workspace (ai_usage_counters) or the user (ai_user_usage_counters). */
@@ -41,7 +52,17 @@ interface Reservation {
   limit: number;
   /** A generation already made (by an in-process provider), stored by the statement that reserves. */
   generation?: NewGeneration;
+  /** Set on a metered plan: the stored generation is metered when the count it gets is past `included`. */
+  metering?: Metering;
 }
+
+/**
+ * A generation as the storing statements take it: with, on a metered plan, the month of its meter command
+ * (`meter_period`), written when it is overage. A reservation decides that from the count it grants
+ * (`meter_included`, and the generation's `position`, from 1, among those it reserves together); a
+ * generation stored after its reservation comes with `meter_period` only when it is overage.
+ */
+type ToStore = NewGeneration & { meter_period?: string; meter_included?: number; position?: number };
 
 export interface Granted {
   /** The month's count including this generation. */
@@ -51,27 +72,40 @@ export interface Granted {
 }
 
 /**
- * The CTE `generation` that inserts succeeded generations (the rows travel as one JSON parameter, so the
- * statement's text is the same for any number of rows), with their ai.generation.completed domain
- * events. With `whenReserved`, nothing is inserted unless the CTE `reserved` answered a row.
+ * The CTEs `generation`, which inserts succeeded generations (the rows travel as one JSON parameter, so the
+ * statement's text is the same for any number of rows), `meter`, which writes the meter commands of the
+ * overage ones, and `event`, their ai.generation.completed domain events. With `reserved` (how many the
+ * CTE `reserved` counted), nothing is inserted unless that CTE answered a row, and a generation is overage
+ * when its count, from the one `reserved` answered, is past its plan's included amount.
  *
  * A generation's event is written only when an active webhook of its workspace subscribes to
  * ai.generation.completed: one event per generation is most of the outbox's volume, and an event no
  * webhook wants would only be dispatched to nobody (a webhook created later does not get the events from
  * before it; docs/decisions.md, Developer platform).
  */
-function insertGenerations(items: readonly NewGeneration[], whenReserved = false) {
-  return sql`generation as (
+function insertGenerations(items: readonly ToStore[], reserved?: { n: number }) {
+  return sql`input as (
+      select * from jsonb_to_recordset(${JSON.stringify(items)}::jsonb) as g(id uuid, workspace_id uuid, user_id uuid,
+        template_id uuid, provider text, model text, prompt text, system_prompt text, temperature real, output text,
+        status text, prompt_tokens int, completion_tokens int, duration_ms int, meter_period text, meter_included int,
+        position int)
+    ), generation as (
       insert into ai_generations (id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
         status, prompt_tokens, completion_tokens, duration_ms)
       select id, workspace_id, user_id, template_id, provider, model, prompt, system_prompt, temperature, output,
         status, prompt_tokens, completion_tokens, duration_ms
-      from jsonb_to_recordset(${JSON.stringify(items)}::jsonb) as g(id uuid, workspace_id uuid, user_id uuid, template_id uuid,
-        provider text, model text, prompt text, system_prompt text, temperature real, output text, status text,
-        prompt_tokens int, completion_tokens int, duration_ms int)
-      ${whenReserved ? sql`where exists (select 1 from reserved)` : sql``}
+      from input
+      ${reserved ? sql`where exists (select 1 from reserved)` : sql``}
       returning id, workspace_id, model, provider, prompt_tokens, completion_tokens, temperature, created_at
-    ), ${completedEvents()}`;
+    ), meter as (${meterCommandsOfRows({
+      workspaceId: sql`g.workspace_id`,
+      generationId: sql`g.id`,
+      period: sql`i.meter_period`,
+      source: reserved
+        ? sql`from generation g join input i on i.id = g.id, reserved r
+            where i.meter_period is not null and r.generations - ${reserved.n}::int + i.position > i.meter_included`
+        : sql`from generation g join input i on i.id = g.id where i.meter_period is not null`,
+    })}), ${completedEvents()}`;
 }
 
 /** The CTE `event`: the ai.generation.completed events of the CTE `generation`'s rows (see above). */
@@ -88,11 +122,12 @@ const completedEvents = () =>
         where exists (select 1 from webhooks h where h.workspace_id = g.workspace_id and h.is_active and h.events ? 'ai.generation.completed')`,
   })})`;
 
-/** How a streamed generation ended, as stored. */
+/** How a streamed generation ended, as stored; `meter_period` on a metered plan when it is overage (its
+ * meter command is written if it SUCCEEDED). */
 export type StreamedEnd = Pick<
   NewGeneration,
   'status' | 'output' | 'prompt_tokens' | 'completion_tokens' | 'duration_ms'
-> & { error_code?: string };
+> & { error_code?: string; meter_period?: string };
 
 /** A streamed generation as stored when its stream starts. */
 export type RunningGeneration = Omit<
@@ -111,14 +146,14 @@ export const insertRunning = batched<RunningGeneration, true>(async (db, inputs)
 
 /**
  * Closes RUNNING (streamed) generations in one statement (the rows travel as one JSON parameter), with the
- * ai.generation.completed event of each that SUCCEEDED. A generation no longer RUNNING (the sweep closed
- * it) is left as it is, and answered undefined.
+ * ai.generation.completed event and, when overage, the meter command of each that SUCCEEDED. A generation
+ * no longer RUNNING (the sweep closed it) is left as it is, and answered undefined.
  */
 async function closeMany(db: Db, items: ReadonlyArray<StreamedEnd & { id: string }>) {
   const rows = JSON.stringify(items.map((i) => ({ ...i, error_code: i.error_code ?? null })));
   const { rows: closed } = await sql<Stored>`with ended as (
       select * from jsonb_to_recordset(${rows}::jsonb) as e(id uuid, status text, output text, prompt_tokens int,
-        completion_tokens int, duration_ms int, error_code text)
+        completion_tokens int, duration_ms int, error_code text, meter_period text)
     ), closed as (
       update ai_generations g set status = e.status, output = e.output, prompt_tokens = e.prompt_tokens,
         completion_tokens = e.completion_tokens, duration_ms = e.duration_ms, error_code = e.error_code,
@@ -126,7 +161,12 @@ async function closeMany(db: Db, items: ReadonlyArray<StreamedEnd & { id: string
       from ended e where g.id = e.id and g.status = 'RUNNING'
       returning g.id, g.workspace_id, g.model, g.provider, g.prompt_tokens, g.completion_tokens, g.temperature,
         g.created_at, g.status
-    ), generation as (select * from closed where status = 'SUCCEEDED'), ${completedEvents()}
+    ), generation as (select * from closed where status = 'SUCCEEDED'), meter as (${meterCommandsOfRows({
+      workspaceId: sql`g.workspace_id`,
+      generationId: sql`g.id`,
+      period: sql`e.meter_period`,
+      source: sql`from generation g join ended e on e.id = g.id where e.meter_period is not null`,
+    })}), ${completedEvents()}
     select id, temperature, created_at from closed`.execute(db);
   return closed;
 }
@@ -182,13 +222,17 @@ async function reserveMany(
     on conflict (${sql.ref(keyColumn)}, period) do update set generations = ${sql.table(r.table)}.generations + ${n}
     where ${sql.table(r.table)}.generations + ${n} <= ${r.limit}
     returning generations`;
-  const generations = members.flatMap((m) => (m.generation ? [m.generation] : []));
+  const generations = members.flatMap(({ generation, metering }, j): ToStore[] =>
+    generation
+      ? [{ ...generation, meter_period: metering?.period, meter_included: metering?.included, position: j + 1 }]
+      : [],
+  );
   if (generations.length === 0) {
     const { rows } = await sql<{ generations: number }>`${upsert}`.execute(db);
     return rows[0] && { used: rows[0].generations, stored: new Map() };
   }
   const { rows } = await sql<Stored & { used: number }>`
-    with reserved as (${upsert}), ${insertGenerations(generations, true)}
+    with reserved as (${upsert}), ${insertGenerations(generations, { n })}
     select g.id, g.temperature, g.created_at, r.generations as used from generation g, reserved r`.execute(db);
   return rows[0] && { used: rows[0].used, stored: new Map(rows.map(({ used: _, ...stored }) => [stored.id, stored])) };
 }
@@ -245,8 +289,9 @@ export function reserve(
   period: string,
   limit: number,
   generation?: NewGeneration,
+  metering?: Metering,
 ) {
-  return reserveOne(db, { table, key, period, limit, generation });
+  return reserveOne(db, { table, key, period, limit, generation, metering });
 }
 
 export async function release(db: Db, table: CounterTable, key: string, period: string) {
@@ -256,19 +301,20 @@ export async function release(db: Db, table: CounterTable, key: string, period: 
 
 /**
  * Stores succeeded generations in one statement (atomic without a transaction's extra round trips): the
- * generations and their domain events. Token totals are summed from the generations when read, so this
+ * generations, the meter commands of the overage ones and their domain events. Token totals are summed from the generations when read, so this
  * statement does not touch the month's counter row, whose lock the reservations of other requests are
  * waiting for.
  */
-async function storeSucceeded(db: Db, items: readonly NewGeneration[]) {
+async function storeSucceeded(db: Db, items: readonly ToStore[]) {
   const { rows } =
     await sql<Stored>`with ${insertGenerations(items)} select id, temperature, created_at from generation`.execute(db);
   return rows;
 }
 
-/** storeSucceeded for many requests at once. If the batch's statement fails, each is stored on its own,
- * so only a generation that cannot be stored fails its request. */
-export const recordSucceeded = batched<NewGeneration, Stored>(async (db, inputs) => {
+/** storeSucceeded for many requests at once (`meter_period` given when the generation is overage, its
+ * meter command written with it). If the batch's statement fails, each is stored on its own, so only a
+ * generation that cannot be stored fails its request. */
+export const recordSucceeded = batched<NewGeneration & { meter_period?: string }, Stored>(async (db, inputs) => {
   try {
     const rows = new Map((await storeSucceeded(db, inputs)).map((row) => [row.id, row]));
     return inputs.map((i) => rows.get(i.id) ?? new Error('the generation was not stored'));

@@ -2,7 +2,8 @@
 // reserved in the database before the provider is called (reservations.ts: one conditional upsert each, so
 // concurrent requests never pass a limit) and released again when the provider fails, so a failure costs no
 // quota. An in-process provider (MOCK) answers first, and the statement that reserves also stores its
-// generation. History and usage are in history.ts.
+// generation. On a metered plan, the statement that stores an overage generation also writes its meter
+// command. History and usage are in history.ts.
 import crypto from 'node:crypto';
 import type { Selectable } from 'kysely';
 import type { AiGenerationsTable, Database, Edition } from '../../db/schema.js';
@@ -14,8 +15,15 @@ import { AppError, ERROR_STATUS } from '../../server/platform/errors.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import { estimateTokens } from './providers/mock.js';
 import type { GenerationResult } from './providers/types.js';
-import { recordSucceeded, release, reserve, type Granted, type NewGeneration, type Stored } from './reservations.js';
-import { recordOverage } from '../billing/commands.js';
+import {
+  recordSucceeded,
+  release,
+  reserve,
+  type Granted,
+  type Metering,
+  type NewGeneration,
+  type Stored,
+} from './reservations.js';
 import type { GenerateInput } from './schemas.js';
 
 const DEFAULT_MAX_TOKENS = 1024;
@@ -193,24 +201,31 @@ export async function prepareGeneration(
     temperature: input.temperature ?? null,
   };
   // On a metered plan (its limits copy says meteredOverage) generations past the plan's amount are billed
-  // as usage, up to the service's ceiling; each one past it becomes a meter event in the billing outbox.
+  // as usage, up to the service's ceiling; each one past it becomes a meter command in the billing outbox,
+  // written by the statement that stores the generation (reservations.ts), so it costs no round trip.
   const included = workspaceLimit(config, workspace);
   const metered = workspace.limits.meteredOverage === 1;
   const limit: EffectiveLimit = metered ? { limit: config.AI_MONTHLY_GENERATION_LIMIT, source: 'SYSTEM' } : included;
-  /** A stored generation as the JSON answer gives it, with the month's usage (an overage recorded first). */
-  const answer = async (generation: NewGeneration, stored: Stored, used: number) => {
-    if (metered && used > included.limit)
-      await recordOverage(deps.db, {
-        workspaceId: workspace.id,
-        generationId: generation.id,
-        period: monthOf().period,
-      });
-    return {
-      ...toGeneration({ ...generation, ...stored, error_code: null, is_sample: false }),
-      usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) },
-    };
+  const period = monthOf().period;
+  const metering: Metering | undefined = metered ? { period, included: included.limit } : undefined;
+  /** The month of the meter command of a generation counted `used`-th this month: set when it is overage. */
+  const overage = (used: number) => (metering && used > metering.included ? metering.period : undefined);
+  /** A stored generation as the JSON answer gives it, with the month's usage. */
+  const answer = (generation: NewGeneration, stored: Stored, used: number) => ({
+    ...toGeneration({ ...generation, ...stored, error_code: null, is_sample: false }),
+    usage: { used, limit: limit.limit, remaining: Math.max(0, limit.limit - used) },
+  });
+  return {
+    user,
+    request,
+    base,
+    limit,
+    period,
+    metering,
+    overage,
+    answer,
+    testAccount: isTestAccount(config, user.email),
   };
-  return { user, request, base, limit, answer, testAccount: isTestAccount(config, user.email) };
 }
 
 /** Counts a generation against the test account's cap (test accounts only): refused when it is reached. */
@@ -237,7 +252,11 @@ export async function generate(
 ) {
   const { db } = deps;
   const { workspace } = input;
-  const { user, request, base, limit, answer, testAccount } = await prepareGeneration(deps, actor, input);
+  const { user, request, base, limit, period, metering, overage, answer, testAccount } = await prepareGeneration(
+    deps,
+    actor,
+    input,
+  );
   const { prompt, model } = request;
   const succeeded = (result: GenerationResult, started: number): NewGeneration => ({
     ...base,
@@ -249,7 +268,6 @@ export async function generate(
     duration_ms: Math.round(performance.now() - started),
   });
 
-  const { period } = monthOf();
   if (testAccount) await reserveTestAccount(deps, user.id, period);
   const releaseTestAccount = () => (testAccount ? release(db, 'ai_user_usage_counters', user.id, period) : undefined);
 
@@ -259,7 +277,7 @@ export async function generate(
     try {
       const started = performance.now();
       generation = succeeded(await deps.ai.generate(request), started);
-      granted = await reserve(db, 'ai_usage_counters', workspace.id, period, limit.limit, generation);
+      granted = await reserve(db, 'ai_usage_counters', workspace.id, period, limit.limit, generation, metering);
     } finally {
       if (!granted) await releaseTestAccount();
     }
@@ -275,7 +293,8 @@ export async function generate(
   const started = performance.now();
   try {
     const generation = succeeded(await deps.ai.generate(request), started);
-    return answer(generation, await recordSucceeded(db, generation), granted.used);
+    const stored = await recordSucceeded(db, { ...generation, meter_period: overage(granted.used) });
+    return answer(generation, stored, granted.used);
   } catch (err) {
     await release(db, 'ai_usage_counters', workspace.id, period);
     await releaseTestAccount();

@@ -21,7 +21,7 @@ import {
   type StreamedEnd,
 } from './reservations.js';
 import type { GenerateInput } from './schemas.js';
-import { limitReached, monthOf, prepareGeneration, reserveTestAccount } from './service.js';
+import { limitReached, prepareGeneration, reserveTestAccount } from './service.js';
 
 /** How often a running stream renews its generation's heartbeat. */
 export const HEARTBEAT_MS = 30_000;
@@ -48,8 +48,11 @@ export async function* generateStream(
 ): AsyncGenerator<GenerationStreamEvent, void, undefined> {
   const { db } = deps;
   const { workspace } = input;
-  const { user, request, base, limit, answer, testAccount } = await prepareGeneration(deps, actor, input);
-  const { period } = monthOf();
+  const { user, request, base, limit, period, overage, answer, testAccount } = await prepareGeneration(
+    deps,
+    actor,
+    input,
+  );
 
   // The reservations, before anything is sent.
   if (testAccount) await reserveTestAccount(deps, user.id, period);
@@ -131,14 +134,14 @@ export async function* generateStream(
     }
     closed = true;
     const finished = end('SUCCEEDED');
-    const stored = await closeStreamed(db, id, finished);
+    const stored = await closeStreamed(db, id, { ...finished, meter_period: overage(granted.used) });
     if (!stored) throw new AppError('INTERNAL_SERVER_ERROR', 'The generation could not be stored.');
     const generation: NewGeneration = {
       ...base,
       id,
       ...finished,
     };
-    yield { type: 'completed', generation: await answer(generation, stored, granted.used) };
+    yield { type: 'completed', generation: answer(generation, stored, granted.used) };
   } finally {
     clearInterval(heartbeat);
     // The client went away (the signal, or the iteration stopped early): the partial answer, counted.

@@ -1,9 +1,9 @@
 // What writes to the billing outbox besides the membership trigger: overage generations of metered plans
-// (meter events; the generation id is the identifier, so a generation is metered once) and seat syncs
-// asked for when a subscription goes live. outbox.ts sends them. Kept apart from outbox.ts so that the AI
-// domain and the provider events can write commands without importing what sends them.
-import { sql, type Kysely } from 'kysely';
-import { batched } from '../../db/batched.js';
+// (meter events, written by the statement that stores the generation; the generation id is the
+// identifier, so a generation is metered once) and seat syncs asked for when a subscription goes live.
+// outbox.ts sends them. Kept apart from outbox.ts so that the AI domain and the provider events can write
+// commands without importing what sends them.
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../db/schema.js';
 
 /**
@@ -20,20 +20,20 @@ export async function requestSeatSync(db: Kysely<Database>, workspaceId: string,
     .execute();
 }
 
-export interface Overage {
-  workspaceId: string;
-  generationId: string;
-  /** The month of the AI counters (YYYY-MM-01). */
-  period: string;
+/**
+ * The statement that writes the meter command of each overage generation of a query, for callers that
+ * must stay a single statement (a generation's CTE, routers/ai/reservations.ts): `source` is the
+ * `from ... where ...` of the rows, `workspaceId`, `generationId` and `period` (the month of the AI
+ * counters, YYYY-MM-01) expressions over them. The generation id is the identifier, unique among meter
+ * commands: a generation is metered once, whatever writes it again.
+ */
+export function meterCommandsOfRows(rows: {
+  workspaceId: RawBuilder<unknown>;
+  generationId: RawBuilder<unknown>;
+  period: RawBuilder<unknown>;
+  source: RawBuilder<unknown>;
+}): RawBuilder<unknown> {
+  return sql`insert into billing_commands (workspace_id, kind, identifier, period)
+    select ${rows.workspaceId}, 'METER_EVENT', (${rows.generationId})::text, ${rows.period} ${rows.source}
+    on conflict (identifier) where kind = 'METER_EVENT' do nothing`;
 }
-
-/** Records overage generations, many requests' in one statement. */
-export const recordOverage = batched<Overage, void>(async (db, inputs) => {
-  await sql`insert into billing_commands (workspace_id, kind, identifier, period)
-    select o.workspace_id, 'METER_EVENT', o.generation_id::text, o.period
-    from jsonb_to_recordset(${JSON.stringify(
-      inputs.map((i) => ({ workspace_id: i.workspaceId, generation_id: i.generationId, period: i.period })),
-    )}::jsonb) as o(workspace_id uuid, generation_id uuid, period text)
-    on conflict (identifier) where kind = 'METER_EVENT' do nothing`.execute(db);
-  return inputs.map(() => undefined);
-});
