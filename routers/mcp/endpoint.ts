@@ -19,12 +19,13 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps, Context } from '../../server/platform/context.js';
 import { contextFactory } from '../../server/platform/context.js';
+import { startedApiKeyLookup } from '../../server/platform/trpc.js';
 import { errorBody, errorHeaders, toApiError, type ApiError } from '../../server/platform/errors.js';
 import { noteRequest } from '../../server/platform/monitoring.js';
 import type { McpCredential } from '../../server/platform/principal.js';
 import { credentialOf, mcpCredential } from './credentials.js';
 import { PROTECTED_RESOURCE_METADATA_PATH, apiBase } from './oauth.js';
-import { callTool, mcpTools, toolError, type McpTool } from './tools.js';
+import { callTool, callToolJson, mcpTools, toolError, type McpTool } from './tools.js';
 import { hotFrame, sendResult } from './frames.js';
 import { runOnce } from '../../server/platform/idempotency.js';
 import { fillTemplate } from '../ai/service.js';
@@ -99,10 +100,10 @@ export function mcpEndpoint(
     return (result.structuredContent as { items: Template[] }).items;
   }
 
-  /** A tools/call of a known tool: the procedure's answer, once per Idempotency-Key for a write. */
-  async function callKnownTool(ctx: Context, tool: McpTool, params: CallParams): Promise<CallToolResult> {
+  /** A tools/call of a known tool, its result serialised: the procedure's answer, once per Idempotency-Key for a write. */
+  async function callKnownTool(ctx: Context, tool: McpTool, params: CallParams): Promise<string> {
     const key = tool.write ? idempotencyKeyOf(ctx.req, params._meta) : undefined;
-    if (key === undefined) return (await callTool(router, ctx, tool, params.arguments)).result;
+    if (key === undefined) return (await callToolJson(router, ctx, tool, params.arguments)).json;
     // As on REST: one run per caller and key, the first answer replayed to a retry.
     try {
       const answer = await runOnce(
@@ -113,14 +114,15 @@ export function mcpEndpoint(
           request: `MCP ${tool.tool.name}\n${JSON.stringify(params.arguments ?? {})}`,
         },
         async () => {
-          const { result, status } = await callTool(router, ctx, tool, params.arguments);
-          return { status, body: JSON.stringify(result) };
+          const { json, status } = await callToolJson(router, ctx, tool, params.arguments);
+          return { status, body: json };
         },
       );
+      if (!answer.replayed) return answer.body;
       const result = JSON.parse(answer.body) as CallToolResult;
-      return answer.replayed ? { ...result, _meta: { ...result._meta, idempotentReplayed: true } } : result;
+      return JSON.stringify({ ...result, _meta: { ...result._meta, idempotentReplayed: true } });
     } catch (err) {
-      return toolError(err, ctx, tool.tool.name).result;
+      return JSON.stringify(toolError(err, ctx, tool.tool.name).result);
     }
   }
 
@@ -133,7 +135,7 @@ export function mcpEndpoint(
     server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
       const tool: McpTool | undefined = byName.get(params.name);
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
-      return callKnownTool(ctx, tool, params);
+      return JSON.parse(await callKnownTool(ctx, tool, params)) as CallToolResult;
     });
     server.setRequestHandler(ListPromptsRequestSchema, async () => ({
       prompts: (await templates(ctx)).map((t): Prompt => ({
@@ -178,7 +180,12 @@ export function mcpEndpoint(
       const raw = credentialOf(req.headers);
       let credential: McpCredential;
       try {
-        credential = await mcpCredential(deps, raw, (token) => oauth(apiBase(deps.config, req), token));
+        credential = await mcpCredential(
+          deps,
+          raw,
+          (token) => oauth(apiBase(deps.config, req), token),
+          (key) => startedApiKeyLookup(req, key),
+        );
       } catch (err) {
         const api = toApiError(err);
         if (api.status !== 401) return refuse(req, res, api);
@@ -192,7 +199,7 @@ export function mcpEndpoint(
       const tool = frame?.method === 'tools/call' ? byName.get(frame.params!.name as string) : undefined;
       if (frame && (frame.method === 'tools/list' || tool)) {
         return deps.inFlight.run(async () => {
-          const json = tool ? JSON.stringify(await callKnownTool(ctx, tool, frame.params!)) : toolListJson;
+          const json = tool ? await callKnownTool(ctx, tool, frame.params!) : toolListJson;
           sendResult(res, frame.id, json);
         });
       }
