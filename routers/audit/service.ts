@@ -1,5 +1,6 @@
 // The audit log: who did what to which record, written in the same transaction as the change itself.
-// Metadata holds facts about the change (ids, states, roles), never a secret.
+// Metadata holds facts about the change (ids, states, roles), never a secret; the credential that acted, when
+// it was not a user's session (an API key, an OAuth grant and its client, a SCIM token), is named there by id.
 import type { Kysely } from 'kysely';
 import type { AuditMetadata, Database } from '../../db/schema.js';
 import type { Actor } from '../../server/platform/actor.js';
@@ -66,6 +67,7 @@ export type AuditAction =
   | 'webhook.deleted'
   | 'webhook.secret_rotated'
   | 'webhook.disabled'
+  | 'webhook.delivery_retried'
   | 'demo.reset'
   | 'sso.domain_added'
   | 'sso.domain_verified'
@@ -118,6 +120,16 @@ function safeMetadata(metadata: AuditMetadata = {}): AuditMetadata {
   return Object.fromEntries(Object.entries(metadata).filter(([k]) => !SECRET_KEY.test(k)));
 }
 
+/** The credential that acted, by id (ids are not secrets: they are added after safeMetadata's filter). */
+function credentialOf(actor: Actor): AuditMetadata {
+  const named: AuditMetadata = {};
+  if (actor.apiKeyId) named.apiKeyId = actor.apiKeyId;
+  if (actor.oauthGrantId) named.oauthGrantId = actor.oauthGrantId;
+  if (actor.oauthClientId) named.oauthClientId = actor.oauthClientId;
+  if (actor.scimTokenId) named.scimCredentialId = actor.scimTokenId;
+  return named;
+}
+
 export async function recordAudit(db: Kysely<Database>, actor: Actor, entry: AuditEntry): Promise<void> {
   await db
     .insertInto('audit_logs')
@@ -130,9 +142,7 @@ export async function recordAudit(db: Kysely<Database>, actor: Actor, entry: Aud
       workspace_id: entry.workspaceId ?? null,
       request_id: actor.requestId,
       ip: actor.ip,
-      metadata: JSON.stringify(
-        safeMetadata(actor.scimTokenId ? { ...entry.metadata, scimCredentialId: actor.scimTokenId } : entry.metadata),
-      ),
+      metadata: JSON.stringify({ ...safeMetadata(entry.metadata), ...credentialOf(actor) }),
     })
     .execute();
 }

@@ -62,16 +62,19 @@ export async function activeUser(db: Deps['db'], userId: string) {
 /**
  * The credential behind a raw value: a live API key of a workspace whose plan allows keys, whose creator
  * is still an ACTIVE member of it (their role bounds what the key may do, its scopes what it may ask).
+ * `started` answers the key's lookup when one is already under way for the request.
  */
 export async function mcpCredential(
   deps: Deps,
   raw: string | undefined,
   oauth: (token: string) => Promise<McpCredential>,
+  started?: (raw: string) => ReturnType<Deps['auth']['apiKey']> | undefined,
 ): Promise<McpCredential> {
   if (!raw) throw noCredential();
   // Anything else is an OAuth access token or nothing: a user's own access token is not one.
   if (!raw.startsWith(API_KEY_PREFIX)) return oauth(raw);
-  const key = await deps.auth.apiKey(raw);
+  // The lookup the request's arrival started (server/platform/trpc.ts), else one of our own.
+  const key = await (started?.(raw) ?? deps.auth.apiKey(raw));
   const row = await creatorOf(deps.db, key.id);
   const principal =
     row?.status === 'ACTIVE' ? { user: withoutMemberships(row), memberships: row.memberships } : undefined;

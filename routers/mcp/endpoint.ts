@@ -1,6 +1,8 @@
 // POST /mcp: the Model Context Protocol over Streamable HTTP, stateless, answered as JSON, on the official
-// SDK. Each request gets its own Server and transport (no session to keep between instances). Origin is
-// checked before anything else (DNS rebinding), then the credential (401 points at the OAuth metadata).
+// SDK. Each request gets its own Server and transport (no session to keep between instances), except the
+// hot frames (a single tools/list or tools/call, routers/mcp/frames.ts), answered here with the same
+// handlers. Origin is checked before anything else (DNS rebinding), then the credential (401 points at the
+// OAuth metadata).
 import type { AnyTRPCRouter } from '@trpc/server';
 import type { Request, RequestHandler, Response } from 'express';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -17,12 +19,14 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps, Context } from '../../server/platform/context.js';
 import { contextFactory } from '../../server/platform/context.js';
+import { startedApiKeyLookup } from '../../server/platform/trpc.js';
 import { errorBody, errorHeaders, toApiError, type ApiError } from '../../server/platform/errors.js';
 import { noteRequest } from '../../server/platform/monitoring.js';
 import type { McpCredential } from '../../server/platform/principal.js';
 import { credentialOf, mcpCredential } from './credentials.js';
 import { PROTECTED_RESOURCE_METADATA_PATH, apiBase } from './oauth.js';
-import { callTool, mcpTools, toolError, type McpTool } from './tools.js';
+import { callTool, callToolJson, mcpTools, toolError, type McpTool } from './tools.js';
+import { hotFrame, sendResult } from './frames.js';
 import { runOnce } from '../../server/platform/idempotency.js';
 import { fillTemplate } from '../ai/service.js';
 
@@ -47,6 +51,13 @@ interface Template {
   variables: string[];
 }
 
+/** What a tools/call names: the tool, its arguments, and `_meta` (which may carry an idempotency key). */
+interface CallParams {
+  name?: unknown;
+  arguments?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+}
+
 /**
  * The Idempotency-Key of a tool call: the request's header (one call per request), else the call's
  * `_meta.idempotencyKey` (for clients that cannot set headers per call).
@@ -68,6 +79,9 @@ export function mcpEndpoint(
   const origins = allowedOrigins(deps.config);
   const contextOf = contextFactory(deps);
   const templatesTool = tools.find((t) => t.path === 'ai.templates');
+  const toolList = { tools: tools.map((t) => t.tool) };
+  /** The tools/list result, serialised once: the list is the same for every caller. */
+  const toolListJson = JSON.stringify(toolList);
 
   function refuse(req: Request, res: Response, api: ApiError, headers: Record<string, string> = {}) {
     noteRequest(req, { error: api, errorName: 'Mcp' });
@@ -86,36 +100,42 @@ export function mcpEndpoint(
     return (result.structuredContent as { items: Template[] }).items;
   }
 
+  /** A tools/call of a known tool, its result serialised: the procedure's answer, once per Idempotency-Key for a write. */
+  async function callKnownTool(ctx: Context, tool: McpTool, params: CallParams): Promise<string> {
+    const key = tool.write ? idempotencyKeyOf(ctx.req, params._meta) : undefined;
+    if (key === undefined) return (await callToolJson(router, ctx, tool, params.arguments)).json;
+    // As on REST: one run per caller and key, the first answer replayed to a retry.
+    try {
+      const answer = await runOnce(
+        deps,
+        {
+          scope: `${ctx.mcp!.kind}:${ctx.mcp!.id}`,
+          key,
+          request: `MCP ${tool.tool.name}\n${JSON.stringify(params.arguments ?? {})}`,
+        },
+        async () => {
+          const { json, status } = await callToolJson(router, ctx, tool, params.arguments);
+          return { status, body: json };
+        },
+      );
+      if (!answer.replayed) return answer.body;
+      const result = JSON.parse(answer.body) as CallToolResult;
+      return JSON.stringify({ ...result, _meta: { ...result._meta, idempotentReplayed: true } });
+    } catch (err) {
+      return JSON.stringify(toolError(err, ctx, tool.tool.name).result);
+    }
+  }
+
   function serverFor(ctx: Context) {
     const server = new Server(
       { name: 'workspace-saas-api', version: deps.config.SERVICE_VERSION },
       { capabilities: { tools: {}, prompts: {} } },
     );
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map((t) => t.tool) }));
+    server.setRequestHandler(ListToolsRequestSchema, () => toolList);
     server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
       const tool: McpTool | undefined = byName.get(params.name);
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
-      const key = tool.write ? idempotencyKeyOf(ctx.req, params._meta) : undefined;
-      if (key === undefined) return (await callTool(router, ctx, tool, params.arguments)).result;
-      // As on REST: one run per caller and key, the first answer replayed to a retry.
-      try {
-        const answer = await runOnce(
-          deps,
-          {
-            scope: `${ctx.mcp!.kind}:${ctx.mcp!.id}`,
-            key,
-            request: `MCP ${tool.tool.name}\n${JSON.stringify(params.arguments ?? {})}`,
-          },
-          async () => {
-            const { result, status } = await callTool(router, ctx, tool, params.arguments);
-            return { status, body: JSON.stringify(result) };
-          },
-        );
-        const result = JSON.parse(answer.body) as CallToolResult;
-        return answer.replayed ? { ...result, _meta: { ...result._meta, idempotentReplayed: true } } : result;
-      } catch (err) {
-        return toolError(err, ctx, tool.tool.name).result;
-      }
+      return JSON.parse(await callKnownTool(ctx, tool, params)) as CallToolResult;
     });
     server.setRequestHandler(ListPromptsRequestSchema, async () => ({
       prompts: (await templates(ctx)).map((t): Prompt => ({
@@ -160,7 +180,12 @@ export function mcpEndpoint(
       const raw = credentialOf(req.headers);
       let credential: McpCredential;
       try {
-        credential = await mcpCredential(deps, raw, (token) => oauth(apiBase(deps.config, req), token));
+        credential = await mcpCredential(
+          deps,
+          raw,
+          (token) => oauth(apiBase(deps.config, req), token),
+          (key) => startedApiKeyLookup(req, key),
+        );
       } catch (err) {
         const api = toApiError(err);
         if (api.status !== 401) return refuse(req, res, api);
@@ -170,6 +195,14 @@ export function mcpEndpoint(
       }
       noteRequest(req, { userId: credential.principal.user.id, workspaceId: credential.workspaceId });
       const ctx: Context = { ...contextOf({ req, res }), mcp: credential };
+      const frame = hotFrame(req);
+      const tool = frame?.method === 'tools/call' ? byName.get(frame.params!.name as string) : undefined;
+      if (frame && (frame.method === 'tools/list' || tool)) {
+        return deps.inFlight.run(async () => {
+          const json = tool ? await callKnownTool(ctx, tool, frame.params!) : toolListJson;
+          sendResult(res, frame.id, json);
+        });
+      }
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       const server = serverFor(ctx);
       res.on('close', () => {

@@ -136,17 +136,23 @@ export function toolError(err: unknown, ctx: Pick<Context, 'logger' | 'requestId
   return { result, status: api.status };
 }
 
+/** The callers of each router's procedures, made once per router. */
+const callerFactories = new WeakMap<AnyTRPCRouter, (ctx: Context) => unknown>();
+
 /**
- * A tool's answer: the procedure's output as structuredContent (and as text), or its error as
- * { code, message }; with the HTTP status REST would have answered (for idempotency keys).
+ * A tool's answer, serialised: the procedure's output as structuredContent (and as text), or its error as
+ * { code, message }; with the HTTP status REST would have answered (for idempotency keys). The output is
+ * serialised once: its JSON is the text, and the structuredContent as it stands in the answer.
  */
-export async function callTool(
+export async function callToolJson(
   router: AnyTRPCRouter,
   ctx: Context,
   tool: McpTool,
   args: Record<string, unknown> | undefined,
-): Promise<{ result: CallToolResult; status: number }> {
-  const caller = createCallerFactory(router)(ctx) as unknown as Record<string, unknown>;
+): Promise<{ json: string; status: number }> {
+  let factory = callerFactories.get(router);
+  if (!factory) callerFactories.set(router, (factory = createCallerFactory(router) as (ctx: Context) => unknown));
+  const caller = factory(ctx) as Record<string, unknown>;
   const call = tool.path.split('.').reduce<unknown>((at, key) => (at as Record<string, unknown>)[key], caller) as (
     input: unknown,
   ) => Promise<unknown>;
@@ -156,12 +162,24 @@ export async function callTool(
   try {
     const output = await call(input);
     // As the REST answer would carry it: dates as ISO strings, undefined fields left out.
-    const structured = JSON.parse(JSON.stringify(output ?? {})) as Record<string, unknown>;
+    const text = JSON.stringify(output ?? {});
     return {
-      result: { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured },
+      json: `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`,
       status: 200,
     };
   } catch (err) {
-    return toolError(err, ctx, tool.tool.name);
+    const { result, status } = toolError(err, ctx, tool.tool.name);
+    return { json: JSON.stringify(result), status };
   }
+}
+
+/** callToolJson's answer as an object. */
+export async function callTool(
+  router: AnyTRPCRouter,
+  ctx: Context,
+  tool: McpTool,
+  args: Record<string, unknown> | undefined,
+): Promise<{ result: CallToolResult; status: number }> {
+  const { json, status } = await callToolJson(router, ctx, tool, args);
+  return { result: JSON.parse(json) as CallToolResult, status };
 }

@@ -145,5 +145,5 @@ export const webhooksRouter = router({
     })
     .input(deliveryInput)
     .output(deliveryOutput)
-    .mutation(({ ctx, input }) => hooks.retryDelivery(ctx, input)),
+    .mutation(({ ctx, input }) => hooks.retryDelivery(ctx, actorOf(ctx), input)),
 });

@@ -326,16 +326,29 @@ export async function listDeliveries(
  */
 export async function retryDelivery(
   deps: StarterDeps,
+  actor: Actor,
   { workspaceId, deliveryId }: { workspaceId: string; deliveryId: string },
 ) {
-  const reset = await deps.db
-    .updateTable('webhook_deliveries')
-    .set({ status: 'pending', next_retry_at: leaseEnd(), updated_at: new Date() })
-    .where('id', '=', deliveryId)
-    .where('workspace_id', '=', workspaceId)
-    .where('status', 'in', ['failed', 'retrying'])
-    .returning('id')
-    .executeTakeFirst();
+  const reset = await deps.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', next_retry_at: leaseEnd(), updated_at: new Date() })
+      .where('id', '=', deliveryId)
+      .where('workspace_id', '=', workspaceId)
+      .where('status', 'in', ['failed', 'retrying'])
+      .returning(['id', 'webhook_id', 'event'])
+      .executeTakeFirst();
+    if (row) {
+      await recordAudit(trx, actor, {
+        action: 'webhook.delivery_retried',
+        targetType: 'webhook',
+        targetId: row.webhook_id,
+        workspaceId,
+        metadata: { deliveryId, event: row.event },
+      });
+    }
+    return row;
+  });
   if (!reset) {
     const existing = await getDelivery(deps, { workspaceId, deliveryId });
     throw new AppError(

@@ -9,8 +9,11 @@ export interface Actor {
   email: string | null;
   /** The session of the caller's access token. */
   sessionId: string | null;
-  /** The API key the request came with. */
+  /** The API key the request came with (on the public API, or to /mcp). */
   apiKeyId: string | null;
+  /** The OAuth grant of an MCP call made with an OAuth access token, and the client it was granted to. */
+  oauthGrantId: string | null;
+  oauthClientId: string | null;
   /** The SCIM token of a directory's call (/scim/v2): the workspace's directory acts. */
   scimTokenId: string | null;
   requestId: string | null;
@@ -30,6 +33,8 @@ export interface ActorSource {
   sessionId?: string | null;
   apiKey?: { id: string };
   scimToken?: { id: string };
+  /** The credential of an MCP call (routers/mcp/credentials.ts): an API key or an OAuth grant. */
+  mcp?: { kind: 'api-key' | 'oauth'; id: string; clientId?: string };
 }
 
 /**
@@ -38,11 +43,14 @@ export interface ActorSource {
  * nobody).
  */
 export function actorOf(source: ActorSource, user: ActorSource['user'] = source.user): Actor {
+  const grant = source.mcp?.kind === 'oauth' ? source.mcp : undefined;
   return {
     userId: user?.id ?? null,
     email: user?.email ?? null,
     sessionId: user && user.id === source.user?.id ? (source.sessionId ?? null) : null,
-    apiKeyId: source.apiKey?.id ?? null,
+    apiKeyId: source.apiKey?.id ?? (source.mcp?.kind === 'api-key' ? source.mcp.id : null),
+    oauthGrantId: grant?.id ?? null,
+    oauthClientId: grant?.clientId ?? null,
     scimTokenId: source.scimToken?.id ?? null,
     requestId: source.requestId ?? null,
     ip: source.ip ?? null,

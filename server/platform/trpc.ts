@@ -85,6 +85,14 @@ function authenticateApiKeyRequest({ auth }: Pick<AppDeps, 'auth'>, req: Request
   return apiKeys.get(req) ?? auth.apiKey(apiKeyOf(req));
 }
 
+/**
+ * The lookup of the API key `raw` that startAuthentication began for this request, when it began one for
+ * that very key (/mcp reads its credential itself, and takes this rather than look the key up twice).
+ */
+export function startedApiKeyLookup(req: Request, raw: string): Promise<ApiKeyPrincipal> | undefined {
+  return apiKeyOf(req) === raw ? apiKeys.get(req) : undefined;
+}
+
 /** Who a request comes from, as far as its credentials tell: for idempotency keys (server/platform/idempotency.ts). */
 export type Caller =
   | { kind: 'user' | 'api-key'; id: string }

@@ -8,6 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { registerAndLogin, type Session } from '../helpers/http.js';
 import { createKey, ownerOn, trackSecret } from '../developer/helpers.js';
+import { failedDelivery, retryAudits } from './helpers.js';
 
 let app: TestApp;
 let limited: TestApp;
@@ -165,6 +166,32 @@ describe('POST /mcp with an API key', () => {
     expect(reused.structuredContent).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
     const rest = await app.api('GET', `/ai/history?workspaceId=${own.workspaceId}`, { token: own.accessToken });
     expect(rest.body.items).toHaveLength(1);
+    await client.close();
+  });
+
+  it('names the API key in the audit entry of a write tool, beside the user it acts for', async () => {
+    const own = await ownerOn(app, 'enterprise', 'mcp-audit');
+    const key = await createKey(app, own, { scopes: ['read', 'write'] });
+    const { deliveryId, webhookId } = await failedDelivery(app, own.workspaceId);
+    const client = await connect(key.rawKey);
+    const retried = (await client.callTool({ name: 'webhooks_retry', arguments: { deliveryId } })) as CallToolResult;
+    expect(retried.isError, JSON.stringify(retried)).toBeFalsy();
+    const [entry, ...more] = await retryAudits(app, deliveryId);
+    expect(more).toHaveLength(0);
+    expect(entry).toMatchObject({
+      actor_user_id: own.userId,
+      workspace_id: own.workspaceId,
+      target_type: 'webhook',
+      target_id: webhookId,
+    });
+    expect(entry.metadata).toEqual({ deliveryId, event: 'billing.updated', apiKeyId: key.id });
+    // The same retry by the user over REST names no key.
+    const rest = await app.api('POST', `/workspaces/${own.workspaceId}/webhook-deliveries/${deliveryId}/retry`, {
+      token: own.accessToken,
+    });
+    expect(rest.status, rest.text).toBe(200);
+    const byUser = (await retryAudits(app, deliveryId)).find((e) => e.id !== entry.id)!;
+    expect(byUser.metadata).toEqual({ deliveryId, event: 'billing.updated' });
     await client.close();
   });
 

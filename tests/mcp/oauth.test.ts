@@ -18,6 +18,7 @@ import { login, type Session } from '../helpers/http.js';
 import { latestMailToken } from '../helpers/mail.js';
 import { ownerOn } from '../developer/helpers.js';
 import { ledger } from '../helpers/secret-ledger.js';
+import { failedDelivery, retryAudits } from './helpers.js';
 
 let app: TestApp;
 let owner: Session;
@@ -196,6 +197,33 @@ describe('OAuth for MCP clients', () => {
       arguments: { deliveryId: crypto.randomUUID() },
     })) as CallToolResult;
     expect(retry.structuredContent).toMatchObject({ code: 'PERMISSION_DENIED' });
+    await client.close();
+  });
+
+  it('names the grant and its client in the audit entry of a write tool', async () => {
+    const provider = new MemoryProvider('read write');
+    expect(await auth(provider, { serverUrl: mcpUrl() })).toBe('REDIRECT');
+    const code = await consent(provider.authorizationUrl!, owner, { scopes: ['read', 'write'] });
+    expect(await auth(provider, { serverUrl: mcpUrl(), authorizationCode: code })).toBe('AUTHORIZED');
+    const { deliveryId } = await failedDelivery(app, owner.workspaceId);
+    const client = await connectWith(provider);
+    const retried = (await client.callTool({ name: 'webhooks_retry', arguments: { deliveryId } })) as CallToolResult;
+    expect(retried.isError, JSON.stringify(retried)).toBeFalsy();
+    const clientId = provider.info!.client_id;
+    const grant = await app.deps.db
+      .selectFrom('oauth_grants')
+      .select('id')
+      .where('client_id', '=', clientId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    const [entry] = await retryAudits(app, deliveryId);
+    expect(entry.actor_user_id).toBe(owner.userId);
+    expect(entry.metadata).toEqual({
+      deliveryId,
+      event: 'billing.updated',
+      oauthGrantId: grant.id,
+      oauthClientId: clientId,
+    });
     await client.close();
   });
 
