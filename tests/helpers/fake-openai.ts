@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as pace } from 'node:timers/promises';
 
 /**
  * ok: a chat.completion. rate-limit: 429. error: 500. hang: never answered. malformed: 200 with `{}`.
@@ -261,7 +262,8 @@ export async function writeSse(
   record.sentChunks = 0;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   for (const [i, e] of events.entries()) {
-    if (i > 0 && delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    // The provider's pace (a slow stream), not a test waiting on the clock.
+    if (i > 0 && delayMs > 0) await pace(delayMs);
     if (record.clientClosed || res.destroyed) return;
     res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${e.data}\n\n`);
     if (isText(e)) record.sentChunks += 1;
