@@ -156,12 +156,33 @@ export async function closeAbandonedStreams({ db, logger }: Pick<AppDeps, 'db' |
   return closed;
 }
 
-/** The events of a stream whose first has been taken already (`first`), from the start. */
-export async function* startedStream<T>(
+/**
+ * The events of a stream whose first has been taken already (`first`), from the start: `first`, then the
+ * stream's own next(). Not a generator around it: that would add a promise hop to every event, and its
+ * return() before the first read would leave the stream suspended instead of closing it.
+ */
+export function startedStream<T>(
   events: AsyncGenerator<T, void, undefined>,
   first: IteratorResult<T, void>,
-): AsyncGenerator<T, void, undefined> {
-  if (first.done) return;
-  yield first.value;
-  yield* events;
+): AsyncIterableIterator<T, void> {
+  let held: IteratorResult<T, void> | undefined = first;
+  const stream: AsyncIterableIterator<T, void> = {
+    next() {
+      const taken = held;
+      held = undefined;
+      return taken ? Promise.resolve(taken) : events.next();
+    },
+    return(value?: void | PromiseLike<void>) {
+      held = undefined;
+      return events.return(value);
+    },
+    throw(err: unknown) {
+      held = undefined;
+      return events.throw(err);
+    },
+    [Symbol.asyncIterator]() {
+      return stream;
+    },
+  };
+  return stream;
 }
