@@ -49,7 +49,7 @@ const userRows = (db: Db, workspaceId: string) =>
       'u.email',
       'u.name',
       'u.provisioned_by_workspace_id',
-      groupsOf('m.id').as('groups'),
+      groupsOf('m.id', workspaceId).as('groups'),
     ])
     .where('m.workspace_id', '=', workspaceId);
 type UserRow = Awaited<ReturnType<ReturnType<typeof userRows>['executeTakeFirstOrThrow']>>;
@@ -71,6 +71,9 @@ const USER_ATTRIBUTES: Attributes = {
   'meta.lastmodified': { column: sql`m.updated_at`, type: 'dateTime' },
 };
 
+const byName = (a: { id: string; name: string }, b: { id: string; name: string }) =>
+  a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : 1;
+
 export function toScimUser(r: UserRow, baseUrl: string) {
   const formatted = [r.given_name, r.family_name].filter(Boolean).join(' ');
   return {
@@ -89,7 +92,7 @@ export function toScimUser(r: UserRow, baseUrl: string) {
     // Read-only: the Groups it is in (a PUT or PATCH of `groups` is ignored; Groups name their members).
     ...(r.groups.length
       ? {
-          groups: r.groups.map((g) => ({
+          groups: [...r.groups].sort(byName).map((g) => ({
             value: g.id,
             $ref: `${baseUrl}/scim/v2/Groups/${g.id}`,
             display: g.name,

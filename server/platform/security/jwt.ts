@@ -82,8 +82,14 @@ export function verifyAccessToken(config: JwtConfig, token: string): AccessClaim
   return claims && { userId: claims.userId, sessionId: claims.sessionId, issuedAt: claims.issuedAt };
 }
 
+/**
+ * A compact JWS: three base64url parts. Anything else (a SCIM token, an API key) is refused before the
+ * verifier, which would build and throw an error for it on every request.
+ */
+const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
 function verifyUncached(config: JwtConfig, token: string): (AccessClaims & { exp: number }) | null {
-  if (token.length > MAX_TOKEN_LENGTH) return null;
+  if (token.length > MAX_TOKEN_LENGTH || !JWS_SHAPE.test(token)) return null;
   try {
     const payload = jwt.verify(token, secretKey(config.JWT_ACCESS_SECRET), {
       algorithms: ['HS256'],
