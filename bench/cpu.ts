@@ -1,4 +1,4 @@
-// CPU time of processes, read from /proc (Linux): unlike a rate, it leaves out what a shared machine's
+// CPU time and memory of processes, read from /proc (Linux): unlike a rate, it leaves out what a shared machine's
 // other guests take, so it says where a request's or a job's cost goes (the API, Postgres, a worker).
 
 import fs from 'node:fs/promises';
@@ -12,6 +12,13 @@ export async function cpuSecondsOf(pid: number): Promise<number | undefined> {
   if (!stat) return undefined;
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** The resident memory of a process (VmRSS), in MB, or undefined where /proc cannot be read. */
+export async function rssMbOf(pid: number): Promise<number | undefined> {
+  const status = await fs.readFile(`/proc/${pid}/status`, 'utf8').catch(() => undefined);
+  const kb = status && /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+  return kb ? Number(kb) / 1024 : undefined;
 }
 
 /** User + system CPU seconds of each process named `command`, by pid, or undefined. */

@@ -6,11 +6,10 @@
 // used by then (/proc/<pid>/stat: the wall time on a busy shared machine is mostly waiting for a core), and
 // its resident memory (VmRSS of /proc/<pid>/status) once it has been idle for BENCH_STARTUP_SETTLE_MS.
 import { execFile, spawn } from 'node:child_process';
-import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { cpuSecondsOf } from './cpu.js';
+import { cpuSecondsOf, rssMbOf } from './cpu.js';
 
 export interface StartupRun {
   firstHealthyMs: number;
@@ -39,12 +38,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-async function rssMbOf(pid: number): Promise<number | undefined> {
-  const status = await fs.readFile(`/proc/${pid}/status`, 'utf8').catch(() => undefined);
-  const kb = status && /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
-  return kb ? Number(kb) / 1024 : undefined;
 }
 
 /** One start: spawn, first 200 on /health, settle, RSS, SIGTERM. */

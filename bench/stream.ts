@@ -16,12 +16,12 @@
 // BENCH_POSTGRES_URL: the admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
-import fs from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { cpuSecondsOf, rssMbOf } from './cpu.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -60,12 +60,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-async function rssMbOf(pid: number): Promise<number | undefined> {
-  const status = await fs.readFile(`/proc/${pid}/status`, 'utf8').catch(() => undefined);
-  const kb = status && /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
-  return kb ? Number(kb) / 1024 : undefined;
 }
 
 async function json(url: string, method: string, token: string | undefined, body?: unknown) {
@@ -141,17 +135,9 @@ function stream(url: string, route: string, token: string, prompt: string): Prom
   });
 }
 
-/** CPU time (user + system) of a process so far, in ms, from /proc/<pid>/stat. */
-async function cpuMsOf(pid: number): Promise<number> {
-  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name; in clock ticks.
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
-
 /** `count` streams at once: their runs, the burst's length, and the CPU the server and this client spent. */
 async function burst(url: string, route: string, token: string, count: number, serverPid: number) {
-  const cpuBefore = await cpuMsOf(serverPid);
+  const cpuBefore = (await cpuSecondsOf(serverPid)) ?? NaN;
   const clientBefore = process.cpuUsage();
   const started = performance.now();
   const runs = await Promise.all(
@@ -161,7 +147,7 @@ async function burst(url: string, route: string, token: string, count: number, s
   return {
     runs,
     ms: performance.now() - started,
-    serverCpuMs: (await cpuMsOf(serverPid)) - cpuBefore,
+    serverCpuMs: (((await cpuSecondsOf(serverPid)) ?? NaN) - cpuBefore) * 1000,
     clientCpuMs: (client.user + client.system) / 1000,
   };
 }
@@ -262,7 +248,7 @@ async function main() {
       'bench/bare-server.ts',
       { BCRYPT_COST: '4', BENCH_STREAM_CHUNKS: String(chunks), STREAM_CHUNK_DELAY_MS: '20' },
       '/json',
-      false,
+      true,
     );
     stops.push(bare.stop);
     const bareAlone: StreamRun[] = [];
