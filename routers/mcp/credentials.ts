@@ -73,9 +73,14 @@ export async function mcpCredential(
   if (!raw) throw noCredential();
   // Anything else is an OAuth access token or nothing: a user's own access token is not one.
   if (!raw.startsWith(API_KEY_PREFIX)) return oauth(raw);
+  // The creator of a key this instance has verified before is looked up beside the key itself (the
+  // answer is used only if the key still checks out, as that very key).
+  const knownId = deps.auth.knownApiKeyId(raw);
+  const early = knownId === undefined ? undefined : creatorOf(deps.db, knownId);
+  early?.catch(() => undefined);
   // The lookup the request's arrival started (server/platform/trpc.ts), else one of our own.
   const key = await (started?.(raw) ?? deps.auth.apiKey(raw));
-  const row = await creatorOf(deps.db, key.id);
+  const row = await (key.id === knownId && early ? early : creatorOf(deps.db, key.id));
   const principal =
     row?.status === 'ACTIVE' ? { user: withoutMemberships(row), memberships: row.memberships } : undefined;
   if (!principal?.memberships.some((m) => m.id === key.workspace_id)) {

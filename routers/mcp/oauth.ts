@@ -105,6 +105,34 @@ async function connectableWorkspaces(deps: Pick<Deps, 'db'>, userId: string) {
   );
 }
 
+/** Keys made for a process without OAUTH_SIGNING_KEY: one, on first use. */
+let processKey: crypto.KeyObject | undefined;
+
+/**
+ * The keys the provider signs with (ID tokens; access tokens are opaque): OAUTH_SIGNING_KEY, else an RSA
+ * key made for this process, never oidc-provider's development keys (published with the package). Served
+ * public at /oauth/jwks.
+ */
+export function signingKeys(deps: Pick<Deps, 'config' | 'logger'>) {
+  const pem = deps.config.OAUTH_SIGNING_KEY;
+  let key: crypto.KeyObject;
+  if (pem) key = crypto.createPrivateKey(pem);
+  else {
+    if (!processKey) {
+      processKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+      if (deps.config.NODE_ENV === 'production') {
+        deps.logger.warn(
+          'OAUTH_SIGNING_KEY is unset: /oauth signs ID tokens with a key of this process only (set it to share one)',
+        );
+      }
+    }
+    key = processKey;
+  }
+  const jwk = key.export({ format: 'jwk' });
+  const kid = crypto.createHash('sha256').update(String(jwk.n)).digest('base64url').slice(0, 16);
+  return { keys: [{ ...jwk, kid, use: 'sig', alg: 'RS256' }] };
+}
+
 /** The OAuth authorization server and its pages, mounted before the JSON parser (the provider reads its own bodies). */
 export function oauthRoutes(deps: Deps): {
   routes: RequestHandler;
@@ -134,6 +162,7 @@ export function oauthRoutes(deps: Deps): {
       adapter: postgresAdapter(deps.db),
       clients: [],
       cookies: { keys: [cookieKey] },
+      jwks: signingKeys(deps),
       // Listed so clients may register and ask for them; the token's are the MCP resource's.
       scopes: ['openid', 'offline_access', ...API_KEY_SCOPES],
       claims: { openid: ['sub'] },

@@ -254,6 +254,8 @@ export const configSchema = z.object({
   // ---- sign-in with identity providers (routers/oauth): each provider is off until its settings are set
   // Public base URL of this API, which providers redirect back to (unset: the base of the request).
   API_URL: optionalUrl(),
+  // The RSA private key (PEM) /oauth signs ID tokens with (routers/mcp/oauth.ts); unset: one per process.
+  OAUTH_SIGNING_KEY: optionalStr(),
   GITHUB_CLIENT_ID: optionalStr(),
   GITHUB_CLIENT_SECRET: optionalStr(),
   GITHUB_BASE_URL: providerUrl('https://github.com'),
@@ -416,6 +418,15 @@ export type Config = Readonly<
 /** Secrets a deployment must set in production and that development generates. */
 const GENERATED_SECRETS = ['JWT_ACCESS_SECRET', 'JWT_REFRESH_SECRET', 'WEBHOOK_SECRET_ENCRYPTION_KEY'] as const;
 
+/** Whether `pem` is an RSA private key (the key ID tokens are signed with: RS256, clients' default). */
+function isRsaPrivateKey(pem: string): boolean {
+  try {
+    return crypto.createPrivateKey(pem).asymmetricKeyType === 'rsa';
+  } catch {
+    return false;
+  }
+}
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -447,6 +458,9 @@ export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
   ];
   for (const [names, values] of together) {
     if (values.some(Boolean) && !values.every(Boolean)) problems.push(`  ${names}: set all or none`);
+  }
+  if (cfg.OAUTH_SIGNING_KEY !== undefined && !isRsaPrivateKey(cfg.OAUTH_SIGNING_KEY)) {
+    problems.push('  OAUTH_SIGNING_KEY: must be an RSA private key in PEM');
   }
   if (cfg.OAUTH_EXCHANGE_CODE_TTL > 600) problems.push('  OAUTH_EXCHANGE_CODE_TTL: must be at most 10m');
   if (cfg.MFA_TOKEN_TTL > 900) problems.push('  MFA_TOKEN_TTL: must be at most 15m');

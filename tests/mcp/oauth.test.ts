@@ -19,6 +19,8 @@ import { latestMailToken } from '../helpers/mail.js';
 import { ownerOn } from '../developer/helpers.js';
 import { ledger } from '../helpers/secret-ledger.js';
 import { failedDelivery, retryAudits } from './helpers.js';
+import { signingKeys } from '../../routers/mcp/oauth.js';
+import { ConfigError, parseConfig } from '../../server/platform/config.js';
 
 let app: TestApp;
 let owner: Session;
@@ -181,6 +183,27 @@ describe('OAuth for MCP clients', () => {
       registration_endpoint: `${app.url}/oauth/register`,
       code_challenge_methods_supported: ['S256'],
     });
+  });
+
+  it("signs with a key of its own, never oidc-provider's development keys, and serves only its public half", async () => {
+    const jwks = (await (await fetch(new URL('/oauth/jwks', app.url))).json()) as {
+      keys: Array<Record<string, unknown>>;
+    };
+    // The development keys are three (RSA, EC, OKP); this is the process's one RSA key.
+    expect(jwks.keys).toHaveLength(1);
+    const [served] = jwks.keys;
+    const { keys } = signingKeys(app.deps);
+    expect(served).toMatchObject({ kty: 'RSA', use: 'sig', alg: 'RS256', kid: keys[0].kid, n: keys[0].n });
+    for (const part of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(served).not.toHaveProperty(part);
+    // OAUTH_SIGNING_KEY, when set, is the key; it must be an RSA private key.
+    const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+    const configured = signingKeys({ ...app.deps, config: { ...app.deps.config, OAUTH_SIGNING_KEY: pem } });
+    expect(configured.keys[0].n).toBe(privateKey.export({ format: 'jwk' }).n);
+    const ec = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const env = { NODE_ENV: 'test', OAUTH_SIGNING_KEY: ec.export({ format: 'pem', type: 'pkcs8' }).toString() };
+    expect(() => parseConfig(env)).toThrow(ConfigError);
+    expect(() => parseConfig(env)).toThrow(/OAUTH_SIGNING_KEY: must be an RSA private key in PEM/);
   });
 
   it('registers, authorizes with PKCE and consent, and calls tools with the token in the chosen workspace', async () => {
