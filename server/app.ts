@@ -30,7 +30,7 @@ import { uploadOpenApiPaths, uploadRoutes } from '../routers/files/uploads.js';
 import { webhookEventsOpenApi } from '../routers/webhooks/events.js';
 import { oauthOpenApiPaths, oauthRedirectRoutes } from '../routers/oauth/redirects.js';
 import { SCIM_BASE_PATH, scimRoutes } from '../routers/scim/protocol.js';
-import { verifiedScimTokenId } from '../routers/scim/tokens.js';
+import { SCIM_TOKEN_PREFIX, verifiedScimTokenId } from '../routers/scim/tokens.js';
 import { ssoOpenApiPaths, ssoRedirectRoutes } from '../routers/sso/redirects.js';
 import { RouteTemplates, type RouteTemplate } from './platform/route-templates.js';
 import { METRICS_PATH, Metrics, metricsRoute, queueCounts } from './platform/metrics.js';
@@ -40,7 +40,8 @@ import { startAuthentication } from './platform/trpc.js';
 import { idempotencyKeys } from './platform/idempotency.js';
 import { generationStreams } from '../routers/ai/stream-http.js';
 import { MCP_PATH, mcpEndpoint } from '../routers/mcp/endpoint.js';
-import { oauthRoutes } from '../routers/mcp/oauth.js';
+import { oauthRoutes, verifiedGrantId } from '../routers/mcp/oauth.js';
+import { API_KEY_PREFIX } from './platform/principal.js';
 import { refuseUnstorableText, refuseUnstorableUrl } from './platform/unstorable-text.js';
 import {
   JSON_BODY_LIMIT_BYTES,
@@ -121,8 +122,7 @@ export function createApp(deps: AppDeps): express.Express {
         ...deps,
         redis: deps.redis?.commands,
         routes,
-        knownApiKeyId: deps.auth.knownApiKeyId,
-        knownScimTokenId: verifiedScimTokenId,
+        knownCredential: (raw) => knownCredentialOf(deps, raw),
         onRejected,
         otherPaths: { [MCP_PATH]: 'publicApi' },
       }),
@@ -189,6 +189,17 @@ export function createApp(deps: AppDeps): express.Express {
  * Whether the request's body is read: not for GET and HEAD, whose input is in the URL (tRPC's queries,
  * trpc-to-openapi's GET routes). Their body is ignored, and the connection closed if it was not all in.
  */
+/**
+ * The rate limiter's name for a credential this instance has verified before: an API key, a SCIM token or
+ * an MCP client's OAuth access token (its grant); undefined for anything else, counted by address.
+ */
+function knownCredentialOf(deps: AppDeps, raw: string): string | undefined {
+  const named = (kind: string, id: string | undefined) => (id === undefined ? undefined : `${kind}:${id}`);
+  if (raw.startsWith(API_KEY_PREFIX)) return named('key', deps.auth.knownApiKeyId(raw));
+  if (raw.startsWith(SCIM_TOKEN_PREFIX)) return named('scim', verifiedScimTokenId(raw));
+  return named('grant', verifiedGrantId(raw));
+}
+
 const takesBody = (req: express.Request) => req.method !== 'GET' && req.method !== 'HEAD';
 
 /** A route of the plain Express routers (known to `routes` by their OpenAPI entries, without a procedure). */

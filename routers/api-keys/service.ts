@@ -13,6 +13,7 @@ import type { AppDeps } from '../../server/platform/context.js';
 import { recordAudit } from '../audit/service.js';
 import { emitEvent } from '../events/emit.js';
 import { touchLastUsed } from '../../db/last-used.js';
+import { credentialDigest, knownCredentials } from '../../server/platform/known-credentials.js';
 
 type Db = Kysely<Database>;
 type Deps = Pick<AppDeps, 'db'>;
@@ -28,26 +29,13 @@ export function generateApiKey(): string {
   return API_KEY_PREFIX + Array.from({ length: 40 }, () => BASE62[crypto.randomInt(BASE62.length)]).join('');
 }
 
-const hashKey = (raw: string) => crypto.createHash('sha256').update(raw).digest('hex');
+const hashKey = credentialDigest;
 
-/**
- * Keys this instance has verified (hash → key id), newest last, at most VERIFIED_KEYS_MAX: the rate limiter
- * counts a request by its key only once the key is known to be real, so made-up keys are counted by
- * address like any other unauthenticated request.
- */
-const verifiedKeys = new Map<string, string>();
-const VERIFIED_KEYS_MAX = 10_000;
-
-function rememberVerified(hash: string, keyId: string) {
-  verifiedKeys.delete(hash);
-  verifiedKeys.set(hash, keyId);
-  if (verifiedKeys.size > VERIFIED_KEYS_MAX) verifiedKeys.delete(verifiedKeys.keys().next().value!);
-}
+/** Keys this instance has verified (server/platform/known-credentials.ts): the limiter counts by key. */
+const verifiedKeys = knownCredentials(API_KEY_FORMAT);
 
 /** The id of a key this instance has verified before, without a database lookup; else undefined. */
-export function verifiedApiKeyId(raw: string): string | undefined {
-  return API_KEY_FORMAT.test(raw) ? verifiedKeys.get(hashKey(raw)) : undefined;
-}
+export const verifiedApiKeyId = (raw: string): string | undefined => verifiedKeys.idOf(raw);
 
 export function toApiKey(k: Selectable<ApiKeysTable>) {
   const now = Date.now();
@@ -365,7 +353,7 @@ export async function authenticateApiKey(
   // A workspace moved to a plan without API access keeps its keys (an upgrade brings them back) but cannot
   // use them.
   if (keysAllowed(key) <= 0) throw notInPlan();
-  rememberVerified(hash, key.id);
+  verifiedKeys.remember(hash, key.id);
   await touchLastUsed(db, 'api_keys', key.id, now);
   return key;
 }

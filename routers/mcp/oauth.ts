@@ -19,6 +19,7 @@ import { keysAllowed } from '../api-keys/service.js';
 import { membershipsOf } from '../workspaces/access.js';
 import { postgresAdapter } from './oauth-adapter.js';
 import { activeUser } from './credentials.js';
+import { credentialDigest, knownCredentials } from '../../server/platform/known-credentials.js';
 
 export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
 export const AUTHORIZATION_SERVER_METADATA_PATH = '/.well-known/oauth-authorization-server';
@@ -36,6 +37,12 @@ export function apiBase(config: AppDeps['config'], req: IncomingMessage & { prot
 
 /** The resource MCP access tokens are issued for. */
 export const mcpResource = (base: string) => `${base}/mcp`;
+
+/** Access tokens this instance has verified (the provider's opaque tokens), by digest → grant id. */
+const verifiedGrantTokens = knownCredentials(/^[A-Za-z0-9_-]{32,128}$/);
+
+/** The grant of an access token verified here before, without a lookup (the rate limiter's); else undefined. */
+export const verifiedGrantId = (raw: string): string | undefined => verifiedGrantTokens.idOf(raw);
 
 // The parts of oidc-provider used here (the package ships no types).
 interface Interaction {
@@ -364,6 +371,7 @@ export function oauthRoutes(deps: Deps): {
 
   /** The credential of an OAuth access token: live, for this server's MCP resource, of a grant not revoked. */
   async function verify(issuer: string, value: string): Promise<McpCredential> {
+    const digest = credentialDigest(value);
     const invalid = new AppError(
       'UNAUTHORIZED',
       'This access token is not valid here (expired, revoked or for another resource).',
@@ -391,6 +399,7 @@ export function oauthRoutes(deps: Deps): {
         .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', new Date(Date.now() - 60_000))]))
         .execute();
     }
+    verifiedGrantTokens.remember(digest, grant.id);
     const tokenScopes = (token.scope ?? '').split(' ').filter(Boolean);
     const granted = grant.scopes;
     const scopes = tokenScopes.length ? granted.filter((s) => tokenScopes.includes(s)) : granted;

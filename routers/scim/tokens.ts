@@ -13,7 +13,7 @@ import { recordAudit } from '../audit/service.js';
 import { emitEvent } from '../events/emit.js';
 import { mailOwners } from '../sso/owners.js';
 import { touchLastUsed } from '../../db/last-used.js';
-import { remember } from '../../server/platform/bounded-cache.js';
+import { credentialDigest, knownCredentials } from '../../server/platform/known-credentials.js';
 
 type Db = Kysely<Database>;
 type Deps = Pick<AppDeps, 'db' | 'config' | 'mailer' | 'logger'>;
@@ -24,20 +24,17 @@ const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
 const generateToken = () =>
   SCIM_TOKEN_PREFIX + Array.from({ length: 40 }, () => BASE62[crypto.randomInt(BASE62.length)]).join('');
-export const hashScimToken = (raw: string) => crypto.createHash('sha256').update(raw).digest('hex');
+export const hashScimToken = credentialDigest;
 
 /**
  * Tokens this instance knows to be real (hash → token id): made here, or authenticated here. The rate
  * limiter counts /scim/v2 per token once the token is known (server/app.ts), so one directory cannot spend
  * another's budget behind a shared address, and made-up tokens are counted by address.
  */
-const verifiedTokens = new Map<string, string>();
-const VERIFIED_TOKENS_MAX = 10_000;
+const verifiedTokens = knownCredentials(SCIM_TOKEN_FORMAT);
 
 /** The id of a SCIM token this instance knows, without a database lookup; else undefined. Never the token. */
-export function verifiedScimTokenId(raw: string): string | undefined {
-  return SCIM_TOKEN_FORMAT.test(raw) ? verifiedTokens.get(hashScimToken(raw)) : undefined;
-}
+export const verifiedScimTokenId = (raw: string): string | undefined => verifiedTokens.idOf(raw);
 
 function toToken(t: Selectable<ScimTokensTable>) {
   return {
@@ -87,7 +84,7 @@ export async function createToken(deps: Deps, actor: Actor, input: { workspaceId
     await emitEvent(trx, input.workspaceId, 'scim_token.created', tokenEvent(created));
     return created;
   });
-  remember(verifiedTokens, row.token_hash, row.id, VERIFIED_TOKENS_MAX);
+  verifiedTokens.remember(row.token_hash, row.id);
   await mailOwners(deps, input.workspaceId, `A directory sync (SCIM) token "${row.name}" was created`);
   return { ...toToken(row), rawToken };
 }
@@ -234,6 +231,6 @@ export async function authenticateScimToken(
   const row = await tokenLookup(db, hashScimToken(raw));
   if (!row || row.revoked_at || row.workspace_status !== 'ACTIVE' || row.workspace_deleted_at) return undefined;
   await touchLastUsed(db, 'scim_tokens', row.id);
-  remember(verifiedTokens, row.token_hash, row.id, VERIFIED_TOKENS_MAX);
+  verifiedTokens.remember(row.token_hash, row.id);
   return { id: row.id, name: row.name, workspaceId: row.workspace_id };
 }

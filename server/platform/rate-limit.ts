@@ -1,10 +1,11 @@
 // Rate limiting in tiers (spec: Limits > Rate limiting), on rate-limiter-flexible: fixed windows of
 // RATE_LIMIT_WINDOW_SECONDS; in memory, or in Redis (atomic, shared by every instance) when REDIS_URL is
 // set, with an in-memory insurance limiter that takes over when Redis fails or takes longer than 100 ms.
-// Client identity: `user:{userId}:{tier}` for a request with a valid access token, `key:{keyId}:{tier}`
-// for an API key this instance has verified before, `scim:{tokenId}:{tier}` for a SCIM token it knows
-// (made or authenticated here), else the client address (req.ip: the X-Forwarded-For entry TRUST_PROXY
-// names). A /trpc batch is charged one point per call, each in its procedure's tier.
+// Client identity: `user:{userId}:{tier}` for a request with a valid access token; for a credential this
+// instance has verified before, its holder: `key:{keyId}:{tier}` (an API key), `scim:{tokenId}:{tier}` (a
+// SCIM token), `grant:{grantId}:{tier}` (an MCP client's OAuth access token); else the client address
+// (req.ip: the X-Forwarded-For entry TRUST_PROXY names). A /trpc batch is charged one point per call, each
+// in its procedure's tier.
 // FailureLimiter counts failed attempts per key whatever the client (sign-ins per account).
 import crypto from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
@@ -57,26 +58,13 @@ function points(config: Config, tier: Tier): number {
 }
 
 /** Who a request is counted against (the tier is added per limiter key). */
-function clientOf(
-  config: Config,
-  req: Request,
-  knownApiKeyId: ((raw: string) => string | undefined) | undefined,
-  knownScimTokenId?: (raw: string) => string | undefined,
-): string {
+function clientOf(config: Config, req: Request, knownCredential: ((raw: string) => string | undefined) | undefined) {
   const token = bearerToken(req.headers.authorization);
-  const scimTokenId = token?.startsWith('scim_') ? knownScimTokenId?.(token) : undefined;
-  if (scimTokenId) return `scim:${scimTokenId}`;
-  const claims = token && !token.startsWith('wsk_') ? verifyAccessToken(config, token) : null;
+  const claims = token ? verifyAccessToken(config, token) : null;
   if (claims) return `user:${claims.userId}`;
-  const apiKey =
-    typeof req.headers['x-api-key'] === 'string'
-      ? req.headers['x-api-key'].trim()
-      : token?.startsWith('wsk_')
-        ? token
-        : undefined;
-  const keyId = apiKey && knownApiKeyId?.(apiKey);
-  if (keyId) return `key:${keyId}`;
-  return `ip:${clientAddress(req) ?? 'unknown'}`;
+  const header = req.headers['x-api-key'];
+  const raw = token ?? (typeof header === 'string' ? header.trim() : undefined);
+  return (raw && knownCredential?.(raw)) || `ip:${clientAddress(req) ?? 'unknown'}`;
 }
 
 type Limiters = Record<Tier, RateLimiterAbstract>;
@@ -173,10 +161,11 @@ export function rateLimiter(deps: {
   routes: RouteTemplates;
   /** Told of every 429 (the metrics counter). */
   onRejected?: (tier: Tier) => void;
-  /** The id of an API key already verified by this instance (the API-key domain), else undefined. */
-  knownApiKeyId?: (raw: string) => string | undefined;
-  /** The id of a SCIM token this instance knows (directory sync), else undefined. */
-  knownScimTokenId?: (raw: string) => string | undefined;
+  /**
+   * Who holds a credential this instance has verified before, without a lookup (`key:{id}`, `scim:{id}`,
+   * `grant:{id}`: server/app.ts), else undefined: such a caller is counted by it, not by its address.
+   */
+  knownCredential?: (raw: string) => string | undefined;
   /** Paths served outside the routes, with their tier (/mcp: the public API's). */
   otherPaths?: Readonly<Record<string, Tier>>;
 }): RequestHandler {
@@ -213,7 +202,7 @@ export function rateLimiter(deps: {
   return async (req, res, next) => {
     const charged = charges(req);
     if (charged.size === 0) return next();
-    const client = clientOf(config, req, deps.knownApiKeyId, deps.knownScimTokenId);
+    const client = clientOf(config, req, deps.knownCredential);
     // Every tier is charged; the answer's headers describe the tightest one.
     const charge = ([tier, cost]: [Tier, number]) =>
       chargeTogether(limiters, { tier, key: `${client}:${tier}`, cost, limit: points(config, tier) }).then(

@@ -20,6 +20,7 @@ import { ownerOn } from '../developer/helpers.js';
 import { ledger } from '../helpers/secret-ledger.js';
 import { failedDelivery, retryAudits } from './helpers.js';
 import { signingKeys } from '../../routers/mcp/oauth.js';
+import { freshLoopback, rateLimitHeader, send } from '../limits/helpers.js';
 import { ConfigError, parseConfig } from '../../server/platform/config.js';
 
 let app: TestApp;
@@ -27,7 +28,15 @@ let owner: Session;
 const REDIRECT = 'http://127.0.0.1:53682/callback';
 
 beforeAll(async () => {
-  app = await startTestApp({ RATE_LIMIT_ENABLED: 'false' });
+  // The limiter on, out of reach except where a test reads its count (per grant, not per address).
+  const unlimited = '100000';
+  app = await startTestApp({
+    RATE_LIMIT_ENABLED: 'true',
+    RATE_LIMIT_MAX_REQUESTS: unlimited,
+    RATE_LIMIT_AUTH_MAX_REQUESTS: unlimited,
+    RATE_LIMIT_PUBLIC_API_MAX_REQUESTS: unlimited,
+    TRUST_PROXY: 'false',
+  });
   owner = await ownerOn(app, 'enterprise', 'mcp-oauth');
 });
 afterAll(() => app?.close());
@@ -380,6 +389,38 @@ describe('OAuth for MCP clients', () => {
     // Activated again, the app stays disconnected: the grant was revoked, not paused.
     await app.api('POST', `/admin/users/${suspending.userId}/activate`, { token: admin.accessToken });
     expect(await mcpStatus(suspended.saved!.access_token)).toBe(401);
+  });
+
+  it('counts an MCP client by its grant once its token is known here, whatever its address', async () => {
+    const token = (await authorize()).saved!.access_token;
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    };
+    const call = (from: string, bearer: string) =>
+      send(app.url, 'POST', '/mcp', {
+        from,
+        token: bearer,
+        body: initialize,
+        headers: { accept: 'application/json, text/event-stream' },
+      });
+    // The first call verifies the token on this instance (counted by its address, as the limiter runs first).
+    expect((await call(freshLoopback(), token)).status).toBe(200);
+    const here = await call(freshLoopback(), token);
+    const elsewhere = await call(freshLoopback(), token);
+    expect([here.status, elsewhere.status]).toEqual([200, 200]);
+    // Two fresh addresses, one count: the grant's.
+    expect(rateLimitHeader(elsewhere).remaining).toBe(rateLimitHeader(here).remaining - 1);
+    // A made-up token is counted by its address: a fresh address starts a count of its own.
+    const madeUp = crypto.randomBytes(32).toString('base64url');
+    const address = freshLoopback();
+    const first = await call(address, madeUp);
+    const second = await call(address, madeUp);
+    expect([first.status, second.status]).toEqual([401, 401]);
+    expect(rateLimitHeader(first).remaining).toBe(rateLimitHeader(first).limit - 1);
+    expect(rateLimitHeader(second).remaining).toBe(rateLimitHeader(first).remaining - 1);
   });
 
   it('refuses a token of another resource, and a made-up one, at /mcp', async () => {
