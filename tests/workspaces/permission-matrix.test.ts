@@ -10,6 +10,7 @@ import { TEST_ADMIN, startTestApp, type TestApp } from '../helpers/app.js';
 import { expectError, login, registerAndLogin, uniqueEmail, type ApiResponse, type Session } from '../helpers/http.js';
 import { makeKeyPair } from '../helpers/saml-idp.js';
 import { createWorkspace, upgradeWorkspace, inviteAndJoin, roleIn, type Role } from './helpers.js';
+import { failedDelivery } from '../helpers/deliveries.js';
 
 let app: TestApp;
 
@@ -127,32 +128,8 @@ const connectionExists = async (id: string) =>
 let idpCertificate: string | undefined;
 
 /** A webhook of the workspace made just for one cell, with a failed delivery to retry. */
-async function disposableWebhook(workspaceId: string) {
-  const hook = await app.deps.db
-    .insertInto('webhooks')
-    .values({
-      workspace_id: workspaceId,
-      name: 'matrix',
-      url: 'https://example.com/hook',
-      events: JSON.stringify(['billing.updated']),
-      secret_encrypted: app.deps.secrets.seal('whsec_matrix'),
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  const delivery = await app.deps.db
-    .insertInto('webhook_deliveries')
-    .values({
-      webhook_id: hook.id,
-      workspace_id: workspaceId,
-      event: 'billing.updated',
-      payload: JSON.stringify({ event: 'billing.updated' }),
-      status: 'failed',
-      attempts: 1,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return { webhookId: hook.id, deliveryId: delivery.id };
-}
+const disposableWebhook = (workspaceId: string) =>
+  failedDelivery(app, workspaceId, { url: 'https://example.com/hook', name: 'matrix' });
 
 function logoForm() {
   const png = Buffer.from(
