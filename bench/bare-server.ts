@@ -102,8 +102,10 @@ if (databaseUrl) {
                 from workspace_members where workspace_id = $1 order by created_at, id`;
   const SCIM_PAGE = {
     name: 'bare-scim-page',
-    text: `select m.id, m.user_id, m.role, m.status, m.external_id, m.given_name, m.family_name, m.created_at,
-             m.updated_at, u.email, u.name, u.provisioned_by_workspace_id,
+    text: `select m.id, m.status, m.external_id, m.given_name, m.family_name,
+             to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created,
+             to_char(m.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as last_modified,
+             u.email, u.name,
              case when exists (select 1 from scim_groups wg where wg.workspace_id = $1)
                then coalesce((select json_agg(json_build_object('id', gm.group_id,
                  'name', (select g.display_name from scim_groups g where g.id = gm.group_id)))
