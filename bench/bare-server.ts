@@ -7,6 +7,11 @@
 //                 pg (one prepared statement on the history index), mapped by the API's toGeneration, as
 //                 JSON: the floor of a list page, without authentication, validation, totals or signed cursors.
 //                 Only with BENCH_DATABASE_URL.
+//   GET  /scim-page ?workspaceId=&startIndex=&count= -> the SCIM ListResponse of `count` members from
+//                 `startIndex`, as /scim/v2/Users answers it (the API's toScimUser, same JSON): the floor of
+//                 the SCIM page (bench/scim.ts). The (created_at, id) of every member is read once, at the
+//                 first request; each page is then one prepared keyset statement from its first member's
+//                 key. No authentication, validation or counters. Only with BENCH_DATABASE_URL.
 //   POST /stream  an event stream shaped as the API's streamed generation (`started`, BENCH_STREAM_CHUNKS
 //                 `delta` events STREAM_CHUNK_DELAY_MS apart, the first at once, then `completed`), without
 //                 authentication, validation or a database: the floor of a streamed answer (bench/stream.ts).
@@ -22,6 +27,8 @@ import type { Selectable } from 'kysely';
 import pg from 'pg';
 import type { AiGenerationsTable } from '../db/schema.js';
 import { toGeneration } from '../routers/ai/service.js';
+import { listResponse } from '../routers/scim/resources.js';
+import { toScimUser } from '../routers/scim/users.js';
 
 const port = Number(process.env.PORT ?? 3100);
 const host = process.env.HOST ?? '127.0.0.1';
@@ -87,6 +94,46 @@ if (databaseUrl) {
     const items = rows.slice(0, 20).map(toGeneration);
     const last = items.at(-1);
     res.json({ items, limit: 20, nextCursor: rows.length > 20 && last ? `${last.createdAt}.${last.id}` : null });
+  });
+
+  // The SCIM page's floor: every member's key, in order, read once per workspace (the bench's only one).
+  const keysOf = new Map<string, Promise<Array<{ at: string; id: string }>>>();
+  const KEYS = `select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at, id
+                from workspace_members where workspace_id = $1 order by created_at, id`;
+  const SCIM_PAGE = {
+    name: 'bare-scim-page',
+    text: `select m.id, m.status, m.external_id, m.given_name, m.family_name,
+             to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created,
+             to_char(m.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as last_modified,
+             u.email, u.name,
+             case when exists (select 1 from scim_groups wg where wg.workspace_id = $1)
+               then coalesce((select json_agg(json_build_object('id', gm.group_id,
+                 'name', (select g.display_name from scim_groups g where g.id = gm.group_id)))
+                 from scim_group_members gm where gm.member_id = m.id), '[]'::json)
+               else '[]'::json end as groups
+           from workspace_members m join users u on u.id = m.user_id
+           where m.workspace_id = $1 and (m.created_at, m.id) >= ($2::timestamptz, $3::uuid)
+           order by m.created_at, m.id limit $4`,
+  };
+  app.get('/scim-page', async (req, res) => {
+    const workspaceId = typeof req.query.workspaceId === 'string' ? req.query.workspaceId : '';
+    const startIndex = Number(req.query.startIndex);
+    const count = Number(req.query.count);
+    let keys = keysOf.get(workspaceId);
+    if (!keys) {
+      keys = pool.query<{ at: string; id: string }>(KEYS, [workspaceId]).then((r) => r.rows);
+      keysOf.set(workspaceId, keys);
+    }
+    const all = await keys;
+    const key = all[startIndex - 1];
+    const { rows } = await pool.query({ ...SCIM_PAGE, values: [workspaceId, key.at, key.id, count] });
+    const baseUrl = `${req.protocol}://${req.get('host')}`;
+    const body = listResponse(
+      rows.map((r) => toScimUser(r, baseUrl)),
+      all.length,
+      startIndex,
+    );
+    res.type('application/scim+json').send(JSON.stringify(body));
   });
 }
 

@@ -16,7 +16,7 @@
 //   a pass runs, or while the process has no marks of the workspace, waits for the pass (about 100 ms at
 //   100,000 members), which costs less than the walks of the deep pages asked meanwhile.
 import { sql, type Kysely } from 'kysely';
-import type { Database, WorkspaceRole } from '../../db/schema.js';
+import type { Database } from '../../db/schema.js';
 import { batchedSelect } from '../../db/batched.js';
 import { mapPerOwner, remember } from '../../server/platform/bounded-cache.js';
 
@@ -48,6 +48,13 @@ const passesOf = mapPerOwner<Kysely<Database>, string, Pass>();
 const AT = (column: string) =>
   sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
+/**
+ * A timestamp as a User's `meta` has it: text from Postgres (UTC, milliseconds, as Date#toISOString writes
+ * it; both truncate the microseconds), so a page decodes and formats no Date.
+ */
+export const isoMs = (column: string) =>
+  sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
 const counters = (workspaceId: string) =>
   sql`(select coalesce(sum(n), 0)::text as total, coalesce(sum(changes), 0)::text as version
        from list_counters where scope = ${MEMBER_SCOPE} and scope_id = ${workspaceId})`;
@@ -68,19 +75,17 @@ export const groupsOf = (memberId: string, workspaceId: string) =>
       where gm.member_id = ${sql.ref(memberId)}), '[]'::json)
     else '[]'::json end`;
 
+/** What a User of a page is made of (toScimUser), and no more. */
 export interface MemberPageRow {
   id: string | null;
-  user_id: string;
-  role: WorkspaceRole;
   status: 'ACTIVE' | 'SUSPENDED';
   external_id: string | null;
   given_name: string | null;
   family_name: string | null;
-  created_at: Date;
-  updated_at: Date;
+  created: string;
+  last_modified: string;
   email: string;
   name: string;
-  provisioned_by_workspace_id: string | null;
   groups: Array<{ id: string; name: string }>;
   list_at: string;
   total: string;
@@ -108,8 +113,8 @@ export async function memberPage(db: Kysely<Database>, workspaceId: string, star
   const query = sql<MemberPageRow>`
     select p.*, c.total, c.version from ${counters(workspaceId)} as c
     left join lateral (
-      select m.id, m.user_id, m.role, m.status, m.external_id, m.given_name, m.family_name, m.created_at,
-        m.updated_at, u.email, u.name, u.provisioned_by_workspace_id, ${groupsOf('m.id', workspaceId)} as groups,
+      select m.id, m.status, m.external_id, m.given_name, m.family_name, ${isoMs('m.created_at')} as created,
+        ${isoMs('m.updated_at')} as last_modified, u.email, u.name, ${groupsOf('m.id', workspaceId)} as groups,
         ${AT('m.created_at')} as list_at
       from workspace_members m
       join users u on u.id = m.user_id
