@@ -1,5 +1,5 @@
-// PROCESSOR_A: the Stripe adapter. Outbound calls (Checkout Sessions, cancel at period end, billing portal)
-// go through the official `stripe` SDK; inbound webhooks are verified with the SDK's `constructEvent`
+// PROCESSOR_A: the Stripe adapter. Outbound calls (Checkout Sessions, cancel at period end, billing portal,
+// seat quantities, meter events on the v2 meter event stream) go through the official `stripe` SDK; inbound webhooks are verified with the SDK's `constructEvent`
 // (Stripe-Signature, 300 s tolerance) and translated into BillingChanges for the billing service.
 //
 // Webhook payloads are read through the small `*Wire` shapes below rather than the SDK's types: an
