@@ -5,14 +5,16 @@
 //   2. the same on a metered plan (every generation past the first of each workspace is overage, so that
 //      many meter events), the worker SIGKILLed halfway and another started: the metered rate;
 //   3. waits for every meter event to reach the fake Stripe (tests/helpers/fake-stripe.ts, a real HTTP
-//      server the official SDK talks to, in a child process of its own: bench/fake-stripe-server.ts).
+//      server the official SDK talks to, in a child process of its own: bench/fake-stripe-server.ts); the
+//      worker sends them in batches on Stripe's v2 meter event stream (a meter event session's token).
 // Targets: every meter event at the fake Stripe within 60 s of the last generation, none counted twice by
 // identifier (resends are counted and printed), the metered rate >= 0.9x the flat rate. Exit code 1 when a
 // target is missed. Beside the rates, less noisy on a shared machine, per generation of each round: the
 // database's transactions (pg_stat_database: every statement outside a transaction is one; the worker's
 // included) and the CPU of the API, the workers, the fake Stripe and Postgres (read from /proc). Those are
 // read after the round and a settling pause (Postgres reports a backend's counts up to 10 s late), so the
-// worker's sends of a round's meter events count in that round.
+// worker's sends of a round's meter events count in that round; the worker's and the fake Stripe's CPU are
+// also given per meter event of the round, and the fake's requests per meter event.
 // Environment: BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379), BENCH_BILLING_GENERATIONS (10000), BENCH_BILLING_WORKSPACES (100),
 // BENCH_BILLING_CONCURRENCY (32).
@@ -66,7 +68,7 @@ async function main() {
     counts: async () =>
       (await (
         await fetch(`${stripeUrl}/__fake/meter-events`, { headers: { authorization: `Bearer ${STRIPE_KEY}` } })
-      ).json()) as { counted: number; requests: number },
+      ).json()) as { counted: number; received: number; duplicates: number; requests: number; sessions: number },
   };
   const port = await freePort();
   const env: Record<string, string> = {
@@ -205,6 +207,7 @@ async function main() {
           workers: await Promise.all(workers.map((w) => cpuSecondsOf(w.pid!))),
           stripe: await cpuSecondsOf(stripeChild.pid!),
           postgres: await cpuSecondsByPid('postgres'),
+          meterEvents: (await stripe.counts()).received,
         };
       } finally {
         await client.end();
@@ -237,6 +240,18 @@ async function main() {
         postgresCpuUs: Math.round(((cpuSecondsBetween(before.postgres, after.postgres) ?? NaN) * 1e6) / n),
       };
     };
+    /** Per meter event the fake Stripe received between two snapshots: the worker's and the fake's CPU µs. */
+    const perEvent = (before: Snapshot, after: Snapshot, perGen: ReturnType<typeof perGeneration>, n: number) => {
+      const events = after.meterEvents - before.meterEvents;
+      const us = (perGenUs?: number) => (perGenUs === undefined ? undefined : Math.round((perGenUs * n) / events));
+      return events === 0
+        ? {}
+        : {
+            meterEvents: events,
+            workerCpuUsPerEvent: us(perGen.workerCpuUs),
+            stripeCpuUsPerEvent: us(perGen.stripeCpuUs),
+          };
+    };
     // Warm-up, untimed: a few generations of each kind.
     await run(flat.slice(0, 4), 40);
     // Two rounds, flat then metered each, so that a slow minute of the machine weighs on both alike; the
@@ -244,7 +259,9 @@ async function main() {
     const overage = WORKSPACES * (perWorkspace - 1);
     const flatRates: number[] = [];
     const meteredRates: number[] = [];
-    const rounds: Array<{ plan: string; perSec: number } & ReturnType<typeof perGeneration>> = [];
+    const rounds: Array<
+      { plan: string; perSec: number } & ReturnType<typeof perGeneration> & ReturnType<typeof perEvent>
+    > = [];
     let lastGeneration = 0;
     let counts = await stripe.counts();
     let allThere = false;
@@ -277,16 +294,18 @@ async function main() {
         deliveredIn = performance.now() - lastGeneration;
       }
       after = await settled();
+      const perGen = perGeneration(before, after, meteredTotal);
       rounds.push({
         plan: 'metered',
         perSec: Math.round(meteredRates[round]),
-        ...perGeneration(before, after, meteredTotal),
+        ...perGen,
+        ...perEvent(before, after, perGen, meteredTotal),
       });
       before = after;
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const [flatRate, meteredRate] = [mean(flatRates), mean(meteredRates)];
-    const resends = counts.requests - counts.counted;
+    const resends = counts.received - counts.counted;
     const ratio = meteredRate / flatRate;
     const results = {
       generationsPerSec: { flat: Math.round(flatRate), metered: Math.round(meteredRate), ratio: +ratio.toFixed(3) },
@@ -294,6 +313,10 @@ async function main() {
         expected: overage,
         counted: counts.counted,
         resends,
+        duplicates: counts.duplicates,
+        requests: counts.requests,
+        requestsPerEvent: +(counts.requests / Math.max(1, counts.counted)).toFixed(4),
+        sessions: counts.sessions,
         deliveredInMs: Math.round(deliveredIn),
       },
       // Per generation; the first metered round's worker CPU is unknown (the killed worker's is gone).

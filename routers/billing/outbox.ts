@@ -4,12 +4,15 @@
 // API's, with the queues off). A row is claimed with a lease and stays until the processor acknowledged
 // it: a worker that dies leaves it to be claimed again when the lease ends, and a failure is retried with
 // a growing delay, without end. A meter event is sent with the generation id as Stripe's `identifier`, so
-// a second send of it is not counted twice.
+// a second send of it is not counted twice. Stripe's meter events go in batches (its v2 meter event stream,
+// up to USAGE_BATCH_MAX a request): a batch is acknowledged as a whole once Stripe answered 2xx, or retried
+// as a whole; the rest (seat syncs, Lemon Squeezy usage records) is sent command by command.
 import type { Kysely, Selectable } from 'kysely';
 import type { BillingCommandsTable, Database, Plan, Subscription } from '../../db/schema.js';
 import { LIVE_SUBSCRIPTION_STATUSES } from '../../db/schema.js';
 import { AppError } from '../../server/platform/errors.js';
 import type { AppDeps } from '../../server/platform/context.js';
+import { USAGE_BATCH_MAX, type ProcessorName, type UsageEvent } from './processors/types.js';
 import { atProcessor } from './provider-events.js';
 import { priceRef } from './service.js';
 import { billedSeats, seatsUsed } from './usage.js';
@@ -123,6 +126,29 @@ async function claim(deps: OutboxDeps, now: Date, workspaceIds?: string[]): Prom
     .execute();
 }
 
+/** Why a send failed, fit for the log and the row: never the provider's own text (it can echo the request). */
+const reasonOf = (err: unknown) => (err instanceof AppError ? err.message : 'unexpected error');
+
+/**
+ * Leaves commands the processor did not acknowledge to be retried: released, and due again after a delay
+ * that grows with their attempts (one statement per distinct delay).
+ */
+async function retryLater(deps: OutboxDeps, cmds: Command[], message: string) {
+  const byDelay = new Map<number, string[]>();
+  for (const cmd of cmds) {
+    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(cmd.attempts, 20));
+    byDelay.set(delay, [...(byDelay.get(delay) ?? []), cmd.id]);
+  }
+  for (const [delay, ids] of byDelay) {
+    await deps.db
+      .updateTable('billing_commands')
+      .set({ locked_until: null, not_before: new Date(Date.now() + delay), last_error: message })
+      .where('id', 'in', ids)
+      .where('acked_at', 'is', null)
+      .execute();
+  }
+}
+
 /** Sends one command: its result, or false when the processor did not acknowledge it (retried later). */
 async function runOne(
   deps: OutboxDeps,
@@ -135,21 +161,78 @@ async function runOne(
       ? await sendSeats(deps, cmd, target, now)
       : await sendMeterEvent(deps, cmd, target);
   } catch (err) {
-    // Never the provider's own text: it can echo the request (AppError messages are ours).
-    const message = err instanceof AppError ? err.message : 'unexpected error';
-    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(cmd.attempts, 20));
+    const message = reasonOf(err);
     deps.logger.warn(
       { commandId: cmd.id, kind: cmd.kind, workspaceId: cmd.workspace_id, attempts: cmd.attempts, reason: message },
       'billing outbox: the processor did not acknowledge a command; it is retried',
     );
-    await deps.db
-      .updateTable('billing_commands')
-      .set({ locked_until: null, not_before: new Date(Date.now() + delay), last_error: message })
-      .where('id', '=', cmd.id)
-      .where('acked_at', 'is', null)
-      .execute();
+    await retryLater(deps, [cmd], message);
     return false;
   }
+}
+
+/** A meter command the processor of its subscription takes in batches, with its event. */
+interface Streamed {
+  cmd: Command;
+  event: UsageEvent;
+}
+
+/**
+ * The meter commands of the batch that go to their processor in batches (Stripe's meter event stream),
+ * by processor; every other command is sent on its own (seat syncs, Lemon Squeezy usage records, MOCK,
+ * and a meter command without a customer or meter, which fails on its own rather than with a batch).
+ */
+function splitStreamed(deps: OutboxDeps, batch: Command[], targets: Map<string, Target>) {
+  const streamed = new Map<ProcessorName, Streamed[]>();
+  const single: Command[] = [];
+  for (const cmd of batch) {
+    const target = targets.get(cmd.workspace_id);
+    const sub = target?.sub;
+    const customerId = sub?.provider_customer_id;
+    const meterEventName = target?.plan.processor_a_meter_event_name;
+    if (
+      cmd.kind === 'METER_EVENT' &&
+      sub &&
+      sub.provider !== 'MOCK' &&
+      atProcessor(sub) &&
+      deps.processors[sub.provider].reportUsageBatch &&
+      customerId &&
+      meterEventName
+    ) {
+      const event = { customerId, meterEventName, identifier: cmd.identifier, occurredAt: cmd.created_at };
+      streamed.set(sub.provider, [...(streamed.get(sub.provider) ?? []), { cmd, event }]);
+    } else single.push(cmd);
+  }
+  return { streamed, single };
+}
+
+/**
+ * Sends meter events as one request: all acknowledged (SENT) once the processor answered 2xx, or none,
+ * each left to be retried with the whole batch. Answers how many failed.
+ */
+async function runStreamed(
+  deps: OutboxDeps,
+  provider: ProcessorName,
+  chunk: Streamed[],
+  results: Map<string, 'SENT' | 'SKIPPED'>,
+): Promise<number> {
+  try {
+    await deps.processors[provider].reportUsageBatch!(chunk.map((s) => s.event));
+  } catch (err) {
+    const message = reasonOf(err);
+    deps.logger.warn(
+      { provider, commands: chunk.length, reason: message },
+      'billing outbox: the processor did not acknowledge a batch of meter events; it is retried',
+    );
+    await retryLater(
+      deps,
+      chunk.map((s) => s.cmd),
+      message,
+    );
+    return chunk.length;
+  }
+  for (const { cmd } of chunk) results.set(cmd.id, 'SENT');
+  return 0;
 }
 
 /** Records the acknowledged commands of a batch, in one statement per result. */
@@ -182,15 +265,24 @@ export async function drainBillingOutbox(
     if (batch.length === 0) break;
     const targets = await liveTargets(deps.db, [...new Set(batch.map((c) => c.workspace_id))]);
     const results = new Map<string, 'SENT' | 'SKIPPED'>();
+    const { streamed, single } = splitStreamed(deps, batch, targets);
+    const tasks: Array<() => Promise<void>> = single.map((cmd) => async () => {
+      const result = await runOne(deps, cmd, targets.get(cmd.workspace_id), now);
+      if (result) results.set(cmd.id, result);
+      else failed += 1;
+    });
+    for (const [provider, items] of streamed) {
+      for (let i = 0; i < items.length; i += USAGE_BATCH_MAX) {
+        const chunk = items.slice(i, i + USAGE_BATCH_MAX);
+        tasks.push(async () => {
+          failed += await runStreamed(deps, provider, chunk, results);
+        });
+      }
+    }
     let next = 0;
     await Promise.all(
-      Array.from({ length: Math.min(CONCURRENCY, batch.length) }, async () => {
-        while (next < batch.length) {
-          const cmd = batch[next++];
-          const result = await runOne(deps, cmd, targets.get(cmd.workspace_id), now);
-          if (result) results.set(cmd.id, result);
-          else failed += 1;
-        }
+      Array.from({ length: Math.min(CONCURRENCY, tasks.length) }, async () => {
+        while (next < tasks.length) await tasks[next++]();
       }),
     );
     // A worker that dies before this line leaves the batch claimed: it is sent again after the lease.

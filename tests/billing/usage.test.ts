@@ -1,6 +1,7 @@
 // Usage-based overage: on a metered plan, generations past the plan's amount are allowed up to
 // AI_MONTHLY_GENERATION_LIMIT and each becomes one meter event sent from the billing outbox (Stripe Billing
-// Meter events with the generation id as `identifier`; Lemon Squeezy usage records). A lost
+// Meter events, in batches on its v2 meter event stream, with the generation id as `identifier`; Lemon
+// Squeezy usage records). A lost
 // acknowledgement is sent again and Stripe counts it once. GET /billing/current shows the usage.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -152,10 +153,13 @@ describe('metered overage at Stripe', () => {
     expect((await currentOf(app, owner.accessToken, owner.workspaceId)).usage.reported).toBe(0);
 
     await clockAhead(5_000, () => drain(app, owner));
-    const sent = stripe.requests.filter((r) => r.path === '/v1/billing/meter_events').slice(-2);
-    expect(sent.map((r) => r.body.identifier)).toEqual([overageId, overageId]);
-    // The SDK's idempotency key is stable too.
-    expect(sent[0].headers['idempotency-key']).toBe(sent[1].headers['idempotency-key']);
+    // Both sends went to the meter event stream with the same identifier (what makes the resend idempotent
+    // at Stripe: API v2's idempotency keys are the SDK's own, new for each call).
+    const sent = stripe.requests.filter((r) => r.path === '/v2/billing/meter_event_stream').slice(-2);
+    expect(sent.map((r) => r.body.events.map((e: { identifier: string }) => e.identifier))).toEqual([
+      [overageId],
+      [overageId],
+    ]);
     expect([...stripe.meterEvents.keys()].filter((k) => k === overageId)).toHaveLength(1);
     expect((await currentOf(app, owner.accessToken, owner.workspaceId)).usage.reported).toBe(1);
   });

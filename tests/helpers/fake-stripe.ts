@@ -1,8 +1,10 @@
 // A local stand-in for the Stripe API, as a real HTTP server the official SDK talks to (through
 // PROCESSOR_A_BASE_URL): enough of Checkout Sessions, subscriptions and their items (quantities with
-// prorations), billing meter events (counted once per identifier, as Stripe does) and billing-portal
-// sessions to test the PROCESSOR_A adapter, with a request log and a switch to make the next request fail
-// or hang.
+// prorations), billing meter events (counted once per identifier, as Stripe does; v1's one event a
+// request and v2's meter event stream: a meter event session's short-lived token as the bearer, up to 100
+// events a request, 401 for a missing, unknown or expired token) and billing-portal sessions to test the
+// PROCESSOR_A adapter, with a request log and a switch to make the next request fail or hang. The SDK sends
+// the stream to meter-events.stripe.com; with a host set (PROCESSOR_A_BASE_URL) it comes here too.
 // Also builds signed webhook events, signed with the SDK's own test helper.
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -29,11 +31,19 @@ export interface FakeStripe {
   subscriptions: Map<string, Record<string, any>>;
   /** Meter events Stripe counted, by identifier (a repeated identifier is not counted again). */
   meterEvents: Map<string, { event_name: string; payload: Record<string, string>; timestamp: number }>;
-  /** How many meter event requests arrived, duplicates included. */
+  /** How many requests carrying meter events arrived (v1: one event each; v2 stream: a batch each). */
   meterEventRequests(): number;
+  /** How many meter events arrived, those sent again included. */
+  meterEventsReceived(): number;
+  /** How many of the meter events that arrived had an identifier already counted (not counted again). */
+  meterEventDuplicates(): number;
+  /** How many meter event sessions were created (POST /v2/billing/meter_event_session). */
+  meterSessionsCreated(): number;
+  /** Ends every meter event session created so far: their tokens get 401 temporary_session_expired. */
+  expireMeterSessions(): void;
   /**
-   * Counts the next meter event, then answers it with `status` or never ('hang'): an acknowledgement lost
-   * on its way back.
+   * Counts the next meter event request's events, then answers it with `status` or never ('hang'): an
+   * acknowledgement lost on its way back.
    */
   loseNextMeterAnswer(answer: Failure): void;
   failNext(failure: Failure): void;
@@ -50,16 +60,34 @@ function stripeError(res: Response, status: number, type: string, message: strin
   res.status(status).json({ error: { type, message } });
 }
 
-export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<FakeStripe> {
+/** Stripe's meter event sessions last 15 minutes. */
+const METER_SESSION_MS = 15 * 60_000;
+const METER_STREAM_PATH = '/v2/billing/meter_event_stream';
+
+export async function startFakeStripe({
+  apiKey,
+  meterSessionMs = METER_SESSION_MS,
+}: {
+  apiKey: string;
+  /** How long a meter event session's token is valid. */
+  meterSessionMs?: number;
+}): Promise<FakeStripe> {
   const requests: RecordedRequest[] = [];
   const subscriptions = new Map<string, Record<string, any>>();
   const meterEvents: FakeStripe['meterEvents'] = new Map();
   let meterRequests = 0;
+  let meterReceived = 0;
+  let meterDuplicates = 0;
+  /** Meter event session tokens and when each expires (ms). */
+  const meterSessions = new Map<string, number>();
+  let sessionsCreated = 0;
   let loseMeterAnswer: Failure | null = null;
   let pending: Failure | null = null;
 
   const app = express();
   app.use(express.urlencoded({ extended: true }));
+  // API v2 (meter event sessions and streams) takes JSON.
+  app.use(express.json());
 
   // Log, then fail on demand, then check the key, as Stripe would.
   app.use((req, res, next) => {
@@ -73,7 +101,8 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
     pending = null;
     if (failure === 'hang') return; // never answered; close() drops the connection
     if (typeof failure === 'number') return stripeError(res, failure, 'api_error', FAKE_STRIPE_ERROR_DETAIL);
-    if (req.headers.authorization !== `Bearer ${apiKey}`) {
+    // The stream is authenticated with a meter event session's token, checked by its route.
+    if (req.path !== METER_STREAM_PATH && req.headers.authorization !== `Bearer ${apiKey}`) {
       return stripeError(res, 401, 'invalid_request_error', 'Invalid API Key provided.');
     }
     next();
@@ -81,7 +110,13 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
 
   // Not Stripe's: what the fake has counted, for a process that runs it as a child (bench/billing-usage.ts).
   app.get('/__fake/meter-events', (_req: Request, res: Response) => {
-    res.json({ counted: meterEvents.size, requests: meterRequests });
+    res.json({
+      counted: meterEvents.size,
+      received: meterReceived,
+      duplicates: meterDuplicates,
+      requests: meterRequests,
+      sessions: sessionsCreated,
+    });
   });
 
   app.post('/v1/checkout/sessions', (req: Request, res: Response) => {
@@ -150,22 +185,72 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
     res.json(item);
   });
 
+  const validMeterEvent = (e: Record<string, any> | undefined) =>
+    Boolean(e?.event_name && e.payload?.stripe_customer_id && e.payload?.value !== undefined);
+  /** Counts an event, once per identifier (Stripe enforces their uniqueness): answers its identifier. */
+  const countMeterEvent = (e: Record<string, any>, timestamp: number) => {
+    meterReceived += 1;
+    const identifier = String(e.identifier ?? randomId('mev'));
+    const event = { event_name: String(e.event_name), payload: e.payload as Record<string, string>, timestamp };
+    if (meterEvents.has(identifier)) meterDuplicates += 1;
+    else meterEvents.set(identifier, event);
+    return { identifier, event };
+  };
+  /** After the events were counted: true when the answer is lost (sent as asked, or never). */
+  const lostMeterAnswer = (res: Response) => {
+    if (loseMeterAnswer === null) return false;
+    const answer = loseMeterAnswer;
+    loseMeterAnswer = null;
+    if (answer !== 'hang') stripeError(res, answer, 'api_error', FAKE_STRIPE_ERROR_DETAIL);
+    return true;
+  };
+
   app.post('/v1/billing/meter_events', (req: Request, res: Response) => {
     const body = req.body as Record<string, any>;
     meterRequests += 1;
-    if (!body.event_name || !body.payload?.stripe_customer_id || body.payload?.value === undefined)
+    if (!validMeterEvent(body))
       return stripeError(res, 400, 'invalid_request_error', 'event_name and payload are required.');
-    const identifier = String(body.identifier ?? randomId('mev'));
-    const event = { event_name: body.event_name, payload: body.payload, timestamp: Number(body.timestamp ?? now()) };
-    // Stripe enforces uniqueness of identifiers: a repeated one is not counted again.
-    if (!meterEvents.has(identifier)) meterEvents.set(identifier, event);
-    if (loseMeterAnswer !== null) {
-      const answer = loseMeterAnswer;
-      loseMeterAnswer = null;
-      if (answer === 'hang') return;
-      return stripeError(res, answer, 'api_error', FAKE_STRIPE_ERROR_DETAIL);
-    }
+    const { identifier, event } = countMeterEvent(body, Number(body.timestamp ?? now()));
+    if (lostMeterAnswer(res)) return;
     res.json({ object: 'billing.meter_event', created: now(), identifier, livemode: false, ...event });
+  });
+
+  // API v2: a meter event session, its token valid for meterSessionMs (created with the secret key).
+  app.post('/v2/billing/meter_event_session', (_req: Request, res: Response) => {
+    const created = Date.now();
+    const token = randomId('mes_token');
+    meterSessions.set(token, created + meterSessionMs);
+    sessionsCreated += 1;
+    res.json({
+      id: randomId('mes'),
+      object: 'v2.billing.meter_event_session',
+      authentication_token: token,
+      created: new Date(created).toISOString(),
+      expires_at: new Date(created + meterSessionMs).toISOString(),
+      livemode: false,
+    });
+  });
+
+  // API v2: the meter event stream (meter-events.stripe.com), up to 100 events a request, the session's
+  // token as the bearer. Events are validated asynchronously at Stripe; here an invalid one refuses the
+  // request.
+  app.post(METER_STREAM_PATH, (req: Request, res: Response) => {
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const expiresAt = token === undefined ? undefined : meterSessions.get(token);
+    if (expiresAt === undefined)
+      return stripeError(res, 401, 'invalid_request_error', 'A meter event session token is required.');
+    if (Date.now() >= expiresAt)
+      return stripeError(res, 401, 'temporary_session_expired', 'The meter event session has expired.');
+    const events = (req.body as { events?: Array<Record<string, any>> }).events;
+    if (!Array.isArray(events) || events.length === 0 || events.length > 100 || !events.every(validMeterEvent))
+      return stripeError(res, 400, 'invalid_request_error', 'events: 1 to 100 meter events are required.');
+    meterRequests += 1;
+    for (const e of events) {
+      const at = e.timestamp === undefined ? Date.now() : Date.parse(String(e.timestamp));
+      countMeterEvent(e, Math.floor(at / 1000));
+    }
+    if (lostMeterAnswer(res)) return;
+    res.json({});
   });
 
   app.post('/v1/subscriptions/:id', (req: Request, res: Response) => {
@@ -204,6 +289,12 @@ export async function startFakeStripe({ apiKey }: { apiKey: string }): Promise<F
     subscriptions,
     meterEvents,
     meterEventRequests: () => meterRequests,
+    meterEventsReceived: () => meterReceived,
+    meterEventDuplicates: () => meterDuplicates,
+    meterSessionsCreated: () => sessionsCreated,
+    expireMeterSessions() {
+      for (const token of meterSessions.keys()) meterSessions.set(token, 0);
+    },
     loseNextMeterAnswer(answer) {
       loseMeterAnswer = answer;
     },

@@ -19,6 +19,7 @@ export function unconfiguredStripeProcessor(): PaymentProcessor {
     cancelSubscription: refuse,
     updateSeats: refuse,
     reportUsage: refuse,
+    reportUsageBatch: refuse,
     createPortalSession: refuse,
     parseWebhook() {
       throw new AppError('BILLING_NOT_CONFIGURED', WEBHOOKS_NOT_CONFIGURED);

@@ -104,6 +104,17 @@ export interface ProviderEvent {
   changes: BillingChange[];
 }
 
+/** One unit of usage to report: `identifier` is ours (the generation id) and stable across resends. */
+export interface UsageEvent {
+  customerId: string;
+  meterEventName: string;
+  identifier: string;
+  occurredAt: Date;
+}
+
+/** The most events reportUsageBatch takes at once (Stripe's meter event stream: 100 a request). */
+export const USAGE_BATCH_MAX = 100;
+
 /** Options of a processor adapter. */
 export interface ProcessorOptions {
   /** How long one API call may take (default 10 s). Tests shorten it. */
@@ -138,6 +149,13 @@ export interface PaymentProcessor {
     identifier: string;
     occurredAt: Date;
   }): Promise<void>;
+  /**
+   * Reports up to USAGE_BATCH_MAX units of usage in one request (Stripe's meter event stream), for
+   * processors that take them so. All or nothing: it resolves only once the provider acknowledged the
+   * whole batch, and throws AppError('BAD_GATEWAY') otherwise; the batch is then sent again as a whole,
+   * each event with the same identifier (counted once).
+   */
+  reportUsageBatch?(events: UsageEvent[]): Promise<void>;
   /** A URL of the provider's billing portal for the customer, where the provider has one. */
   createPortalSession?(customerId: string, returnUrl: string): Promise<string>;
   /**
