@@ -6,6 +6,7 @@ import { expect } from 'vitest';
 import { TEST_ADMIN, TEST_DEMO_ADMIN, type TestApp } from '../helpers/app.js';
 import { login, type Session } from '../helpers/http.js';
 import { waitFor } from '../helpers/wait.js';
+import { fakeSubscription, signStripe, stripeEvent, type FakeStripe } from '../helpers/fake-stripe.js';
 
 /** The field names of a plan. */
 export const PLAN_FIELDS = [
@@ -162,4 +163,30 @@ export async function historyOf(app: TestApp, token: string, workspaceId: string
     total: number;
     totalPages: number;
   };
+}
+
+/**
+ * Subscribes the workspace of `owner` to `plan` at the fake Stripe, as a checkout would: the subscription
+ * made there, then announced to the API by its signed `customer.subscription.created`. Answers the customer.
+ */
+export async function subscribeAtFakeStripe(
+  app: TestApp,
+  stripe: FakeStripe,
+  webhookSecret: string,
+  owner: Session,
+  plan: { id: string },
+): Promise<string> {
+  const customer = `cus_${randomHex(6)}`;
+  const subscription = fakeSubscription(`sub_${randomHex(8)}`, {
+    customer,
+    metadata: { workspaceId: owner.workspaceId, planId: plan.id },
+  });
+  stripe.subscriptions.set(subscription.id as string, subscription);
+  const payload = stripeEvent('customer.subscription.created', subscription);
+  const res = await app.api('POST', '/billing/webhooks/processor-a', {
+    raw: payload,
+    headers: { 'content-type': 'application/json', 'stripe-signature': signStripe(payload, webhookSecret) },
+  });
+  expect(res.status, res.text).toBe(200);
+  return customer;
 }

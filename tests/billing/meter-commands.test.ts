@@ -8,10 +8,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { fakeSubscription, signStripe, startFakeStripe, stripeEvent, type FakeStripe } from '../helpers/fake-stripe.js';
+import { startFakeStripe, type FakeStripe } from '../helpers/fake-stripe.js';
 import { expectError, registerAndLogin, type Session } from '../helpers/http.js';
 import { openStream } from '../ai/stream-helpers.js';
-import { adminLogin, createPlan, randomHex } from './helpers.js';
+import { adminLogin, createPlan, randomHex, subscribeAtFakeStripe } from './helpers.js';
 
 const STRIPE_KEY = `sk_test_meter${randomHex(12)}`;
 const WHSEC = `whsec_meter${randomHex(12)}`;
@@ -69,17 +69,7 @@ afterAll(async () => {
 /** A new account of `app` whose workspace is subscribed to `plan` at the fake Stripe. */
 async function subscribed(app: TestApp, plan: { id: string }): Promise<Session> {
   const owner = await registerAndLogin(app.api, { prefix: 'meter-cmd' });
-  const subscription = fakeSubscription(`sub_${randomHex(8)}`, {
-    customer: `cus_${randomHex(6)}`,
-    metadata: { workspaceId: owner.workspaceId, planId: plan.id },
-  });
-  stripe.subscriptions.set(subscription.id as string, subscription);
-  const payload = stripeEvent('customer.subscription.created', subscription);
-  const res = await app.api('POST', '/billing/webhooks/processor-a', {
-    raw: payload,
-    headers: { 'content-type': 'application/json', 'stripe-signature': signStripe(payload, WHSEC) },
-  });
-  expect(res.status, res.text).toBe(200);
+  await subscribeAtFakeStripe(app, stripe, WHSEC, owner, plan);
   return owner;
 }
 

@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { clockAhead } from '../helpers/clock.js';
-import { fakeSubscription, signStripe, startFakeStripe, stripeEvent, type FakeStripe } from '../helpers/fake-stripe.js';
+import { startFakeStripe, type FakeStripe } from '../helpers/fake-stripe.js';
 import { registerAndLogin, type Session } from '../helpers/http.js';
 import { drainBillingOutbox } from '../../routers/billing/outbox.js';
-import { adminLogin, createPlan, currentOf, randomHex } from './helpers.js';
+import { adminLogin, createPlan, currentOf, randomHex, subscribeAtFakeStripe } from './helpers.js';
 
 const STRIPE_KEY = `sk_test_stream${randomHex(12)}`;
 const WHSEC = `whsec_stream${randomHex(12)}`;
@@ -48,19 +48,7 @@ afterAll(async () => {
 /** A new account whose workspace is subscribed to the metered plan at the fake Stripe, and its customer. */
 async function subscribed(): Promise<{ owner: Session; customer: string }> {
   const owner = await registerAndLogin(app.api, { prefix: 'meter-stream' });
-  const customer = `cus_${randomHex(6)}`;
-  const subscription = fakeSubscription(`sub_${randomHex(8)}`, {
-    customer,
-    metadata: { workspaceId: owner.workspaceId, planId: metered.id },
-  });
-  stripe.subscriptions.set(subscription.id as string, subscription);
-  const payload = stripeEvent('customer.subscription.created', subscription);
-  const res = await app.api('POST', '/billing/webhooks/processor-a', {
-    raw: payload,
-    headers: { 'content-type': 'application/json', 'stripe-signature': signStripe(payload, WHSEC) },
-  });
-  expect(res.status, res.text).toBe(200);
-  return { owner, customer };
+  return { owner, customer: await subscribeAtFakeStripe(app, stripe, WHSEC, owner, metered) };
 }
 
 /** `n` overage generations (after the included ones, on a new workspace), 10 at a time: their ids. */

@@ -6,11 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { clockAhead } from '../helpers/clock.js';
-import { fakeSubscription, signStripe, startFakeStripe, stripeEvent, type FakeStripe } from '../helpers/fake-stripe.js';
+import { startFakeStripe, type FakeStripe } from '../helpers/fake-stripe.js';
 import { lemonEvent, signLemon, startFakeLemonSqueezy, type FakeLemonSqueezy } from '../helpers/fake-lemonsqueezy.js';
 import { expectError, registerAndLogin, type Session } from '../helpers/http.js';
 import { drainBillingOutbox } from '../../routers/billing/outbox.js';
-import { adminLogin, createPlan, currentOf, randomHex } from './helpers.js';
+import { adminLogin, createPlan, currentOf, randomHex, subscribeAtFakeStripe } from './helpers.js';
 
 const STRIPE_KEY = `sk_test_usage${randomHex(12)}`;
 const WHSEC = `whsec_usage${randomHex(12)}`;
@@ -65,21 +65,8 @@ afterAll(async () => {
 });
 
 /** The workspace of a new account, subscribed to `plan` at the fake Stripe; answers its customer id. */
-async function subscribedAtStripe(owner: Session, plan: { id: string }) {
-  const customer = `cus_${randomHex(6)}`;
-  const subscription = fakeSubscription(`sub_${randomHex(8)}`, {
-    customer,
-    metadata: { workspaceId: owner.workspaceId, planId: plan.id },
-  });
-  stripe.subscriptions.set(subscription.id as string, subscription);
-  const payload = stripeEvent('customer.subscription.created', subscription);
-  const res = await app.api('POST', '/billing/webhooks/processor-a', {
-    raw: payload,
-    headers: { 'content-type': 'application/json', 'stripe-signature': signStripe(payload, WHSEC) },
-  });
-  expect(res.status, res.text).toBe(200);
-  return customer;
-}
+const subscribedAtStripe = (owner: Session, plan: { id: string }) =>
+  subscribeAtFakeStripe(app, stripe, WHSEC, owner, plan);
 
 async function generate(target: TestApp, owner: Session) {
   return target.api('POST', '/ai/generate', {
