@@ -15,6 +15,8 @@
 //   POST /stream  an event stream shaped as the API's streamed generation (`started`, BENCH_STREAM_CHUNKS
 //                 `delta` events STREAM_CHUNK_DELAY_MS apart, the first at once, then `completed`), without
 //                 authentication, validation or a database: the floor of a streamed answer (bench/stream.ts).
+//   PUT  /blob    stores the body; GET /blob answers it as JSON: the floor of sending an answer of that
+//                 size (bench/run.ts stores the API's MCP tools/list answer there).
 //   GET  /loop    {p99Ms}: this process's event-loop delay p99 since the last read (10 ms resolution).
 // Settings from the environment: PORT, HOST (default 127.0.0.1), BCRYPT_COST (default 12),
 // BENCH_PASSWORD (the password the hash is made of) and BENCH_DATABASE_URL.
@@ -53,6 +55,15 @@ app.post('/bcrypt', express.json(), async (req, res) => {
 const streamChunks = Number(process.env.BENCH_STREAM_CHUNKS ?? 55);
 const streamDelayMs = Number(process.env.STREAM_CHUNK_DELAY_MS ?? 20);
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+let blob = '{}';
+app.put('/blob', express.text({ type: '*/*', limit: '1mb' }), (req, res) => {
+  blob = String(req.body);
+  res.status(204).end();
+});
+app.get('/blob', (_req, res) => {
+  res.type('application/json').send(blob);
+});
 
 // The event-loop delay as the API's /metrics measures it (prom-client: 10 ms resolution), p99 since the
 // last read: the floor of the streaming bench's loop delay.

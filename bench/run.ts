@@ -22,7 +22,9 @@
 //                                         >= 0.85x of the bound of an authenticated page (GET /auth/me plus
 //                                         what the bare page adds to bare /json), p99 <= 2x the bare page's p99
 //   POST /mcp tools/call ai_history, 1,000 rows   ratio to GET /ai/history, 1,000 rows, target >= 0.7x (bench/mcp.ts)
-//   POST /mcp tools/list                  ratio to GET /auth/me, target >= 0.8x
+//   POST /mcp tools/list                  ratio to GET /auth/me, target >= 0.8x; printed also against its bound
+//                                         (GET /auth/me plus what bare Express sending the same answer, bare
+//                                         GET /blob, adds to bare /json)
 //   GET /ai/history page 500, 1,000,000 rows ratio to page 1 of the same, target >= 0.5x (rows 9,981 to 10,000)
 //   GET /ai/history cursor at row 900,000    ratio to page 1 of the same, target >= 0.8x
 //   POST /ai/generate (MOCK)              ratio to bare /json, target >= 0.25x
@@ -411,6 +413,13 @@ function scenarios(t: Targets): Scenario[] {
       check: mcpHistoryPage(1_000),
     },
     {
+      name: TOOL_LIST_FLOOR,
+      url: `${t.bare}/blob`,
+      method: 'GET',
+      ...base,
+      baseline: 'bare GET /json',
+    },
+    {
       name: 'POST /mcp tools/list',
       url: `${t.api}/mcp`,
       method: 'POST',
@@ -504,6 +513,8 @@ function scenarios(t: Targets): Scenario[] {
 
 /** The floor of a list page (bench/bare-server.ts): page 1 of the big workspace, read by bare Express and pg. */
 const BARE_PAGE = 'bare GET /page, 20 rows from pg';
+/** The floor of tools/list's answer: bare Express sending the same bytes (bench/bare-server.ts /blob). */
+const TOOL_LIST_FLOOR = 'bare GET /blob, the MCP tools/list answer';
 
 /** Each page of the big history workspace: at least this ratio of GET /auth/me, and this p99. */
 /** Each history page of the big workspace against the bound of an authenticated page, and its p99 against the bare page's. */
@@ -1071,6 +1082,14 @@ async function main(): Promise<void> {
     deepCursor = await seedHistory(db.url, String(history.id), String(smallHistory.id), shared.JWT_ACCESS_SECRET);
   }
 
+  // The tools/list answer, stored at the bare server: the floor of sending it.
+  const toolList = await fetch(`${apis.api.url}/mcp`, {
+    method: 'POST',
+    headers: mcpHeaders(String(mcpKey.rawKey)),
+    body: MCP_LIST_BODY,
+  }).then((r) => r.text());
+  await fetch(`${bare.url}/blob`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: toolList });
+
   console.log(
     `bench: ${DURATION_S} s per run, ${JSON_CONNECTIONS} connections (JSON routes), ${BCRYPT_CONNECTIONS} (login, bcrypt cost ${BCRYPT_COST}), ${os.cpus().length} CPUs, node ${process.version}`,
   );
@@ -1227,10 +1246,34 @@ function historyAtScale(results: Measurement[]): void {
   console.log('');
 }
 
+/**
+ * tools/list against its bound: it does at least what GET /auth/me does (a credential checked) and what
+ * sending its answer adds to bare /json (the same bytes from bare Express), whatever the implementation.
+ */
+function toolListBound(results: Measurement[]): void {
+  const find = (name: string) => results.find((m) => m.name === name);
+  const [me, floor, bareJson, list] = [
+    find('GET /auth/me'),
+    find(TOOL_LIST_FLOOR),
+    find('bare GET /json'),
+    find('POST /mcp tools/list'),
+  ];
+  if (!me || !floor || !bareJson || !list) return;
+  const us = (m: Measurement) => 1e6 / m.reqPerSec;
+  const answerCost = us(floor) - us(bareJson);
+  const boundRate = 1e6 / (us(me) + answerCost);
+  console.log(
+    `  POST /mcp tools/list: its answer adds ${answerCost.toFixed(0)} µs to bare /json; the bound (GET /auth/me plus that) ` +
+      `is ${boundRate.toFixed(0)}/s, ${(boundRate / me.reqPerSec).toFixed(2)}x of GET /auth/me; tools/list reads ` +
+      `${(list.reqPerSec / boundRate).toFixed(2)}x of the bound\n`,
+  );
+}
+
 async function report(measured: Measurement[]): Promise<void> {
   const results = compare(measured);
   console.log(`\n${table(results)}\n`);
   historyAtScale(results);
+  toolListBound(results);
   if (!ONLY) await writeResults(results);
   const missed = results
     .filter((m) => m.verdict === 'FAIL' || m.verdict === 'ERROR')
