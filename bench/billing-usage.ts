@@ -20,10 +20,10 @@
 // BENCH_BILLING_CONCURRENCY (32).
 import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import pg from 'pg';
 import { cpuSecondsBetween, cpuSecondsByPid, cpuSecondsOf } from './cpu.js';
 import { fakeSubscription, signStripe, stripeEvent } from '../tests/helpers/fake-stripe.js';
+import { freePort } from './local.js';
 
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -334,15 +334,4 @@ async function main() {
 }
 
 /** A loopback port free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
 await main();

@@ -5,12 +5,12 @@
 // is loaded with autocannon first alone, then for as long as the purge runs; the target is the load's rate
 // during the purge at least 0.8x of its rate alone, and the purge finished (rows per second printed).
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { createDb } from '../db/index.js';
 import { parseConfig, withDevelopmentSecrets } from '../server/platform/config.js';
 import { createLogger } from '../server/platform/logger.js';
 import { createStorage } from '../server/platform/storage.js';
 import { purgeDeletedWorkspaces } from '../routers/workspaces/lifecycle.js';
+import { queryRows } from './local.js';
 
 export const PURGE_TARGETS = { ratio: 0.8 };
 
@@ -37,16 +37,6 @@ interface Options {
   env: Record<string, string>;
 }
 
-async function query<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
 const loadMe = (o: Options, seconds: number) =>
   autocannon({
     url: `${o.apiUrl}/auth/me`,
@@ -57,20 +47,20 @@ const loadMe = (o: Options, seconds: number) =>
 
 export async function measurePurge(o: Options): Promise<PurgeFigures> {
   const seeded = Date.now();
-  await query(
+  await queryRows(
     o.databaseUrl,
     `insert into ai_generations (workspace_id, provider, model, prompt, output, status, prompt_tokens, completion_tokens, created_at)
      select $1, 'MOCK', 'mock-writer-1', 'prompt ' || i, 'output ' || i, 'SUCCEEDED', 10, 40, now() - (i || ' seconds')::interval
      from generate_series(1, $2::int) as i`,
     [o.workspaceId, o.rows],
   );
-  await query(o.databaseUrl, 'vacuum (analyze) ai_generations');
+  await queryRows(o.databaseUrl, 'vacuum (analyze) ai_generations');
   const seedSeconds = (Date.now() - seeded) / 1000;
 
   await loadMe(o, 2); // warm-up
   const alone = await loadMe(o, o.durationS);
 
-  await query(
+  await queryRows(
     o.databaseUrl,
     `update workspaces set status = 'PENDING_DELETION', deletion_requested_at = now(), purge_at = now() - interval '1 second'
      where id = $1`,
@@ -97,7 +87,7 @@ export async function measurePurge(o: Options): Promise<PurgeFigures> {
   } finally {
     await db.destroy();
   }
-  const [{ n }] = await query<{ n: string }>(
+  const [{ n }] = await queryRows<{ n: string }>(
     o.databaseUrl,
     'select count(*)::text as n from ai_generations where workspace_id = $1',
     [o.workspaceId],

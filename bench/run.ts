@@ -59,7 +59,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +81,7 @@ import { ISOLATION_TARGETS, measureIsolation } from './isolation.js';
 import { PURGE_TARGETS, measurePurge } from './purge.js';
 import { cpuSecondsBetween, cpuSecondsByPid, cpuSecondsOf } from './cpu.js';
 import { MCP_HISTORY_BODY, MCP_LIST_BODY, mcpHeaders, mcpHistoryPage, mcpToolList } from './mcp.js';
+import { freePort, withClient } from './local.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results', 'latest.json');
@@ -143,17 +143,6 @@ async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** `fn` with a client of the database at `url`. */
-async function withAdminOn<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 async function createDatabase(): Promise<BenchDatabase> {
   const name = `bench_${Date.now().toString(36)}_${crypto.randomBytes(3).toString('hex')}`;
   await withAdmin((admin) => admin.query(`create database "${name}"`));
@@ -188,14 +177,6 @@ interface Child {
   process: ChildProcess;
   /** Set once the process has exited. */
   exited?: string;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** `node --import tsx <script>` in the repository root; its output goes to this process's output. */
@@ -807,7 +788,7 @@ function startWorker(
 async function seedHistory(url: string, big: string, small: string, accessSecret: string): Promise<string> {
   const started = Date.now();
   const insert = (workspaceId: string, rows: number) =>
-    withAdminOn(url, (client) =>
+    withClient(url, (client) =>
       client.query(
         `insert into ai_generations (workspace_id, provider, model, prompt, output, status, prompt_tokens, completion_tokens, created_at)
          select $1, 'MOCK', 'mock-writer-1', 'prompt ' || i, 'output ' || i, 'SUCCEEDED', 10, 40, now() - (i || ' seconds')::interval
@@ -817,7 +798,7 @@ async function seedHistory(url: string, big: string, small: string, accessSecret
     );
   await insert(big, HISTORY_ROWS);
   await insert(small, 1_000);
-  const at = await withAdminOn(url, async (client) => {
+  const at = await withClient(url, async (client) => {
     // As autovacuum leaves it: statistics, and a visibility map that lets the deep pages read the index alone.
     await client.query('vacuum (analyze) ai_generations');
     const { rows } = await client.query<{ id: string; at: string }>(
@@ -1040,7 +1021,7 @@ async function main(): Promise<void> {
   const workspaceId = String(current.workspaceId);
   // Enterprise allows 5,000 generations a month, fewer than a 10 s generate run can make: lift the
   // workspace's copy of its plan limits so every answer of the run is a generation.
-  await withAdminOn(db.url, (client) =>
+  await withClient(db.url, (client) =>
     client.query(
       `update workspaces set limits = limits || '{"aiMonthlyGenerations": 1000000000}'::jsonb where id = $1`,
       [workspaceId],

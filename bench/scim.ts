@@ -14,11 +14,10 @@
 // BENCH_DURATION (seconds per scenario, default 10), BENCH_CONNECTIONS (default 50), BENCH_SCIM_USERS.
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { freePort, queryRows } from './local.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -28,26 +27,6 @@ const USERS = Number(process.env.BENCH_SCIM_USERS ?? 100_000);
 const TARGET = 2;
 
 const hex = (n: number) => crypto.randomBytes(n).toString('hex');
-
-async function sql(url: string, text: string, values: unknown[] = []) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.once('error', reject);
-  });
-}
 
 async function call(url: string, method: string, route: string, body?: unknown, token?: string) {
   const res = await fetch(url + route, {
@@ -77,7 +56,7 @@ async function load(name: string, url: string, token: string | undefined, paths:
 
 async function main() {
   const name = `bench_scim_${Date.now().toString(36)}_${hex(3)}`;
-  await sql(ADMIN_URL, `create database "${name}"`);
+  await queryRows(ADMIN_URL, `create database "${name}"`);
   const dbUrl = new URL(ADMIN_URL);
   dbUrl.pathname = `/${name}`;
   const port = await freePort();
@@ -135,12 +114,12 @@ async function main() {
     const scim = await call(api, 'POST', `/workspaces/${workspace.id}/scim/tokens`, { name: 'bench' }, token);
     const domain = 'bench-corp.example';
     const seeded = Date.now();
-    await sql(
+    await queryRows(
       dbUrl.toString(),
       `insert into workspace_domains (workspace_id, domain, status, verification_token, verified_at) values ($1, $2, 'VERIFIED', 'x', now())`,
       [workspace.id, domain],
     );
-    await sql(
+    await queryRows(
       dbUrl.toString(),
       `with u as (
          insert into users (email, name, email_verified_at, provisioned_by_workspace_id)
@@ -150,7 +129,7 @@ async function main() {
        select $1, u.id, 'MEMBER', 'ext-' || u.email, true, now() - (row_number() over () || ' ms')::interval from u`,
       [workspace.id, domain, USERS],
     );
-    await sql(dbUrl.toString(), 'vacuum (analyze) users, workspace_members');
+    await queryRows(dbUrl.toString(), 'vacuum (analyze) users, workspace_members');
     console.log(`seeded ${USERS.toLocaleString('en')} SCIM users in ${((Date.now() - seeded) / 1000).toFixed(1)} s`);
 
     const rawToken: string = scim.rawToken;
@@ -229,7 +208,7 @@ async function main() {
       await exited;
       clearTimeout(timer);
     }
-    await sql(ADMIN_URL, `drop database if exists "${name}" with (force)`);
+    await queryRows(ADMIN_URL, `drop database if exists "${name}" with (force)`);
   }
 }
 

@@ -6,10 +6,10 @@
 // used by then (/proc/<pid>/stat: the wall time on a busy shared machine is mostly waiting for a core), and
 // its resident memory (VmRSS of /proc/<pid>/status) once it has been idle for BENCH_STARTUP_SETTLE_MS.
 import { execFile, spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { cpuSecondsOf, rssMbOf } from './cpu.js';
+import { freePort } from './local.js';
 
 export interface StartupRun {
   firstHealthyMs: number;
@@ -31,14 +31,6 @@ const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** One start: spawn, first 200 on /health, settle, RSS, SIGTERM. */
 async function startOnce(root: string, env: Record<string, string>, settleMs: number): Promise<StartupRun> {

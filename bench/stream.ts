@@ -17,11 +17,10 @@
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { cpuSecondsOf, rssMbOf } from './cpu.js';
+import { freePort, withClient } from './local.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -43,24 +42,6 @@ const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
 };
-
-async function withAdmin<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function json(url: string, method: string, token: string | undefined, body?: unknown) {
   const res = await fetch(url, {
@@ -201,7 +182,7 @@ const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 async function main() {
   const name = `bench_stream_${Date.now().toString(36)}_${crypto.randomBytes(3).toString('hex')}`;
-  await withAdmin(ADMIN_URL, (c) => c.query(`create database "${name}"`));
+  await withClient(ADMIN_URL, (c) => c.query(`create database "${name}"`));
   const dbUrl = new URL(ADMIN_URL);
   dbUrl.pathname = `/${name}`;
   const stops: Array<() => Promise<void>> = [];
@@ -228,7 +209,7 @@ async function main() {
     await json(`${url}/auth/register`, 'POST', undefined, { ...USER, name: 'Bench' });
     const login = await json(`${url}/auth/login`, 'POST', undefined, USER);
     const workspaceId = String(login.activeWorkspace.id);
-    await withAdmin(dbUrl.toString(), (c) =>
+    await withClient(dbUrl.toString(), (c) =>
       c.query(`update workspaces set limits = limits || '{"aiMonthlyGenerations": 1000000000}'::jsonb where id = $1`, [
         workspaceId,
       ]),
@@ -312,7 +293,7 @@ async function main() {
     if (failures.length) console.log('first failures:', failures.map((f) => f.error).join(' | '));
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
-    await withAdmin(ADMIN_URL, (c) => c.query(`drop database if exists "${name}" with (force)`));
+    await withClient(ADMIN_URL, (c) => c.query(`drop database if exists "${name}" with (force)`));
   }
 }
 
