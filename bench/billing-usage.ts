@@ -1,9 +1,10 @@
 // `npx tsx bench/billing-usage.ts`: usage billing under load (issue 37). On a database of its own, with the
-// API (server/index.ts) and the worker (server/worker.ts) as child processes:
+// API and two workers as child processes, compiled as production runs them (`npm run build`, then
+// scripts/start.mjs, what `npm start` and `npm run worker` run):
 //   1. POST /ai/generate on a flat plan: BENCH_BILLING_GENERATIONS generations across
 //      BENCH_BILLING_WORKSPACES workspaces, BENCH_BILLING_CONCURRENCY at a time: the flat rate;
 //   2. the same on a metered plan (every generation past the first of each workspace is overage, so that
-//      many meter events), the worker SIGKILLed halfway and another started: the metered rate;
+//      many meter events), one of the workers SIGKILLed halfway, the other going on: the metered rate;
 //   3. waits for every meter event to reach the fake Stripe (tests/helpers/fake-stripe.ts, a real HTTP
 //      server the official SDK talks to, in a child process of its own: bench/fake-stripe-server.ts); the
 //      worker sends them in batches on Stripe's v2 meter event stream (a meter event session's token).
@@ -14,12 +15,14 @@
 // included) and the CPU of the API, the workers, the fake Stripe and Postgres (read from /proc). Those are
 // read after the round and a settling pause (Postgres reports a backend's counts up to 10 s late), so the
 // worker's sends of a round's meter events count in that round; the worker's and the fake Stripe's CPU are
-// also given per meter event of the round, and the fake's requests per meter event.
+// also given per meter event of the round, and the fake's requests per meter event. With BENCH_PROFILE_DIR,
+// the API and the workers write V8 CPU profiles there (the killed worker excepted).
 // Environment: BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379), BENCH_BILLING_GENERATIONS (10000), BENCH_BILLING_WORKSPACES (100),
-// BENCH_BILLING_CONCURRENCY (32).
+// BENCH_BILLING_CONCURRENCY (32), BENCH_BILLING_WARM_UP (2000).
 import crypto from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { cpuSecondsBetween, cpuSecondsByPid, cpuSecondsOf } from './cpu.js';
 import { fakeSubscription, signStripe, stripeEvent } from '../tests/helpers/fake-stripe.js';
@@ -32,6 +35,8 @@ const WORKSPACES = Number(process.env.BENCH_BILLING_WORKSPACES ?? 100);
 const CONCURRENCY = Number(process.env.BENCH_BILLING_CONCURRENCY ?? 32);
 const DELIVERY_TARGET_MS = 60_000;
 const RATE_TARGET = 0.9;
+/** Generations before the rounds, on flat accounts of their own. */
+const WARM_UP = Number(process.env.BENCH_BILLING_WARM_UP ?? 2_000);
 /** Longer than Postgres's PGSTAT_IDLE_INTERVAL (10 s): an idle backend's counts are in the view by then. */
 const SETTLE_MS = 11_000;
 
@@ -93,21 +98,26 @@ async function main() {
     PROCESSOR_A_SECRET_KEY: STRIPE_KEY,
     PROCESSOR_A_WEBHOOK_SECRET: WHSEC,
     PROCESSOR_A_BASE_URL: stripe.url,
-    AI_MONTHLY_GENERATION_LIMIT: String(Math.ceil(GENERATIONS / WORKSPACES) + 10),
+    AI_MONTHLY_GENERATION_LIMIT: String(Math.ceil((GENERATIONS + WARM_UP) / WORKSPACES) + 10),
     BILLING_OUTBOX_LEASE_SECONDS: '5',
   };
   const children: ChildProcess[] = [];
-  const startChild = (entry: string) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const profile = process.env.BENCH_PROFILE_DIR
+    ? [`--cpu-prof`, `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
+    : [];
+  // As in production: the compiled JavaScript of dist/, started by what `npm start` and `npm run worker` run.
+  await promisify(execFile)(process.execPath, ['scripts/build.mjs']);
+  const startChild = (role: 'server' | 'worker') => {
+    const child = spawn(process.execPath, [...profile, 'scripts/start.mjs', role], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: 'ignore',
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
+    child.stderr.on('data', (chunk: Buffer) => process.stderr.write(`${role}: ${chunk.toString()}`));
     children.push(child);
     return child;
   };
-  const startWorker = () => startChild('server/worker.ts');
   const server = { url: `http://127.0.0.1:${port}` };
-  startChild('server/index.ts');
+  startChild('server');
   for (let i = 0; ; i++) {
     const up = await fetch(`${server.url}/health`).then(
       (r) => r.ok,
@@ -145,7 +155,11 @@ async function main() {
           providerAPriceId: `price_bench_${hex()}`,
           providerAMeterEventName: 'ai_generations',
           // Metered: only the first generation of each workspace is included; flat: all of them.
-          limits: { members: 5, apiKeys: 0, aiMonthlyGenerations: metered ? 1 : perWorkspace + 10 },
+          limits: {
+            members: 5,
+            apiKeys: 0,
+            aiMonthlyGenerations: metered ? 1 : Math.ceil((GENERATIONS + WARM_UP) / WORKSPACES) + 10,
+          },
         },
         adminToken,
       );
@@ -190,8 +204,9 @@ async function main() {
       return total / ((performance.now() - started) / 1000);
     };
 
-    const first = startWorker();
-    const workers = [first];
+    // Two workers, as a deployment runs them; one is SIGKILLed halfway through the first metered round and
+    // the other goes on (its meter events claimed and not acknowledged are sent again after their lease).
+    const workers = [startChild('worker'), startChild('worker')];
     const apiPid = children[0].pid!;
     /** The database's transactions so far and the CPU seconds of each process of the bench. */
     const snapshot = async () => {
@@ -252,10 +267,11 @@ async function main() {
             stripeCpuUsPerEvent: us(perGen.stripeCpuUs),
           };
     };
-    // Warm-up, untimed: a few generations of each kind.
-    await run(flat.slice(0, 4), 40);
+    // Warm-up, untimed, on accounts of its own (the rounds' quotas stay whole): the API's code compiled
+    // and its pools open before the first round, which would otherwise pay for it alone.
+    await run(await accounts(flatPlan.id as string, 'warm-up'), WARM_UP);
     // Two rounds, flat then metered each, so that a slow minute of the machine weighs on both alike; the
-    // worker is killed halfway through the first metered round.
+    // first worker is killed halfway through the first metered round.
     const overage = WORKSPACES * (perWorkspace - 1);
     const flatRates: number[] = [];
     const meteredRates: number[] = [];
@@ -268,7 +284,7 @@ async function main() {
     let deliveredIn = 0;
     let before = await settled();
     for (let round = 0; round < 2; round++) {
-      const flatTotal = Math.floor((GENERATIONS - 40) / 2);
+      const flatTotal = (WORKSPACES * perWorkspace) / 2;
       flatRates.push(await run(flat, flatTotal));
       let after = await settled();
       rounds.push({ plan: 'flat', perSec: Math.round(flatRates[round]), ...perGeneration(before, after, flatTotal) });
@@ -276,9 +292,7 @@ async function main() {
       const meteredTotal = (WORKSPACES * perWorkspace) / 2;
       meteredRates.push(
         await run(metered, meteredTotal, () => {
-          if (round > 0) return;
-          first.kill('SIGKILL');
-          workers.push(startWorker());
+          if (round === 0) workers[0].kill('SIGKILL');
         }),
       );
       if (round === 1) {
@@ -327,11 +341,20 @@ async function main() {
     console.log(pass ? 'billing usage bench: all targets met' : 'billing usage bench: a target was missed');
     process.exitCode = pass ? 0 : 1;
   } finally {
-    for (const child of children) child.kill('SIGKILL');
+    // With BENCH_PROFILE_DIR, a child stopped by SIGTERM writes its profile as it exits.
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill(profile.length > 0 ? 'SIGTERM' : 'SIGKILL');
+          }),
+      ),
+    );
     stripeChild.kill('SIGKILL');
     await admin(`drop database if exists "${dbName}" with (force)`);
   }
 }
 
-/** A loopback port free a moment ago. */
 await main();

@@ -7,7 +7,7 @@
 // a second send of it is not counted twice. Stripe's meter events go in batches (its v2 meter event stream,
 // up to USAGE_BATCH_MAX a request): a batch is acknowledged as a whole once Stripe answered 2xx, or retried
 // as a whole; the rest (seat syncs, Lemon Squeezy usage records) is sent command by command.
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { BillingCommandsTable, Database, Plan, Subscription } from '../../db/schema.js';
 import { LIVE_SUBSCRIPTION_STATUSES } from '../../db/schema.js';
 import { AppError } from '../../server/platform/errors.js';
@@ -18,7 +18,9 @@ import { priceRef } from './service.js';
 import { billedSeats, seatsUsed } from './usage.js';
 
 type Db = Kysely<Database>;
-type Command = Selectable<BillingCommandsTable>;
+/** What sending a command needs of its row (the claim reads no more). */
+const COMMAND_COLUMNS = ['id', 'workspace_id', 'kind', 'identifier', 'attempts', 'created_at'] as const;
+type Command = Pick<Selectable<BillingCommandsTable>, (typeof COMMAND_COLUMNS)[number]>;
 
 export type OutboxDeps = Pick<AppDeps, 'db' | 'config' | 'processors' | 'logger'>;
 
@@ -122,7 +124,7 @@ async function claim(deps: OutboxDeps, now: Date, workspaceIds?: string[]): Prom
         .forUpdate()
         .skipLocked(),
     )
-    .returningAll()
+    .returning(COMMAND_COLUMNS)
     .execute();
 }
 
@@ -143,7 +145,7 @@ async function retryLater(deps: OutboxDeps, cmds: Command[], message: string) {
     await deps.db
       .updateTable('billing_commands')
       .set({ locked_until: null, not_before: new Date(Date.now() + delay), last_error: message })
-      .where('id', 'in', ids)
+      .where(sql<boolean>`id = any(${ids}::uuid[])`)
       .where('acked_at', 'is', null)
       .execute();
   }
@@ -243,7 +245,7 @@ async function ack(deps: OutboxDeps, results: Map<string, 'SENT' | 'SKIPPED'>) {
     await deps.db
       .updateTable('billing_commands')
       .set({ acked_at: new Date(), result, locked_until: null, last_error: null })
-      .where('id', 'in', ids)
+      .where(sql<boolean>`id = any(${ids}::uuid[])`)
       .execute();
   }
 }
