@@ -37,6 +37,8 @@ const DELIVERY_TARGET_MS = 60_000;
 const RATE_TARGET = 0.9;
 /** Generations before the rounds, on flat accounts of their own. */
 const WARM_UP = Number(process.env.BENCH_BILLING_WARM_UP ?? 2_000);
+/** A flat workspace's monthly generations: room for its share of the rounds and of the warm-up. */
+const FLAT_QUOTA = Math.ceil((GENERATIONS + WARM_UP) / WORKSPACES) + 10;
 /** Longer than Postgres's PGSTAT_IDLE_INTERVAL (10 s): an idle backend's counts are in the view by then. */
 const SETTLE_MS = 11_000;
 
@@ -98,7 +100,7 @@ async function main() {
     PROCESSOR_A_SECRET_KEY: STRIPE_KEY,
     PROCESSOR_A_WEBHOOK_SECRET: WHSEC,
     PROCESSOR_A_BASE_URL: stripe.url,
-    AI_MONTHLY_GENERATION_LIMIT: String(Math.ceil((GENERATIONS + WARM_UP) / WORKSPACES) + 10),
+    AI_MONTHLY_GENERATION_LIMIT: String(FLAT_QUOTA),
     BILLING_OUTBOX_LEASE_SECONDS: '5',
   };
   const children: ChildProcess[] = [];
@@ -155,11 +157,7 @@ async function main() {
           providerAPriceId: `price_bench_${hex()}`,
           providerAMeterEventName: 'ai_generations',
           // Metered: only the first generation of each workspace is included; flat: all of them.
-          limits: {
-            members: 5,
-            apiKeys: 0,
-            aiMonthlyGenerations: metered ? 1 : Math.ceil((GENERATIONS + WARM_UP) / WORKSPACES) + 10,
-          },
+          limits: { members: 5, apiKeys: 0, aiMonthlyGenerations: metered ? 1 : FLAT_QUOTA },
         },
         adminToken,
       );
