@@ -479,26 +479,55 @@ export function parseConfig(env: NodeJS.ProcessEnv): ParsedConfig {
 
 export const isMemoryDatabase = (cfg: Pick<ParsedConfig, 'DATABASE_URL'>) => cfg.DATABASE_URL === 'memory://';
 
+type GeneratedSecrets = Partial<Record<(typeof GENERATED_SECRETS)[number], string>>;
+const generateSecret = () => crypto.randomBytes(48).toString('base64url');
+
+/**
+ * The development secrets kept in `file` (mode 0600), made on first use with every generated secret.
+ * Processes started together on a new DATA_DIR (the API and the worker, two API instances) agree on them:
+ * the file is written aside and linked into place, so it is seen whole or not at all and the first link
+ * wins; each process then reads what is there. A file of an older version, without a secret added since,
+ * is completed the same way (replaced by rename).
+ */
+function storedSecrets(file: string): GeneratedSecrets {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  for (;;) {
+    const stored = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as GeneratedSecrets) : undefined;
+    if (stored && GENERATED_SECRETS.every((name) => stored[name])) return stored;
+    const complete: GeneratedSecrets = { ...stored };
+    for (const name of GENERATED_SECRETS) complete[name] ??= generateSecret();
+    const aside = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+    fs.writeFileSync(aside, JSON.stringify(complete, null, 2), { mode: 0o600 });
+    try {
+      if (stored) fs.renameSync(aside, file);
+      else fs.linkSync(aside, file);
+    } catch (err) {
+      // Another process linked its file first: read that one.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      fs.rmSync(aside, { force: true });
+    }
+  }
+}
+
 /**
  * Fills in the secrets missing outside production (JWT secrets, the webhook-secret encryption key):
- * generated once and kept in `DATA_DIR/secrets.json` (mode 0600) so tokens and encrypted webhook secrets
- * survive a restart; kept in memory only when the database is in memory too. Returns the warning to log.
+ * generated once and kept in `DATA_DIR/secrets.json` (storedSecrets) so tokens and encrypted webhook
+ * secrets survive a restart and the worker shares them with the API; kept in memory only when the database
+ * is in memory too. Returns the warning to log.
  */
 export function withDevelopmentSecrets(cfg: ParsedConfig): { config: Config; warning?: string } {
   const missing = GENERATED_SECRETS.filter((name) => !cfg[name]);
   if (missing.length === 0) return { config: Object.freeze(cfg) as Config };
-  const generate = () => crypto.randomBytes(48).toString('base64url');
-  let stored: Partial<Record<(typeof GENERATED_SECRETS)[number], string>> = {};
+  let stored: GeneratedSecrets = {};
   let where = 'memory only';
   if (!isMemoryDatabase(cfg)) {
-    const file = path.resolve(cfg.DATA_DIR, 'secrets.json');
-    where = file;
-    if (fs.existsSync(file)) stored = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof stored;
-    for (const name of missing) stored[name] ??= generate();
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, JSON.stringify(stored, null, 2), { mode: 0o600 });
+    where = path.resolve(cfg.DATA_DIR, 'secrets.json');
+    stored = storedSecrets(where);
   }
-  const filled = Object.fromEntries(GENERATED_SECRETS.map((name) => [name, cfg[name] ?? stored[name] ?? generate()]));
+  const filled = Object.fromEntries(
+    GENERATED_SECRETS.map((name) => [name, cfg[name] ?? stored[name] ?? generateSecret()]),
+  );
   return {
     config: Object.freeze({ ...cfg, ...filled }) as Config,
     warning: `${missing.join(', ')} not set: using generated development secrets (${where}). Set them in production.`,
