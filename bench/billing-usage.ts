@@ -5,6 +5,7 @@
 //      BENCH_BILLING_WORKSPACES workspaces, BENCH_BILLING_CONCURRENCY at a time: the flat rate;
 //   2. the same on a metered plan (every generation past the first of each workspace is overage, so that
 //      many meter events), one of the workers SIGKILLed halfway, the other going on: the metered rate;
+//   the two taking turns in BENCH_BILLING_ROUNDS rounds of each, a share of the generations each;
 //   3. waits for every meter event to reach the fake Stripe (tests/helpers/fake-stripe.ts, a real HTTP
 //      server the official SDK talks to, in a child process of its own: bench/fake-stripe-server.ts); the
 //      worker sends them in batches on Stripe's v2 meter event stream (a meter event session's token).
@@ -19,7 +20,7 @@
 // the API and the workers write V8 CPU profiles there (the killed worker excepted).
 // Environment: BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL
 // (default redis://127.0.0.1:6379), BENCH_BILLING_GENERATIONS (10000), BENCH_BILLING_WORKSPACES (100),
-// BENCH_BILLING_CONCURRENCY (32), BENCH_BILLING_WARM_UP (2000).
+// BENCH_BILLING_CONCURRENCY (32), BENCH_BILLING_WARM_UP (2000), BENCH_BILLING_ROUNDS (5).
 import crypto from 'node:crypto';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -35,6 +36,9 @@ const WORKSPACES = Number(process.env.BENCH_BILLING_WORKSPACES ?? 100);
 const CONCURRENCY = Number(process.env.BENCH_BILLING_CONCURRENCY ?? 32);
 const DELIVERY_TARGET_MS = 60_000;
 const RATE_TARGET = 0.9;
+/** Rounds of each plan, taking turns: the generations of a plan are shared among them. */
+const ROUNDS = Number(process.env.BENCH_BILLING_ROUNDS ?? 5);
+const KILL_ROUND = Math.floor((ROUNDS - 1) / 2);
 /** Generations before the rounds, on flat accounts of their own. */
 const WARM_UP = Number(process.env.BENCH_BILLING_WARM_UP ?? 2_000);
 /** A flat workspace's monthly generations: room for its share of the rounds and of the warm-up. */
@@ -129,6 +133,12 @@ async function main() {
     if (i > 600) throw new Error('the API did not start within 60 s');
     await new Promise((r) => setTimeout(r, 100));
   }
+  // Two workers, as a deployment runs them; one is SIGKILLed halfway through a metered round and
+  // the other goes on (its meter events claimed and not acknowledged are sent again after their lease).
+  // The outbox's periodic task runs on one of them at a time: the one killed is the one that spent more
+  // CPU since the round began, the one sending.
+  // They start once the API has migrated the database, long before the first round.
+  const workers = [startChild('worker'), startChild('worker')];
 
   const api = async (method: string, path: string, body?: unknown, token?: string, raw?: Record<string, string>) => {
     const res = await fetch(`${server.url}${path}`, {
@@ -202,9 +212,15 @@ async function main() {
       return total / ((performance.now() - started) / 1000);
     };
 
-    // Two workers, as a deployment runs them; one is SIGKILLed halfway through the first metered round and
-    // the other goes on (its meter events claimed and not acknowledged are sent again after their lease).
-    const workers = [startChild('worker'), startChild('worker')];
+    let killed: { worker: number; cpuSecondsInRound: number[] } | undefined;
+    const killTheBusierWorker = async (since: Snapshot) => {
+      const spent = await Promise.all(
+        workers.map(async (w, i) => ((await cpuSecondsOf(w.pid!)) ?? 0) - since.workers[i]!),
+      );
+      const worker = spent[0] >= spent[1] ? 0 : 1;
+      workers[worker].kill('SIGKILL');
+      killed = { worker, cpuSecondsInRound: spent.map((s) => +s.toFixed(2)) };
+    };
     const apiPid = children[0].pid!;
     /** The database's transactions so far and the CPU seconds of each process of the bench. */
     const snapshot = async () => {
@@ -268,9 +284,14 @@ async function main() {
     // Warm-up, untimed, on accounts of its own (the rounds' quotas stay whole): the API's code compiled
     // and its pools open before the first round, which would otherwise pay for it alone.
     await run(await accounts(flatPlan.id as string, 'warm-up'), WARM_UP);
-    // Two rounds, flat then metered each, so that a slow minute of the machine weighs on both alike; the
-    // first worker is killed halfway through the first metered round.
+    // ROUNDS rounds, flat then metered each, so that a slow spell of the machine weighs on both alike; the
+    // busier worker is killed halfway through the middle metered round (halfway through the metered
+    // generations when ROUNDS is odd).
     const overage = WORKSPACES * (perWorkspace - 1);
+    /** A round's share of a plan's WORKSPACES * perWorkspace generations. */
+    const shareOf = (round: number) =>
+      Math.floor((WORKSPACES * perWorkspace * (round + 1)) / ROUNDS) -
+      Math.floor((WORKSPACES * perWorkspace * round) / ROUNDS);
     const flatRates: number[] = [];
     const meteredRates: number[] = [];
     const rounds: Array<
@@ -281,19 +302,19 @@ async function main() {
     let allThere = false;
     let deliveredIn = 0;
     let before = await settled();
-    for (let round = 0; round < 2; round++) {
-      const flatTotal = (WORKSPACES * perWorkspace) / 2;
+    for (let round = 0; round < ROUNDS; round++) {
+      const flatTotal = shareOf(round);
       flatRates.push(await run(flat, flatTotal));
       let after = await settled();
       rounds.push({ plan: 'flat', perSec: Math.round(flatRates[round]), ...perGeneration(before, after, flatTotal) });
       before = after;
-      const meteredTotal = (WORKSPACES * perWorkspace) / 2;
+      const meteredTotal = shareOf(round);
       meteredRates.push(
         await run(metered, meteredTotal, () => {
-          if (round === 0) workers[0].kill('SIGKILL');
+          if (round === KILL_ROUND) void killTheBusierWorker(before);
         }),
       );
-      if (round === 1) {
+      if (round === ROUNDS - 1) {
         lastGeneration = performance.now();
         while (performance.now() - lastGeneration < DELIVERY_TARGET_MS + 30_000) {
           counts = await stripe.counts();
@@ -329,9 +350,10 @@ async function main() {
         requests: counts.requests,
         requestsPerEvent: +(counts.requests / Math.max(1, counts.counted)).toFixed(4),
         sessions: counts.sessions,
+        killed,
         deliveredInMs: Math.round(deliveredIn),
       },
-      // Per generation; the first metered round's worker CPU is unknown (the killed worker's is gone).
+      // Per generation; the worker CPU of the round of the kill is unknown (the killed worker's is gone).
       rounds,
     };
     console.log(JSON.stringify(results, null, 2));
