@@ -24,10 +24,9 @@
 import crypto from 'node:crypto';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { cpuSecondsBetween, cpuSecondsByPid, cpuSecondsOf } from './cpu.js';
 import { fakeSubscription, signStripe, stripeEvent } from '../tests/helpers/fake-stripe.js';
-import { freePort } from './local.js';
+import { freePort, queryRows } from './local.js';
 
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -51,19 +50,9 @@ const STRIPE_KEY = `sk_test_bench${hex(8)}`;
 const WHSEC = `whsec_bench${hex(8)}`;
 const ADMIN = { email: 'bench-admin@bench.local', password: 'Bench-admin-pass-1234' };
 
-async function admin(sql: string) {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 async function main() {
   const dbName = `bench_billing_${Date.now().toString(36)}_${hex(2)}`;
-  await admin(`create database "${dbName}"`);
+  await queryRows(ADMIN_URL, `create database "${dbName}"`);
   const dbUrl = new URL(ADMIN_URL);
   dbUrl.pathname = `/${dbName}`;
   const stripeChild = spawn(process.execPath, ['--import', 'tsx', 'bench/fake-stripe-server.ts'], {
@@ -224,23 +213,18 @@ async function main() {
     const apiPid = children[0].pid!;
     /** The database's transactions so far and the CPU seconds of each process of the bench. */
     const snapshot = async () => {
-      const client = new pg.Client({ connectionString: dbUrl.toString() });
-      await client.connect();
-      try {
-        const { rows } = await client.query<{ n: string }>(
-          'select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()',
-        );
-        return {
-          xacts: Number(rows[0].n),
-          api: await cpuSecondsOf(apiPid),
-          workers: await Promise.all(workers.map((w) => cpuSecondsOf(w.pid!))),
-          stripe: await cpuSecondsOf(stripeChild.pid!),
-          postgres: await cpuSecondsByPid('postgres'),
-          meterEvents: (await stripe.counts()).received,
-        };
-      } finally {
-        await client.end();
-      }
+      const [{ n }] = await queryRows<{ n: string }>(
+        dbUrl.toString(),
+        'select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()',
+      );
+      return {
+        xacts: Number(n),
+        api: await cpuSecondsOf(apiPid),
+        workers: await Promise.all(workers.map((w) => cpuSecondsOf(w.pid!))),
+        stripe: await cpuSecondsOf(stripeChild.pid!),
+        postgres: await cpuSecondsByPid('postgres'),
+        meterEvents: (await stripe.counts()).received,
+      };
     };
     type Snapshot = Awaited<ReturnType<typeof snapshot>>;
     const settled = async () => {
@@ -373,7 +357,7 @@ async function main() {
       ),
     );
     stripeChild.kill('SIGKILL');
-    await admin(`drop database if exists "${dbName}" with (force)`);
+    await queryRows(ADMIN_URL, `drop database if exists "${dbName}" with (force)`);
   }
 }
 
